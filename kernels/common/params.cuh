@@ -1,0 +1,24 @@
+#pragma once
+// Kernel parameters, shared verbatim by the host (src/) and the run-time compiled kernels.
+// Plain C++ only: no host or CUDA headers, so NVRTC and g++ both accept it.
+
+namespace attn_k {
+
+/// Strides are in elements. Q and O share strides; K and V share strides.
+struct fwd_params {
+  const void* q;
+  const void* k;
+  const void* v;
+  void* o;
+  float* lse;  ///< [B, H, Nq], natural log; -inf for a row that sees no key
+  long long q_batch_stride, q_head_stride, q_row_stride;
+  long long kv_batch_stride, kv_head_stride, kv_row_stride;
+  int q_len;
+  int kv_len;
+  int heads;
+  int group;            ///< heads / kv_heads: query head h reads kv head h / group
+  float scale_log2;     ///< softmax scale * log2(e)
+  float softmax_scale;  ///< 1 / sqrt(D) by default
+};
+
+}  // namespace attn_k

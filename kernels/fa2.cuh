@@ -1,0 +1,277 @@
+#pragma once
+// fa2: a FlashAttention-2-style fused forward pass on mma.sync (sm_80+).
+//
+// One block owns BLOCK_M query rows of one (batch, head); each warp owns BLOCK_M / WARPS of those
+// rows, so softmax statistics never cross warps. The Q tile stays in shared memory; K/V tiles
+// stream through a STAGES-deep cp.async ring. S = Q K^T and O += P V run on the tensor cores with
+// fp32 accumulation; P never leaves registers. Only tiles on the causal diagonal or past the end
+// of the keys are masked. The N x N matrix is never written: O and the per-row LSE are.
+//
+// Shared memory rows are padded by 8 elements (16 bytes): the row pitch is then an odd number of
+// 16-byte chunks, which keeps ldmatrix and cp.async free of bank conflicts for every head dim.
+#include "common/device.cuh"
+#include "common/params.cuh"
+
+namespace attn_k {
+
+template <bool BF16_, int D_, int BLOCK_M_, int BLOCK_N_, int WARPS_, int STAGES_, bool CAUSAL_>
+struct fa2_config {
+  static constexpr bool BF16 = BF16_;
+  static constexpr int D = D_, BLOCK_M = BLOCK_M_, BLOCK_N = BLOCK_N_;
+  static constexpr int WARPS = WARPS_, STAGES = STAGES_;
+  static constexpr bool CAUSAL = CAUSAL_;
+  static constexpr int THREADS = WARPS * 32;
+  static constexpr int WARP_M = BLOCK_M / WARPS;  ///< query rows per warp
+  static constexpr int MI = WARP_M / 16;          ///< 16-row mma tiles per warp
+  static constexpr int PITCH = D + 8;             ///< shared-memory row pitch, elements
+  static constexpr int Q_ELEMS = BLOCK_M * PITCH;
+  static constexpr int KV_ELEMS = BLOCK_N * PITCH;
+  static constexpr int SHARED_BYTES = (Q_ELEMS + 2 * STAGES * KV_ELEMS) * 2;
+  static_assert(D % 16 == 0 && D >= 32 && D <= 256, "head dim: a multiple of 16 in [32, 256]");
+  static_assert(WARP_M % 16 == 0 && WARP_M >= 16, "each warp needs whole 16-row mma tiles");
+  static_assert(BLOCK_N % 16 == 0, "BLOCK_N: a multiple of 16");
+  static_assert(STAGES >= 1 && STAGES <= 8, "STAGES in [1, 8]");
+};
+
+/// Copies `rows` rows of D elements starting at global row `row0` into a padded shared tile,
+/// zero-filling rows at or past `row_end` so that they contribute nothing.
+template <class C>
+__device__ __forceinline__ void load_tile(unsigned smem, const elem_bits* base, long long row_stride,
+                                          int row0, int row_end, int rows) {
+  constexpr int CHUNKS = C::D / 8;
+  for (int c = threadIdx.x; c < rows * CHUNKS; c += C::THREADS) {
+    const int r = c / CHUNKS, col = (c % CHUNKS) * 8;
+    const bool valid = row0 + r < row_end;
+    const elem_bits* src = base + (valid ? (row0 + r) * row_stride + col : 0);
+    cp_async_16(smem + (r * C::PITCH + col) * 2, src, valid);
+  }
+}
+
+/// One K/V tile: S = Q K^T, online softmax, O += P V. MASK applies the causal / kv_len mask.
+template <class C, bool MASK>
+__device__ __forceinline__ void attend_tile(unsigned q_smem, unsigned k_smem, unsigned v_smem,
+                                            float (&acc)[C::MI][C::D / 8][4],
+                                            float (&row_max)[C::MI][2], float (&row_sum)[C::MI][2],
+                                            int n0, int first_row, int causal_offset, int kv_len,
+                                            float scale_log2) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  float s[C::MI][C::BLOCK_N / 8][4];
+#pragma unroll
+  for (int mi = 0; mi < C::MI; ++mi)
+#pragma unroll
+    for (int nf = 0; nf < C::BLOCK_N / 8; ++nf)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) s[mi][nf][e] = 0.f;
+
+  // S = Q K^T. A fragments from Q (row-major), B fragments from K rows (col-major B = K^T).
+  const int a_row = warp * C::WARP_M + (lane % 8) + ((lane / 8) % 2) * 8, a_col = (lane / 16) * 8;
+  const int b_row = (lane % 8) + (lane / 16) * 8, b_col = ((lane / 8) % 2) * 8;
+#pragma unroll
+  for (int kk = 0; kk < C::D / 16; ++kk) {
+    unsigned a[C::MI][4];
+#pragma unroll
+    for (int mi = 0; mi < C::MI; ++mi)
+      ldmatrix_x4(a[mi], q_smem + ((a_row + mi * 16) * C::PITCH + kk * 16 + a_col) * 2);
+#pragma unroll
+    for (int nj = 0; nj < C::BLOCK_N / 16; ++nj) {
+      unsigned b[4];
+      ldmatrix_x4(b, k_smem + ((nj * 16 + b_row) * C::PITCH + kk * 16 + b_col) * 2);
+#pragma unroll
+      for (int mi = 0; mi < C::MI; ++mi) {
+        mma_16816<C::BF16>(s[mi][2 * nj], a[mi], b[0], b[1]);
+        mma_16816<C::BF16>(s[mi][2 * nj + 1], a[mi], b[2], b[3]);
+      }
+    }
+  }
+
+  // Mask, then the online softmax update. Thread holds rows g and g + 8 of each 16-row tile.
+  const int g = lane / 4, t = lane % 4;
+#pragma unroll
+  for (int mi = 0; mi < C::MI; ++mi) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int row = first_row + warp * C::WARP_M + mi * 16 + g + h * 8;
+      float mx = row_max[mi][h];
+#pragma unroll
+      for (int nf = 0; nf < C::BLOCK_N / 8; ++nf) {
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          float& x = s[mi][nf][h * 2 + e];
+          if constexpr (MASK) {
+            const int col = n0 + nf * 8 + t * 2 + e;
+            if (col >= kv_len || (C::CAUSAL && col > row + causal_offset)) x = neg_inf();
+          }
+          mx = fmaxf(mx, x);
+        }
+      }
+      mx = quad_max(mx);
+      // A row that has seen no key yet keeps max -inf; subtract 0 then so exp2 gives 0, not NaN.
+      const float mx_scaled = mx == neg_inf() ? 0.f : mx * scale_log2;
+      const float alpha = exp2f(row_max[mi][h] * scale_log2 - mx_scaled);
+      row_max[mi][h] = mx;
+      float sum = 0.f;
+#pragma unroll
+      for (int nf = 0; nf < C::BLOCK_N / 8; ++nf) {
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          float& x = s[mi][nf][h * 2 + e];
+          x = exp2f(fmaf(x, scale_log2, -mx_scaled));
+          sum += x;
+        }
+      }
+      row_sum[mi][h] = row_sum[mi][h] * alpha + sum;
+#pragma unroll
+      for (int df = 0; df < C::D / 8; ++df) {
+        acc[mi][df][h * 2] *= alpha;
+        acc[mi][df][h * 2 + 1] *= alpha;
+      }
+    }
+  }
+
+  // O += P V. P's accumulator layout is already an A fragment once packed; V needs .trans.
+  const int v_row = (lane % 8) + ((lane / 8) % 2) * 8, v_col = (lane / 16) * 8;
+#pragma unroll
+  for (int kk = 0; kk < C::BLOCK_N / 16; ++kk) {
+    unsigned p[C::MI][4];
+#pragma unroll
+    for (int mi = 0; mi < C::MI; ++mi) {
+      p[mi][0] = pack2<C::BF16>(s[mi][2 * kk][0], s[mi][2 * kk][1]);
+      p[mi][1] = pack2<C::BF16>(s[mi][2 * kk][2], s[mi][2 * kk][3]);
+      p[mi][2] = pack2<C::BF16>(s[mi][2 * kk + 1][0], s[mi][2 * kk + 1][1]);
+      p[mi][3] = pack2<C::BF16>(s[mi][2 * kk + 1][2], s[mi][2 * kk + 1][3]);
+    }
+#pragma unroll
+    for (int dj = 0; dj < C::D / 16; ++dj) {
+      unsigned b[4];
+      ldmatrix_x4_trans(b, v_smem + ((kk * 16 + v_row) * C::PITCH + dj * 16 + v_col) * 2);
+#pragma unroll
+      for (int mi = 0; mi < C::MI; ++mi) {
+        mma_16816<C::BF16>(acc[mi][2 * dj], p[mi], b[0], b[1]);
+        mma_16816<C::BF16>(acc[mi][2 * dj + 1], p[mi], b[2], b[3]);
+      }
+    }
+  }
+}
+
+template <class C>
+__device__ void fa2_forward(const fwd_params& p) {
+  extern __shared__ __align__(128) unsigned char shared_raw[];
+  const unsigned q_smem = smem_addr(shared_raw);
+  const unsigned kv_smem = q_smem + C::Q_ELEMS * 2;  // stage s: K at 2s, V at 2s + 1
+  auto k_stage = [&](int s) { return kv_smem + (2 * s) * C::KV_ELEMS * 2; };
+  auto v_stage = [&](int s) { return kv_smem + (2 * s + 1) * C::KV_ELEMS * 2; };
+
+  // Causal: the heaviest query blocks (last rows) are launched first.
+  const int m_block = C::CAUSAL ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
+  const int head = blockIdx.y, batch = blockIdx.z;
+  const int m0 = m_block * C::BLOCK_M;
+  const int causal_offset = p.kv_len - p.q_len;  // bottom-right alignment
+
+  const elem_bits* q = static_cast<const elem_bits*>(p.q) + batch * p.q_batch_stride +
+                       head * p.q_head_stride;
+  const long long kv_base = batch * p.kv_batch_stride + (head / p.group) * p.kv_head_stride;
+  const elem_bits* k = static_cast<const elem_bits*>(p.k) + kv_base;
+  const elem_bits* v = static_cast<const elem_bits*>(p.v) + kv_base;
+
+  int kv_end = p.kv_len;
+  if (C::CAUSAL) {
+    const int last_row = min(m0 + C::BLOCK_M, p.q_len) - 1;
+    kv_end = max(0, min(kv_end, last_row + causal_offset + 1));
+  }
+  const int n_blocks = (kv_end + C::BLOCK_N - 1) / C::BLOCK_N;
+  // A tile needs the mask if it reaches past the keys or past the diagonal of the block's first row.
+  auto needs_mask = [&](int n0) {
+    return n0 + C::BLOCK_N > p.kv_len || (C::CAUSAL && n0 + C::BLOCK_N - 1 > m0 + causal_offset);
+  };
+
+  float acc[C::MI][C::D / 8][4];
+  float row_max[C::MI][2], row_sum[C::MI][2];
+#pragma unroll
+  for (int mi = 0; mi < C::MI; ++mi) {
+#pragma unroll
+    for (int df = 0; df < C::D / 8; ++df)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) acc[mi][df][e] = 0.f;
+    row_max[mi][0] = row_max[mi][1] = neg_inf();
+    row_sum[mi][0] = row_sum[mi][1] = 0.f;
+  }
+
+  load_tile<C>(q_smem, q, p.q_row_stride, m0, p.q_len, C::BLOCK_M);
+  cp_async_commit();
+  auto load_kv = [&](int j, int stage) {
+    load_tile<C>(k_stage(stage), k, p.kv_row_stride, j * C::BLOCK_N, p.kv_len, C::BLOCK_N);
+    load_tile<C>(v_stage(stage), v, p.kv_row_stride, j * C::BLOCK_N, p.kv_len, C::BLOCK_N);
+  };
+  auto attend = [&](int j, int stage) {
+    const int n0 = j * C::BLOCK_N;
+    if (needs_mask(n0))
+      attend_tile<C, true>(q_smem, k_stage(stage), v_stage(stage), acc, row_max, row_sum, n0, m0,
+                           causal_offset, p.kv_len, p.scale_log2);
+    else
+      attend_tile<C, false>(q_smem, k_stage(stage), v_stage(stage), acc, row_max, row_sum, n0, m0,
+                            causal_offset, p.kv_len, p.scale_log2);
+  };
+
+  if constexpr (C::STAGES == 1) {
+    for (int j = 0; j < n_blocks; ++j) {
+      load_kv(j, 0);
+      cp_async_commit();
+      cp_async_wait<0>();
+      __syncthreads();
+      attend(j, 0);
+      __syncthreads();
+    }
+  } else {
+    // Prologue: tiles 0 .. STAGES-2 in flight. Every iteration commits exactly one group (maybe
+    // empty), so "tile j has landed" is always "at most STAGES-2 groups pending".
+#pragma unroll
+    for (int s = 0; s < C::STAGES - 1; ++s) {
+      if (s < n_blocks) load_kv(s, s);
+      cp_async_commit();
+    }
+    for (int j = 0; j < n_blocks; ++j) {
+      cp_async_wait<C::STAGES - 2>();
+      __syncthreads();  // tile j visible to all; every warp is done with tile j-1's stage
+      const int next = j + C::STAGES - 1;
+      if (next < n_blocks) load_kv(next, next % C::STAGES);
+      cp_async_commit();
+      attend(j, j % C::STAGES);
+    }
+  }
+  cp_async_wait<0>();
+  __syncthreads();  // all warps done with shared memory: Q's tile becomes the output staging area
+
+  // Normalize, write O (through shared memory, for 16-byte coalesced stores) and the LSE.
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4, t = lane % 4;
+  elem_bits* o_stage = reinterpret_cast<elem_bits*>(shared_raw);
+#pragma unroll
+  for (int mi = 0; mi < C::MI; ++mi) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const float sum = quad_sum(row_sum[mi][h]);
+      const float inv = sum > 0.f ? 1.f / sum : 0.f;
+      const int r = warp * C::WARP_M + mi * 16 + g + h * 8;
+#pragma unroll
+      for (int df = 0; df < C::D / 8; ++df) {
+        *reinterpret_cast<unsigned*>(&o_stage[r * C::PITCH + df * 8 + t * 2]) =
+            pack2<C::BF16>(acc[mi][df][h * 2] * inv, acc[mi][df][h * 2 + 1] * inv);
+      }
+      if (t == 0 && m0 + r < p.q_len) {
+        const float lse = sum > 0.f ? (row_max[mi][h] * p.scale_log2 + log2f(sum)) * 0.69314718056f
+                                    : neg_inf();
+        p.lse[((long long)batch * p.heads + head) * p.q_len + m0 + r] = lse;
+      }
+    }
+  }
+  __syncthreads();
+  elem_bits* o = static_cast<elem_bits*>(p.o) + batch * p.q_batch_stride + head * p.q_head_stride;
+  constexpr int CHUNKS = C::D / 8;
+  for (int c = threadIdx.x; c < C::BLOCK_M * CHUNKS; c += C::THREADS) {
+    const int r = c / CHUNKS, col = (c % CHUNKS) * 8;
+    if (m0 + r < p.q_len)
+      *reinterpret_cast<uint4*>(o + (m0 + r) * p.q_row_stride + col) =
+          *reinterpret_cast<const uint4*>(&o_stage[r * C::PITCH + col]);
+  }
+}
+
+}  // namespace attn_k

@@ -1,0 +1,225 @@
+#pragma once
+// The support module: a straightforward materializing attention (no tensor cores) used as the
+// reference, plus input generation, output poisoning and error measurement.
+//
+// The reference runs in two modes. Full (LOWP = false): scores, softmax and P V in fp32. Naive
+// low precision (LOWP = true): the same math rounded to the input type where a plain framework
+// implementation would round (scaled Q, scores, probabilities, output); its error against the
+// full reference sets the tolerance of the fused kernels (FlashAttention's rule).
+// Both process the (batch, head) pairs [bh0, bh0 + gridDim.z), so the host can chunk heads.
+#include "common/device.cuh"
+#include "common/params.cuh"
+
+namespace attn_k {
+
+__device__ __forceinline__ long long q_index(const fwd_params& p, int bh, int i) {
+  const int b = bh / p.heads, h = bh % p.heads;
+  return b * p.q_batch_stride + h * p.q_head_stride + i * p.q_row_stride;
+}
+__device__ __forceinline__ long long kv_index(const fwd_params& p, int bh, int j) {
+  const int b = bh / p.heads, h = bh % p.heads;
+  return b * p.kv_batch_stride + (h / p.group) * p.kv_head_stride + j * p.kv_row_stride;
+}
+
+/// S[z][i][j] = scale * q_i . k_j (masked: -inf). Block 16x16, grid (Nkv/16, Nq/16, heads).
+template <bool BF16, bool LOWP>
+__device__ void ref_scores(const fwd_params& p, int bh0, int head_dim, bool causal, float* scores) {
+  __shared__ float qs[16][17], ks[16][17];
+  const int tx = threadIdx.x, ty = threadIdx.y, z = blockIdx.z, bh = bh0 + z;
+  const int i = blockIdx.y * 16 + ty, j = blockIdx.x * 16 + tx, kj = blockIdx.x * 16 + ty;
+  const elem_bits* q = static_cast<const elem_bits*>(p.q);
+  const elem_bits* k = static_cast<const elem_bits*>(p.k);
+  float acc = 0.f;
+  for (int d0 = 0; d0 < head_dim; d0 += 16) {
+    float qv = i < p.q_len ? to_float<BF16>(q[q_index(p, bh, i) + d0 + tx]) : 0.f;
+    if (LOWP) qv = round_to_elem<BF16>(qv * p.softmax_scale);
+    qs[ty][tx] = qv;
+    ks[ty][tx] = kj < p.kv_len ? to_float<BF16>(k[kv_index(p, bh, kj) + d0 + tx]) : 0.f;
+    __syncthreads();
+#pragma unroll
+    for (int e = 0; e < 16; ++e) acc = fmaf(qs[ty][e], ks[tx][e], acc);
+    __syncthreads();
+  }
+  if (i >= p.q_len || j >= p.kv_len) return;
+  float s = LOWP ? round_to_elem<BF16>(acc) : acc * p.softmax_scale;
+  if (causal && j > i + p.kv_len - p.q_len) s = neg_inf();  // bottom-right aligned
+  scores[((long long)z * p.q_len + i) * p.kv_len + j] = s;
+}
+
+__device__ __forceinline__ float block_reduce(float x, bool is_max) {
+  __shared__ float part[32];
+  for (int o = 16; o > 0; o /= 2) {
+    const float y = __shfl_xor_sync(0xffffffffu, x, o);
+    x = is_max ? fmaxf(x, y) : x + y;
+  }
+  __syncthreads();
+  if (threadIdx.x % 32 == 0) part[threadIdx.x / 32] = x;
+  __syncthreads();
+  x = part[0];
+  for (int w = 1; w < (int)blockDim.x / 32; ++w) x = is_max ? fmaxf(x, part[w]) : x + part[w];
+  return x;
+}
+
+/// Row softmax: P = exp(S - max) / sum, LSE = max + log(sum). Block 256, grid (Nq, 1, heads).
+/// P is float (full) or the element type (LOWP, as bits). A row with no key: P = 0, LSE = -inf.
+template <bool BF16, bool LOWP>
+__device__ void ref_softmax(const fwd_params& p, int bh0, const float* scores, void* probs,
+                            float* lse) {
+  const int z = blockIdx.z, i = blockIdx.x;
+  const float* s = scores + ((long long)z * p.q_len + i) * p.kv_len;
+  float mx = neg_inf();
+  for (int j = threadIdx.x; j < p.kv_len; j += blockDim.x) mx = fmaxf(mx, s[j]);
+  mx = block_reduce(mx, true);
+  const float shift = mx == neg_inf() ? 0.f : mx;
+  float sum = 0.f;
+  for (int j = threadIdx.x; j < p.kv_len; j += blockDim.x) sum += expf(s[j] - shift);
+  sum = block_reduce(sum, false);
+  const float inv = sum > 0.f ? 1.f / sum : 0.f;
+  const long long row = ((long long)z * p.q_len + i) * p.kv_len;
+  for (int j = threadIdx.x; j < p.kv_len; j += blockDim.x) {
+    const float pr = expf(s[j] - shift) * inv;
+    if (LOWP)
+      static_cast<elem_bits*>(probs)[row + j] = from_float<BF16>(pr);
+    else
+      static_cast<float*>(probs)[row + j] = pr;
+  }
+  if (threadIdx.x == 0 && lse != nullptr)
+    lse[(long long)(bh0 + z) * p.q_len + i] = sum > 0.f ? mx + logf(sum) : neg_inf();
+}
+
+/// O = P V. Block 16x16, grid (D/16, Nq/16, heads). Full: float output in Q's layout;
+/// LOWP: element-type output (bits) in Q's layout.
+template <bool BF16, bool LOWP>
+__device__ void ref_pv(const fwd_params& p, int bh0, const void* probs, void* out) {
+  __shared__ float ps[16][17], vs[16][17];
+  const int tx = threadIdx.x, ty = threadIdx.y, z = blockIdx.z, bh = bh0 + z;
+  const int i = blockIdx.y * 16 + ty, d = blockIdx.x * 16 + tx;
+  const elem_bits* v = static_cast<const elem_bits*>(p.v);
+  const long long row = ((long long)z * p.q_len + i) * p.kv_len;
+  float acc = 0.f;
+  for (int j0 = 0; j0 < p.kv_len; j0 += 16) {
+    float pv = 0.f;
+    if (i < p.q_len && j0 + tx < p.kv_len)
+      pv = LOWP ? to_float<BF16>(static_cast<const elem_bits*>(probs)[row + j0 + tx])
+                : static_cast<const float*>(probs)[row + j0 + tx];
+    ps[ty][tx] = pv;
+    vs[ty][tx] = j0 + ty < p.kv_len ? to_float<BF16>(v[kv_index(p, bh, j0 + ty) + d]) : 0.f;
+    __syncthreads();
+#pragma unroll
+    for (int e = 0; e < 16; ++e) acc = fmaf(ps[ty][e], vs[e][tx], acc);
+    __syncthreads();
+  }
+  if (i >= p.q_len) return;
+  if (LOWP)
+    static_cast<elem_bits*>(out)[q_index(p, bh, i) + d] = from_float<BF16>(acc);
+  else
+    static_cast<float*>(out)[q_index(p, bh, i) + d] = acc;
+}
+
+/// Standard normal values from a counter-based hash (Box-Muller), rounded to the element type.
+__device__ __forceinline__ unsigned long long mix64(unsigned long long x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ull;
+  return x ^ (x >> 33);
+}
+template <bool BF16>
+__device__ void fill_normal(elem_bits* x, long long n, unsigned long long seed) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+       i += (long long)gridDim.x * blockDim.x) {
+    const unsigned long long h = mix64(seed * 0x9e3779b97f4a7c15ull + mix64(i + 1));
+    const float u1 = ((h >> 40) + 1) * (1.0f / 16777217.0f);  // (0, 1]
+    const float u2 = ((h & 0xffffffull)) * (1.0f / 16777216.0f);
+    x[i] = from_float<BF16>(sqrtf(-2.f * logf(u1)) * cospif(2.f * u2));
+  }
+}
+
+/// Fills with a NaN pattern, so that any element a kernel fails to write is caught.
+__device__ void poison(unsigned* x, long long n_words) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n_words;
+       i += (long long)gridDim.x * blockDim.x)
+    x[i] = 0x7fff7fffu;  // a NaN as bf16, fp16 pairs and as fp32
+}
+
+/// max |out - ref| into *max_bits (as float bits, via atomicMax: non-negative floats order like
+/// unsigned ints); elements that are NaN/inf where ref is finite, or differ in an infinity,
+/// are counted in *bad. Both -inf (an LSE of a row with no key) counts as equal.
+__device__ __forceinline__ void accumulate_error(float out, float ref, float& worst,
+                                                 unsigned long long& bad) {
+  if (isinf(ref) || isinf(out)) {
+    if (!(isinf(ref) && out == ref)) ++bad;
+  } else if (isnan(out) || isnan(ref)) {
+    ++bad;
+  } else {
+    worst = fmaxf(worst, fabsf(out - ref));
+  }
+}
+__device__ __forceinline__ void publish_error(float worst, unsigned long long bad, unsigned* max_bits,
+                                              unsigned long long* bad_count) {
+  worst = block_reduce(worst, true);
+  const float bad_f = block_reduce(static_cast<float>(bad), false);
+  if (threadIdx.x == 0) {
+    atomicMax(max_bits, __float_as_uint(worst));
+    if (bad_f > 0.f) atomicAdd(bad_count, static_cast<unsigned long long>(bad_f));
+  }
+}
+template <bool BF16>
+__device__ void error_elem(const elem_bits* out, const float* ref, long long n, unsigned* max_bits,
+                           unsigned long long* bad_count) {
+  float worst = 0.f;
+  unsigned long long bad = 0;
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+       i += (long long)gridDim.x * blockDim.x)
+    accumulate_error(to_float<BF16>(out[i]), ref[i], worst, bad);
+  publish_error(worst, bad, max_bits, bad_count);
+}
+__device__ void error_f32(const float* out, const float* ref, long long n, unsigned* max_bits,
+                          unsigned long long* bad_count) {
+  float worst = 0.f;
+  unsigned long long bad = 0;
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
+       i += (long long)gridDim.x * blockDim.x)
+    accumulate_error(out[i], ref[i], worst, bad);
+  publish_error(worst, bad, max_bits, bad_count);
+}
+
+}  // namespace attn_k
+
+#ifdef ATTN_SUPPORT_MODULE
+// Entry points with C names, for one element type (ATTN_BF16 = 1 or 0).
+#define ATTN_B (ATTN_BF16 != 0)
+using attn_k::fwd_params;
+extern "C" __global__ void ref_scores_full(fwd_params p, int bh0, int d, int causal, float* s) {
+  attn_k::ref_scores<ATTN_B, false>(p, bh0, d, causal != 0, s);
+}
+extern "C" __global__ void ref_scores_lowp(fwd_params p, int bh0, int d, int causal, float* s) {
+  attn_k::ref_scores<ATTN_B, true>(p, bh0, d, causal != 0, s);
+}
+extern "C" __global__ void ref_softmax_full(fwd_params p, int bh0, const float* s, void* pr,
+                                            float* lse) {
+  attn_k::ref_softmax<ATTN_B, false>(p, bh0, s, pr, lse);
+}
+extern "C" __global__ void ref_softmax_lowp(fwd_params p, int bh0, const float* s, void* pr,
+                                            float* lse) {
+  attn_k::ref_softmax<ATTN_B, true>(p, bh0, s, pr, lse);
+}
+extern "C" __global__ void ref_pv_full(fwd_params p, int bh0, const void* pr, void* o) {
+  attn_k::ref_pv<ATTN_B, false>(p, bh0, pr, o);
+}
+extern "C" __global__ void ref_pv_lowp(fwd_params p, int bh0, const void* pr, void* o) {
+  attn_k::ref_pv<ATTN_B, true>(p, bh0, pr, o);
+}
+extern "C" __global__ void fill_normal(attn_k::elem_bits* x, long long n, unsigned long long seed) {
+  attn_k::fill_normal<ATTN_B>(x, n, seed);
+}
+extern "C" __global__ void poison(unsigned* x, long long n_words) { attn_k::poison(x, n_words); }
+extern "C" __global__ void error_elem(const attn_k::elem_bits* out, const float* ref, long long n,
+                                      unsigned* max_bits, unsigned long long* bad) {
+  attn_k::error_elem<ATTN_B>(out, ref, n, max_bits, bad);
+}
+extern "C" __global__ void error_f32(const float* out, const float* ref, long long n,
+                                     unsigned* max_bits, unsigned long long* bad) {
+  attn_k::error_f32(out, ref, n, max_bits, bad);
+}
+#endif

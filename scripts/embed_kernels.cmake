@@ -1,0 +1,11 @@
+# Writes a C++ file holding every kernels/**.cuh as a (name, text) pair.
+file(GLOB_RECURSE files RELATIVE ${ROOT} ${ROOT}/*.cuh)
+list(SORT files)
+set(body "#include \"codegen/embedded_kernels.hpp\"\nnamespace attn {\nconst std::vector<embedded_file>& embedded_kernel_files() {\n  static const std::vector<embedded_file> files = {\n")
+foreach(f ${files})
+  file(READ ${ROOT}/${f} text)
+  string(APPEND body "    {\"${f}\", R\"attn_src(${text})attn_src\"},\n")
+endforeach()
+string(APPEND body "  };\n  return files;\n}\n}  // namespace attn\n")
+file(WRITE ${OUT}.tmp "${body}")
+file(RENAME ${OUT}.tmp ${OUT})

@@ -1,0 +1,39 @@
+#!/usr/bin/env python3
+"""Prints the best tuned config per results CSV of a directory beside the peers measured in the
+same call (peers.csv from peers.py), as a Markdown table. Usage: summarize.py DIR"""
+import csv, glob, os, sys
+
+def main(d):
+    peers = {}
+    if os.path.exists(os.path.join(d, "peers.csv")):
+        for row in csv.reader(l for l in open(os.path.join(d, "peers.csv")) if not l.startswith("#")):
+            if row[0] == "peer":
+                continue
+            peers[(row[0], int(row[2]), int(row[3]), int(row[4]), int(row[5]), int(row[6]))] = float(row[8])
+    walls = {}
+    if os.path.exists(os.path.join(d, "walltimes.txt")):
+        for line in open(os.path.join(d, "walltimes.txt")):
+            parts = line.split()
+            walls[parts[0]] = parts[2].split("=")[1]
+    print("| shape (B,H,N,D) | causal | best config | attn-tune TFLOPS | SDPA flash (FA2) | ratio | SDPA cuDNN | tune wall s |")
+    print("|---|---|---|---|---|---|---|---|")
+    for path in sorted(glob.glob(os.path.join(d, "*.csv"))):
+        if path.endswith("peers.csv"):
+            continue
+        rows = list(csv.DictReader(open(path)))
+        ok = [r for r in rows if r["status"] == "ok"]
+        if not rows:
+            continue
+        r0 = rows[0]
+        key = (int(r0["batch"]), int(r0["heads"]), int(r0["q_len"]), int(r0["head_dim"]), int(r0["causal"]))
+        best = min(ok, key=lambda r: float(r["median_ms"])) if ok else None
+        fa2 = peers.get(("sdpa-flash",) + key)
+        cudnn = peers.get(("sdpa-cudnn",) + key)
+        tf = float(best["tflops"]) if best else 0.0
+        tag = os.path.basename(path)[:-4]
+        print(f"| {key[0]},{key[1]},{key[2]},{key[3]} | {'yes' if key[4] else 'no'} | "
+              f"{best['config'] if best else '-'} | {tf:.1f} | {fa2 if fa2 else '-'} | "
+              f"{tf / fa2 if fa2 else 0:.2f} | {cudnn if cudnn else '-'} | {walls.get(tag, '-')} |")
+
+if __name__ == "__main__":
+    main(sys.argv[1])

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Tunes the benchmark table (SHAPES.md: six shapes, causal and not, bf16) and measures the peers
+# (peers.py: PyTorch SDPA backends, optionally Triton) in the same call, on the GPU at hand.
+#   scripts/yardstick.sh BUILD_DIR PEERS_PY OUT_DIR [B,H,N,D ...]
+# Writes OUT_DIR/<shape>.csv per tuning run, OUT_DIR/tune.log, OUT_DIR/peers.csv and prints
+# a summary table (scripts/summarize.py).
+set -uo pipefail
+build=$1 peers=$2 out=$3
+shift 3
+shapes=("$@")
+[ ${#shapes[@]} -gt 0 ] || shapes=(4,32,4096,128 16,16,1024,64 8,16,2048,128 1,32,16384,128 2,16,4096,256 32,32,512,64)
+mkdir -p "$out"
+for s in "${shapes[@]}"; do
+  for causal in "" "--causal"; do
+    tag="${s//,/x}${causal:+-causal}"
+    start=$(date +%s.%N)
+    "$build/attn-tune" --shape "$s" $causal --out "$out/$tag.csv" --top 5 >>"$out/tune.log" 2>&1
+    rc=$?
+    end=$(date +%s.%N)
+    echo "$tag rc=$rc wall_s=$(echo "$end - $start" | bc)" | tee -a "$out/walltimes.txt"
+  done
+done
+PYTHONUNBUFFERED=1 python3 "$peers" --csv "$out/peers.csv" > "$out/peers.log" 2>&1 || echo "peers.py failed (see peers.log)"
+python3 "$(dirname "$0")/summarize.py" "$out"

@@ -1,0 +1,141 @@
+#include "cli/options.hpp"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <cctype>
+#include <chrono>
+
+#include "codegen/cache.hpp"
+
+namespace attn {
+
+namespace {
+
+const char* description = R"(attn-tune: find the fastest launch configuration of a fused attention kernel
+for one problem shape on the GPU at hand.
+
+Every variant of the search space (BLOCK_M x BLOCK_N x warps x stages) is compiled at run time
+with NVRTC (in parallel, cached on disk), checked against a reference on fresh random inputs
+(poisoned outputs, fp32 GPU reference, float64 CPU check of sampled rows), timed with CUDA
+events (warm-up, L2 flushed, median and IQR), and ranked.
+TFLOPS = 4*B*H*Nq*Nkv*D / time, halved when causal.
+
+Examples:
+  attn-tune --shape 4,32,4096,128 --causal
+  attn-tune --shape 2,32,1024,128 --kv-len 8192 --kv-heads 8 --dtype fp16 --out results/mine.csv
+  attn-tune --shape 1,8,512,64 --space block_m=64,128 block_n=64 warps=4 stages=2,3
+  attn-tune --compile-only --arch sm_80 --shape 4,32,4096,128     # no GPU needed)";
+
+}  // namespace
+
+std::string default_out_path(const std::string& device_name, const shape& s) {
+  std::string slug;
+  for (char c : device_name) {
+    if (std::isalnum(static_cast<unsigned char>(c))) slug += static_cast<char>(std::tolower(c));
+    else if (!slug.empty() && slug.back() != '-') slug += '-';
+  }
+  while (!slug.empty() && slug.back() == '-') slug.pop_back();
+  return fmt::format("results/{}-{}x{}x{}x{}x{}-{}-{}{}.csv", slug.empty() ? "device" : slug,
+                     s.batch, s.heads, s.q_len, s.kv_len, s.head_dim, to_string(s.dtype),
+                     to_string(s.layout), s.causal ? "-causal" : "");
+}
+
+bool parse_options(int argc, char** argv, options& out) {
+  CLI::App app{description, "attn-tune"};
+  app.get_formatter()->column_width(34);
+  std::string shape_text = "4,32,4096,128", dtype_text = "bf16", layout_text = "bhsd";
+  int64_t kv_len = 0, kv_heads = 0;
+  bool causal = false, no_cache = false;
+  std::vector<std::string> space_tokens;
+  std::string seed_text;
+  out.cache_dir = default_cache_dir();
+
+  app.add_option("--shape", shape_text, "Problem B,H,N,D (batch, heads, sequence length, head dim)")
+      ->capture_default_str();
+  app.add_flag("--causal", causal,
+               "Causal mask, aligned bottom-right when N != kv-len (key j is hidden from query i "
+               "when j > i + kv_len - N; PyTorch's is_causal is top-left)");
+  app.add_option("--kv-len", kv_len, "Key/value length for cross-attention (default: N)");
+  app.add_option("--kv-heads", kv_heads, "Key/value heads for GQA/MQA; H must be divisible by it (default: H)");
+  app.add_option("--dtype", dtype_text, "Element type: bf16 or fp16")->capture_default_str();
+  app.add_option("--layout", layout_text, "bhsd = [B,H,N,D] contiguous, bshd = [B,N,H,D]")
+      ->capture_default_str();
+  app.add_option("--family", out.family, "Kernel family")->capture_default_str();
+  app.add_option("--space", space_tokens,
+                 "Search space, axes not named keep their defaults, e.g. --space block_m=64,128 "
+                 "block_n=64 warps=4 stages=2,3 (default: block_m=64,128 block_n=32,64,128 "
+                 "warps=4,8 stages=1,2,3,4)");
+  app.add_option("--out", out.out, "CSV with one row per variant (default: results/<device>-<shape>.csv)");
+  app.add_option("--dump", out.dump_dir, "Write q, k, v and the best variant's o and lse as .npy files here");
+  app.add_flag("--compile-only", out.compile_only,
+               "No GPU needed: compile the whole space for --arch and report registers, spills, "
+               "shared memory");
+  app.add_option("--arch", out.arch, "Target for --compile-only: sm_80, sm_86, sm_89, sm_90, sm_90a")
+      ->capture_default_str();
+  app.add_option("--cache-dir", out.cache_dir, "Compiled-kernel cache (env ATTN_TUNE_CACHE_DIR)")
+      ->capture_default_str();
+  app.add_flag("--no-cache", no_cache, "Compile everything, read and write no cache");
+  app.add_option("--jobs,-j", out.jobs, "Compile threads (default: all cores)");
+  app.add_option("--device", out.device, "CUDA device ordinal")->capture_default_str();
+  app.add_option("--seed", seed_text, "Seed of the random inputs (default: from the clock, so every run checks fresh inputs)");
+  app.add_option("--min-reps", out.min_reps, "Timed repetitions per variant, at least")->capture_default_str();
+  app.add_option("--max-reps", out.max_reps, "Timed repetitions per variant, at most")->capture_default_str();
+  app.add_option("--min-time-ms", out.min_time_ms,
+                 "Repeat until the timed kernels add up to this many ms")->capture_default_str();
+  app.add_option("--top", out.top, "Rows of the ranked table to print (0 = all)")->capture_default_str();
+  app.set_version_flag("--version", std::string("attn-tune ") + ATTN_TUNE_VERSION);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    app.exit(e);
+    return false;
+  } catch (const CLI::CallForAllHelp& e) {
+    app.exit(e);
+    return false;
+  } catch (const CLI::CallForVersion& e) {
+    app.exit(e);
+    return false;
+  }
+
+  shape s = parse_shape(shape_text);
+  if (app.count("--kv-len")) {
+    if (kv_len <= 0) throw invalid_input(fmt::format("invalid --kv-len {}: must be a positive integer", kv_len));
+    s.kv_len = kv_len;
+  }
+  if (app.count("--kv-heads")) {
+    if (kv_heads <= 0)
+      throw invalid_input(fmt::format("invalid --kv-heads {}: must be a positive integer", kv_heads));
+    s.kv_heads = kv_heads;
+  }
+  s.causal = causal;
+  s.dtype = parse_dtype(dtype_text);
+  s.layout = parse_layout(layout_text);
+  validate(s);
+  out.problem = s;
+  out.space = space_tokens.empty() ? default_space() : parse_space(space_tokens);
+  if (out.space.enumerate().empty()) throw invalid_input("--space is empty");
+  if (no_cache) out.cache_dir.clear();
+  if (out.jobs < 0) throw invalid_input(fmt::format("invalid --jobs {}: must be >= 0", out.jobs));
+  if (out.min_reps < 1 || out.max_reps < out.min_reps)
+    throw invalid_input(fmt::format("invalid --min-reps {} / --max-reps {}: need 1 <= min <= max",
+                                    out.min_reps, out.max_reps));
+  if (!(out.min_time_ms >= 0)) throw invalid_input(fmt::format("invalid --min-time-ms {}", out.min_time_ms));
+  if (out.top < 0) throw invalid_input(fmt::format("invalid --top {}", out.top));
+  if (out.device < 0) throw invalid_input(fmt::format("invalid --device {}", out.device));
+  if (seed_text.empty()) {
+    out.seed = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+  } else {
+    try {
+      size_t used = 0;
+      out.seed = std::stoull(seed_text, &used);
+      if (used != seed_text.size()) throw std::invalid_argument("junk");
+    } catch (const std::exception&) {
+      throw invalid_input(fmt::format("invalid --seed '{}': expected a non-negative integer", seed_text));
+    }
+  }
+  return true;
+}
+
+}  // namespace attn

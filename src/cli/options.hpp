@@ -1,0 +1,37 @@
+#pragma once
+// Command-line options of attn-tune, parsed and validated where they enter.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "plan/config.hpp"
+#include "plan/shape.hpp"
+
+namespace attn {
+
+struct options {
+  shape problem;
+  std::string family = "fa2";
+  search_space space;
+  std::string out;       ///< CSV path; empty = default under results/
+  std::string dump_dir;  ///< empty = no dump
+  bool compile_only = false;
+  std::string arch = "sm_90a";  ///< --compile-only target
+  std::string cache_dir;        ///< empty after --no-cache
+  int jobs = 0;
+  int device = 0;
+  uint64_t seed = 0;
+  int max_reps = 300;
+  int min_reps = 20;
+  double min_time_ms = 250;
+  int top = 25;
+};
+
+/// Parses argv. Returns false after printing --help/--version (exit 0). Throws invalid_input
+/// naming the bad value, or CLI::ParseError for malformed command lines.
+bool parse_options(int argc, char** argv, options& out);
+
+/// results/<device>-<B>x<H>x<Nq>x<Nkv>x<D>-<dtype>-<layout>[-causal].csv
+std::string default_out_path(const std::string& device_name, const shape& s);
+
+}  // namespace attn

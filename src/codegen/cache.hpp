@@ -1,0 +1,44 @@
+#pragma once
+// On-disk cache of compiled cubins, keyed by everything that determines the binary: the kernel
+// sources NVRTC sees, the instantiation, the options, the NVRTC version and the architecture.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "codegen/nvrtc.hpp"
+
+namespace attn {
+
+/// 64-bit FNV-1a; stable across runs and machines.
+uint64_t fnv1a64(const std::string& text, uint64_t seed = 1469598103934665603ULL);
+/// Hash of the embedded kernels/ files (names and texts).
+uint64_t kernel_sources_hash();
+
+/// Default: $ATTN_TUNE_CACHE_DIR, else $XDG_CACHE_HOME/attn-tune, else ~/.cache/attn-tune.
+std::string default_cache_dir();
+
+class compile_cache {
+ public:
+  /// An empty dir disables the cache.
+  explicit compile_cache(std::string dir);
+  std::string key(const std::string& source, const std::string& arch,
+                  const std::vector<std::string>& options) const;
+  std::optional<compile_result> load(const std::string& key) const;
+  /// Best effort: a cache that cannot be written only costs a recompile next time.
+  void store(const std::string& key, const compile_result& result) const;
+  const std::string& dir() const { return m_dir; }
+
+ private:
+  std::string m_dir;
+};
+
+/// Compiles through the cache: a hit costs no compile (milliseconds = 0, cached = true).
+struct cached_compile {
+  compile_result result;
+  bool cached = false;
+};
+cached_compile compile_with_cache(const compile_cache& cache, const std::string& source,
+                                  const std::string& arch, const std::vector<std::string>& options);
+
+}  // namespace attn

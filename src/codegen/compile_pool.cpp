@@ -1,0 +1,103 @@
+#include "codegen/compile_pool.hpp"
+
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <regex>
+#include <thread>
+
+#include <fmt/format.h>
+
+namespace attn {
+
+resource_limits limits_for_arch(const std::string& arch) {
+  static const std::regex re(R"(sm_(\d)(\d+)a?)");
+  std::smatch m;
+  if (!std::regex_match(arch, m, re))
+    throw invalid_input(fmt::format("invalid --arch '{}': expected sm_80, sm_90, sm_90a, ...", arch));
+  resource_limits l;
+  l.cc_major = std::stoi(m[1].str());
+  l.cc_minor = std::stoi(m[2].str());
+  const int cc = l.cc_major * 10 + l.cc_minor;
+  // Opt-in shared memory per block (CUDA programming guide, compute capabilities table).
+  if (cc == 80 || cc == 87) l.shared_memory_per_block = 163 * 1024;
+  else if (cc == 86 || cc == 89 || cc >= 120) l.shared_memory_per_block = 99 * 1024;
+  else if (cc >= 90) l.shared_memory_per_block = 227 * 1024;
+  else l.shared_memory_per_block = 48 * 1024;
+  return l;
+}
+
+std::vector<variant> build_variants(const kernel_family& family, const shape& s,
+                                    const search_space& space, const device_desc& device,
+                                    const resource_limits& limits, const compile_cache& cache,
+                                    int jobs, const compile_progress& progress) {
+  std::vector<variant> out;
+  std::vector<size_t> to_compile;
+  for (const auto& config : space.enumerate()) {
+    variant v;
+    v.rec.device = device;
+    v.rec.shape = s;
+    v.rec.family = family.name;
+    v.rec.config = config;
+    v.rec.shared_memory_bytes = family.shared_memory_bytes(config, s);
+    v.rec.materialized_bytes = materialized_extra_bytes(s);
+    if (auto why = family.reject_reason(config, s, limits)) {
+      v.rec.status = status::pruned;
+      v.rec.message = *why;
+    } else {
+      to_compile.push_back(out.size());
+    }
+    out.push_back(std::move(v));
+  }
+  if (jobs <= 0) jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  jobs = std::min<int>(jobs, static_cast<int>(std::max<size_t>(1, to_compile.size())));
+
+  std::atomic<size_t> next{0};
+  std::atomic<int> done{0}, cached{0};
+  std::mutex progress_mutex;
+  auto worker = [&] {
+    for (size_t i; (i = next++) < to_compile.size();) {
+      variant& v = out[to_compile[i]];
+      const auto source = family.instantiation(v.rec.config, s);
+      auto compiled = compile_with_cache(cache, source, device.arch, family.compile_options);
+      v.rec.cached = compiled.cached;
+      v.rec.compile_ms = compiled.result.milliseconds;
+      v.rec.registers = compiled.result.registers;
+      v.rec.spill_bytes = compiled.result.spill_bytes;
+      if (compiled.result.ok) {
+        v.rec.status = status::compiled;
+        v.cubin = std::move(compiled.result.cubin);
+      } else {
+        v.rec.status = status::compile_error;
+        v.rec.message = compiled.result.log;
+      }
+      const int d = ++done, c = cached += compiled.cached ? 1 : 0;
+      if (progress) {
+        std::lock_guard lock(progress_mutex);
+        progress(d, static_cast<int>(to_compile.size()), c);
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int t = 0; t < jobs; ++t) threads.emplace_back(worker);
+  for (auto& t : threads) t.join();
+  return out;
+}
+
+std::string pruning_summary(const std::vector<variant>& variants) {
+  std::map<std::string, int> reasons;
+  int pruned = 0;
+  for (const auto& v : variants) {
+    if (v.rec.status != status::pruned) continue;
+    ++pruned;
+    // Group by the reason's kind, not its numbers.
+    const std::string kind = std::regex_replace(v.rec.message, std::regex(R"(\d+)"), "N");
+    ++reasons[kind];
+  }
+  std::string text = fmt::format("{} configs: {} to compile, {} pruned", variants.size(),
+                                 variants.size() - pruned, pruned);
+  for (const auto& [kind, count] : reasons) text += fmt::format("\n  pruned {:3} x {}", count, kind);
+  return text;
+}
+
+}  // namespace attn

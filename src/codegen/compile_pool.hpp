@@ -1,0 +1,35 @@
+#pragma once
+// Turns a search space into compiled variants: prune what cannot run (pure resource model),
+// then compile the rest in parallel through the cache. One variant's failure is its record.
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "codegen/cache.hpp"
+#include "codegen/family.hpp"
+#include "report/record.hpp"
+
+namespace attn {
+
+struct variant {
+  record rec;          ///< status pruned / compile_error / compiled
+  std::string cubin;   ///< when compiled
+};
+
+/// Progress: (done, total, cached so far).
+using compile_progress = std::function<void(int, int, int)>;
+
+/// Opt-in shared memory per block of a known architecture, for --compile-only.
+resource_limits limits_for_arch(const std::string& arch);
+
+/// Records of pruned configs carry the reason; the rest are compiled on `jobs` threads
+/// (0 = all cores). The order of the result follows space.enumerate().
+std::vector<variant> build_variants(const kernel_family& family, const shape& s,
+                                    const search_space& space, const device_desc& device,
+                                    const resource_limits& limits, const compile_cache& cache,
+                                    int jobs, const compile_progress& progress);
+
+/// "40 to compile, 8 pruned: 6 shared memory exceeds..., 2 block_m ... not whole mma tiles".
+std::string pruning_summary(const std::vector<variant>& variants);
+
+}  // namespace attn

@@ -1,0 +1,40 @@
+#pragma once
+// A kernel family: what it is called, the space it is searched over, its resource model, and how
+// a configuration becomes the instantiation that NVRTC compiles. Adding a family means one kernel
+// file and one entry here.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "plan/config.hpp"
+#include "plan/shape.hpp"
+
+namespace attn {
+
+struct resource_limits {
+  int64_t shared_memory_per_block = 227 * 1024;  ///< opt-in maximum of the device
+  int max_threads_per_block = 1024;
+  int cc_major = 9, cc_minor = 0;
+};
+
+struct kernel_family {
+  std::string name;
+  std::string kernel_symbol;  ///< the extern "C" entry point of the instantiation
+  int min_cc_major;           ///< oldest architecture the family runs on
+  search_space default_space;
+  int64_t (*shared_memory_bytes)(const tile_config&, const shape&);
+  int (*threads)(const tile_config&);
+  /// Why the kernel cannot express or run this config on this shape/device; nullopt if it can.
+  std::optional<std::string> (*reject_reason)(const tile_config&, const shape&,
+                                              const resource_limits&);
+  /// A translation unit that instantiates the family's template for (config, shape).
+  std::string (*instantiation)(const tile_config&, const shape&);
+  std::vector<std::string> compile_options;
+};
+
+const kernel_family& fa2_family();
+/// Throws invalid_input naming the family when it is unknown.
+const kernel_family& find_family(const std::string& name);
+
+}  // namespace attn

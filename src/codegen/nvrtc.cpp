@@ -1,0 +1,121 @@
+#include "codegen/nvrtc.hpp"
+
+#include <nvrtc.h>
+
+#include <chrono>
+#include <regex>
+
+#include <fmt/format.h>
+
+#include "codegen/embedded_kernels.hpp"
+#include "plan/shape.hpp"
+
+namespace attn {
+
+namespace {
+
+int sum_matches(const std::string& log, const std::regex& re) {
+  int total = 0;
+  for (auto it = std::sregex_iterator(log.begin(), log.end(), re); it != std::sregex_iterator(); ++it)
+    total += std::stoi((*it)[1].str());
+  return total;
+}
+
+int arch_number(const std::string& arch) {
+  static const std::regex re(R"(sm_(\d+)a?)");
+  std::smatch m;
+  if (!std::regex_match(arch, m, re))
+    throw invalid_input(fmt::format("invalid architecture '{}': expected sm_NN or sm_NNa (e.g. sm_90a)", arch));
+  return std::stoi(m[1].str());
+}
+
+}  // namespace
+
+ptxas_report parse_ptxas_report(const std::string& log) {
+  // One kernel per program, so the numbers of its (single) function are the program's.
+  static const std::regex regs(R"(Used (\d+) registers)");
+  static const std::regex stores(R"((\d+) bytes spill stores)");
+  static const std::regex loads(R"((\d+) bytes spill loads)");
+  static const std::regex stack(R"((\d+) bytes stack frame)");
+  ptxas_report r;
+  std::smatch m;
+  if (std::regex_search(log, m, regs)) r.registers = std::stoi(m[1].str());
+  r.spill_bytes = sum_matches(log, stores) + sum_matches(log, loads);
+  if (std::regex_search(log, m, stack)) r.stack_bytes = std::stoi(m[1].str());
+  return r;
+}
+
+std::string nvrtc_version() {
+  int major = 0, minor = 0;
+  if (nvrtcVersion(&major, &minor) != NVRTC_SUCCESS) return "unknown";
+  return fmt::format("{}.{}", major, minor);
+}
+
+bool nvrtc_supports(const std::string& arch) {
+  const int number = arch_number(arch);
+  int count = 0;
+  if (nvrtcGetNumSupportedArchs(&count) != NVRTC_SUCCESS) return false;
+  std::vector<int> archs(count);
+  if (nvrtcGetSupportedArchs(archs.data()) != NVRTC_SUCCESS) return false;
+  for (int a : archs)
+    if (a == number) return true;
+  return false;
+}
+
+std::vector<std::string> nvrtc_options(const std::string& arch,
+                                       const std::vector<std::string>& extra_options) {
+  arch_number(arch);  // validates
+  std::vector<std::string> options = {"--gpu-architecture=" + arch, "--std=c++17",
+                                      "--ptxas-options=-v",
+                                      "-default-device"};
+  options.insert(options.end(), extra_options.begin(), extra_options.end());
+  return options;
+}
+
+compile_result compile_cubin(const std::string& source, const std::string& arch,
+                             const std::vector<std::string>& extra_options) {
+  const auto start = std::chrono::steady_clock::now();
+  compile_result result;
+  const auto& files = embedded_kernel_files();
+  std::vector<const char*> names, texts;
+  for (const auto& f : files) {
+    names.push_back(f.name);
+    texts.push_back(f.text);
+  }
+  nvrtcProgram program = nullptr;
+  if (nvrtcCreateProgram(&program, source.c_str(), "attn_tune_variant.cu",
+                         static_cast<int>(files.size()), texts.data(), names.data()) != NVRTC_SUCCESS) {
+    result.log = "nvrtcCreateProgram failed";
+    return result;
+  }
+  const auto options = nvrtc_options(arch, extra_options);
+  std::vector<const char*> option_ptrs;
+  for (const auto& o : options) option_ptrs.push_back(o.c_str());
+  const nvrtcResult rc =
+      nvrtcCompileProgram(program, static_cast<int>(option_ptrs.size()), option_ptrs.data());
+  size_t log_size = 0;
+  nvrtcGetProgramLogSize(program, &log_size);
+  result.log.resize(log_size);
+  if (log_size > 0) nvrtcGetProgramLog(program, result.log.data());
+  while (!result.log.empty() && (result.log.back() == '\0' || result.log.back() == '\n'))
+    result.log.pop_back();
+  if (rc == NVRTC_SUCCESS) {
+    size_t size = 0;
+    nvrtcGetCUBINSize(program, &size);
+    result.cubin.resize(size);
+    result.ok = size > 0 && nvrtcGetCUBIN(program, result.cubin.data()) == NVRTC_SUCCESS;
+    if (!result.ok) result.log += "\nno cubin produced";
+  } else if (result.log.empty()) {
+    result.log = nvrtcGetErrorString(rc);
+  }
+  nvrtcDestroyProgram(&program);
+  const auto report = parse_ptxas_report(result.log);
+  result.registers = report.registers;
+  result.spill_bytes = report.spill_bytes;
+  result.stack_bytes = report.stack_bytes;
+  result.milliseconds =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return result;
+}
+
+}  // namespace attn

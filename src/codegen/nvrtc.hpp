@@ -1,0 +1,39 @@
+#pragma once
+// Run-time compilation with NVRTC straight to a cubin for one exact architecture.
+#include <string>
+#include <vector>
+
+namespace attn {
+
+struct compile_result {
+  bool ok = false;
+  std::string cubin;  ///< binary image when ok
+  std::string log;    ///< NVRTC log, including ptxas's resource report
+  int registers = 0;
+  int spill_bytes = 0;  ///< spill stores + spill loads
+  int stack_bytes = 0;
+  double milliseconds = 0;
+};
+
+/// The resource report ptxas writes with -v ("Used 58 registers", "N bytes spill stores", ...).
+struct ptxas_report {
+  int registers = 0, spill_bytes = 0, stack_bytes = 0;
+};
+ptxas_report parse_ptxas_report(const std::string& log);
+
+/// "major.minor" of the loaded NVRTC library.
+std::string nvrtc_version();
+/// Whether NVRTC can compile for `arch` ("sm_80", "sm_90a", ...): checks it against
+/// nvrtcGetSupportedArchs. Throws invalid_input naming a malformed arch.
+bool nvrtc_supports(const std::string& arch);
+
+/// Compiles `source` (which may #include the embedded kernels/ files by their relative names)
+/// for `arch`. Compile errors are returned in the result, never thrown.
+compile_result compile_cubin(const std::string& source, const std::string& arch,
+                             const std::vector<std::string>& extra_options);
+
+/// The full option list compile_cubin passes to NVRTC (part of the cache key).
+std::vector<std::string> nvrtc_options(const std::string& arch,
+                                       const std::vector<std::string>& extra_options);
+
+}  // namespace attn

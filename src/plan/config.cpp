@@ -1,0 +1,129 @@
+#include "plan/config.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <string_view>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "plan/shape.hpp"
+
+namespace attn {
+
+namespace {
+
+// Strict: the whole text must be a positive decimal integer that fits in an int.
+bool parse_positive(std::string_view text, int& value) {
+  if (text.empty()) return false;
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  return ec == std::errc() && ptr == end && value > 0;
+}
+
+// Consumes "<prefix><positive int>" from the front of text, up to the next '_' or the end.
+bool take_field(std::string_view& text, char prefix, int& value) {
+  if (text.empty() || text.front() != prefix) return false;
+  size_t end = text.find('_');
+  if (!parse_positive(text.substr(1, end == std::string_view::npos ? end : end - 1), value)) {
+    return false;
+  }
+  text.remove_prefix(end == std::string_view::npos ? text.size() : end + 1);
+  return true;
+}
+
+// The four axes as (name, member) pairs, so parsing and error messages share one list.
+struct axis {
+  const char* name;
+  std::vector<int> search_space::*values;
+};
+constexpr axis axes[] = {{"block_m", &search_space::block_m},
+                         {"block_n", &search_space::block_n},
+                         {"warps", &search_space::warps},
+                         {"stages", &search_space::stages}};
+
+}  // namespace
+
+std::string name(const tile_config& c) {
+  return fmt::format("m{}_n{}_w{}_s{}", c.block_m, c.block_n, c.warps, c.stages);
+}
+
+tile_config parse_config_name(const std::string& text) {
+  tile_config c;
+  std::string_view rest = text;
+  bool ok = take_field(rest, 'm', c.block_m) && take_field(rest, 'n', c.block_n) &&
+            take_field(rest, 'w', c.warps) && take_field(rest, 's', c.stages) && rest.empty();
+  // The round trip guards against spellings like "m064" that parse but would not be the key
+  // this config is stored under.
+  if (!ok || name(c) != text) {
+    throw invalid_input(fmt::format(
+        "invalid config name '{}': expected m<block_m>_n<block_n>_w<warps>_s<stages>", text));
+  }
+  return c;
+}
+
+bool simpler_than(const tile_config& a, const tile_config& b) {
+  return std::tie(a.stages, a.warps, a.block_m, a.block_n) <
+         std::tie(b.stages, b.warps, b.block_m, b.block_n);
+}
+
+std::vector<tile_config> search_space::enumerate() const {
+  std::vector<tile_config> configs;
+  configs.reserve(block_m.size() * block_n.size() * warps.size() * stages.size());
+  for (int m : block_m) {
+    for (int n : block_n) {
+      for (int w : warps) {
+        for (int s : stages) configs.push_back({m, n, w, s});
+      }
+    }
+  }
+  return configs;
+}
+
+search_space default_space() { return {{64, 128}, {32, 64, 128}, {4, 8}, {1, 2, 3, 4}}; }
+
+search_space parse_space(const std::vector<std::string>& tokens) {
+  search_space space = default_space();
+  std::vector<std::string_view> seen;
+  for (const std::string& token : tokens) {
+    auto fail = [&](const std::string& why) {
+      return invalid_input(fmt::format("invalid --space token '{}': {}", token, why));
+    };
+    size_t eq = token.find('=');
+    if (eq == std::string::npos) throw fail("expected <axis>=<value>[,<value>...]");
+    std::string_view axis_name = std::string_view(token).substr(0, eq);
+    const axis* found = std::find_if(std::begin(axes), std::end(axes),
+                                     [&](const axis& a) { return axis_name == a.name; });
+    if (found == std::end(axes)) {
+      throw fail(fmt::format("unknown axis '{}' (expected block_m, block_n, warps or stages)",
+                             axis_name));
+    }
+    if (std::find(seen.begin(), seen.end(), axis_name) != seen.end()) {
+      throw fail(fmt::format("axis '{}' given twice", axis_name));
+    }
+    seen.push_back(axis_name);
+
+    std::string_view list = std::string_view(token).substr(eq + 1);
+    if (list.empty()) throw fail(fmt::format("no values for axis '{}'", axis_name));
+    std::vector<int> values;
+    for (;;) {
+      size_t comma = list.find(',');
+      std::string_view item = list.substr(0, comma);
+      int value = 0;
+      if (!parse_positive(item, value)) {
+        throw fail(fmt::format("'{}' is not a positive integer", item));
+      }
+      // A repeated value would time the same config twice and skew the ranking's tie-breaks.
+      if (std::find(values.begin(), values.end(), value) != values.end()) {
+        throw fail(fmt::format("value {} listed twice", value));
+      }
+      values.push_back(value);
+      if (comma == std::string_view::npos) break;
+      list.remove_prefix(comma + 1);
+    }
+    space.*(found->values) = std::move(values);
+  }
+  return space;
+}
+
+}  // namespace attn

@@ -1,0 +1,40 @@
+#pragma once
+// A launch configuration of a kernel family and the space of them that the tuner searches.
+#include <string>
+#include <vector>
+
+namespace attn {
+
+struct tile_config {
+  int block_m = 64;
+  int block_n = 64;
+  int warps = 4;
+  int stages = 2;
+  bool operator==(const tile_config&) const = default;
+};
+
+/// "m128_n64_w4_s2": stable, used in tables, CSV and cache keys.
+std::string name(const tile_config& c);
+/// Inverse of name(); throws invalid_input naming the text.
+tile_config parse_config_name(const std::string& text);
+/// Orders configs from simplest to most complex: fewer stages, then fewer warps, then smaller
+/// block_m, then smaller block_n. Used to break near-ties deterministically.
+bool simpler_than(const tile_config& a, const tile_config& b);
+
+struct search_space {
+  std::vector<int> block_m;
+  std::vector<int> block_n;
+  std::vector<int> warps;
+  std::vector<int> stages;
+  /// Every combination, block_m outermost, stages innermost, in the order the values are listed.
+  std::vector<tile_config> enumerate() const;
+};
+
+/// block_m {64,128} x block_n {32,64,128} x warps {4,8} x stages {1,2,3,4}.
+search_space default_space();
+/// Tokens like {"block_m=64,128", "block_n=64", "warps=4", "stages=2,3"}; axes not named keep
+/// their default values. Throws invalid_input naming the bad token: unknown axis, missing '=',
+/// empty list, non-numeric or non-positive value, duplicate axis.
+search_space parse_space(const std::vector<std::string>& tokens);
+
+}  // namespace attn

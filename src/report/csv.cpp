@@ -1,0 +1,267 @@
+#include "report/csv.hpp"
+
+#include <fmt/format.h>
+#include <libfccp/csv.h>
+
+#include <array>
+#include <cerrno>
+#include <charconv>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
+#include <string_view>
+#include <system_error>
+#include <tuple>
+
+namespace attn {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr size_t column_count = 38;
+
+// clang-format off
+const std::array<const char*, column_count> column_names{
+    "schema_version", "device", "arch", "cc", "sm_count", "cuda_version", "nvrtc_version",
+    "family", "batch", "heads", "kv_heads", "q_len", "kv_len", "head_dim", "dtype", "layout",
+    "causal", "config", "block_m", "block_n", "warps", "stages", "status", "message",
+    "compile_ms", "cached", "registers", "spill_bytes", "shared_memory_bytes", "reps",
+    "median_ms", "iqr_ms", "tflops", "max_error", "allowed_error", "materialized_bytes",
+    "fused_extra_bytes", "memory_saving_ratio"};
+// clang-format on
+
+// fast-cpp-csv-parser splits the input into lines before it looks at quotes, so a quoted
+// newline would break the row in two. Line breaks in text are therefore written as spaces:
+// read_csv gives back the message with spaces where the newlines were.
+std::string csv_field(const std::string& text) {
+  std::string flat = text;
+  for (char& c : flat)
+    if (c == '\n' || c == '\r') c = ' ';
+  // The reader trims unquoted spaces and tabs, so edge whitespace must be quoted to survive.
+  const bool edge_space = !flat.empty() && (flat.front() == ' ' || flat.front() == '\t' ||
+                                            flat.back() == ' ' || flat.back() == '\t');
+  if (!edge_space && flat.find_first_of(",\"") == std::string::npos) return flat;
+  std::string quoted = "\"";
+  for (char c : flat) {
+    if (c == '"') quoted += '"';
+    quoted += c;
+  }
+  quoted += '"';
+  return quoted;
+}
+
+std::runtime_error read_error(const std::string& path, const std::string& detail) {
+  return std::runtime_error(fmt::format("cannot read results CSV '{}': {}", path, detail));
+}
+
+// fccp's own float parser accumulates rounding error, so numbers are taken as text and parsed
+// with from_chars, which is exact and round-trips what fmt's shortest form wrote.
+template <class T>
+T parse_number(std::string_view text, const char* column) {
+  T value{};
+  const char* first = text.data();
+  const char* last = text.data() + text.size();
+  auto [end, ec] = std::from_chars(first, last, value);
+  if (text.empty() || ec != std::errc() || end != last)
+    throw invalid_input(fmt::format("column '{}': bad number '{}'", column, text));
+  return value;
+}
+
+bool parse_flag(std::string_view text, const char* column) {
+  if (text == "0") return false;
+  if (text == "1") return true;
+  throw invalid_input(fmt::format("column '{}': expected 0 or 1, got '{}'", column, text));
+}
+
+// Fields in csv_columns() order, each already unquoted by fccp.
+record parse_record(const std::array<std::string, column_count>& f) {
+  size_t i = 0;
+  auto next = [&]() -> const std::string& { return f[i++]; };
+  auto column = [&]() { return column_names[i - 1]; };
+  auto integer = [&]() {
+    const auto& t = next();
+    return parse_number<int>(t, column());
+  };
+  auto int64 = [&]() {
+    const auto& t = next();
+    return parse_number<int64_t>(t, column());
+  };
+  auto real = [&]() {
+    const auto& t = next();
+    return parse_number<double>(t, column());
+  };
+  auto flag = [&]() {
+    const auto& t = next();
+    return parse_flag(t, column());
+  };
+
+  const int version = integer();
+  if (version != csv_schema_version)
+    throw invalid_input(fmt::format("unknown schema_version {} (this build reads version {})",
+                                    version, csv_schema_version));
+  record r;
+  r.device.name = next();
+  r.device.arch = next();
+  {
+    const std::string& cc = next();
+    const size_t dot = cc.find('.');
+    if (dot == std::string::npos)
+      throw invalid_input(fmt::format("column 'cc': expected major.minor, got '{}'", cc));
+    r.device.cc_major = parse_number<int>(std::string_view(cc).substr(0, dot), "cc");
+    r.device.cc_minor = parse_number<int>(std::string_view(cc).substr(dot + 1), "cc");
+  }
+  r.device.sm_count = integer();
+  r.device.cuda_version = next();
+  r.device.nvrtc_version = next();
+  r.family = next();
+  r.shape.batch = int64();
+  r.shape.heads = int64();
+  r.shape.kv_heads = int64();
+  r.shape.q_len = int64();
+  r.shape.kv_len = int64();
+  r.shape.head_dim = int64();
+  r.shape.dtype = parse_dtype(next());
+  r.shape.layout = parse_layout(next());
+  r.shape.causal = flag();
+  const std::string& config_text = next();
+  r.config.block_m = integer();
+  r.config.block_n = integer();
+  r.config.warps = integer();
+  r.config.stages = integer();
+  // The name is redundant with the four numbers; a disagreement means the file was edited
+  // by hand, and silently preferring one of them would hide that.
+  if (parse_config_name(config_text) != r.config)
+    throw invalid_input(
+        fmt::format("column 'config': '{}' disagrees with block_m/block_n/"
+                    "warps/stages ({})",
+                    config_text, name(r.config)));
+  r.status = parse_status(next());
+  r.message = next();
+  r.compile_ms = real();
+  r.cached = flag();
+  r.registers = integer();
+  r.spill_bytes = integer();
+  r.shared_memory_bytes = int64();
+  r.reps = integer();
+  r.median_ms = real();
+  r.iqr_ms = real();
+  r.tflops = real();
+  r.max_error = real();
+  r.allowed_error = real();
+  r.materialized_bytes = int64();
+  r.fused_extra_bytes = int64();
+  r.memory_saving_ratio = real();
+  return r;
+}
+
+std::string tmp_path(const std::string& path) { return path + ".tmp"; }
+
+void create_parent(const std::string& path) {
+  const fs::path parent = fs::path(path).parent_path();
+  if (parent.empty()) return;
+  std::error_code ec;
+  fs::create_directories(parent, ec);
+  if (ec)
+    throw std::runtime_error(fmt::format("cannot write '{}': cannot create directory '{}': {}",
+                                         path, parent.string(), ec.message()));
+}
+
+}  // namespace
+
+const std::vector<std::string>& csv_columns() {
+  static const std::vector<std::string> columns(column_names.begin(), column_names.end());
+  return columns;
+}
+
+std::string csv_row(const record& r) {
+  const auto& s = r.shape;
+  const auto& d = r.device;
+  const auto& c = r.config;
+  return fmt::format(
+      "{},{},{},{}.{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},"
+      "{},{},{},{},{},{},{},{},{},{}",
+      csv_schema_version, csv_field(d.name), csv_field(d.arch), d.cc_major, d.cc_minor, d.sm_count,
+      csv_field(d.cuda_version), csv_field(d.nvrtc_version), csv_field(r.family), s.batch, s.heads,
+      s.kv_heads, s.q_len, s.kv_len, s.head_dim, to_string(s.dtype), to_string(s.layout),
+      s.causal ? 1 : 0, name(c), c.block_m, c.block_n, c.warps, c.stages, to_string(r.status),
+      csv_field(r.message), r.compile_ms, r.cached ? 1 : 0, r.registers, r.spill_bytes,
+      r.shared_memory_bytes, r.reps, r.median_ms, r.iqr_ms, r.tflops, r.max_error, r.allowed_error,
+      r.materialized_bytes, r.fused_extra_bytes, r.memory_saving_ratio);
+}
+
+void write_csv(const std::string& path, const std::vector<record>& rows) {
+  create_parent(path);
+  const std::string tmp = tmp_path(path);
+  // Written in full beside the target and renamed over it, so an interrupted run never
+  // leaves a truncated CSV where the previous complete one was.
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out)
+      throw std::runtime_error(fmt::format("cannot write '{}': cannot create '{}'", path, tmp));
+    const auto& columns = csv_columns();
+    for (size_t i = 0; i < columns.size(); ++i) out << (i ? "," : "") << columns[i];
+    out << '\n';
+    for (const record& r : rows) out << csv_row(r) << '\n';
+    out.close();
+    if (!out) {
+      std::error_code ignored;
+      fs::remove(tmp, ignored);
+      throw std::runtime_error(fmt::format("cannot write '{}': writing '{}' failed", path, tmp));
+    }
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) {
+    std::error_code ignored;
+    fs::remove(tmp, ignored);
+    throw std::runtime_error(fmt::format("cannot write '{}': {}", path, ec.message()));
+  }
+}
+
+std::vector<record> read_csv(const std::string& path) {
+  std::vector<record> rows;
+  try {
+    io::CSVReader<column_count, io::trim_chars<' ', '\t'>, io::double_quote_escape<',', '"'>>
+        reader(path);
+    // Columns may come in any order, but every one must be there and none may be extra:
+    // a file from another schema should fail here rather than load half-filled records.
+    std::apply([&](auto... names) { reader.read_header(io::ignore_no_column, names...); },
+               column_names);
+    std::array<std::string, column_count> fields;
+    while (std::apply([&](auto&... f) { return reader.read_row(f...); }, fields)) {
+      try {
+        rows.push_back(parse_record(fields));
+      } catch (const std::exception& e) {
+        throw read_error(path, fmt::format("line {}: {}", reader.get_file_line(), e.what()));
+      }
+    }
+  } catch (const io::error::base& e) {
+    throw read_error(path, e.what());
+  }
+  return rows;
+}
+
+void check_writable(const std::string& path) {
+  create_parent(path);
+  std::error_code ec;
+  if (fs::is_directory(path, ec))
+    throw std::runtime_error(fmt::format("cannot write '{}': it is a directory", path));
+  // write_csv creates the temporary file and renames it, so that is exactly what is probed;
+  // the target itself is left untouched.
+  const std::string tmp = tmp_path(path);
+  const bool existed = fs::exists(tmp, ec);
+  std::FILE* probe = std::fopen(tmp.c_str(), "ab");
+  if (!probe) {
+    const std::error_code why(errno, std::generic_category());
+    throw std::runtime_error(fmt::format("cannot write '{}': {}", path, why.message()));
+  }
+  std::fclose(probe);
+  if (!existed) {
+    std::error_code ignored;
+    fs::remove(tmp, ignored);
+  }
+}
+
+}  // namespace attn

@@ -1,0 +1,327 @@
+#include "run/tuner.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <random>
+
+#include <fmt/format.h>
+
+#include "report/npy.hpp"
+#include "verify/cpu_reference.hpp"
+#include "verify/gpu_reference.hpp"
+#include "verify/tolerance.hpp"
+
+namespace attn {
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+double seconds_since(clock_type::time_point t) {
+  return std::chrono::duration<double>(clock_type::now() - t).count();
+}
+
+constexpr double lse_tolerance = 1e-3;  // both sides compute the LSE in fp32
+
+template <class T>
+std::vector<T> to_host(const device_buffer& b) {
+  std::vector<T> out(static_cast<size_t>(b.bytes()) / sizeof(T));
+  ATTN_CUDA_CHECK(cudaMemcpy(out.data(), b.get(), out.size() * sizeof(T), cudaMemcpyDeviceToHost));
+  return out;
+}
+
+float elem_to_float(dtype t, uint16_t bits) {
+  return t == dtype::bf16 ? bf16_to_float(bits) : half_to_float(bits);
+}
+
+// Rows checked in float64 on the CPU for every variant: the first and last rows of the problem
+// and random ones. Expected values are computed once per shape.
+struct cpu_sample {
+  int64_t b, h, i;
+  std::vector<double> out;
+  double lse;
+};
+
+std::vector<cpu_sample> cpu_samples(const problem& pr, int count, uint64_t seed) {
+  const shape& s = pr.shp;
+  const auto q = to_host<uint16_t>(pr.q), k = to_host<uint16_t>(pr.k), v = to_host<uint16_t>(pr.v);
+  std::mt19937_64 rng(seed ^ 0x5eed);
+  std::vector<cpu_sample> samples = {{0, 0, 0, {}, 0},
+                                     {s.batch - 1, s.heads - 1, s.q_len - 1, {}, 0}};
+  while (static_cast<int>(samples.size()) < count)
+    samples.push_back({static_cast<int64_t>(rng() % s.batch), static_cast<int64_t>(rng() % s.heads),
+                       static_cast<int64_t>(rng() % s.q_len), {}, 0});
+  const int64_t d = s.head_dim, kvh_count = s.kv_heads;
+  for (auto& smp : samples) {
+    const int64_t kvh = smp.h / (s.heads / s.kv_heads);
+    std::vector<float> qf(d), kf(s.kv_len * d), vf(s.kv_len * d);
+    const int64_t q0 = element_offset(s.layout, s.heads, s.q_len, d, smp.b, smp.h, smp.i);
+    for (int64_t x = 0; x < d; ++x) qf[x] = elem_to_float(s.dtype, q[q0 + x]);
+    for (int64_t j = 0; j < s.kv_len; ++j) {
+      const int64_t k0 = element_offset(s.layout, kvh_count, s.kv_len, d, smp.b, kvh, j);
+      for (int64_t x = 0; x < d; ++x) {
+        kf[j * d + x] = elem_to_float(s.dtype, k[k0 + x]);
+        vf[j * d + x] = elem_to_float(s.dtype, v[k0 + x]);
+      }
+    }
+    smp.out.resize(d);
+    attention_row_fp64(qf.data(), kf.data(), vf.data(), s.kv_len, d, d, 1.0 / std::sqrt(double(d)),
+                       last_visible_key(s, smp.i), smp.out.data(), &smp.lse);
+  }
+  return samples;
+}
+
+// Largest |error| of the sampled rows; NaN if any output is not finite.
+double cpu_sample_error(const problem& pr, const std::vector<cpu_sample>& samples) {
+  const shape& s = pr.shp;
+  const int64_t d = s.head_dim;
+  double worst = 0;
+  std::vector<uint16_t> row(d);
+  for (const auto& smp : samples) {
+    const int64_t o0 = element_offset(s.layout, s.heads, s.q_len, d, smp.b, smp.h, smp.i);
+    ATTN_CUDA_CHECK(cudaMemcpy(row.data(), pr.o.as<uint16_t>() + o0, d * 2, cudaMemcpyDeviceToHost));
+    float lse = 0;
+    ATTN_CUDA_CHECK(cudaMemcpy(&lse, pr.lse.as<float>() + (smp.b * s.heads + smp.h) * s.q_len + smp.i,
+                               sizeof lse, cudaMemcpyDeviceToHost));
+    for (int64_t x = 0; x < d; ++x) {
+      const double e = std::fabs(elem_to_float(s.dtype, row[x]) - smp.out[x]);
+      if (!std::isfinite(e)) return NAN;
+      worst = std::max(worst, e);
+    }
+    const bool both_empty = std::isinf(smp.lse) && std::isinf(lse) && smp.lse < 0 && lse < 0;
+    if (!both_empty && !(std::fabs(lse - smp.lse) <= lse_tolerance)) return NAN;
+  }
+  return worst;
+}
+
+attn_k::fwd_params launch_params(const problem& pr) { return pr.params(); }
+
+void launch_variant(cudaKernel_t kernel, const record& r, const problem& pr, cudaStream_t stream) {
+  attn_k::fwd_params p = launch_params(pr);
+  void* args[] = {&p};
+  const shape& s = pr.shp;
+  const dim3 grid(static_cast<unsigned>((s.q_len + r.config.block_m - 1) / r.config.block_m),
+                  static_cast<unsigned>(s.heads), static_cast<unsigned>(s.batch));
+  launch(kernel, grid, dim3(r.config.warps * 32), static_cast<int>(r.shared_memory_bytes), stream,
+         args);
+}
+
+bool context_lost() {
+  // Sticky errors (illegal address, ...) survive cudaGetLastError; later work fails too.
+  return cudaDeviceSynchronize() != cudaSuccess;
+}
+
+// Verifies one compiled variant, then times it if it is right.
+void run_variant(variant& v, const problem& pr, const reference_outputs& ref,
+                 const std::vector<cpu_sample>& samples, const support_kernels& support,
+                 const gpu_info& gpu, l2_flusher& flusher, const timing_options& timing,
+                 double allowed, cudaStream_t stream) {
+  record& r = v.rec;
+  loaded_module module(v.cubin);
+  const cudaKernel_t kernel = module.kernel(fa2_family().kernel_symbol.c_str());
+  if (r.shared_memory_bytes > 48 * 1024)
+    set_dynamic_shared_memory(kernel, static_cast<int>(r.shared_memory_bytes), gpu.ordinal);
+  poison_outputs(support, pr, stream);
+  launch_variant(kernel, r, pr, stream);
+  ATTN_CUDA_CHECK(cudaStreamSynchronize(stream));
+
+  const error_stats o_err = element_error(support, pr.o.get(), ref.o_full.as<float>(), pr.q_elements());
+  const error_stats lse_err = float_error(support, pr.lse.as<float>(), ref.lse_full.as<float>(),
+                                          lse_bytes(pr.shp) / 4);
+  const double cpu_err = cpu_sample_error(pr, samples);
+  r.max_error = std::max(o_err.max_error, std::isnan(cpu_err) ? 0.0 : cpu_err);
+  r.allowed_error = allowed;
+  if (o_err.bad > 0 || lse_err.bad > 0) {
+    r.status = status::wrong;
+    r.max_error = NAN;
+    r.message = fmt::format("{} output and {} LSE elements NaN/inf or never written", o_err.bad, lse_err.bad);
+  } else if (!within_tolerance(o_err.max_error, allowed)) {
+    r.status = status::wrong;
+    r.message = fmt::format("max error {:.3e} > allowed {:.3e}", o_err.max_error, allowed);
+  } else if (!(lse_err.max_error <= lse_tolerance)) {
+    r.status = status::wrong;
+    r.message = fmt::format("LSE error {:.3e} > {:.0e}", lse_err.max_error, lse_tolerance);
+  } else if (!within_tolerance(cpu_err, allowed)) {
+    r.status = status::wrong;
+    r.message = fmt::format("float64 CPU check of {} sampled rows failed (error {:.3e})",
+                            samples.size(), cpu_err);
+  }
+  if (r.status == status::wrong) return;
+
+  const summary t = time_kernel([&](cudaStream_t st) { launch_variant(kernel, r, pr, st); },
+                                flusher, timing, stream);
+  r.status = status::ok;
+  r.reps = t.count;
+  r.median_ms = t.median;
+  r.iqr_ms = t.iqr;
+  r.tflops = tflops(pr.shp, t.median);
+}
+
+void check_grid_limits(const shape& s) {
+  if (s.batch > 65535) throw invalid_input(fmt::format("batch {} exceeds the grid limit 65535", s.batch));
+  if (s.heads > 65535) throw invalid_input(fmt::format("heads {} exceed the grid limit 65535", s.heads));
+  if (s.q_len > INT32_MAX / 2 || s.kv_len > INT32_MAX / 2)
+    throw invalid_input(fmt::format("sequence lengths {} / {} exceed 2^30", s.q_len, s.kv_len));
+}
+
+}  // namespace
+
+std::optional<size_t> choose_best(const std::vector<record>& rows) {
+  std::optional<size_t> fastest;
+  for (size_t i = 0; i < rows.size(); ++i)
+    if (rows[i].status == status::ok && (!fastest || rows[i].median_ms < rows[*fastest].median_ms))
+      fastest = i;
+  if (!fastest) return std::nullopt;
+  const double window = std::max(rows[*fastest].iqr_ms, 0.01 * rows[*fastest].median_ms);
+  size_t best = *fastest;
+  for (size_t i = 0; i < rows.size(); ++i)
+    if (rows[i].status == status::ok && rows[i].median_ms <= rows[*fastest].median_ms + window &&
+        simpler_than(rows[i].config, rows[best].config))
+      best = i;
+  return best;
+}
+
+int64_t tuning_memory_bytes(const shape& s, int64_t l2_bytes, int64_t reference_chunk_bytes) {
+  return 2 * q_bytes(s) + 2 * kv_bytes(s) + lse_bytes(s) +
+         reference_memory_bytes(s, reference_chunk_bytes) + 2 * l2_bytes + (64 << 20);
+}
+
+tune_result tune(const shape& s, const gpu_info& gpu, const compile_cache& cache,
+                 const tune_options& options) {
+  const auto start = clock_type::now();
+  validate(s);
+  check_grid_limits(s);
+  const int64_t needed = tuning_memory_bytes(s, gpu.l2_bytes, options.reference_chunk_bytes);
+  const int64_t free_bytes = free_device_memory();
+  if (needed > free_bytes)
+    throw invalid_input(fmt::format(
+        "shape {} needs {:.2f} GiB of device memory to tune (inputs, outputs, reference), but only "
+        "{:.2f} GiB of {} are free",
+        describe(s), needed / 1073741824.0, free_bytes / 1073741824.0, gpu.desc.name));
+  const kernel_family& family = find_family(options.family);
+  auto say = [&](const std::string& line) { if (options.progress) options.progress(line); };
+
+  tune_result result;
+  const auto compile_start = clock_type::now();
+  auto variants = build_variants(family, s, options.space, gpu.desc, gpu.limits, cache, options.jobs,
+                                 [&](int done, int total, int cached) {
+                                   say(fmt::format("compiling {}/{} ({} from cache)", done, total, cached));
+                                 });
+  result.compile_seconds = seconds_since(compile_start);
+  result.pruning = pruning_summary(variants);
+
+  say("reference: fresh random inputs, fp32 and naive low-precision attention on the GPU");
+  const auto support = load_support(cache, s.dtype, gpu.desc.arch);
+  const problem pr(s, *support, options.seed);
+  const reference_outputs ref = compute_reference(*support, pr, options.reference_chunk_bytes);
+  const auto samples = cpu_samples(pr, options.cpu_check_rows, options.seed);
+  result.lowp_error = ref.lowp_error;
+  result.allowed_error = allowed_error(ref.lowp_error);
+
+  l2_flusher flusher(gpu.l2_bytes);
+  cudaStream_t stream = nullptr;
+  ATTN_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  const int to_run = static_cast<int>(std::count_if(
+      variants.begin(), variants.end(), [](const variant& v) { return v.rec.status == status::compiled; }));
+  int ran = 0;
+  bool lost = false;
+  for (auto& v : variants) {
+    record& r = v.rec;
+    r.fused_extra_bytes = pr.lse_measured_bytes > 0 ? pr.lse_measured_bytes : lse_bytes(s);
+    r.memory_saving_ratio = double(r.materialized_bytes) / double(r.fused_extra_bytes);
+    if (r.status != status::compiled) continue;
+    ++result.compiled;
+    result.cached += r.cached ? 1 : 0;
+    if (lost) {
+      r.status = status::launch_error;
+      r.message = "not run: the CUDA context was lost by an earlier variant";
+      continue;
+    }
+    say(fmt::format("verifying and timing {}/{}: {}", ++ran, to_run, name(r.config)));
+    try {
+      run_variant(v, pr, ref, samples, *support, gpu, flusher, options.timing,
+                  result.allowed_error, stream);
+    } catch (const std::exception& e) {
+      r.status = status::launch_error;
+      r.message = e.what();
+      lost = context_lost();
+    }
+  }
+  cudaStreamDestroy(stream);
+  for (auto& v : variants) result.records.push_back(v.rec);
+  result.best = choose_best(result.records);
+  if (result.best) result.best_cubin = variants[*result.best].cubin;
+  result.total_seconds = seconds_since(start);
+  return result;
+}
+
+tune_result compile_only(const shape& s, const std::string& arch, const compile_cache& cache,
+                         const tune_options& options) {
+  const auto start = clock_type::now();
+  validate(s);
+  device_desc device;
+  device.name = "(compile-only)";
+  device.arch = arch;
+  const resource_limits limits = limits_for_arch(arch);
+  device.cc_major = limits.cc_major;
+  device.cc_minor = limits.cc_minor;
+  device.nvrtc_version = nvrtc_version();
+  const kernel_family& family = find_family(options.family);
+  auto variants = build_variants(family, s, options.space, device, limits, cache, options.jobs,
+                                 [&](int done, int total, int cached) {
+                                   if (options.progress)
+                                     options.progress(fmt::format("compiling {}/{} ({} from cache)",
+                                                                  done, total, cached));
+                                 });
+  tune_result result;
+  result.pruning = pruning_summary(variants);
+  for (auto& v : variants) {
+    result.compiled += v.rec.status == status::compiled ? 1 : 0;
+    result.cached += v.rec.cached ? 1 : 0;
+    result.records.push_back(v.rec);
+  }
+  result.compile_seconds = result.total_seconds = seconds_since(start);
+  return result;
+}
+
+void dump_best(const shape& s, const gpu_info& gpu, const compile_cache& cache,
+               const tune_result& result, uint64_t seed, const std::string& dir) {
+  if (!result.best) throw std::runtime_error("--dump: no variant passed, nothing to dump");
+  const record& r = result.records[*result.best];
+  const auto support = load_support(cache, s.dtype, gpu.desc.arch);
+  const problem pr(s, *support, seed);
+  loaded_module module(result.best_cubin);
+  const cudaKernel_t kernel = module.kernel(fa2_family().kernel_symbol.c_str());
+  if (r.shared_memory_bytes > 48 * 1024)
+    set_dynamic_shared_memory(kernel, static_cast<int>(r.shared_memory_bytes), gpu.ordinal);
+  poison_outputs(*support, pr, nullptr);
+  launch_variant(kernel, r, pr, nullptr);
+  ATTN_CUDA_CHECK(cudaDeviceSynchronize());
+
+  const bool q_major = s.layout == layout::bhsd;
+  const std::vector<int64_t> q_dims = q_major ? std::vector<int64_t>{s.batch, s.heads, s.q_len, s.head_dim}
+                                              : std::vector<int64_t>{s.batch, s.q_len, s.heads, s.head_dim};
+  const std::vector<int64_t> kv_dims = q_major ? std::vector<int64_t>{s.batch, s.kv_heads, s.kv_len, s.head_dim}
+                                               : std::vector<int64_t>{s.batch, s.kv_len, s.kv_heads, s.head_dim};
+  std::filesystem::create_directories(dir);
+  auto write = [&](const std::string& file, const device_buffer& b, const std::vector<int64_t>& dims) {
+    const auto bits = to_host<uint16_t>(b);
+    const std::string path = dir + "/" + file;
+    if (s.dtype == dtype::fp16) {
+      write_npy_f16(path, bits.data(), dims);
+    } else {
+      std::vector<float> wide(bits.size());
+      for (size_t i = 0; i < bits.size(); ++i) wide[i] = bf16_to_float(bits[i]);
+      write_npy_f32(path, wide.data(), dims);
+    }
+  };
+  write("q.npy", pr.q, q_dims);
+  write("k.npy", pr.k, kv_dims);
+  write("v.npy", pr.v, kv_dims);
+  write("o.npy", pr.o, q_dims);
+  const auto lse = to_host<float>(pr.lse);
+  write_npy_f32(dir + "/lse.npy", lse.data(), {s.batch, s.heads, s.q_len});
+}
+
+}  // namespace attn

@@ -1,0 +1,56 @@
+#pragma once
+// The candidate loop for one shape: build the variants, verify each against the reference on
+// fresh random inputs, time the ones that pass, choose the best.
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "backend/cuda/device.hpp"
+#include "codegen/cache.hpp"
+#include "codegen/compile_pool.hpp"
+#include "run/timer.hpp"
+
+namespace attn {
+
+struct tune_options {
+  std::string family = "fa2";
+  search_space space = default_space();
+  int jobs = 0;  ///< compile threads; 0 = all cores
+  timing_options timing;
+  uint64_t seed = 0;
+  int64_t reference_chunk_bytes = int64_t(1) << 30;
+  int cpu_check_rows = 8;
+  std::function<void(const std::string&)> progress;  ///< one status line at a time
+};
+
+struct tune_result {
+  std::vector<record> records;  ///< one per config of the space, in enumeration order
+  std::optional<size_t> best;
+  double lowp_error = 0, allowed_error = 0;
+  double compile_seconds = 0, total_seconds = 0;
+  int compiled = 0, cached = 0;
+  std::string pruning;  ///< pruning_summary()
+  std::string best_cubin;
+};
+
+/// Near-ties go to the simpler config: among ok records whose median is within
+/// max(best IQR, 1% of best median) of the fastest, the simplest (simpler_than) wins.
+std::optional<size_t> choose_best(const std::vector<record>& rows);
+
+/// Device memory a tuning run of s needs (inputs, outputs, reference, L2 flush buffer).
+int64_t tuning_memory_bytes(const shape& s, int64_t l2_bytes, int64_t reference_chunk_bytes);
+
+/// Throws invalid_input when the shape cannot run on the device (too large for memory or grid).
+tune_result tune(const shape& s, const gpu_info& gpu, const compile_cache& cache,
+                 const tune_options& options);
+
+/// No device: build every variant for `arch`; records end as compiled/compile_error/pruned.
+tune_result compile_only(const shape& s, const std::string& arch, const compile_cache& cache,
+                         const tune_options& options);
+
+/// Runs the best variant once more on fresh inputs and writes q, k, v, o, lse as .npy to dir.
+void dump_best(const shape& s, const gpu_info& gpu, const compile_cache& cache,
+               const tune_result& result, uint64_t seed, const std::string& dir);
+
+}  // namespace attn

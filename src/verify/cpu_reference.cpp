@@ -1,0 +1,84 @@
+#include "verify/cpu_reference.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <string>
+
+namespace attn {
+
+void attention_row_fp64(const float* q, const float* k, const float* v, int64_t kv_len,
+                        int64_t kv_row_stride, int64_t head_dim, double scale, int64_t last_key,
+                        double* out, double* lse) {
+  std::fill(out, out + head_dim, 0.0);
+  const int64_t visible = std::min(last_key, kv_len - 1) + 1;
+  if (visible <= 0) {
+    // A fully masked row has an empty softmax: define it as zero output, as the kernels do.
+    if (lse != nullptr) *lse = -std::numeric_limits<double>::infinity();
+    return;
+  }
+
+  std::vector<double> scores(static_cast<size_t>(visible));
+  for (int64_t j = 0; j < visible; ++j) {
+    const float* key = k + j * kv_row_stride;
+    double dot = 0;
+    for (int64_t d = 0; d < head_dim; ++d) dot += static_cast<double>(q[d]) * key[d];
+    scores[j] = scale * dot;
+  }
+
+  // Subtracting the max keeps every exp() <= 1, so large logits cannot overflow.
+  const double row_max = *std::max_element(scores.begin(), scores.end());
+  double sum = 0;
+  for (int64_t j = 0; j < visible; ++j) {
+    const double p = std::exp(scores[j] - row_max);
+    sum += p;
+    const float* value = v + j * kv_row_stride;
+    for (int64_t d = 0; d < head_dim; ++d) out[d] += p * value[d];
+  }
+  for (int64_t d = 0; d < head_dim; ++d) out[d] /= sum;
+  if (lse != nullptr) *lse = row_max + std::log(sum);
+}
+
+int64_t last_visible_key(const shape& s, int64_t query_row) {
+  return s.causal ? query_row + s.kv_len - s.q_len : s.kv_len - 1;
+}
+
+std::vector<double> attention_fp64(const shape& s, const std::vector<float>& q,
+                                   const std::vector<float>& k, const std::vector<float>& v,
+                                   std::vector<double>* lse) {
+  // No validate(): the reference also serves tiny hand-checked shapes the kernels never take.
+  // Only what would make the indexing below wrong is checked.
+  if (s.batch <= 0 || s.heads <= 0 || s.kv_heads <= 0 || s.q_len <= 0 || s.kv_len <= 0 ||
+      s.head_dim <= 0 || s.heads % s.kv_heads != 0) {
+    throw std::invalid_argument("attention_fp64: bad shape " + describe(s));
+  }
+  const int64_t d = s.head_dim;
+  const auto q_size = static_cast<size_t>(s.batch * s.heads * s.q_len * d);
+  const auto kv_size = static_cast<size_t>(s.batch * s.kv_heads * s.kv_len * d);
+  if (q.size() != q_size || k.size() != kv_size || v.size() != kv_size) {
+    throw std::invalid_argument("attention_fp64: input sizes do not match " + describe(s));
+  }
+
+  const int64_t group = s.heads / s.kv_heads;
+  // Consecutive keys of one head are D apart in bhsd and a whole row of heads apart in bshd.
+  const int64_t kv_row_stride = s.layout == layout::bhsd ? d : s.kv_heads * d;
+  const double scale = 1.0 / std::sqrt(static_cast<double>(d));
+
+  std::vector<double> out(q_size);
+  if (lse != nullptr) lse->assign(static_cast<size_t>(s.batch * s.heads * s.q_len), 0.0);
+  for (int64_t b = 0; b < s.batch; ++b) {
+    for (int64_t h = 0; h < s.heads; ++h) {
+      const int64_t kv_base = element_offset(s.layout, s.kv_heads, s.kv_len, d, b, h / group, 0);
+      for (int64_t i = 0; i < s.q_len; ++i) {
+        const int64_t q_at = element_offset(s.layout, s.heads, s.q_len, d, b, h, i);
+        double* row_lse = lse != nullptr ? &(*lse)[(b * s.heads + h) * s.q_len + i] : nullptr;
+        attention_row_fp64(&q[q_at], &k[kv_base], &v[kv_base], s.kv_len, kv_row_stride, d,
+                           scale, last_visible_key(s, i), &out[q_at], row_lse);
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace attn

@@ -1,0 +1,28 @@
+#pragma once
+// Attention in float64 on the CPU: the ground truth the GPU reference is tested against, and the
+// per-variant spot check of sampled rows.
+#include <cstdint>
+#include <vector>
+
+#include "plan/shape.hpp"
+
+namespace attn {
+
+/// One output row. q: D values; k, v: kv_len rows of D values, row stride `kv_row_stride`
+/// elements. Keys j > last_key are masked (last_key >= kv_len - 1 means none are; < 0 means all
+/// are, and then out is all zeros and lse is -infinity). scale multiplies q.k.
+void attention_row_fp64(const float* q, const float* k, const float* v, int64_t kv_len,
+                        int64_t kv_row_stride, int64_t head_dim, double scale, int64_t last_key,
+                        double* out, double* lse);
+
+/// Last key a query row may see under shape s (kv_len - 1 when not causal; bottom-right
+/// aligned when causal: i + kv_len - q_len, which may be negative).
+int64_t last_visible_key(const shape& s, int64_t query_row);
+
+/// Whole attention for float inputs laid out per s.layout; returns O in the same layout as q
+/// and (if lse != nullptr) fills lse[(b*H + h)*Nq + i]. Softmax scale 1/sqrt(D).
+std::vector<double> attention_fp64(const shape& s, const std::vector<float>& q,
+                                   const std::vector<float>& k, const std::vector<float>& v,
+                                   std::vector<double>* lse = nullptr);
+
+}  // namespace attn

@@ -1,0 +1,69 @@
+#pragma once
+// The GPU side of verification: the support module (reference attention, input generation,
+// poisoning, error reduction) and the reference outputs of one problem.
+#include <cstdint>
+#include <memory>
+
+#include "backend/cuda/memory.hpp"
+#include "backend/cuda/module.hpp"
+#include "codegen/cache.hpp"
+#include "plan/shape.hpp"
+#include "common/params.cuh"  // kernels/common, shared with the device code
+
+namespace attn {
+
+struct support_kernels {
+  explicit support_kernels(const std::string& cubin) : module(cubin) {}
+  loaded_module module;
+  cudaKernel_t scores_full{}, scores_lowp{}, softmax_full{}, softmax_lowp{}, pv_full{}, pv_lowp{};
+  cudaKernel_t fill_normal{}, poison{}, error_elem{}, error_f32{};
+};
+
+/// Compiles (through the cache) and loads the support module for one element type.
+/// Throws std::runtime_error with NVRTC's log when it does not compile.
+std::unique_ptr<support_kernels> load_support(const compile_cache& cache, dtype t,
+                                              const std::string& arch);
+/// The support module's source and options (also used by the compile-only tests).
+std::string support_source();
+std::vector<std::string> support_options(dtype t);
+
+/// Q, K, V, O and LSE of one shape on the device, filled with fresh standard-normal values.
+struct problem {
+  problem(const shape& s, const support_kernels& support, uint64_t seed);
+  shape shp;
+  device_buffer q, k, v, o, lse;
+  int64_t lse_measured_bytes = 0;  ///< device memory the LSE allocation actually took
+  attn_k::fwd_params params() const;
+  int64_t q_elements() const;
+  int64_t kv_elements() const;
+};
+
+struct error_stats {
+  double max_error = 0;
+  uint64_t bad = 0;  ///< NaN/inf where the reference is finite, or poisoned elements left
+};
+
+/// Reference outputs: full fp32 (O as float in Q's layout, LSE) and the naive low-precision O.
+struct reference_outputs {
+  device_buffer o_full, lse_full, o_lowp;
+  double lowp_error = 0;  ///< max |o_lowp - o_full|
+};
+
+/// Scores are materialized for at most `chunk_bytes` of (batch, head) pairs at a time (at least
+/// one pair). Throws on CUDA errors.
+reference_outputs compute_reference(const support_kernels& support, const problem& p,
+                                    int64_t chunk_bytes);
+/// Device memory compute_reference needs beyond the problem's own buffers.
+int64_t reference_memory_bytes(const shape& s, int64_t chunk_bytes);
+
+/// One pass of the naive low-precision attention over all heads at once (no chunking), as a
+/// materializing implementation would run; returns the peak extra device memory it took.
+int64_t measure_materialized_peak(const support_kernels& support, const problem& p);
+
+void poison_outputs(const support_kernels& support, const problem& p, cudaStream_t stream);
+error_stats element_error(const support_kernels& support, const void* out, const float* ref,
+                          int64_t n);
+error_stats float_error(const support_kernels& support, const float* out, const float* ref,
+                        int64_t n);
+
+}  // namespace attn

@@ -1,0 +1,352 @@
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "report/csv.hpp"
+
+namespace attn {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A fresh directory per test, so runs in parallel or after a crash do not see old files.
+class csv_test : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = fs::temp_directory_path() /
+           (std::string("attn_csv_") + info->name() + "_" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+  fs::path dir_;
+};
+
+record make_record(int i) {
+  record r;
+  r.device.name = "NVIDIA H200 #" + std::to_string(i);
+  r.device.arch = i % 2 ? "sm_90a" : "sm_90";
+  r.device.cc_major = 9 + i;
+  r.device.cc_minor = i;
+  r.device.sm_count = 132 - i;
+  r.device.cuda_version = "13." + std::to_string(i);
+  r.device.nvrtc_version = "12." + std::to_string(i + 1);
+  r.family = "fa2_" + std::to_string(i);
+  r.shape.batch = 2 + i;
+  r.shape.heads = 32 + i;
+  r.shape.kv_heads = 8 + i;
+  r.shape.q_len = 4096 + i;
+  r.shape.kv_len = 8192 + i;
+  r.shape.head_dim = 128 + 16 * i;
+  r.shape.causal = i % 2 == 1;
+  r.shape.dtype = i % 2 ? dtype::fp16 : dtype::bf16;
+  r.shape.layout = i % 2 ? layout::bhsd : layout::bshd;
+  r.config = {128 - 8 * i, 32 + i, 8 - i, 3 + i};
+  r.status = status::compiled;
+  r.message = "message " + std::to_string(i);
+  r.compile_ms = 123.456 + i;
+  r.cached = i % 2 == 0;
+  r.registers = 168 + i;
+  r.spill_bytes = 24 + i;
+  r.shared_memory_bytes = 98304 + i;
+  r.reps = 50 + i;
+  r.median_ms = 0.1 + 0.01 * i;  // not exactly representable: checks shortest round-trip
+  r.iqr_ms = 1.0 / 3.0 + i;
+  r.tflops = 612.34567 + i;
+  r.max_error = 1.2345e-3 * (i + 1);
+  r.allowed_error = 2e-2 + i;
+  r.materialized_bytes = int64_t{1} << (33 + i);
+  r.fused_extra_bytes = 524288 + i;
+  r.memory_saving_ratio = 16384.5 + i;
+  return r;
+}
+
+std::vector<record> sample_records() {
+  const status all[] = {status::ok,     status::wrong,        status::compile_error,
+                        status::pruned, status::launch_error, status::compiled};
+  std::vector<record> rows;
+  for (int i = 0; i < 6; ++i) {
+    rows.push_back(make_record(i));
+    rows.back().status = all[i];
+  }
+  rows[1].message = "error 0.5, allowed \"0.01\"\nsecond line";
+  rows[2].message = "  leading and trailing spaces\t ";
+  rows[3].message = "";
+  rows[4].max_error = std::numeric_limits<double>::infinity();
+  rows[5].compile_ms = 1e-300;
+  return rows;
+}
+
+void expect_same(const record& a, const record& b) {
+  EXPECT_EQ(a.device.name, b.device.name);
+  EXPECT_EQ(a.device.arch, b.device.arch);
+  EXPECT_EQ(a.device.cc_major, b.device.cc_major);
+  EXPECT_EQ(a.device.cc_minor, b.device.cc_minor);
+  EXPECT_EQ(a.device.sm_count, b.device.sm_count);
+  EXPECT_EQ(a.device.cuda_version, b.device.cuda_version);
+  EXPECT_EQ(a.device.nvrtc_version, b.device.nvrtc_version);
+  EXPECT_EQ(a.family, b.family);
+  EXPECT_EQ(a.shape.batch, b.shape.batch);
+  EXPECT_EQ(a.shape.heads, b.shape.heads);
+  EXPECT_EQ(a.shape.kv_heads, b.shape.kv_heads);
+  EXPECT_EQ(a.shape.q_len, b.shape.q_len);
+  EXPECT_EQ(a.shape.kv_len, b.shape.kv_len);
+  EXPECT_EQ(a.shape.head_dim, b.shape.head_dim);
+  EXPECT_EQ(a.shape.causal, b.shape.causal);
+  EXPECT_EQ(a.shape.dtype, b.shape.dtype);
+  EXPECT_EQ(a.shape.layout, b.shape.layout);
+  EXPECT_EQ(a.config, b.config);
+  EXPECT_EQ(a.status, b.status);
+  EXPECT_EQ(a.message, b.message);
+  EXPECT_EQ(a.compile_ms, b.compile_ms);
+  EXPECT_EQ(a.cached, b.cached);
+  EXPECT_EQ(a.registers, b.registers);
+  EXPECT_EQ(a.spill_bytes, b.spill_bytes);
+  EXPECT_EQ(a.shared_memory_bytes, b.shared_memory_bytes);
+  EXPECT_EQ(a.reps, b.reps);
+  EXPECT_EQ(a.median_ms, b.median_ms);
+  EXPECT_EQ(a.iqr_ms, b.iqr_ms);
+  EXPECT_EQ(a.tflops, b.tflops);
+  EXPECT_EQ(a.max_error, b.max_error);
+  EXPECT_EQ(a.allowed_error, b.allowed_error);
+  EXPECT_EQ(a.materialized_bytes, b.materialized_bytes);
+  EXPECT_EQ(a.fused_extra_bytes, b.fused_extra_bytes);
+  EXPECT_EQ(a.memory_saving_ratio, b.memory_saving_ratio);
+}
+
+std::string read_text(const std::string& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void write_text(const std::string& p, const std::string& text) {
+  fs::create_directories(fs::path(p).parent_path());
+  std::ofstream(p, std::ios::binary) << text;
+}
+
+std::string header_line() {
+  std::string h;
+  for (const auto& c : csv_columns()) h += (h.empty() ? "" : ",") + c;
+  return h;
+}
+
+// Replaces the field of `column` in a CSV line that holds no quoted commas.
+std::string with_field(const std::string& row, const std::string& column,
+                       const std::string& value) {
+  const auto& columns = csv_columns();
+  std::vector<std::string> fields;
+  std::stringstream in(row);
+  for (std::string f; std::getline(in, f, ',');) fields.push_back(f);
+  EXPECT_EQ(fields.size(), columns.size()) << row;
+  std::string out;
+  for (size_t i = 0; i < fields.size(); ++i)
+    out += (i ? "," : "") + (columns[i] == column ? value : fields[i]);
+  return out;
+}
+
+// Runs f, expects std::runtime_error, and returns its message.
+template <class F>
+std::string error_of(F&& f) {
+  try {
+    f();
+  } catch (const std::runtime_error& e) {
+    return e.what();
+  } catch (...) {
+    ADD_FAILURE() << "threw something other than std::runtime_error";
+    return {};
+  }
+  ADD_FAILURE() << "did not throw";
+  return {};
+}
+
+TEST(csv, columns_are_the_documented_ones) {
+  // clang-format off
+  const std::vector<std::string> expected{
+      "schema_version", "device", "arch", "cc", "sm_count", "cuda_version", "nvrtc_version",
+      "family", "batch", "heads", "kv_heads", "q_len", "kv_len", "head_dim", "dtype", "layout",
+      "causal", "config", "block_m", "block_n", "warps", "stages", "status", "message",
+      "compile_ms", "cached", "registers", "spill_bytes", "shared_memory_bytes", "reps",
+      "median_ms", "iqr_ms", "tflops", "max_error", "allowed_error", "materialized_bytes",
+      "fused_extra_bytes", "memory_saving_ratio"};
+  // clang-format on
+  EXPECT_EQ(csv_columns(), expected);
+}
+
+TEST(csv, status_names_round_trip) {
+  for (status s : {status::ok, status::wrong, status::compile_error, status::pruned,
+                   status::launch_error, status::compiled})
+    EXPECT_EQ(parse_status(to_string(s)), s);
+  EXPECT_EQ(to_string(status::launch_error), "launch_error");
+  EXPECT_THROW(parse_status("fine"), invalid_input);
+}
+
+TEST(csv, row_format) {
+  record r = make_record(0);
+  r.device.cc_major = 9;
+  r.device.cc_minor = 0;
+  r.config = {128, 64, 4, 2};
+  r.message = "a,b";
+  const std::string row = csv_row(r);
+  EXPECT_EQ(row.rfind("1,NVIDIA H200 #0,sm_90,9.0,", 0), 0u) << row;
+  EXPECT_NE(row.find(",bf16,bshd,0,m128_n64_w4_s2,128,64,4,2,"), std::string::npos) << row;
+  EXPECT_NE(row.find(",\"a,b\","), std::string::npos) << row;
+  EXPECT_EQ(row.find('\n'), std::string::npos);
+}
+
+TEST_F(csv_test, round_trip) {
+  const std::vector<record> rows = sample_records();
+  const std::string p = path("sub/dir/results.csv");  // parents do not exist yet
+  write_csv(p, rows);
+
+  const std::string text = read_text(p);
+  EXPECT_EQ(text.substr(0, text.find('\n')), header_line());
+  EXPECT_FALSE(fs::exists(p + ".tmp"));
+
+  const std::vector<record> back = read_csv(p);
+  ASSERT_EQ(back.size(), rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    SCOPED_TRACE(i);
+    record expected = rows[i];
+    if (i == 1) expected.message = "error 0.5, allowed \"0.01\" second line";  // newline -> space
+    expect_same(back[i], expected);
+  }
+}
+
+TEST_F(csv_test, nan_survives) {
+  std::vector<record> rows{make_record(0)};
+  rows[0].max_error = std::numeric_limits<double>::quiet_NaN();
+  write_csv(path("nan.csv"), rows);
+  const auto back = read_csv(path("nan.csv"));
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_TRUE(std::isnan(back[0].max_error));
+}
+
+TEST_F(csv_test, empty_list_writes_header_only) {
+  write_csv(path("empty.csv"), {});
+  EXPECT_EQ(read_text(path("empty.csv")), header_line() + "\n");
+  EXPECT_TRUE(read_csv(path("empty.csv")).empty());
+}
+
+TEST_F(csv_test, overwrite_replaces_old_content) {
+  write_csv(path("r.csv"), sample_records());
+  write_csv(path("r.csv"), {make_record(3)});
+  EXPECT_EQ(read_csv(path("r.csv")).size(), 1u);
+  EXPECT_FALSE(fs::exists(path("r.csv.tmp")));
+}
+
+TEST_F(csv_test, missing_file) {
+  const std::string p = path("does_not_exist.csv");
+  const std::string msg = error_of([&] { read_csv(p); });
+  EXPECT_NE(msg.find(p), std::string::npos) << msg;
+}
+
+TEST_F(csv_test, header_missing_a_column) {
+  const std::string p = path("missing_column.csv");
+  std::string header = header_line();
+  header.replace(header.find(",tflops,"), 8, ",");
+  write_text(p, header + "\n");
+  const std::string msg = error_of([&] { read_csv(p); });
+  EXPECT_NE(msg.find(p), std::string::npos) << msg;
+  EXPECT_NE(msg.find("tflops"), std::string::npos) << msg;
+}
+
+TEST_F(csv_test, header_with_unknown_column) {
+  const std::string p = path("extra_column.csv");
+  write_text(p, header_line() + ",surprise\n");
+  const std::string msg = error_of([&] { read_csv(p); });
+  EXPECT_NE(msg.find(p), std::string::npos) << msg;
+  EXPECT_NE(msg.find("surprise"), std::string::npos) << msg;
+}
+
+TEST_F(csv_test, empty_file) {
+  const std::string p = path("empty_file.csv");
+  write_text(p, "");
+  const std::string msg = error_of([&] { read_csv(p); });
+  EXPECT_NE(msg.find(p), std::string::npos) << msg;
+}
+
+TEST_F(csv_test, unknown_schema_version) {
+  const std::string p = path("future.csv");
+  write_text(
+      p, header_line() + "\n" + with_field(csv_row(make_record(0)), "schema_version", "99") + "\n");
+  const std::string msg = error_of([&] { read_csv(p); });
+  EXPECT_NE(msg.find(p), std::string::npos) << msg;
+  EXPECT_NE(msg.find("99"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("line 2"), std::string::npos) << msg;
+}
+
+TEST_F(csv_test, bad_numeric_field) {
+  const std::string p = path("bad_number.csv");
+  write_text(p, header_line() + "\n" + csv_row(make_record(0)) + "\n" +
+                    with_field(csv_row(make_record(1)), "median_ms", "0.1x") + "\n");
+  const std::string msg = error_of([&] { read_csv(p); });
+  EXPECT_NE(msg.find(p), std::string::npos) << msg;
+  EXPECT_NE(msg.find("median_ms"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("0.1x"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("line 3"), std::string::npos) << msg;
+}
+
+TEST_F(csv_test, bad_flag_and_config_mismatch) {
+  const std::string p = path("bad_flag.csv");
+  write_text(p, header_line() + "\n" + with_field(csv_row(make_record(0)), "causal", "2") + "\n");
+  std::string msg = error_of([&] { read_csv(p); });
+  EXPECT_NE(msg.find(p), std::string::npos) << msg;
+  EXPECT_NE(msg.find("causal"), std::string::npos) << msg;
+
+  write_text(p, header_line() + "\n" + with_field(csv_row(make_record(0)), "warps", "16") + "\n");
+  msg = error_of([&] { read_csv(p); });
+  EXPECT_NE(msg.find(p), std::string::npos) << msg;
+  EXPECT_NE(msg.find("config"), std::string::npos) << msg;
+}
+
+TEST_F(csv_test, bad_enum_and_short_row) {
+  const std::string p = path("bad_enum.csv");
+  write_text(p, header_line() + "\n" + with_field(csv_row(make_record(0)), "dtype", "fp64") + "\n");
+  std::string msg = error_of([&] { read_csv(p); });
+  EXPECT_NE(msg.find(p), std::string::npos) << msg;
+  EXPECT_NE(msg.find("fp64"), std::string::npos) << msg;
+
+  write_text(p, header_line() + "\n1,dev,sm_90\n");
+  msg = error_of([&] { read_csv(p); });
+  EXPECT_NE(msg.find(p), std::string::npos) << msg;
+}
+
+TEST_F(csv_test, check_writable_ok_leaves_nothing) {
+  const std::string p = path("new/dir/out.csv");
+  check_writable(p);
+  EXPECT_TRUE(fs::is_directory(path("new/dir")));
+  EXPECT_FALSE(fs::exists(p));
+  EXPECT_FALSE(fs::exists(p + ".tmp"));
+}
+
+TEST_F(csv_test, check_writable_rejects_a_directory) {
+  fs::create_directories(path("a_dir"));
+  const std::string msg = error_of([&] { check_writable(path("a_dir")); });
+  EXPECT_NE(msg.find(path("a_dir")), std::string::npos) << msg;
+}
+
+TEST(csv, check_writable_unwritable_path) {
+  const std::string p = "/proc/nonexistent/x.csv";
+  const std::string msg = error_of([&] { check_writable(p); });
+  EXPECT_NE(msg.find(p), std::string::npos) << msg;
+}
+
+TEST(csv, write_csv_unwritable_path) {
+  const std::string p = "/proc/nonexistent/x.csv";
+  const std::string msg = error_of([&] { write_csv(p, {make_record(0)}); });
+  EXPECT_NE(msg.find(p), std::string::npos) << msg;
+}
+
+}  // namespace
+}  // namespace attn

@@ -1,0 +1,116 @@
+#include <gtest/gtest.h>
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "report/table.hpp"
+
+namespace attn {
+namespace {
+
+record make(status s, double median_ms, tile_config c, std::string message = "") {
+  record r;
+  r.status = s;
+  r.median_ms = median_ms;
+  r.iqr_ms = median_ms / 100;
+  r.tflops = median_ms > 0 ? 1.0 / median_ms : 0;
+  r.config = c;
+  r.message = std::move(message);
+  if (s != status::pruned && s != status::compile_error) {
+    r.registers = 128;
+    r.spill_bytes = 0;
+  }
+  r.shared_memory_bytes = 49152;
+  return r;
+}
+
+// Every status, with ok rows out of time order and ties, in an order unlike the ranked one.
+std::vector<record> mixed_rows() {
+  return {
+      make(status::pruned, 0, {64, 32, 4, 1}, "needs 300 KiB of shared memory"),
+      make(status::ok, 0.9, {64, 64, 4, 2}),
+      make(status::compiled, 0, {64, 128, 4, 3}),
+      make(status::wrong, 0.3, {128, 32, 8, 1}, "max error 0.5 > allowed 0.01"),
+      make(status::ok, 0.2, {128, 64, 4, 2}),
+      make(status::compile_error, 0, {128, 128, 8, 4}, "ptxas error"),
+      make(status::launch_error, 0, {64, 64, 8, 4}, "too many resources requested"),
+      make(status::ok, 0.5, {128, 128, 4, 2}),
+      make(status::ok, 0.5, {64, 32, 8, 2}),  // ties the previous row: keeps input order
+  };
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+TEST(table, rank_order_by_status_then_time) {
+  const auto rows = mixed_rows();
+  const std::vector<size_t> expected{4, 7, 8, 1, 3, 6, 5, 2, 0};
+  EXPECT_EQ(rank_order(rows), expected);
+}
+
+TEST(table, rank_order_empty) { EXPECT_TRUE(rank_order({}).empty()); }
+
+TEST(table, format_lists_every_config_in_rank_order) {
+  const auto rows = mixed_rows();
+  const std::string text = format_table(rows);
+  size_t previous = 0;
+  for (size_t i : rank_order(rows)) {
+    const std::string config = name(rows[i].config);
+    const size_t at = text.find(config);
+    ASSERT_NE(at, std::string::npos) << config << "\n" << text;
+    EXPECT_GT(at, previous) << config << " out of order\n" << text;
+    previous = at;
+  }
+  EXPECT_EQ(text.find("not shown"), std::string::npos) << text;
+  EXPECT_NE(text.find("0.2000"), std::string::npos) << text;  // ms, 4 decimals
+  EXPECT_NE(text.find("5.0"), std::string::npos) << text;     // TFLOPS, 1 decimal
+  EXPECT_NE(text.find("48.0"), std::string::npos) << text;    // shared memory in KiB
+  EXPECT_NE(text.find("compile_error"), std::string::npos) << text;
+  EXPECT_NE(text.find("ptxas error"), std::string::npos) << text;
+  // Header, rule, one line per row.
+  EXPECT_EQ(lines_of(text).size(), rows.size() + 2) << text;
+}
+
+TEST(table, error_in_scientific_notation) {
+  record r = make(status::ok, 1.0, {64, 64, 4, 2});
+  r.max_error = 0.00123456;
+  EXPECT_NE(format_table({r}).find("1.23e-03"), std::string::npos) << format_table({r});
+}
+
+TEST(table, limit_says_how_many_were_left_out) {
+  const auto rows = mixed_rows();
+  const std::string text = format_table(rows, 3);
+  const auto order = rank_order(rows);
+  for (size_t k = 0; k < order.size(); ++k) {
+    const bool present = text.find(name(rows[order[k]].config)) != std::string::npos;
+    EXPECT_EQ(present, k < 3) << name(rows[order[k]].config) << "\n" << text;
+  }
+  EXPECT_NE(text.find("6 more rows not shown"), std::string::npos) << text;
+  EXPECT_EQ(lines_of(text).size(), 3u + 3u) << text;
+
+  EXPECT_EQ(format_table(rows, rows.size()).find("not shown"), std::string::npos);
+  EXPECT_NE(format_table(rows, rows.size() - 1).find("1 more row not shown"), std::string::npos);
+}
+
+TEST(table, long_message_shortened_and_width_kept) {
+  auto rows = mixed_rows();
+  rows[0].message = std::string(200, 'x') + "\nend";
+  const std::string text = format_table(rows);
+  EXPECT_EQ(text.find(std::string(60, 'x')), std::string::npos) << text;
+  EXPECT_NE(text.find("x..."), std::string::npos) << text;
+  for (const auto& line : lines_of(text)) EXPECT_LE(line.size(), 120u) << line;
+}
+
+TEST(table, empty_rows_give_header_only) {
+  const std::string text = format_table({});
+  EXPECT_NE(text.find("config"), std::string::npos);
+  EXPECT_EQ(lines_of(text).size(), 2u) << text;
+}
+
+}  // namespace
+}  // namespace attn

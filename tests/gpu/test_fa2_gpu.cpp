@@ -1,0 +1,66 @@
+// Every fa2 variant of a small space must pass the reference check on shapes that cover causal
+// and not, ragged N, GQA, cross-attention, D 64/128/256, both dtypes and both layouts.
+#include "gpu_fixture.hpp"
+#include "run/tuner.hpp"
+
+namespace attn::testing {
+namespace {
+
+struct fa2_case {
+  const char* label;
+  shape s;
+};
+
+shape make(int64_t b, int64_t h, int64_t hk, int64_t n, int64_t nk, int64_t d, bool causal,
+           dtype t, layout l) {
+  shape s;
+  s.batch = b, s.heads = h, s.kv_heads = hk, s.q_len = n, s.kv_len = nk, s.head_dim = d;
+  s.causal = causal, s.dtype = t, s.layout = l;
+  return s;
+}
+
+class fa2_correctness : public gpu_test, public ::testing::WithParamInterface<fa2_case> {};
+
+TEST_P(fa2_correctness, every_variant_passes) {
+  const shape s = GetParam().s;
+  tune_options t;
+  // Both pipelines (1 stage and a ring), one and two 16-row tiles per warp, narrow and wide N.
+  t.space = parse_space({"block_m=64,128", "block_n=32,64", "warps=4", "stages=1,2"});
+  if (s.head_dim == 256) t.space = parse_space({"block_m=64,128", "block_n=32,64", "warps=4,8", "stages=1,2"});
+  t.seed = 42;
+  t.timing.min_reps = 2;
+  t.timing.max_reps = 2;
+  t.timing.min_total_ms = 0;
+  const tune_result r = tune(s, m_gpu, m_cache, t);
+  int ok = 0;
+  for (const auto& rec : r.records) {
+    if (rec.status == status::pruned) continue;
+    EXPECT_EQ(rec.status, status::ok) << name(rec.config) << ": " << to_string(rec.status) << " "
+                                      << rec.message;
+    ok += rec.status == status::ok;
+    if (rec.status == status::ok) EXPECT_LE(rec.max_error, r.allowed_error);
+  }
+  EXPECT_GE(ok, 2) << describe(s);
+  ASSERT_TRUE(r.best.has_value());
+}
+
+const dtype bf = dtype::bf16, fp = dtype::fp16;
+const layout bhsd = layout::bhsd, bshd = layout::bshd;
+
+INSTANTIATE_TEST_SUITE_P(
+    shapes, fa2_correctness,
+    ::testing::Values(fa2_case{"plain_d64", make(2, 4, 4, 256, 256, 64, false, bf, bhsd)},
+                      fa2_case{"causal_d128", make(1, 4, 4, 512, 512, 128, true, bf, bhsd)},
+                      fa2_case{"ragged_causal", make(2, 3, 3, 301, 301, 64, true, fp, bhsd)},
+                      fa2_case{"ragged_noncausal_bshd", make(1, 4, 4, 157, 157, 128, false, bf, bshd)},
+                      fa2_case{"gqa", make(2, 8, 2, 200, 200, 128, true, fp, bshd)},
+                      fa2_case{"mqa", make(1, 6, 1, 128, 128, 64, false, bf, bhsd)},
+                      fa2_case{"cross_longer_kv", make(1, 4, 2, 130, 517, 64, true, bf, bhsd)},
+                      fa2_case{"cross_shorter_kv", make(1, 2, 2, 300, 70, 128, true, fp, bhsd)},
+                      fa2_case{"d256", make(1, 2, 2, 250, 250, 256, true, bf, bshd)},
+                      fa2_case{"d256_fp16", make(1, 2, 1, 128, 192, 256, false, fp, bhsd)},
+                      fa2_case{"d32_d96", make(1, 2, 2, 100, 100, 96, false, bf, bhsd)}),
+    [](const ::testing::TestParamInfo<fa2_case>& info) { return std::string(info.param.label); });
+
+}  // namespace
+}  // namespace attn::testing
