@@ -86,12 +86,15 @@ __device__ __forceinline__ void attend_tile(unsigned q_smem, unsigned k_smem, un
 
   // Mask, then the online softmax update. Thread holds rows g and g + 8 of each 16-row tile.
   const int g = lane / 4, t = lane % 4;
+  float alpha[C::MI][2];
+  bool any_grow = false;
 #pragma unroll
   for (int mi = 0; mi < C::MI; ++mi) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int row = first_row + warp * C::WARP_M + mi * 16 + g + h * 8;
-      float mx = row_max[mi][h];
+      // Two independent partial maxima / sums per row: shorter dependency chains, more ILP.
+      float mx2[2] = {row_max[mi][h], neg_inf()};
 #pragma unroll
       for (int nf = 0; nf < C::BLOCK_N / 8; ++nf) {
 #pragma unroll
@@ -101,53 +104,68 @@ __device__ __forceinline__ void attend_tile(unsigned q_smem, unsigned k_smem, un
             const int col = n0 + nf * 8 + t * 2 + e;
             if (col >= kv_len || (C::CAUSAL && col > row + causal_offset)) x = neg_inf();
           }
-          mx = fmaxf(mx, x);
+          mx2[e] = fmaxf(mx2[e], x);
         }
       }
-      mx = quad_max(mx);
-      // A row that has seen no key yet keeps max -inf; subtract 0 then so exp2 gives 0, not NaN.
-      const float mx_scaled = mx == neg_inf() ? 0.f : mx * scale_log2;
-      const float alpha = exp2f(row_max[mi][h] * scale_log2 - mx_scaled);
-      row_max[mi][h] = mx;
-      float sum = 0.f;
+      const float mx = quad_max(fmaxf(mx2[0], mx2[1]));
+      // Lazy rescaling: keep the reference max until the row max grows by more than 2^8, so
+      // P stays <= 256 (exact enough in bf16/fp16) and most tiles skip rescaling O.
+      const bool grow = (mx - row_max[mi][h]) * scale_log2 > 8.f;
+      const float ref = grow ? mx : row_max[mi][h];
+      alpha[mi][h] = grow ? exp2f((row_max[mi][h] - ref) * scale_log2) : 1.f;
+      any_grow |= grow;
+      row_max[mi][h] = ref;
+      const float mx_scaled = ref == neg_inf() ? 0.f : ref * scale_log2;
+      float sum2[2] = {0.f, 0.f};
 #pragma unroll
       for (int nf = 0; nf < C::BLOCK_N / 8; ++nf) {
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
           float& x = s[mi][nf][h * 2 + e];
           x = exp2f(fmaf(x, scale_log2, -mx_scaled));
-          sum += x;
+          sum2[e] += x;
         }
       }
-      row_sum[mi][h] = row_sum[mi][h] * alpha + sum;
-#pragma unroll
-      for (int df = 0; df < C::D / 8; ++df) {
-        acc[mi][df][h * 2] *= alpha;
-        acc[mi][df][h * 2 + 1] *= alpha;
-      }
+      const float sum = sum2[0] + sum2[1];
+      row_sum[mi][h] = row_sum[mi][h] * alpha[mi][h] + sum;
     }
   }
 
-  // O += P V. P's accumulator layout is already an A fragment once packed; V needs .trans.
+  // P in the element type: the accumulator layout of two adjacent 8-column tiles is exactly an
+  // A fragment of a 16-column k-step. Packing now lets the fp32 scores die before P V.
+  unsigned p[C::MI][C::BLOCK_N / 16][4];
+#pragma unroll
+  for (int mi = 0; mi < C::MI; ++mi)
+#pragma unroll
+    for (int kk = 0; kk < C::BLOCK_N / 16; ++kk) {
+      p[mi][kk][0] = pack2<C::BF16>(s[mi][2 * kk][0], s[mi][2 * kk][1]);
+      p[mi][kk][1] = pack2<C::BF16>(s[mi][2 * kk][2], s[mi][2 * kk][3]);
+      p[mi][kk][2] = pack2<C::BF16>(s[mi][2 * kk + 1][0], s[mi][2 * kk + 1][1]);
+      p[mi][kk][3] = pack2<C::BF16>(s[mi][2 * kk + 1][2], s[mi][2 * kk + 1][3]);
+    }
+  if (__any_sync(0xffffffffu, any_grow))
+#pragma unroll
+  for (int mi = 0; mi < C::MI; ++mi)
+#pragma unroll
+    for (int df = 0; df < C::D / 8; ++df) {
+      acc[mi][df][0] *= alpha[mi][0];
+      acc[mi][df][1] *= alpha[mi][0];
+      acc[mi][df][2] *= alpha[mi][1];
+      acc[mi][df][3] *= alpha[mi][1];
+    }
+
+  // O += P V; V is row-major [key][d], so its B fragments come through ldmatrix .trans.
   const int v_row = (lane % 8) + ((lane / 8) % 2) * 8, v_col = (lane / 16) * 8;
 #pragma unroll
   for (int kk = 0; kk < C::BLOCK_N / 16; ++kk) {
-    unsigned p[C::MI][4];
-#pragma unroll
-    for (int mi = 0; mi < C::MI; ++mi) {
-      p[mi][0] = pack2<C::BF16>(s[mi][2 * kk][0], s[mi][2 * kk][1]);
-      p[mi][1] = pack2<C::BF16>(s[mi][2 * kk][2], s[mi][2 * kk][3]);
-      p[mi][2] = pack2<C::BF16>(s[mi][2 * kk + 1][0], s[mi][2 * kk + 1][1]);
-      p[mi][3] = pack2<C::BF16>(s[mi][2 * kk + 1][2], s[mi][2 * kk + 1][3]);
-    }
 #pragma unroll
     for (int dj = 0; dj < C::D / 16; ++dj) {
       unsigned b[4];
       ldmatrix_x4_trans(b, v_smem + ((kk * 16 + v_row) * C::PITCH + dj * 16 + v_col) * 2);
 #pragma unroll
       for (int mi = 0; mi < C::MI; ++mi) {
-        mma_16816<C::BF16>(acc[mi][2 * dj], p[mi], b[0], b[1]);
-        mma_16816<C::BF16>(acc[mi][2 * dj + 1], p[mi], b[2], b[3]);
+        mma_16816<C::BF16>(acc[mi][2 * dj], p[mi][kk], b[0], b[1]);
+        mma_16816<C::BF16>(acc[mi][2 * dj + 1], p[mi][kk], b[2], b[3]);
       }
     }
   }

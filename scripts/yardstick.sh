@@ -10,15 +10,16 @@ shift 3
 shapes=("$@")
 [ ${#shapes[@]} -gt 0 ] || shapes=(4,32,4096,128 16,16,1024,64 8,16,2048,128 1,32,16384,128 2,16,4096,256 32,32,512,64)
 mkdir -p "$out"
+# Peers first: if the call runs out of time, the comparison is what must survive.
+PYTHONUNBUFFERED=1 python3 "$peers" --csv "$out/peers.csv" > "$out/peers.log" 2>&1 || echo "peers.py failed (see peers.log)"
 for s in "${shapes[@]}"; do
   for causal in "" "--causal"; do
     tag="${s//,/x}${causal:+-causal}"
     start=$(date +%s.%N)
-    "$build/attn-tune" --shape "$s" $causal --out "$out/$tag.csv" --top 5 >>"$out/tune.log" 2>&1
+    "$build/attn-tune" --shape "$s" $causal --out "$out/$tag.csv" --top 5 ${ATTN_TUNE_ARGS:-} >>"$out/tune.log" 2>&1
     rc=$?
     end=$(date +%s.%N)
     echo "$tag rc=$rc wall_s=$(echo "$end - $start" | bc)" | tee -a "$out/walltimes.txt"
   done
 done
-PYTHONUNBUFFERED=1 python3 "$peers" --csv "$out/peers.csv" > "$out/peers.log" 2>&1 || echo "peers.py failed (see peers.log)"
 python3 "$(dirname "$0")/summarize.py" "$out"

@@ -1,5 +1,5 @@
 // attn-tune: one try/catch; every error becomes a message naming the bad value and an exit code.
-//   0 success, 1 nothing passed / compile failures, 2 bad input, 3 no GPU or runtime failure.
+//   0 success, 1 nothing passed / compile failures, 2 bad input, 3 runtime failure, 4 no GPU.
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -52,7 +52,9 @@ void print_summary(const options& opt, const tune_result& r, const std::string& 
 }
 
 int run(const options& opt) {
-  const compile_cache cache(opt.cache_dir);
+  const compile_cache cache(opt.cache_dir, opt.kernels_dir.empty()
+                                               ? kernel_sources::embedded()
+                                               : kernel_sources::from_directory(opt.kernels_dir));
   progress_line progress;
   tune_options t;
   t.family = opt.family;
@@ -90,7 +92,7 @@ int run(const options& opt) {
                "error: no CUDA device available ({}).\nTiming needs a GPU. Without one, compile the "
                "space and see registers/spills/shared memory with:\n  attn-tune --compile-only --arch sm_90a --shape {},{},{},{}\n",
                why, opt.problem.batch, opt.problem.heads, opt.problem.q_len, opt.problem.head_dim);
-    return 3;
+    return 4;
   }
   const gpu_info gpu = open_cuda_device(opt.device);
   const std::string out = opt.out.empty() ? default_out_path(gpu.desc.name, opt.problem) : opt.out;

@@ -64,8 +64,8 @@ bool parse_options(int argc, char** argv, options& out) {
   app.add_option("--family", out.family, "Kernel family")->capture_default_str();
   app.add_option("--space", space_tokens,
                  "Search space, axes not named keep their defaults, e.g. --space block_m=64,128 "
-                 "block_n=64 warps=4 stages=2,3 (default: block_m=64,128 block_n=32,64,128 "
-                 "warps=4,8 stages=1,2,3,4)");
+                 "block_n=64 warps=4 stages=2,3 (default: block_m=64,128,256 "
+                 "block_n=32,64,128 warps=4,8 stages=1,2,3,4)");
   app.add_option("--out", out.out, "CSV with one row per variant (default: results/<device>-<shape>.csv)");
   app.add_option("--dump", out.dump_dir, "Write q, k, v and the best variant's o and lse as .npy files here");
   app.add_flag("--compile-only", out.compile_only,
@@ -76,6 +76,9 @@ bool parse_options(int argc, char** argv, options& out) {
   app.add_option("--cache-dir", out.cache_dir, "Compiled-kernel cache (env ATTN_TUNE_CACHE_DIR)")
       ->capture_default_str();
   app.add_flag("--no-cache", no_cache, "Compile everything, read and write no cache");
+  app.add_option("--kernels-dir", out.kernels_dir,
+                 "Kernel development: compile the kernels/ sources of this directory instead of the "
+                 "copy built into attn-tune");
   app.add_option("--jobs,-j", out.jobs, "Compile threads (default: all cores)");
   app.add_option("--device", out.device, "CUDA device ordinal")->capture_default_str();
   app.add_option("--seed", seed_text, "Seed of the random inputs (default: from the clock, so every run checks fresh inputs)");

@@ -18,6 +18,7 @@ struct options {
   bool compile_only = false;
   std::string arch = "sm_90a";  ///< --compile-only target
   std::string cache_dir;        ///< empty after --no-cache
+  std::string kernels_dir;      ///< empty = the kernels embedded at build time
   int jobs = 0;
   int device = 0;
   uint64_t seed = 0;

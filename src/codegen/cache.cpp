@@ -8,7 +8,6 @@
 
 #include <fmt/format.h>
 
-#include "codegen/embedded_kernels.hpp"
 
 namespace fs = std::filesystem;
 
@@ -23,12 +22,6 @@ uint64_t fnv1a64(const std::string& text, uint64_t seed) {
   return h;
 }
 
-uint64_t kernel_sources_hash() {
-  uint64_t h = 1469598103934665603ULL;
-  for (const auto& f : embedded_kernel_files()) h = fnv1a64(std::string(f.name) + '\0' + f.text + '\0', h);
-  return h;
-}
-
 std::string default_cache_dir() {
   if (const char* d = std::getenv("ATTN_TUNE_CACHE_DIR"); d && *d) return d;
   if (const char* d = std::getenv("XDG_CACHE_HOME"); d && *d) return std::string(d) + "/attn-tune";
@@ -36,11 +29,12 @@ std::string default_cache_dir() {
   return "/tmp/attn-tune-cache";
 }
 
-compile_cache::compile_cache(std::string dir) : m_dir(std::move(dir)) {}
+compile_cache::compile_cache(std::string dir, kernel_sources kernels)
+    : m_dir(std::move(dir)), m_kernels(std::move(kernels)) {}
 
 std::string compile_cache::key(const std::string& source, const std::string& arch,
                                const std::vector<std::string>& options) const {
-  std::string text = fmt::format("{:016x}\n{}\n{}\n{}\n", kernel_sources_hash(), nvrtc_version(), arch, source);
+  std::string text = fmt::format("{:016x}\n{}\n{}\n{}\n", m_kernels.hash(), nvrtc_version(), arch, source);
   for (const auto& o : nvrtc_options(arch, options)) text += o + '\n';
   return fmt::format("{}-{:016x}", arch, fnv1a64(text));
 }
@@ -96,7 +90,7 @@ cached_compile compile_with_cache(const compile_cache& cache, const std::string&
                                   const std::string& arch, const std::vector<std::string>& options) {
   const std::string k = cache.key(source, arch, options);
   if (auto hit = cache.load(k)) return {std::move(*hit), true};
-  cached_compile out{compile_cubin(source, arch, options), false};
+  cached_compile out{compile_cubin(source, arch, options, cache.kernels()), false};
   cache.store(k, out.result);
   return out;
 }

@@ -12,8 +12,6 @@ namespace attn {
 
 /// 64-bit FNV-1a; stable across runs and machines.
 uint64_t fnv1a64(const std::string& text, uint64_t seed = 1469598103934665603ULL);
-/// Hash of the embedded kernels/ files (names and texts).
-uint64_t kernel_sources_hash();
 
 /// Default: $ATTN_TUNE_CACHE_DIR, else $XDG_CACHE_HOME/attn-tune, else ~/.cache/attn-tune.
 std::string default_cache_dir();
@@ -21,16 +19,18 @@ std::string default_cache_dir();
 class compile_cache {
  public:
   /// An empty dir disables the cache.
-  explicit compile_cache(std::string dir);
+  explicit compile_cache(std::string dir, kernel_sources kernels = kernel_sources::embedded());
   std::string key(const std::string& source, const std::string& arch,
                   const std::vector<std::string>& options) const;
   std::optional<compile_result> load(const std::string& key) const;
   /// Best effort: a cache that cannot be written only costs a recompile next time.
   void store(const std::string& key, const compile_result& result) const;
   const std::string& dir() const { return m_dir; }
+  const kernel_sources& kernels() const { return m_kernels; }
 
  private:
   std::string m_dir;
+  kernel_sources m_kernels;
 };
 
 /// Compiles through the cache: a hit costs no compile (milliseconds = 0, cached = true).

@@ -14,12 +14,23 @@ int64_t fa2_shared_memory(const tile_config& c, const shape& s) {
 
 int fa2_threads(const tile_config& c) { return c.warps * 32; }
 
+// fp32 registers per thread for O (rows x D) and S (rows x BLOCK_N) of a warp's rows. Past this
+// the kernel spills in its inner loop (seen: 192 -> 255 registers + spills at D=128, 128x64x4).
+constexpr int max_accumulator_registers = 224;
+int fa2_accumulator_registers(const tile_config& c, const shape& s) {
+  const int warp_rows = c.block_m / c.warps;
+  return warp_rows * static_cast<int>(s.head_dim + c.block_n) / 32;
+}
+
 std::optional<std::string> fa2_reject(const tile_config& c, const shape& s,
                                       const resource_limits& limits) {
   if (c.block_m % c.warps != 0 || (c.block_m / c.warps) % 16 != 0)
     return fmt::format("block_m {} over {} warps is not a whole number of 16-row mma tiles",
                        c.block_m, c.warps);
   if (c.block_n % 16 != 0) return fmt::format("block_n {} is not a multiple of 16", c.block_n);
+  if (const int regs = fa2_accumulator_registers(c, s); regs > max_accumulator_registers)
+    return fmt::format("accumulators exceed the register budget: {} fp32 registers per thread > {}",
+                       regs, max_accumulator_registers);
   if (c.stages < 1 || c.stages > 8) return fmt::format("stages {} not in [1, 8]", c.stages);
   if (fa2_threads(c) > limits.max_threads_per_block)
     return fmt::format("{} threads exceed the device's {} per block", fa2_threads(c),

@@ -7,7 +7,6 @@
 
 #include <fmt/format.h>
 
-#include "codegen/embedded_kernels.hpp"
 #include "plan/shape.hpp"
 
 namespace attn {
@@ -73,14 +72,15 @@ std::vector<std::string> nvrtc_options(const std::string& arch,
 }
 
 compile_result compile_cubin(const std::string& source, const std::string& arch,
-                             const std::vector<std::string>& extra_options) {
+                             const std::vector<std::string>& extra_options,
+                             const kernel_sources& kernels) {
   const auto start = std::chrono::steady_clock::now();
   compile_result result;
-  const auto& files = embedded_kernel_files();
+  const auto& files = kernels.files();
   std::vector<const char*> names, texts;
   for (const auto& f : files) {
-    names.push_back(f.name);
-    texts.push_back(f.text);
+    names.push_back(f.name.c_str());
+    texts.push_back(f.text.c_str());
   }
   nvrtcProgram program = nullptr;
   if (nvrtcCreateProgram(&program, source.c_str(), "attn_tune_variant.cu",

@@ -3,6 +3,8 @@
 #include <string>
 #include <vector>
 
+#include "codegen/kernel_sources.hpp"
+
 namespace attn {
 
 struct compile_result {
@@ -27,10 +29,11 @@ std::string nvrtc_version();
 /// nvrtcGetSupportedArchs. Throws invalid_input naming a malformed arch.
 bool nvrtc_supports(const std::string& arch);
 
-/// Compiles `source` (which may #include the embedded kernels/ files by their relative names)
+/// Compiles `source` (which may #include the kernels/ files by their relative names)
 /// for `arch`. Compile errors are returned in the result, never thrown.
 compile_result compile_cubin(const std::string& source, const std::string& arch,
-                             const std::vector<std::string>& extra_options);
+                             const std::vector<std::string>& extra_options,
+                             const kernel_sources& kernels);
 
 /// The full option list compile_cubin passes to NVRTC (part of the cache key).
 std::vector<std::string> nvrtc_options(const std::string& arch,

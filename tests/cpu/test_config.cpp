@@ -63,15 +63,15 @@ TEST(ConfigName, RejectsBadNamesNamingThem) {
 
 TEST(DefaultSpace, Contents) {
   attn::search_space s = attn::default_space();
-  EXPECT_EQ(s.block_m, (std::vector<int>{64, 128}));
+  EXPECT_EQ(s.block_m, (std::vector<int>{64, 128, 256}));
   EXPECT_EQ(s.block_n, (std::vector<int>{32, 64, 128}));
   EXPECT_EQ(s.warps, (std::vector<int>{4, 8}));
   EXPECT_EQ(s.stages, (std::vector<int>{1, 2, 3, 4}));
 }
 
-TEST(DefaultSpace, Enumerates48DistinctConfigsInOrder) {
+TEST(DefaultSpace, Enumerates72DistinctConfigsInOrder) {
   std::vector<attn::tile_config> configs = attn::default_space().enumerate();
-  ASSERT_EQ(configs.size(), 48u);
+  ASSERT_EQ(configs.size(), 72u);
   // block_m outermost, stages innermost.
   EXPECT_EQ(configs[0], (attn::tile_config{64, 32, 4, 1}));
   EXPECT_EQ(configs[1], (attn::tile_config{64, 32, 4, 2}));
@@ -80,9 +80,11 @@ TEST(DefaultSpace, Enumerates48DistinctConfigsInOrder) {
   EXPECT_EQ(configs[8], (attn::tile_config{64, 64, 4, 1}));
   EXPECT_EQ(configs[24], (attn::tile_config{128, 32, 4, 1}));
   EXPECT_EQ(configs[47], (attn::tile_config{128, 128, 8, 4}));
+  EXPECT_EQ(configs[48], (attn::tile_config{256, 32, 4, 1}));
+  EXPECT_EQ(configs[71], (attn::tile_config{256, 128, 8, 4}));
   std::set<std::string> names;
   for (const attn::tile_config& c : configs) names.insert(attn::name(c));
-  EXPECT_EQ(names.size(), 48u);
+  EXPECT_EQ(names.size(), 72u);
 }
 
 TEST(Enumerate, KeepsListedOrderAndHandlesEmptyAxis) {
@@ -115,11 +117,11 @@ TEST(ParseSpace, AllAxes) {
 
 TEST(ParseSpace, UnnamedAxesKeepDefaultsAndOrderIsKept) {
   attn::search_space s = attn::parse_space({"stages=2", "block_n=128,32"});
-  EXPECT_EQ(s.block_m, (std::vector<int>{64, 128}));
+  EXPECT_EQ(s.block_m, (std::vector<int>{64, 128, 256}));
   EXPECT_EQ(s.block_n, (std::vector<int>{128, 32}));
   EXPECT_EQ(s.warps, (std::vector<int>{4, 8}));
   EXPECT_EQ(s.stages, (std::vector<int>{2}));
-  EXPECT_EQ(s.enumerate().size(), 8u);
+  EXPECT_EQ(s.enumerate().size(), 12u);
 }
 
 TEST(ParseSpace, UnknownAxis) {
@@ -196,7 +198,8 @@ TEST(SimplerThan, IsAStrictTotalOrderOnTheDefaultSpace) {
   EXPECT_EQ(configs.front(), (attn::tile_config{64, 32, 4, 1}));
   EXPECT_EQ(configs[1], (attn::tile_config{64, 64, 4, 1}));
   EXPECT_EQ(configs[3], (attn::tile_config{128, 32, 4, 1}));
-  EXPECT_EQ(configs[6], (attn::tile_config{64, 32, 8, 1}));
-  EXPECT_EQ(configs[12], (attn::tile_config{64, 32, 4, 2}));
-  EXPECT_EQ(configs.back(), (attn::tile_config{128, 128, 8, 4}));
+  EXPECT_EQ(configs[6], (attn::tile_config{256, 32, 4, 1}));
+  EXPECT_EQ(configs[9], (attn::tile_config{64, 32, 8, 1}));
+  EXPECT_EQ(configs[18], (attn::tile_config{64, 32, 4, 2}));
+  EXPECT_EQ(configs.back(), (attn::tile_config{256, 128, 8, 4}));
 }

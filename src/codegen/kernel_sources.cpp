@@ -1,0 +1,48 @@
+#include "codegen/kernel_sources.hpp"
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "codegen/cache.hpp"
+#include "codegen/embedded_kernels.hpp"
+#include "plan/shape.hpp"
+
+namespace fs = std::filesystem;
+
+namespace attn {
+
+kernel_sources::kernel_sources(std::vector<kernel_source_file> files, std::string origin)
+    : m_files(std::move(files)), m_origin(std::move(origin)) {
+  std::sort(m_files.begin(), m_files.end(),
+            [](const auto& a, const auto& b) { return a.name < b.name; });
+  m_hash = 1469598103934665603ULL;
+  for (const auto& f : m_files) m_hash = fnv1a64(f.name + '\0' + f.text + '\0', m_hash);
+}
+
+kernel_sources kernel_sources::embedded() {
+  std::vector<kernel_source_file> files;
+  for (const auto& f : embedded_kernel_files()) files.push_back({f.name, f.text});
+  return kernel_sources(std::move(files), "embedded");
+}
+
+kernel_sources kernel_sources::from_directory(const std::string& dir) {
+  std::vector<kernel_source_file> files;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::recursive_directory_iterator();
+       it.increment(ec)) {
+    if (!it->is_regular_file() || it->path().extension() != ".cuh") continue;
+    std::ifstream in(it->path());
+    std::ostringstream text;
+    text << in.rdbuf();
+    files.push_back({fs::relative(it->path(), dir).generic_string(), text.str()});
+  }
+  if (files.empty())
+    throw invalid_input(fmt::format("invalid --kernels-dir '{}': no .cuh files found there", dir));
+  return kernel_sources(std::move(files), dir);
+}
+
+}  // namespace attn
