@@ -19,7 +19,7 @@ for s in "${shapes[@]}"; do
     "$build/attn-tune" --shape "$s" $causal --out "$out/$tag.csv" --top 5 ${ATTN_TUNE_ARGS:-} >>"$out/tune.log" 2>&1
     rc=$?
     end=$(date +%s.%N)
-    echo "$tag rc=$rc wall_s=$(echo "$end - $start" | bc)" | tee -a "$out/walltimes.txt"
+    echo "$tag rc=$rc wall_s=$(awk "BEGIN{printf \"%.1f\", $end - $start}")" | tee -a "$out/walltimes.txt"
   done
 done
 python3 "$(dirname "$0")/summarize.py" "$out"
