@@ -14,6 +14,11 @@
 
 namespace attn_k {
 
+template <bool B>
+struct bool_constant {
+  static constexpr bool value = B;
+};
+
 template <bool BF16_, int D_, int BLOCK_M_, int BLOCK_N_, int WARPS_, int STAGES_, bool CAUSAL_>
 struct fa2_config {
   static constexpr bool BF16 = BF16_;
@@ -92,7 +97,11 @@ __device__ __forceinline__ void attend_tile(unsigned q_smem, unsigned k_smem, un
   for (int mi = 0; mi < C::MI; ++mi) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-      const int row = first_row + warp * C::WARP_M + mi * 16 + g + h * 8;
+      // Keys visible to this row, counted from this thread's first column of the tile: the mask
+      // test per element is then a comparison with a compile-time constant.
+      int visible = kv_len;
+      if (C::CAUSAL) visible = min(visible, first_row + warp * C::WARP_M + mi * 16 + g + h * 8 + causal_offset + 1);
+      visible -= n0 + t * 2;
       // Two independent partial maxima / sums per row: shorter dependency chains, more ILP.
       float mx2[2] = {row_max[mi][h], neg_inf()};
 #pragma unroll
@@ -101,8 +110,7 @@ __device__ __forceinline__ void attend_tile(unsigned q_smem, unsigned k_smem, un
         for (int e = 0; e < 2; ++e) {
           float& x = s[mi][nf][h * 2 + e];
           if constexpr (MASK) {
-            const int col = n0 + nf * 8 + t * 2 + e;
-            if (col >= kv_len || (C::CAUSAL && col > row + causal_offset)) x = neg_inf();
+            if (nf * 8 + e >= visible) x = neg_inf();
           }
           mx2[e] = fmaxf(mx2[e], x);
         }
@@ -197,10 +205,12 @@ __device__ void fa2_forward(const fwd_params& p) {
     kv_end = max(0, min(kv_end, last_row + causal_offset + 1));
   }
   const int n_blocks = (kv_end + C::BLOCK_N - 1) / C::BLOCK_N;
-  // A tile needs the mask if it reaches past the keys or past the diagonal of the block's first row.
-  auto needs_mask = [&](int n0) {
-    return n0 + C::BLOCK_N > p.kv_len || (C::CAUSAL && n0 + C::BLOCK_N - 1 > m0 + causal_offset);
-  };
+  // Tiles [0, n_plain) need no mask: they end before the last key and, when causal, before the
+  // diagonal of the block's first row. The rest (the diagonal, a ragged last tile) are masked.
+  // Two loops rather than a branch per tile keep the mask's registers out of the hot loop.
+  int n_plain = p.kv_len / C::BLOCK_N;
+  if (C::CAUSAL) n_plain = min(n_plain, max(0, m0 + causal_offset + 1) / C::BLOCK_N);
+  n_plain = min(n_plain, n_blocks);
 
   float acc[C::MI][C::D / 8][4];
   float row_max[C::MI][2], row_sum[C::MI][2];
@@ -220,25 +230,23 @@ __device__ void fa2_forward(const fwd_params& p) {
     load_tile<C>(k_stage(stage), k, p.kv_row_stride, j * C::BLOCK_N, p.kv_len, C::BLOCK_N);
     load_tile<C>(v_stage(stage), v, p.kv_row_stride, j * C::BLOCK_N, p.kv_len, C::BLOCK_N);
   };
-  auto attend = [&](int j, int stage) {
-    const int n0 = j * C::BLOCK_N;
-    if (needs_mask(n0))
-      attend_tile<C, true>(q_smem, k_stage(stage), v_stage(stage), acc, row_max, row_sum, n0, m0,
-                           causal_offset, p.kv_len, p.scale_log2);
-    else
-      attend_tile<C, false>(q_smem, k_stage(stage), v_stage(stage), acc, row_max, row_sum, n0, m0,
-                            causal_offset, p.kv_len, p.scale_log2);
+  auto attend = [&](int j, int stage, auto masked) {
+    attend_tile<C, decltype(masked)::value>(q_smem, k_stage(stage), v_stage(stage), acc, row_max,
+                                            row_sum, j * C::BLOCK_N, m0, causal_offset, p.kv_len,
+                                            p.scale_log2);
   };
 
   if constexpr (C::STAGES == 1) {
-    for (int j = 0; j < n_blocks; ++j) {
+    auto step = [&](int j, auto masked) {
       load_kv(j, 0);
       cp_async_commit();
       cp_async_wait<0>();
       __syncthreads();
-      attend(j, 0);
+      attend(j, 0, masked);
       __syncthreads();
-    }
+    };
+    for (int j = 0; j < n_plain; ++j) step(j, bool_constant<false>());
+    for (int j = n_plain; j < n_blocks; ++j) step(j, bool_constant<true>());
   } else {
     // Prologue: tiles 0 .. STAGES-2 in flight. Every iteration commits exactly one group (maybe
     // empty), so "tile j has landed" is always "at most STAGES-2 groups pending".
@@ -247,14 +255,16 @@ __device__ void fa2_forward(const fwd_params& p) {
       if (s < n_blocks) load_kv(s, s);
       cp_async_commit();
     }
-    for (int j = 0; j < n_blocks; ++j) {
+    auto step = [&](int j, auto masked) {
       cp_async_wait<C::STAGES - 2>();
       __syncthreads();  // tile j visible to all; every warp is done with tile j-1's stage
       const int next = j + C::STAGES - 1;
       if (next < n_blocks) load_kv(next, next % C::STAGES);
       cp_async_commit();
-      attend(j, j % C::STAGES);
-    }
+      attend(j, j % C::STAGES, masked);
+    };
+    for (int j = 0; j < n_plain; ++j) step(j, bool_constant<false>());
+    for (int j = n_plain; j < n_blocks; ++j) step(j, bool_constant<true>());
   }
   cp_async_wait<0>();
   __syncthreads();  // all warps done with shared memory: Q's tile becomes the output staging area
