@@ -49,6 +49,9 @@ std::vector<variant> build_variants(const kernel_family& family, const shape& s,
     }
     out.push_back(std::move(v));
   }
+  if (to_compile.empty())
+    throw invalid_input(fmt::format("no config of the search space can run {}:\n{}", describe(s),
+                                    pruning_summary(out)));
   if (jobs <= 0) jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   jobs = std::min<int>(jobs, static_cast<int>(std::max<size_t>(1, to_compile.size())));
 

@@ -29,7 +29,7 @@ std::optional<std::string> fa2_reject(const tile_config& c, const shape& s,
                        c.block_m, c.warps);
   if (c.block_n % 16 != 0) return fmt::format("block_n {} is not a multiple of 16", c.block_n);
   if (const int regs = fa2_accumulator_registers(c, s); regs > max_accumulator_registers)
-    return fmt::format("accumulators exceed the register budget: {} fp32 registers per thread > {}",
+    return fmt::format("accumulators exceed the register budget: {} float registers per thread > {}",
                        regs, max_accumulator_registers);
   if (c.stages < 1 || c.stages > 8) return fmt::format("stages {} not in [1, 8]", c.stages);
   if (fa2_threads(c) > limits.max_threads_per_block)

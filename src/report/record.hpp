@@ -41,6 +41,7 @@ struct record {
   int64_t materialized_bytes = 0;  ///< extra memory a materializing implementation needs
   int64_t fused_extra_bytes = 0;   ///< measured extra memory of the fused kernel (its LSE)
   double memory_saving_ratio = 0;  ///< materialized_bytes / fused_extra_bytes
+  int rank = 0;  ///< 1 = the tuner's choice, then the other ok variants by median; 0 = not ranked
 };
 
 }  // namespace attn

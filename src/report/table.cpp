@@ -120,6 +120,8 @@ std::vector<size_t> rank_order(const std::vector<record>& rows) {
     const int rx = status_rank(x.status);
     const int ry = status_rank(y.status);
     if (rx != ry) return rx < ry;
+    // The tuner's ranks (a near-tie goes to the simpler config) win over raw medians.
+    if (x.status == status::ok && x.rank > 0 && y.rank > 0) return x.rank < y.rank;
     if (x.status == status::ok) return x.median_ms < y.median_ms;
     return false;
   });

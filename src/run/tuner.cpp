@@ -182,6 +182,19 @@ std::optional<size_t> choose_best(const std::vector<record>& rows) {
   return best;
 }
 
+void assign_ranks(std::vector<record>& rows, std::optional<size_t> best) {
+  std::vector<size_t> ok;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    rows[i].rank = 0;
+    if (rows[i].status == status::ok && (!best || i != *best)) ok.push_back(i);
+  }
+  std::stable_sort(ok.begin(), ok.end(),
+                   [&](size_t a, size_t b) { return rows[a].median_ms < rows[b].median_ms; });
+  int next = 1;
+  if (best) rows[*best].rank = next++;
+  for (size_t i : ok) rows[i].rank = next++;
+}
+
 int64_t tuning_memory_bytes(const shape& s, int64_t l2_bytes, int64_t reference_chunk_bytes) {
   return 2 * q_bytes(s) + 2 * kv_bytes(s) + lse_bytes(s) +
          reference_memory_bytes(s, reference_chunk_bytes) + 2 * l2_bytes + (64 << 20);
@@ -251,6 +264,7 @@ tune_result tune(const shape& s, const gpu_info& gpu, const compile_cache& cache
   cudaStreamDestroy(stream);
   for (auto& v : variants) result.records.push_back(v.rec);
   result.best = choose_best(result.records);
+  assign_ranks(result.records, result.best);
   if (result.best) result.best_cubin = variants[*result.best].cubin;
   result.total_seconds = seconds_since(start);
   return result;

@@ -37,6 +37,8 @@ struct tune_result {
 /// Near-ties go to the simpler config: among ok records whose median is within
 /// max(best IQR, 1% of best median) of the fastest, the simplest (simpler_than) wins.
 std::optional<size_t> choose_best(const std::vector<record>& rows);
+/// Sets record::rank: 1 for `best`, then 2, 3, ... for the other ok records by median.
+void assign_ranks(std::vector<record>& rows, std::optional<size_t> best);
 
 /// Device memory a tuning run of s needs (inputs, outputs, reference, L2 flush buffer).
 int64_t tuning_memory_bytes(const shape& s, int64_t l2_bytes, int64_t reference_chunk_bytes);

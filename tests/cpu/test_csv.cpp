@@ -67,6 +67,7 @@ record make_record(int i) {
   r.materialized_bytes = int64_t{1} << (33 + i);
   r.fused_extra_bytes = 524288 + i;
   r.memory_saving_ratio = 16384.5 + i;
+  r.rank = 7 + i;
   return r;
 }
 
@@ -121,6 +122,7 @@ void expect_same(const record& a, const record& b) {
   EXPECT_EQ(a.materialized_bytes, b.materialized_bytes);
   EXPECT_EQ(a.fused_extra_bytes, b.fused_extra_bytes);
   EXPECT_EQ(a.memory_saving_ratio, b.memory_saving_ratio);
+  EXPECT_EQ(a.rank, b.rank);
 }
 
 std::string read_text(const std::string& p) {
@@ -178,7 +180,7 @@ TEST(csv, columns_are_the_documented_ones) {
       "causal", "config", "block_m", "block_n", "warps", "stages", "status", "message",
       "compile_ms", "cached", "registers", "spill_bytes", "shared_memory_bytes", "reps",
       "median_ms", "iqr_ms", "tflops", "max_error", "allowed_error", "materialized_bytes",
-      "fused_extra_bytes", "memory_saving_ratio"};
+      "fused_extra_bytes", "memory_saving_ratio", "rank"};
   // clang-format on
   EXPECT_EQ(csv_columns(), expected);
 }

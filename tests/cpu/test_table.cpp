@@ -114,3 +114,12 @@ TEST(table, empty_rows_give_header_only) {
 
 }  // namespace
 }  // namespace attn
+
+TEST(RankOrder, FollowsTheTunersRanksForOkRows) {
+  std::vector<attn::record> rows(3);
+  for (auto& r : rows) r.status = attn::status::ok;
+  rows[0].median_ms = 1.00, rows[0].rank = 2;  // fastest, but a near-tie lost to a simpler one
+  rows[1].median_ms = 1.005, rows[1].rank = 1;
+  rows[2].median_ms = 2.0, rows[2].rank = 3;
+  EXPECT_EQ(attn::rank_order(rows), (std::vector<size_t>{1, 0, 2}));
+}

@@ -19,6 +19,8 @@ shape make(int64_t b, int64_t h, int64_t hk, int64_t n, int64_t nk, int64_t d, b
   return s;
 }
 
+void PrintTo(const fa2_case& c, std::ostream* os) { *os << c.label << ": " << describe(c.s); }
+
 class fa2_correctness : public gpu_test, public ::testing::WithParamInterface<fa2_case> {};
 
 TEST_P(fa2_correctness, every_variant_passes) {
@@ -59,8 +61,29 @@ INSTANTIATE_TEST_SUITE_P(
                       fa2_case{"cross_shorter_kv", make(1, 2, 2, 300, 70, 128, true, fp, bhsd)},
                       fa2_case{"d256", make(1, 2, 2, 250, 250, 256, true, bf, bshd)},
                       fa2_case{"d256_fp16", make(1, 2, 1, 128, 192, 256, false, fp, bhsd)},
-                      fa2_case{"d32_d96", make(1, 2, 2, 100, 100, 96, false, bf, bhsd)}),
+                      fa2_case{"d96", make(1, 2, 2, 100, 100, 96, false, bf, bhsd)},
+                      fa2_case{"d32_causal_ragged", make(2, 2, 2, 77, 77, 32, true, fp, bhsd)}),
     [](const ::testing::TestParamInfo<fa2_case>& info) { return std::string(info.param.label); });
+
+}  // namespace
+}  // namespace attn::testing
+
+namespace attn::testing {
+namespace {
+
+TEST_F(gpu_test, shape_too_large_for_device_memory_is_refused_before_allocating) {
+  shape s;
+  s.batch = 64, s.heads = 64, s.kv_heads = 64, s.q_len = s.kv_len = 65536, s.head_dim = 128;
+  tune_options t;
+  t.space = parse_space({"block_m=128", "block_n=64", "warps=4", "stages=2"});
+  try {
+    tune(s, m_gpu, m_cache, t);
+    FAIL() << "a 64 x 64 x 65536 x 128 problem (68 GiB per tensor) was accepted";
+  } catch (const invalid_input& e) {
+    EXPECT_NE(std::string(e.what()).find("GiB of device memory"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+}
 
 }  // namespace
 }  // namespace attn::testing

@@ -1,4 +1,5 @@
 // The GPU reference against float64 on the CPU, the poison check, and the memory formula.
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <vector>
@@ -19,6 +20,10 @@ std::vector<float> widen(const device_buffer& b, dtype t) {
     out[i] = t == dtype::bf16 ? bf16_to_float(bits[i]) : half_to_float(bits[i]);
   return out;
 }
+
+}  // namespace
+void PrintTo(const shape& s, std::ostream* os) { *os << describe(s); }
+namespace {
 
 class reference_vs_cpu : public gpu_test, public ::testing::WithParamInterface<shape> {};
 
@@ -60,7 +65,13 @@ shape make(int64_t b, int64_t h, int64_t hk, int64_t n, int64_t nk, int64_t d, b
 INSTANTIATE_TEST_SUITE_P(shapes, reference_vs_cpu,
                          ::testing::Values(make(2, 2, 2, 77, 77, 64, false),
                                            make(1, 4, 2, 100, 37, 32, true),  // rows with no key
-                                           make(1, 2, 1, 33, 130, 128, true, dtype::fp16, layout::bshd)));
+                                           make(1, 2, 1, 33, 130, 128, true, dtype::fp16, layout::bshd)),
+                         [](const ::testing::TestParamInfo<shape>& info) {
+                           std::string n = describe(info.param);
+                           for (char& c : n)
+                             if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+                           return n;
+                         });
 
 TEST_F(gpu_test, poisoned_output_that_is_never_written_is_caught) {
   const shape s = make(1, 2, 2, 64, 64, 64, false);

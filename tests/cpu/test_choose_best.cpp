@@ -1,0 +1,66 @@
+// The winner is chosen deterministically: fastest ok variant, near-ties to the simpler config.
+#include <gtest/gtest.h>
+
+#include "run/tuner.hpp"
+
+namespace attn {
+namespace {
+
+record ok(tile_config c, double median, double iqr) {
+  record r;
+  r.config = c;
+  r.status = status::ok;
+  r.median_ms = median;
+  r.iqr_ms = iqr;
+  return r;
+}
+
+TEST(choose_best, nothing_ok_means_no_winner) {
+  std::vector<record> rows(2);
+  rows[0].status = status::wrong;
+  rows[0].median_ms = 0.1;  // a wrong variant is never best, however fast
+  rows[1].status = status::compile_error;
+  EXPECT_FALSE(choose_best(rows).has_value());
+}
+
+TEST(choose_best, clear_winner) {
+  std::vector<record> rows = {ok({128, 64, 8, 4}, 1.00, 0.001), ok({64, 64, 4, 2}, 1.20, 0.001)};
+  EXPECT_EQ(choose_best(rows), 0u);
+}
+
+TEST(choose_best, wrong_variant_faster_than_all_is_ignored) {
+  std::vector<record> rows = {ok({64, 64, 4, 2}, 1.0, 0.001), ok({128, 64, 4, 2}, 1.1, 0.001)};
+  rows.push_back(rows[1]);
+  rows[2].status = status::wrong;
+  rows[2].median_ms = 0.5;
+  EXPECT_EQ(choose_best(rows), 0u);
+}
+
+TEST(choose_best, near_tie_within_one_percent_goes_to_the_simpler_config) {
+  // 0.5% apart, spread tiny: within the 1% window, so fewer stages wins.
+  std::vector<record> rows = {ok({128, 64, 4, 3}, 1.000, 0.0001), ok({128, 64, 4, 2}, 1.005, 0.0001)};
+  EXPECT_EQ(choose_best(rows), 1u);
+}
+
+TEST(choose_best, near_tie_window_grows_with_the_spread) {
+  // 3% apart but the fastest's IQR is 5%: still a tie.
+  std::vector<record> rows = {ok({256, 64, 8, 2}, 1.00, 0.05), ok({128, 64, 4, 2}, 1.03, 0.01)};
+  EXPECT_EQ(choose_best(rows), 1u);
+  rows[0].iqr_ms = 0.001;  // now the 3% gap is real
+  EXPECT_EQ(choose_best(rows), 0u);
+}
+
+TEST(assign_ranks, best_first_then_by_median) {
+  std::vector<record> rows = {ok({128, 64, 4, 3}, 1.000, 0.0001), ok({128, 64, 4, 2}, 1.005, 0.0001),
+                              ok({64, 32, 4, 1}, 2.0, 0.01)};
+  rows.push_back(record{});  // pruned: unranked
+  const auto best = choose_best(rows);
+  assign_ranks(rows, best);
+  EXPECT_EQ(rows[1].rank, 1);
+  EXPECT_EQ(rows[0].rank, 2);
+  EXPECT_EQ(rows[2].rank, 3);
+  EXPECT_EQ(rows[3].rank, 0);
+}
+
+}  // namespace
+}  // namespace attn
