@@ -8,7 +8,7 @@
 
 namespace attn {
 
-constexpr int csv_schema_version = 1;
+constexpr int csv_schema_version = 2;  // 2: added "rank"
 
 struct device_desc {
   std::string name;          ///< "NVIDIA H200", or "(compile-only)"

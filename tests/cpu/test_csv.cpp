@@ -200,7 +200,8 @@ TEST(csv, row_format) {
   r.config = {128, 64, 4, 2};
   r.message = "a,b";
   const std::string row = csv_row(r);
-  EXPECT_EQ(row.rfind("1,NVIDIA H200 #0,sm_90,9.0,", 0), 0u) << row;
+  EXPECT_EQ(row.rfind(std::to_string(csv_schema_version) + ",NVIDIA H200 #0,sm_90,9.0,", 0), 0u) << row;
+  EXPECT_EQ(row.substr(row.rfind(',')), ",7") << row;  // rank, the last column
   EXPECT_NE(row.find(",bf16,bshd,0,m128_n64_w4_s2,128,64,4,2,"), std::string::npos) << row;
   EXPECT_NE(row.find(",\"a,b\","), std::string::npos) << row;
   EXPECT_EQ(row.find('\n'), std::string::npos);
