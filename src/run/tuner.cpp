@@ -173,7 +173,10 @@ std::optional<size_t> choose_best(const std::vector<record>& rows) {
     if (rows[i].status == status::ok && (!fastest || rows[i].median_ms < rows[*fastest].median_ms))
       fastest = i;
   if (!fastest) return std::nullopt;
-  const double window = std::max(rows[*fastest].iqr_ms, 0.01 * rows[*fastest].median_ms);
+  // The fastest's IQR is the noise, but never less than 1% nor more than 2% of its median: a
+  // noisy measurement must not hand the win to a config that is clearly slower.
+  const double median = rows[*fastest].median_ms;
+  const double window = std::clamp(rows[*fastest].iqr_ms, 0.01 * median, 0.02 * median);
   size_t best = *fastest;
   for (size_t i = 0; i < rows.size(); ++i)
     if (rows[i].status == status::ok && rows[i].median_ms <= rows[*fastest].median_ms + window &&

@@ -34,8 +34,8 @@ struct tune_result {
   std::string best_cubin;
 };
 
-/// Near-ties go to the simpler config: among ok records whose median is within
-/// max(best IQR, 1% of best median) of the fastest, the simplest (simpler_than) wins.
+/// Near-ties go to the simpler config: among ok records whose median is within the fastest's
+/// IQR of it (clamped to 1%..2% of its median), the simplest (simpler_than) wins.
 std::optional<size_t> choose_best(const std::vector<record>& rows);
 /// Sets record::rank: 1 for `best`, then 2, 3, ... for the other ok records by median.
 void assign_ranks(std::vector<record>& rows, std::optional<size_t> best);

@@ -7,19 +7,11 @@
 
 #include "plan/config.hpp"
 #include "plan/shape.hpp"
+#include "invalid_input_message.hpp"
 
 namespace {
 
-template <class F>
-std::string invalid_input_message(F&& f) {
-  try {
-    f();
-  } catch (const attn::invalid_input& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected attn::invalid_input";
-  return "";
-}
+using attn::testing::invalid_input_message;
 
 std::string space_error(const std::vector<std::string>& tokens) {
   return invalid_input_message([&] { attn::parse_space(tokens); });

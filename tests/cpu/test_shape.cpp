@@ -4,20 +4,11 @@
 #include <string>
 
 #include "plan/shape.hpp"
+#include "invalid_input_message.hpp"
 
 namespace {
 
-// The message of the invalid_input that f throws, so tests can check it names the bad value.
-template <class F>
-std::string invalid_input_message(F&& f) {
-  try {
-    f();
-  } catch (const attn::invalid_input& e) {
-    return e.what();
-  }
-  ADD_FAILURE() << "expected attn::invalid_input";
-  return "";
-}
+using attn::testing::invalid_input_message;
 
 attn::shape valid_shape() {
   attn::shape s;

@@ -9,6 +9,11 @@
 #include "verify/cpu_reference.hpp"
 #include "verify/gpu_reference.hpp"
 
+namespace attn {
+// gtest finds this by argument-dependent lookup: test names and failures show the shape.
+void PrintTo(const shape& s, std::ostream* os) { *os << describe(s); }
+}  // namespace attn
+
 namespace attn::testing {
 namespace {
 
@@ -20,10 +25,6 @@ std::vector<float> widen(const device_buffer& b, dtype t) {
     out[i] = t == dtype::bf16 ? bf16_to_float(bits[i]) : half_to_float(bits[i]);
   return out;
 }
-
-}  // namespace
-void PrintTo(const shape& s, std::ostream* os) { *os << describe(s); }
-namespace {
 
 class reference_vs_cpu : public gpu_test, public ::testing::WithParamInterface<shape> {};
 
