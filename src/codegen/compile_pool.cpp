@@ -38,6 +38,7 @@ std::vector<variant> build_variants(const kernel_family& family, const shape& s,
     v.rec.device = device;
     v.rec.shape = s;
     v.rec.family = family.name;
+    v.rec.kernel_hash = fmt::format("{:016x}", cache.kernels().hash());
     v.rec.config = config;
     v.rec.shared_memory_bytes = family.shared_memory_bytes(config, s);
     v.rec.materialized_bytes = materialized_extra_bytes(s);

@@ -20,7 +20,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr size_t column_count = 39;
+constexpr size_t column_count = 40;
 
 // clang-format off
 const std::array<const char*, column_count> column_names{
@@ -29,7 +29,7 @@ const std::array<const char*, column_count> column_names{
     "causal", "config", "block_m", "block_n", "warps", "stages", "status", "message",
     "compile_ms", "cached", "registers", "spill_bytes", "shared_memory_bytes", "reps",
     "median_ms", "iqr_ms", "tflops", "max_error", "allowed_error", "materialized_bytes",
-    "fused_extra_bytes", "memory_saving_ratio", "rank"};
+    "fused_extra_bytes", "memory_saving_ratio", "rank", "kernel_hash"};
 // clang-format on
 
 // fast-cpp-csv-parser splits the input into lines before it looks at quotes, so a quoted
@@ -154,6 +154,7 @@ record parse_record(const std::array<std::string, column_count>& f) {
   r.fused_extra_bytes = int64();
   r.memory_saving_ratio = real();
   r.rank = integer();
+  r.kernel_hash = next();
   return r;
 }
 
@@ -182,14 +183,14 @@ std::string csv_row(const record& r) {
   const auto& c = r.config;
   return fmt::format(
       "{},{},{},{}.{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},"
-      "{},{},{},{},{},{},{},{},{},{},{}",
+      "{},{},{},{},{},{},{},{},{},{},{},{}",
       csv_schema_version, csv_field(d.name), csv_field(d.arch), d.cc_major, d.cc_minor, d.sm_count,
       csv_field(d.cuda_version), csv_field(d.nvrtc_version), csv_field(r.family), s.batch, s.heads,
       s.kv_heads, s.q_len, s.kv_len, s.head_dim, to_string(s.dtype), to_string(s.layout),
       s.causal ? 1 : 0, name(c), c.block_m, c.block_n, c.warps, c.stages, to_string(r.status),
       csv_field(r.message), r.compile_ms, r.cached ? 1 : 0, r.registers, r.spill_bytes,
       r.shared_memory_bytes, r.reps, r.median_ms, r.iqr_ms, r.tflops, r.max_error, r.allowed_error,
-      r.materialized_bytes, r.fused_extra_bytes, r.memory_saving_ratio, r.rank);
+      r.materialized_bytes, r.fused_extra_bytes, r.memory_saving_ratio, r.rank, csv_field(r.kernel_hash));
 }
 
 void write_csv(const std::string& path, const std::vector<record>& rows) {

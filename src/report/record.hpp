@@ -8,7 +8,7 @@
 
 namespace attn {
 
-constexpr int csv_schema_version = 2;  // 2: added "rank"
+constexpr int csv_schema_version = 3;  // 2: added "rank"; 3: added "kernel_hash"
 
 struct device_desc {
   std::string name;          ///< "NVIDIA H200", or "(compile-only)"
@@ -42,6 +42,7 @@ struct record {
   int64_t fused_extra_bytes = 0;   ///< measured extra memory of the fused kernel (its LSE)
   double memory_saving_ratio = 0;  ///< materialized_bytes / fused_extra_bytes
   int rank = 0;  ///< 1 = the tuner's choice, then the other ok variants by median; 0 = not ranked
+  std::string kernel_hash;  ///< hash of the kernels/ sources compiled (16 hex digits)
 };
 
 }  // namespace attn

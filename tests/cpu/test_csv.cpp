@@ -68,6 +68,7 @@ record make_record(int i) {
   r.fused_extra_bytes = 524288 + i;
   r.memory_saving_ratio = 16384.5 + i;
   r.rank = 7 + i;
+  r.kernel_hash = "00000000deadbeef";
   return r;
 }
 
@@ -123,6 +124,7 @@ void expect_same(const record& a, const record& b) {
   EXPECT_EQ(a.fused_extra_bytes, b.fused_extra_bytes);
   EXPECT_EQ(a.memory_saving_ratio, b.memory_saving_ratio);
   EXPECT_EQ(a.rank, b.rank);
+  EXPECT_EQ(a.kernel_hash, b.kernel_hash);
 }
 
 std::string read_text(const std::string& p) {
@@ -180,7 +182,7 @@ TEST(csv, columns_are_the_documented_ones) {
       "causal", "config", "block_m", "block_n", "warps", "stages", "status", "message",
       "compile_ms", "cached", "registers", "spill_bytes", "shared_memory_bytes", "reps",
       "median_ms", "iqr_ms", "tflops", "max_error", "allowed_error", "materialized_bytes",
-      "fused_extra_bytes", "memory_saving_ratio", "rank"};
+      "fused_extra_bytes", "memory_saving_ratio", "rank", "kernel_hash"};
   // clang-format on
   EXPECT_EQ(csv_columns(), expected);
 }
@@ -201,7 +203,7 @@ TEST(csv, row_format) {
   r.message = "a,b";
   const std::string row = csv_row(r);
   EXPECT_EQ(row.rfind(std::to_string(csv_schema_version) + ",NVIDIA H200 #0,sm_90,9.0,", 0), 0u) << row;
-  EXPECT_EQ(row.substr(row.rfind(',')), ",7") << row;  // rank, the last column
+  EXPECT_NE(row.find(",7,00000000deadbeef"), std::string::npos) << row;  // rank, kernel hash last
   EXPECT_NE(row.find(",bf16,bshd,0,m128_n64_w4_s2,128,64,4,2,"), std::string::npos) << row;
   EXPECT_NE(row.find(",\"a,b\","), std::string::npos) << row;
   EXPECT_EQ(row.find('\n'), std::string::npos);
