@@ -89,6 +89,32 @@ bool parse_options(int argc, char** argv, options& out) {
   app.add_option("--top", out.top, "Rows of the ranked table to print (0 = all)")->capture_default_str();
   app.set_version_flag("--version", std::string("attn-tune ") + ATTN_TUNE_VERSION);
 
+  // Subcommands share the tuning options above (space, timing, cache, device), given before or
+  // after the subcommand's name.
+  auto* sweep = app.add_subcommand("sweep", "Tune every shape of a sweep file (name,B,H,kv_heads,N,kv_len,D,causal,dtype,layout)");
+  sweep->add_option("file", out.sweep_file, "Sweep file, e.g. sweeps/llm-prefill.csv")->required();
+  sweep->add_option("--out", out.out, "Per-variant results CSV (default: results/<device>/<sweep name>.csv); "
+                                      "the best table goes beside it as <name>.best.csv");
+  sweep->add_flag("--resume", out.resume, "Keep the shapes already in --out and tune only the rest");
+  sweep->add_flag("--force", out.force, "Overwrite an existing --out");
+  sweep->add_option("--shard", out.shard, "Take a share of the rows: k/n, or auto (Slurm array / Kubernetes indexed job)");
+  sweep->add_option("--devices", out.devices, "GPUs of this host to spread the shapes over, e.g. 0,1 (one worker per GPU)")
+      ->delimiter(',');
+  sweep->fallthrough();
+  auto* merge = app.add_subcommand("merge", "Combine the CSVs of sweep shards into one table (same device and kernel sources only)");
+  merge->add_option("files", out.merge_inputs, "Shard CSVs")->required()->expected(1, -1);
+  merge->add_option("--out", out.out, "Merged CSV (the best table goes beside it)")->required();
+  auto* exp = app.add_subcommand("export", "Write tuned configs as a dispatch table: csv, json or a C++ header with lookup()");
+  exp->add_option("results", out.input, "Results CSV (per-variant rows, from attn-tune or a sweep)")->required();
+  exp->add_option("--format", out.format, "csv, json or header")->capture_default_str();
+  exp->add_option("--out", out.out, "Output file (default: standard output)");
+  auto* check = app.add_subcommand("check", "CI performance gate: re-run each baseline shape with its recorded best config");
+  check->add_option("--baseline", out.baseline, "Baseline results CSV, e.g. results/h200/ci-smoke.csv")->required();
+  check->add_option("--tolerance", out.tolerance, "Allowed slowdown, as a fraction")->capture_default_str();
+  check->add_option("--csv", out.csv_report, "Also write the side-by-side table as CSV");
+  check->add_option("--markdown", out.markdown_report, "Also write it as Markdown (for a CI summary page)");
+  check->fallthrough();
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -101,6 +127,17 @@ bool parse_options(int argc, char** argv, options& out) {
     app.exit(e);
     return false;
   }
+
+  if (sweep->parsed()) out.command = command::sweep;
+  if (exp->parsed()) out.command = command::export_table;
+  if (check->parsed()) out.command = command::check;
+  if (merge->parsed()) out.command = command::merge;
+  for (int d : out.devices)
+    if (d < 0) throw invalid_input(fmt::format("invalid --devices: {} is not a device ordinal", d));
+  if (exp->parsed() && out.format != "csv" && out.format != "json" && out.format != "header")
+    throw invalid_input(fmt::format("invalid --format '{}': expected csv, json or header", out.format));
+  if (check->parsed() && !(out.tolerance >= 0 && out.tolerance < 10))
+    throw invalid_input(fmt::format("invalid --tolerance {}: expected a fraction such as 0.10", out.tolerance));
 
   shape s = parse_shape(shape_text);
   if (app.count("--kv-len")) {

@@ -9,7 +9,10 @@
 
 namespace attn {
 
+enum class command { tune, sweep, export_table, check, merge };
+
 struct options {
+  attn::command command = command::tune;
   shape problem;
   std::string family = "fa2";
   search_space space;
@@ -26,6 +29,20 @@ struct options {
   int min_reps = 20;
   double min_time_ms = 250;
   int top = 25;
+  // sweep
+  std::string sweep_file;
+  bool resume = false, force = false;
+  std::string shard;  ///< "k/n", "auto" or empty
+  std::vector<int> devices;  ///< GPUs of this host to spread a sweep over; empty = --device
+  // merge
+  std::vector<std::string> merge_inputs;
+  // export
+  std::string input;  ///< results CSV to export
+  std::string format = "csv";
+  // check
+  std::string baseline;
+  double tolerance = 0.10;
+  std::string csv_report, markdown_report;
 };
 
 /// Parses argv. Returns false after printing --help/--version (exit 0). Throws invalid_input

@@ -12,6 +12,7 @@
 #include "verify/cpu_reference.hpp"
 #include "verify/gpu_reference.hpp"
 #include "verify/tolerance.hpp"
+#include "run/launch.hpp"
 
 namespace attn {
 
@@ -95,10 +96,10 @@ double cpu_sample_error(const problem& pr, const std::vector<cpu_sample>& sample
   return worst;
 }
 
-attn_k::fwd_params launch_params(const problem& pr) { return pr.params(); }
+}  // namespace
 
 void launch_variant(cudaKernel_t kernel, const record& r, const problem& pr, cudaStream_t stream) {
-  attn_k::fwd_params p = launch_params(pr);
+  attn_k::fwd_params p = pr.params();
   void* args[] = {&p};
   const shape& s = pr.shp;
   const dim3 grid(static_cast<unsigned>((s.q_len + r.config.block_m - 1) / r.config.block_m),
@@ -106,6 +107,8 @@ void launch_variant(cudaKernel_t kernel, const record& r, const problem& pr, cud
   launch(kernel, grid, dim3(r.config.warps * 32), static_cast<int>(r.shared_memory_bytes), stream,
          args);
 }
+
+namespace {
 
 bool context_lost() {
   // Sticky errors (illegal address, ...) survive cudaGetLastError; later work fails too.

@@ -1,0 +1,94 @@
+// attn-bench: one Google Benchmark per tuned shape of a results table, run with its tuned config.
+//   attn-bench results/h200/ci-smoke.csv --benchmark_format=json > new.json
+//   compare.py benchmarks old.json new.json        # Debian's libbenchmark-tools
+// GPU time comes from CUDA events (manual time, L2 flushed before each launch); TFLOPS and the
+// memory saving are counters; device, clocks and driver are in the context.
+#include <benchmark/benchmark.h>
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/cuda/device.hpp"
+#include "report/best_table.hpp"
+#include "report/csv.hpp"
+#include "run/variant_runner.hpp"
+
+namespace {
+
+using namespace attn;
+
+void run_one(benchmark::State& state, const record& tuned, const gpu_info& gpu, const compile_cache& cache) {
+  std::unique_ptr<variant_runner> runner;
+  try {
+    runner = std::make_unique<variant_runner>(tuned.shape, tuned.config, gpu, cache, 20261130);
+  } catch (const std::exception& e) {
+    state.SkipWithError(e.what());
+    return;
+  }
+  double total_s = 0;
+  for (auto _ : state) {
+    const double s = runner->time_once() / 1e3;
+    state.SetIterationTime(s);
+    total_s += s;
+  }
+  const double iterations = static_cast<double>(state.iterations());
+  state.counters["TFLOPS"] = attention_flops(tuned.shape) * iterations / total_s / 1e12;
+  state.counters["max_error"] = runner->verified().max_error;
+  state.counters["memory_saving_x"] = runner->verified().memory_saving_ratio;
+  state.counters["baseline_TFLOPS"] = tuned.tflops;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: attn-bench RESULTS.csv [--benchmark_* options]\n");
+    return 2;
+  }
+  try {
+    const auto table = best_table(read_csv(argv[1]));
+    std::string why;
+    if (cuda_device_count(&why) == 0) {
+      std::fprintf(stderr, "error: no CUDA device (%s): attn-bench times kernels on a GPU\n", why.c_str());
+      return 4;
+    }
+    static const gpu_info gpu = open_cuda_device(0);
+    static const compile_cache cache(default_cache_dir());
+    int clock_khz = 0, mem_khz = 0, driver = 0;
+    cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0);
+    cudaDeviceGetAttribute(&mem_khz, cudaDevAttrMemoryClockRate, 0);
+    cudaDriverGetVersion(&driver);
+    benchmark::AddCustomContext("device", gpu.desc.name);
+    benchmark::AddCustomContext("arch", gpu.desc.arch);
+    benchmark::AddCustomContext("sm_count", std::to_string(gpu.desc.sm_count));
+    benchmark::AddCustomContext("sm_clock_max_mhz", std::to_string(clock_khz / 1000));
+    benchmark::AddCustomContext("memory_clock_max_mhz", std::to_string(mem_khz / 1000));
+    benchmark::AddCustomContext("cuda_driver", fmt::format("{}.{}", driver / 1000, driver % 1000 / 10));
+    benchmark::AddCustomContext("cuda_runtime", gpu.desc.cuda_version);
+    benchmark::AddCustomContext("nvrtc", gpu.desc.nvrtc_version);
+    benchmark::AddCustomContext("results", argv[1]);
+    static std::vector<record> tuned;
+    for (const auto& row : table) tuned.push_back(row.best);
+    for (const record& r : tuned) {
+      if (r.device.name != gpu.desc.name)
+        std::fprintf(stderr, "note: %s was tuned on %s, running on %s\n", describe(r.shape).c_str(),
+                     r.device.name.c_str(), gpu.desc.name.c_str());
+      // Names are stable across commits so that compare.py pairs them: shape and config.
+      benchmark::RegisterBenchmark(fmt::format("fa2/{}/{}", describe(r.shape), name(r.config)).c_str(),
+                                   [&r](benchmark::State& st) { run_one(st, r, gpu, cache); })
+          ->UseManualTime()
+          ->Unit(benchmark::kMillisecond)
+          ->MinTime(0.2);
+    }
+    benchmark::RunSpecifiedBenchmarks();
+    benchmark::Shutdown();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 3;
+  }
+  return 0;
+}

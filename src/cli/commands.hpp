@@ -1,0 +1,13 @@
+#pragma once
+// Each command returns the process exit code (see src/main.cpp); errors are thrown.
+#include "cli/options.hpp"
+
+namespace attn {
+
+int run_tune(const options& opt);
+int run_sweep(const options& opt);
+int run_export(const options& opt);
+int run_check(const options& opt);
+int run_merge(const options& opt);
+
+}  // namespace attn

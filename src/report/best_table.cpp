@@ -1,0 +1,66 @@
+#include "report/best_table.hpp"
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include <fmt/format.h>
+
+#include "sweep/sweep_file.hpp"
+
+namespace attn {
+
+std::vector<best_row> best_table(const std::vector<record>& rows) {
+  std::vector<std::string> order;
+  std::map<std::string, std::vector<const record*>> by_shape;
+  for (const auto& r : rows) {
+    const auto key = shape_key(r.shape);
+    if (!by_shape.count(key)) order.push_back(key);
+    if (r.status == status::ok) by_shape[key].push_back(&r);
+  }
+  std::vector<best_row> out;
+  for (const auto& key : order) {
+    auto ok = by_shape[key];
+    if (ok.empty()) continue;
+    // By rank when the file has ranks, by median otherwise (and among unranked rows).
+    std::stable_sort(ok.begin(), ok.end(), [](const record* a, const record* b) {
+      if (a->rank > 0 && b->rank > 0) return a->rank < b->rank;
+      if ((a->rank > 0) != (b->rank > 0)) return a->rank > 0;
+      return a->median_ms < b->median_ms;
+    });
+    best_row row{*ok[0], std::nullopt, 0};
+    if (ok.size() > 1) {
+      row.runner_up = *ok[1];
+      row.runner_up_gap = ok[1]->median_ms / ok[0]->median_ms - 1;
+    }
+    out.push_back(std::move(row));
+  }
+  return out;
+}
+
+void write_best_csv(const std::string& path, const std::vector<best_row>& rows) {
+  const std::filesystem::path p(path);
+  if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path());
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << "batch,heads,kv_heads,q_len,kv_len,head_dim,dtype,layout,causal,device,cc,sm_count,"
+           "family,best_config,tflops,median_ms,max_error,memory_saving_ratio,runner_up,"
+           "runner_up_gap,kernel_hash\n";
+    for (const auto& row : rows) {
+      const record& b = row.best;
+      const shape& s = b.shape;
+      out << fmt::format("{},{},{},{},{},{},{},{},{},\"{}\",{}.{},{},{},{},{:.2f},{:.6f},{:.3e},{:.1f},{},{},{}\n",
+                         s.batch, s.heads, s.kv_heads, s.q_len, s.kv_len, s.head_dim,
+                         to_string(s.dtype), to_string(s.layout), s.causal ? 1 : 0, b.device.name,
+                         b.device.cc_major, b.device.cc_minor, b.device.sm_count, b.family,
+                         name(b.config), b.tflops, b.median_ms, b.max_error, b.memory_saving_ratio,
+                         row.runner_up ? name(row.runner_up->config) : "",
+                         row.runner_up ? fmt::format("{:.4f}", row.runner_up_gap) : "", b.kernel_hash);
+    }
+    if (!out) throw std::runtime_error(fmt::format("cannot write '{}'", tmp));
+  }
+  std::filesystem::rename(tmp, path);
+}
+
+}  // namespace attn

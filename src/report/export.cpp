@@ -1,0 +1,175 @@
+#include "report/export.hpp"
+
+#include <map>
+#include <tuple>
+
+#include <fmt/format.h>
+
+namespace attn {
+
+int64_t seq_bucket(int64_t n) {
+  int64_t b = 1;
+  while (b < n) b *= 2;
+  return b;
+}
+
+tile_config fallback_config(int head_dim) {
+  // Both passed on every test shape and stay within sm_80's shared memory and the register budget.
+  return head_dim <= 128 ? tile_config{128, 64, 4, 2} : tile_config{64, 64, 4, 1};
+}
+
+std::vector<export_entry> export_entries(const std::vector<best_row>& rows) {
+  using key_t = std::tuple<std::string, int, int, int, int, int, bool, int64_t>;
+  std::vector<key_t> order;
+  std::map<key_t, std::vector<const record*>> groups;
+  for (const auto& row : rows) {
+    const record& b = row.best;
+    const key_t key{b.device.name, b.device.cc_major, b.device.cc_minor, b.device.sm_count,
+                    static_cast<int>(b.shape.dtype), static_cast<int>(b.shape.head_dim),
+                    b.shape.causal, seq_bucket(b.shape.q_len)};
+    if (!groups.count(key)) order.push_back(key);
+    groups[key].push_back(&b);
+  }
+  std::vector<export_entry> out;
+  for (const auto& key : order) {
+    const auto& group = groups[key];
+    std::map<std::string, std::pair<int, double>> votes;  // config -> (wins, best TFLOPS)
+    for (const record* r : group) {
+      auto& v = votes[name(r->config)];
+      ++v.first;
+      v.second = std::max(v.second, r->tflops);
+    }
+    const record* chosen = group.front();
+    for (const record* r : group) {
+      const auto& a = votes[name(r->config)];
+      const auto& c = votes[name(chosen->config)];
+      if (a.first > c.first || (a.first == c.first && a.second > c.second)) chosen = r;
+    }
+    export_entry e;
+    e.device = chosen->device.name;
+    e.cc_major = chosen->device.cc_major;
+    e.cc_minor = chosen->device.cc_minor;
+    e.sm_count = chosen->device.sm_count;
+    e.type = chosen->shape.dtype;
+    e.head_dim = static_cast<int>(chosen->shape.head_dim);
+    e.causal = chosen->shape.causal;
+    e.seq_max = std::get<7>(key);
+    e.seq_min = e.seq_max / 2;
+    e.config = chosen->config;
+    e.tflops = votes[name(chosen->config)].second;
+    e.shapes = static_cast<int>(group.size());
+    out.push_back(e);
+  }
+  return out;
+}
+
+std::string export_csv(const std::vector<export_entry>& entries) {
+  std::string out =
+      "device,cc,sm_count,dtype,head_dim,causal,seq_min_exclusive,seq_max,block_m,block_n,warps,"
+      "stages,tflops,tuned_shapes\n";
+  for (const auto& e : entries)
+    out += fmt::format("\"{}\",{}.{},{},{},{},{},{},{},{},{},{},{},{:.1f},{}\n", e.device, e.cc_major,
+                       e.cc_minor, e.sm_count, to_string(e.type), e.head_dim, e.causal ? 1 : 0,
+                       e.seq_min, e.seq_max, e.config.block_m, e.config.block_n, e.config.warps,
+                       e.config.stages, e.tflops, e.shapes);
+  // Lines starting with '#' are comments (fast-cpp-csv-parser: single_line_comment<'#'>).
+  return fmt::format("# fallback: head_dim <= 128 {}, head_dim > 128 {}\n", name(fallback_config(128)),
+                     name(fallback_config(256))) +
+         out;
+}
+
+std::string export_json(const std::vector<export_entry>& entries) {
+  std::string out = "{\n  \"schema\": 1,\n  \"key\": [\"device\", \"cc\", \"sm_count\", \"dtype\", "
+                    "\"head_dim\", \"causal\", \"seq_len in (seq_min_exclusive, seq_max]\"],\n";
+  auto cfg = [](const tile_config& c) {
+    return fmt::format("{{\"block_m\": {}, \"block_n\": {}, \"warps\": {}, \"stages\": {}}}", c.block_m,
+                       c.block_n, c.warps, c.stages);
+  };
+  out += fmt::format("  \"fallback\": {{\"head_dim_le_128\": {}, \"head_dim_gt_128\": {}}},\n",
+                     cfg(fallback_config(128)), cfg(fallback_config(256)));
+  out += "  \"entries\": [";
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const auto& e = entries[i];
+    std::string device;
+    for (char c : e.device) device += (c == '"' || c == '\\') ? std::string("\\") + c : std::string(1, c);
+    out += fmt::format(
+        "{}\n    {{\"device\": \"{}\", \"cc\": \"{}.{}\", \"sm_count\": {}, \"dtype\": \"{}\", "
+        "\"head_dim\": {}, \"causal\": {}, \"seq_min_exclusive\": {}, \"seq_max\": {}, \"config\": {}, "
+        "\"tflops\": {:.1f}, \"tuned_shapes\": {}}}",
+        i ? "," : "", device, e.cc_major, e.cc_minor, e.sm_count, to_string(e.type), e.head_dim,
+        e.causal ? "true" : "false", e.seq_min, e.seq_max, cfg(e.config), e.tflops, e.shapes);
+  }
+  out += "\n  ]\n}\n";
+  return out;
+}
+
+std::string export_header(const std::vector<export_entry>& entries, const std::string& source) {
+  std::string rows;
+  for (const auto& e : entries)
+    rows += fmt::format("    {{\"{}\", {}, {}, {}, \"{}\", {}, {}, {}, {}, {{{}, {}, {}, {}}}}},\n", e.device,
+                        e.cc_major, e.cc_minor, e.sm_count, to_string(e.type), e.head_dim,
+                        e.causal ? "true" : "false", e.seq_min, e.seq_max, e.config.block_m,
+                        e.config.block_n, e.config.warps, e.config.stages);
+  const tile_config small = fallback_config(128), large = fallback_config(256);
+  return fmt::format(R"(// Generated by `attn-tune export --format header` from {source}. Do not edit.
+// Tuned fa2 launch configs for a runtime's dispatcher. lookup() returns the tuned config of the
+// bucket (seq_min, seq_max] holding seq_len for this device, dtype, head dim and causality; for
+// anything not tuned it returns the fallback (BLOCK_M 128, BLOCK_N 64, 4 warps, 2 stages up to
+// head dim 128; 64, 64, 4, 1 above) and warns on stderr, unless ATTN_TUNED_QUIET is defined.
+#pragma once
+#include <cstdio>
+#include <cstring>
+
+namespace attn_tuned {{
+
+struct config {{
+  int block_m, block_n, warps, stages;
+}};
+
+struct entry {{
+  const char* device;
+  int cc_major, cc_minor, sm_count;
+  const char* dtype;  // "bf16" or "fp16"
+  int head_dim;
+  bool causal;
+  long long seq_min_exclusive, seq_max;
+  config cfg;
+}};
+
+inline constexpr entry entries[] = {{
+{rows}    {{nullptr, 0, 0, 0, nullptr, 0, false, 0, 0, {{0, 0, 0, 0}}}},  // end marker
+}};
+
+inline constexpr config fallback(int head_dim) {{
+  return head_dim <= 128 ? config{{{sbm}, {sbn}, {sw}, {ss}}} : config{{{lbm}, {lbn}, {lw}, {ls}}};
+}}
+
+inline config lookup(const char* device, int cc_major, int cc_minor, int sm_count, const char* dtype,
+                     int head_dim, bool causal, long long seq_len, bool* fell_back = nullptr) {{
+  for (const entry* e = entries; e->device != nullptr; ++e) {{
+    if (std::strcmp(e->device, device) == 0 && e->cc_major == cc_major && e->cc_minor == cc_minor &&
+        e->sm_count == sm_count && std::strcmp(e->dtype, dtype) == 0 && e->head_dim == head_dim &&
+        e->causal == causal && seq_len > e->seq_min_exclusive && seq_len <= e->seq_max) {{
+      if (fell_back) *fell_back = false;
+      return e->cfg;
+    }}
+  }}
+  if (fell_back) *fell_back = true;
+#ifndef ATTN_TUNED_QUIET
+  std::fprintf(stderr,
+               "attn_tuned: no tuned config for %s sm_%d%d (%d SMs) %s D=%d causal=%d N=%lld; "
+               "using the fallback\n",
+               device, cc_major, cc_minor, sm_count, dtype, head_dim, causal ? 1 : 0, seq_len);
+#endif
+  return fallback(head_dim);
+}}
+
+}}  // namespace attn_tuned
+)",
+                     fmt::arg("source", source), fmt::arg("rows", rows), fmt::arg("sbm", small.block_m),
+                     fmt::arg("sbn", small.block_n), fmt::arg("sw", small.warps), fmt::arg("ss", small.stages),
+                     fmt::arg("lbm", large.block_m), fmt::arg("lbn", large.block_n), fmt::arg("lw", large.warps),
+                     fmt::arg("ls", large.stages));
+}
+
+}  // namespace attn

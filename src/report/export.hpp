@@ -1,0 +1,38 @@
+#pragma once
+// Tuned configs as a lookup table for a runtime's kernel dispatcher: keyed by device (name,
+// compute capability, SM count), dtype, head dim, causal and sequence-length bucket, with a
+// documented fallback for anything not tuned. Formats: csv, json, and a self-contained C++
+// header with lookup().
+#include <string>
+#include <vector>
+
+#include "report/best_table.hpp"
+
+namespace attn {
+
+struct export_entry {
+  std::string device;
+  int cc_major = 0, cc_minor = 0, sm_count = 0;
+  dtype type = dtype::bf16;
+  int head_dim = 0;
+  bool causal = false;
+  int64_t seq_min = 0, seq_max = 0;  ///< bucket (seq_min, seq_max]: powers of two
+  tile_config config;
+  double tflops = 0;
+  int shapes = 0;  ///< tuned shapes that fell in this key
+};
+
+/// The power-of-two bucket holding n: (bucket / 2, bucket].
+int64_t seq_bucket(int64_t n);
+/// Fallback for shapes not tuned: valid for every head dim fa2 supports on sm_80+.
+tile_config fallback_config(int head_dim);
+
+/// One entry per key. When several tuned shapes share a key (other B or H), the config that won
+/// most of them is kept, ties to the one with the higher TFLOPS.
+std::vector<export_entry> export_entries(const std::vector<best_row>& rows);
+
+std::string export_csv(const std::vector<export_entry>& entries);
+std::string export_json(const std::vector<export_entry>& entries);
+std::string export_header(const std::vector<export_entry>& entries, const std::string& source);
+
+}  // namespace attn

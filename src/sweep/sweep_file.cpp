@@ -1,0 +1,120 @@
+#include "sweep/sweep_file.hpp"
+
+#include <libfccp/csv.h>
+
+#include <charconv>
+
+#include <fmt/format.h>
+
+namespace attn {
+
+namespace {
+
+int64_t positive(const std::string& text, const std::string& where, const char* column) {
+  int64_t value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || value <= 0)
+    throw invalid_input(fmt::format("{}: column '{}': '{}' is not a positive integer", where, column, text));
+  return value;
+}
+
+bool flag(const std::string& text, const std::string& where) {
+  if (text.empty() || text == "0" || text == "false" || text == "no") return false;
+  if (text == "1" || text == "true" || text == "yes") return true;
+  throw invalid_input(fmt::format("{}: column 'causal': '{}' is not 0/1", where, text));
+}
+
+}  // namespace
+
+std::vector<sweep_row> read_sweep_file(const std::string& path) {
+  std::vector<sweep_row> rows;
+  try {
+    io::CSVReader<10, io::trim_chars<' ', '\t'>, io::double_quote_escape<',', '"'>, io::throw_on_overflow,
+                  io::single_and_empty_line_comment<'#'>>
+        reader(path);
+    reader.read_header(io::ignore_no_column, "name", "B", "H", "kv_heads", "N", "kv_len", "D",
+                       "causal", "dtype", "layout");
+    std::string name, b, h, hkv, n, nkv, d, causal, dt, lay;
+    while (reader.read_row(name, b, h, hkv, n, nkv, d, causal, dt, lay)) {
+      const std::string where = fmt::format("{}:{}", path, reader.get_file_line());
+      sweep_row row;
+      row.line = static_cast<int>(reader.get_file_line());
+      shape& s = row.problem;
+      s.batch = positive(b, where, "B");
+      s.heads = positive(h, where, "H");
+      s.kv_heads = hkv.empty() ? s.heads : positive(hkv, where, "kv_heads");
+      s.q_len = positive(n, where, "N");
+      s.kv_len = nkv.empty() ? s.q_len : positive(nkv, where, "kv_len");
+      s.head_dim = positive(d, where, "D");
+      s.causal = flag(causal, where);
+      try {
+        if (!dt.empty()) s.dtype = parse_dtype(dt);
+        if (!lay.empty()) s.layout = parse_layout(lay);
+        validate(s);
+      } catch (const invalid_input& e) {
+        throw invalid_input(fmt::format("{}: {}", where, e.what()));
+      }
+      row.name = name.empty() ? describe(s) : name;
+      rows.push_back(std::move(row));
+    }
+  } catch (const io::error::base& e) {
+    throw invalid_input(fmt::format("cannot read sweep file '{}': {}", path, e.what()));
+  }
+  if (rows.empty()) throw invalid_input(fmt::format("sweep file '{}' has no rows", path));
+  return rows;
+}
+
+std::string shape_key(const shape& s) {
+  return fmt::format("{},{},{},{},{},{},{},{},{}", s.batch, s.heads, s.kv_heads, s.q_len, s.kv_len,
+                     s.head_dim, s.causal ? 1 : 0, to_string(s.dtype), to_string(s.layout));
+}
+
+shard_spec parse_shard(const std::string& text, const std::function<const char*(const char*)>& env) {
+  auto number = [&](const std::string& v, const char* what) {
+    int x = -1;
+    const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
+    if (ec != std::errc() || end != v.data() + v.size() || x < 0)
+      throw invalid_input(fmt::format("invalid --shard '{}': {} '{}' is not a non-negative integer", text, what, v));
+    return x;
+  };
+  shard_spec s;
+  if (text == "auto") {
+    auto get = [&](const char* name) -> std::string {
+      const char* v = env(name);
+      return v ? v : "";
+    };
+    if (!get("SLURM_ARRAY_TASK_ID").empty()) {
+      if (get("SLURM_ARRAY_TASK_COUNT").empty())
+        throw invalid_input("--shard auto: SLURM_ARRAY_TASK_ID is set but SLURM_ARRAY_TASK_COUNT is not");
+      // Slurm arrays may start at any index; SLURM_ARRAY_TASK_MIN (when set) is shard 0.
+      const int min = get("SLURM_ARRAY_TASK_MIN").empty() ? 0 : number(get("SLURM_ARRAY_TASK_MIN"), "SLURM_ARRAY_TASK_MIN");
+      s.index = number(get("SLURM_ARRAY_TASK_ID"), "SLURM_ARRAY_TASK_ID") - min;
+      s.count = number(get("SLURM_ARRAY_TASK_COUNT"), "SLURM_ARRAY_TASK_COUNT");
+    } else if (!get("JOB_COMPLETION_INDEX").empty()) {
+      if (get("ATTN_TUNE_SHARDS").empty())
+        throw invalid_input("--shard auto: JOB_COMPLETION_INDEX is set; set ATTN_TUNE_SHARDS to the job's completions");
+      s.index = number(get("JOB_COMPLETION_INDEX"), "JOB_COMPLETION_INDEX");
+      s.count = number(get("ATTN_TUNE_SHARDS"), "ATTN_TUNE_SHARDS");
+    } else {
+      throw invalid_input("--shard auto: neither SLURM_ARRAY_TASK_ID nor JOB_COMPLETION_INDEX is set");
+    }
+  } else {
+    const auto slash = text.find('/');
+    if (slash == std::string::npos)
+      throw invalid_input(fmt::format("invalid --shard '{}': expected k/n (e.g. 0/4) or auto", text));
+    s.index = number(text.substr(0, slash), "k");
+    s.count = number(text.substr(slash + 1), "n");
+  }
+  if (s.count < 1 || s.index >= s.count)
+    throw invalid_input(fmt::format("invalid --shard '{}': need 0 <= k < n (got {}/{})", text, s.index, s.count));
+  return s;
+}
+
+std::vector<sweep_row> take_shard(const std::vector<sweep_row>& rows, const shard_spec& shard) {
+  std::vector<sweep_row> out;
+  for (size_t i = 0; i < rows.size(); ++i)
+    if (static_cast<int>(i % shard.count) == shard.index) out.push_back(rows[i]);
+  return out;
+}
+
+}  // namespace attn

@@ -1,0 +1,37 @@
+#pragma once
+// Sweep files: one problem shape per row, so a whole model's attention shapes tune in one run.
+//   name,B,H,kv_heads,N,kv_len,D,causal,dtype,layout
+// A blank field takes its default (kv_heads = H, kv_len = N, causal = 0, bf16, bhsd).
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "plan/shape.hpp"
+
+namespace attn {
+
+struct sweep_row {
+  std::string name;
+  shape problem;
+  int line = 0;  ///< in the file, for messages
+};
+
+/// Throws invalid_input naming the file, the line and the column of a bad row.
+std::vector<sweep_row> read_sweep_file(const std::string& path);
+
+/// Identifies a problem in results: "B,H,Hkv,Nq,Nkv,D,causal,dtype,layout".
+std::string shape_key(const shape& s);
+
+/// A deterministic share of a sweep: rows i with i % count == index.
+struct shard_spec {
+  int index = 0;
+  int count = 1;
+};
+/// "k/n" (0 <= k < n), or "auto": Slurm's SLURM_ARRAY_TASK_ID / SLURM_ARRAY_TASK_COUNT, else a
+/// Kubernetes indexed job's JOB_COMPLETION_INDEX with the count from ATTN_TUNE_SHARDS. `env`
+/// reads a variable (std::getenv in the tool, a map in tests). Throws invalid_input.
+shard_spec parse_shard(const std::string& text,
+                       const std::function<const char*(const char*)>& env);
+std::vector<sweep_row> take_shard(const std::vector<sweep_row>& rows, const shard_spec& shard);
+
+}  // namespace attn

@@ -1,0 +1,56 @@
+// The header written by `attn-tune export --format header` (from tests/data/export_fixture.csv,
+// real H200 results) compiles on its own, and lookup() returns exactly the tuned configs for
+// tuned shapes and the documented fallback, with its flag set, for everything else.
+#include "attn_tuned_fixture.hpp"  // generated at build time; includes nothing of attn-tune
+
+#include <gtest/gtest.h>
+
+namespace {
+
+bool same(attn_tuned::config a, attn_tuned::config b) {
+  return a.block_m == b.block_m && a.block_n == b.block_n && a.warps == b.warps && a.stages == b.stages;
+}
+
+TEST(exported_header, tuned_shapes_get_their_tuned_config) {
+  bool fell_back = true;
+  // 4,32,4096,128 non-causal: rank 1 in results/h200/2026-11-30-yardstick was m256_n64_w8_s2.
+  EXPECT_TRUE(same(attn_tuned::lookup("NVIDIA H200", 9, 0, 132, "bf16", 128, false, 4096, &fell_back),
+                   {256, 64, 8, 2}));
+  EXPECT_FALSE(fell_back);
+  // The bucket (2048, 4096] covers every length in it.
+  EXPECT_TRUE(same(attn_tuned::lookup("NVIDIA H200", 9, 0, 132, "bf16", 128, false, 2049, &fell_back),
+                   {256, 64, 8, 2}));
+  EXPECT_FALSE(fell_back);
+  EXPECT_TRUE(same(attn_tuned::lookup("NVIDIA H200", 9, 0, 132, "bf16", 64, true, 1024, &fell_back),
+                   {64, 64, 4, 2}));
+  EXPECT_FALSE(fell_back);
+  EXPECT_TRUE(same(attn_tuned::lookup("NVIDIA H200", 9, 0, 132, "bf16", 256, false, 4096, &fell_back),
+                   {128, 64, 8, 2}));
+  EXPECT_FALSE(fell_back);
+}
+
+TEST(exported_header, untuned_shapes_get_the_documented_fallback) {
+  bool fell_back = false;
+  // Outside the tuned bucket, another causality, another dtype, another device, another head dim.
+  EXPECT_TRUE(same(attn_tuned::lookup("NVIDIA H200", 9, 0, 132, "bf16", 128, false, 4097, &fell_back),
+                   {128, 64, 4, 2}));
+  EXPECT_TRUE(fell_back);
+  fell_back = false;
+  EXPECT_TRUE(same(attn_tuned::lookup("NVIDIA H200", 9, 0, 132, "bf16", 128, true, 4096, &fell_back),
+                   {128, 64, 4, 2}));
+  EXPECT_TRUE(fell_back);
+  fell_back = false;
+  EXPECT_TRUE(same(attn_tuned::lookup("NVIDIA H200", 9, 0, 132, "fp16", 128, false, 4096, &fell_back),
+                   {128, 64, 4, 2}));
+  EXPECT_TRUE(fell_back);
+  fell_back = false;
+  EXPECT_TRUE(same(attn_tuned::lookup("NVIDIA H100 80GB HBM3", 9, 0, 132, "bf16", 128, false, 4096, &fell_back),
+                   {128, 64, 4, 2}));
+  EXPECT_TRUE(fell_back);
+  fell_back = false;
+  EXPECT_TRUE(same(attn_tuned::lookup("NVIDIA H200", 9, 0, 132, "bf16", 192, false, 4096, &fell_back),
+                   {64, 64, 4, 1}));
+  EXPECT_TRUE(fell_back);
+}
+
+}  // namespace
