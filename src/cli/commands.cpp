@@ -281,6 +281,10 @@ int run_sweep(const options& opt) {
 
 int run_merge(const options& opt) {
   std::vector<std::vector<record>> parts;
+  for (size_t i = 0; i < opt.merge_inputs.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (std::error_code ec; std::filesystem::equivalent(opt.merge_inputs[i], opt.merge_inputs[j], ec))
+        throw invalid_input(fmt::format("merge: '{}' is given twice", opt.merge_inputs[i]));
   for (const auto& path : opt.merge_inputs) {
     if (!std::filesystem::exists(path)) throw invalid_input(fmt::format("merge: no such file '{}'", path));
     parts.push_back(read_csv(path));
