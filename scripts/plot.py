@@ -56,8 +56,13 @@ def lines(args):
     top = [c for c, _ in wins.most_common(args.top)]
     panels = sorted({(s[3], s[4]) for s in by_shape})
     peers = read_peers(args.peers)
-    fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 4.2), squeeze=False)
-    for ax, (d, causal) in zip(axes[0], panels):
+    cols = min(3, len(panels))
+    nrows = (len(panels) + cols - 1) // cols
+    fig, axes = plt.subplots(nrows, cols, figsize=(5.2 * cols, 4.0 * nrows), squeeze=False)
+    flat = [ax for row in axes for ax in row]
+    for ax in flat[len(panels):]:
+        ax.axis("off")
+    for ax, (d, causal) in zip(flat, panels):
         shapes = sorted((s for s in by_shape if s[3] == d and s[4] == causal), key=lambda s: (s[2], s[0], s[1]))
         xs = [s[2] for s in shapes]
         labels = [f"{s[0]}x{s[1]}x{s[2]}" for s in shapes]
@@ -76,13 +81,14 @@ def lines(args):
         ax.set_xticklabels(labels, rotation=30, ha="right", fontsize=8)
         ax.set_title(f"D={d}, {'causal' if causal else 'non-causal'}")
         ax.set_xlabel("shape B x H x N")
-        ax.set_ylabel("TFLOPS (4·B·H·N²·D / t, halved if causal)")
+        ax.set_ylabel("TFLOPS")
         ax.grid(alpha=0.3)
         ax.set_ylim(bottom=0)
-    axes[0][-1].legend(fontsize=7, loc="lower right")
+    handles, names = flat[0].get_legend_handles_labels()
+    fig.legend(handles, names, loc="lower center", ncol=min(len(names), 7), fontsize=8, frameon=False)
     device = rows[0]["device"]
-    fig.suptitle(f"attn-tune fa2 on {device}, {rows[0]['dtype']}")
-    fig.tight_layout()
+    fig.suptitle(f"attn-tune fa2 on {device}, {rows[0]['dtype']}: TFLOPS = 4·B·H·N²·D / t (halved if causal)")
+    fig.tight_layout(rect=(0, 0.06, 1, 1))
     fig.savefig(args.out, dpi=110)
     print("wrote", args.out)
 
