@@ -18,6 +18,7 @@
 
 #include "backend/cuda/device.hpp"
 #include "check/verdict.hpp"
+#include "codegen/hiprtc.hpp"
 #include "codegen/nvrtc.hpp"
 #include "report/best_table.hpp"
 #include "report/csv.hpp"
@@ -100,13 +101,23 @@ int run_tune(const options& opt) {
   progress_line progress;
   tune_options t = make_tune_options(opt, progress);
 
+  const bool hip = opt.backend == "hip";
   if (opt.compile_only) {
-    if (!nvrtc_supports(opt.arch))
+    if (hip) {
+      if (!hip_available())
+        throw invalid_input("this attn-tune was built without HIP: install libamdhip64-dev and libhiprtc-builtins5, "
+                            "then rebuild (scripts/setup.sh does)");
+      const auto archs = hip_supported_archs();
+      if (std::find(archs.begin(), archs.end(), opt.arch) == archs.end())
+        throw invalid_input(fmt::format("hiprtc {} cannot compile the mfma family for --arch {} (it can for: {})",
+                                        hiprtc_version(), opt.arch, fmt::join(archs, ", ")));
+    } else if (!nvrtc_supports(opt.arch)) {
       throw invalid_input(fmt::format("NVRTC {} cannot compile for --arch {}", nvrtc_version(), opt.arch));
+    }
     const std::string out = opt.out.empty() ? default_out_path("compile-only-" + opt.arch, opt.problem) : opt.out;
     check_writable(out);
-    fmt::print("attn-tune {} --compile-only: {} for {} (NVRTC {}); timing needs a GPU\n",
-               opt.family, describe(opt.problem), opt.arch, nvrtc_version());
+    fmt::print("attn-tune {} --compile-only: {} for {} ({} {}); timing needs a GPU\n", opt.family,
+               describe(opt.problem), opt.arch, hip ? "hiprtc" : "NVRTC", hip ? hiprtc_version() : nvrtc_version());
     const tune_result r = compile_only(opt.problem, opt.arch, cache, t);
     progress.done();
     write_csv(out, r.records);
@@ -120,6 +131,10 @@ int run_tune(const options& opt) {
     return 0;
   }
 
+  if (hip)
+    throw invalid_input(
+        "running on AMD GPUs is not implemented yet: the HIP backend compiles the mfma family "
+        "(attn-tune --backend hip --compile-only --arch gfx90a) but has no device, launch or timing path");
   if (!have_device(opt)) return 4;
   const gpu_info gpu = open_cuda_device(opt.device);
   const std::string out = opt.out.empty() ? default_out_path(gpu.desc.name, opt.problem) : opt.out;

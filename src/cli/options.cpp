@@ -7,6 +7,7 @@
 #include <chrono>
 
 #include "codegen/cache.hpp"
+#include "codegen/family.hpp"
 
 namespace attn {
 
@@ -61,7 +62,11 @@ bool parse_options(int argc, char** argv, options& out) {
   app.add_option("--dtype", dtype_text, "Element type: bf16 or fp16")->capture_default_str();
   app.add_option("--layout", layout_text, "bhsd = [B,H,N,D] contiguous, bshd = [B,N,H,D]")
       ->capture_default_str();
-  app.add_option("--family", out.family, "Kernel family")->capture_default_str();
+  app.add_option("--family", out.family, "Kernel family: fa2 (NVIDIA, mma.sync) or mfma (AMD, MFMA); default by backend");
+  app.add_option("--backend", out.backend,
+                 "auto, cuda or hip. auto: hip for a gfx --arch, else cuda. The HIP backend compiles "
+                 "(--compile-only); running on AMD GPUs is not implemented yet")
+      ->capture_default_str();
   app.add_option("--space", space_tokens,
                  "Search space, axes not named keep their defaults, e.g. --space block_m=64,128 "
                  "block_n=64 warps=4 stages=2,3 (default: block_m=64,128,256 "
@@ -71,8 +76,8 @@ bool parse_options(int argc, char** argv, options& out) {
   app.add_flag("--compile-only", out.compile_only,
                "No GPU needed: compile the whole space for --arch and report registers, spills, "
                "shared memory");
-  app.add_option("--arch", out.arch, "Target for --compile-only: sm_80, sm_86, sm_89, sm_90, sm_90a")
-      ->capture_default_str();
+  app.add_option("--arch", out.arch,
+                 "Target for --compile-only: sm_80, sm_86, sm_89, sm_90, sm_90a (default), or gfx90a (HIP)");
   app.add_option("--cache-dir", out.cache_dir, "Compiled-kernel cache (env ATTN_TUNE_CACHE_DIR)")
       ->capture_default_str();
   app.add_flag("--no-cache", no_cache, "Compile everything, read and write no cache");
@@ -154,7 +159,19 @@ bool parse_options(int argc, char** argv, options& out) {
   s.layout = parse_layout(layout_text);
   validate(s);
   out.problem = s;
-  out.space = space_tokens.empty() ? default_space() : parse_space(space_tokens);
+  if (out.backend != "auto" && out.backend != "cuda" && out.backend != "hip")
+    throw invalid_input(fmt::format("invalid --backend '{}': expected auto, cuda or hip", out.backend));
+  const bool gfx = out.arch.rfind("gfx", 0) == 0;
+  if (out.family.empty()) out.family = out.backend == "hip" || (out.backend == "auto" && gfx) ? "mfma" : "fa2";
+  const kernel_family& family = find_family(out.family);
+  if (out.backend != "auto" && out.backend != to_string(family.backend))
+    throw invalid_input(fmt::format("--family {} runs on the {} backend, not --backend {}", out.family,
+                                    to_string(family.backend), out.backend));
+  out.backend = to_string(family.backend);
+  if (out.arch.empty()) out.arch = family.backend == backend::cuda ? "sm_90a" : "gfx90a";
+  if ((family.backend == backend::cuda) == (out.arch.rfind("sm_", 0) != 0))
+    throw invalid_input(fmt::format("--arch {} is not a {} target (family {})", out.arch, out.backend, out.family));
+  out.space = space_tokens.empty() ? family.default_space : parse_space(space_tokens, family.default_space);
   if (out.space.enumerate().empty()) throw invalid_input("--space is empty");
   if (no_cache) out.cache_dir.clear();
   if (out.jobs < 0) throw invalid_input(fmt::format("invalid --jobs {}: must be >= 0", out.jobs));

@@ -14,12 +14,13 @@ enum class command { tune, sweep, export_table, check, merge };
 struct options {
   attn::command command = command::tune;
   shape problem;
-  std::string family = "fa2";
+  std::string family;            ///< empty: fa2 for CUDA, mfma for HIP
+  std::string backend = "auto";  ///< auto, cuda or hip
   search_space space;
   std::string out;       ///< CSV path; empty = default under results/
   std::string dump_dir;  ///< empty = no dump
   bool compile_only = false;
-  std::string arch = "sm_90a";  ///< --compile-only target
+  std::string arch;  ///< --compile-only target; empty: sm_90a for CUDA, gfx90a for HIP
   std::string cache_dir;        ///< empty after --no-cache
   std::string kernels_dir;      ///< empty = the kernels embedded at build time
   int jobs = 0;

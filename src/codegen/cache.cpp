@@ -5,6 +5,10 @@
 #include <fstream>
 #include <sstream>
 #include <thread>
+#include <algorithm>
+
+#include "codegen/amdgpu_metadata.hpp"
+#include "codegen/hiprtc.hpp"
 
 #include <fmt/format.h>
 
@@ -33,9 +37,11 @@ compile_cache::compile_cache(std::string dir, kernel_sources kernels)
     : m_dir(std::move(dir)), m_kernels(std::move(kernels)) {}
 
 std::string compile_cache::key(const std::string& source, const std::string& arch,
-                               const std::vector<std::string>& options) const {
-  std::string text = fmt::format("{:016x}\n{}\n{}\n{}\n", m_kernels.hash(), nvrtc_version(), arch, source);
-  for (const auto& o : nvrtc_options(arch, options)) text += o + '\n';
+                               const std::vector<std::string>& options, backend b) const {
+  const bool cuda = b == backend::cuda;
+  std::string text = fmt::format("{:016x}\n{} {}\n{}\n{}\n", m_kernels.hash(), cuda ? "nvrtc" : "hiprtc",
+                                 cuda ? nvrtc_version() : hiprtc_version(), arch, source);
+  for (const auto& o : cuda ? nvrtc_options(arch, options) : hiprtc_options(arch, options)) text += o + '\n';
   return fmt::format("{}-{:016x}", arch, fnv1a64(text));
 }
 
@@ -87,10 +93,20 @@ void compile_cache::store(const std::string& key, const compile_result& result) 
 }
 
 cached_compile compile_with_cache(const compile_cache& cache, const std::string& source,
-                                  const std::string& arch, const std::vector<std::string>& options) {
-  const std::string k = cache.key(source, arch, options);
-  if (auto hit = cache.load(k)) return {std::move(*hit), true};
-  cached_compile out{compile_cubin(source, arch, options, cache.kernels()), false};
+                                  const std::string& arch, const std::vector<std::string>& options, backend b) {
+  const std::string k = cache.key(source, arch, options, b);
+  if (auto hit = cache.load(k)) {
+    if (b == backend::hip) {  // the report is in the log's last line, not in ptxas's words
+      const auto r = parse_amdgpu_resources(hit->cubin);
+      hit->registers = std::max(0, r.vgprs);
+      hit->spill_bytes = 4 * (std::max(0, r.vgpr_spills) + std::max(0, r.sgpr_spills));
+      hit->stack_bytes = std::max(0, r.scratch_bytes);
+    }
+    return {std::move(*hit), true};
+  }
+  cached_compile out{b == backend::cuda ? compile_cubin(source, arch, options, cache.kernels())
+                                        : compile_code_object(source, arch, options, cache.kernels()),
+                     false};
   cache.store(k, out.result);
   return out;
 }

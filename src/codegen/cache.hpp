@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/family.hpp"
 #include "codegen/nvrtc.hpp"
 
 namespace attn {
@@ -21,7 +22,7 @@ class compile_cache {
   /// An empty dir disables the cache.
   explicit compile_cache(std::string dir, kernel_sources kernels = kernel_sources::embedded());
   std::string key(const std::string& source, const std::string& arch,
-                  const std::vector<std::string>& options) const;
+                  const std::vector<std::string>& options, backend b = backend::cuda) const;
   std::optional<compile_result> load(const std::string& key) const;
   /// Best effort: a cache that cannot be written only costs a recompile next time.
   void store(const std::string& key, const compile_result& result) const;
@@ -38,7 +39,9 @@ struct cached_compile {
   compile_result result;
   bool cached = false;
 };
+/// NVRTC for backend::cuda, hiprtc for backend::hip.
 cached_compile compile_with_cache(const compile_cache& cache, const std::string& source,
-                                  const std::string& arch, const std::vector<std::string>& options);
+                                  const std::string& arch, const std::vector<std::string>& options,
+                                  backend b = backend::cuda);
 
 }  // namespace attn

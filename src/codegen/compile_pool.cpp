@@ -11,10 +11,17 @@
 namespace attn {
 
 resource_limits limits_for_arch(const std::string& arch) {
+  if (arch.rfind("gfx", 0) == 0) {  // AMD: 64 KiB of LDS and 1024 threads per workgroup
+    resource_limits l;
+    l.shared_memory_per_block = 64 * 1024;
+    l.max_threads_per_block = 1024;
+    l.cc_major = l.cc_minor = 0;
+    return l;
+  }
   static const std::regex re(R"(sm_(\d)(\d+)a?)");
   std::smatch m;
   if (!std::regex_match(arch, m, re))
-    throw invalid_input(fmt::format("invalid --arch '{}': expected sm_80, sm_90, sm_90a, ...", arch));
+    throw invalid_input(fmt::format("invalid --arch '{}': expected sm_80, sm_90, sm_90a, ... or gfx90a", arch));
   resource_limits l;
   l.cc_major = std::stoi(m[1].str());
   l.cc_minor = std::stoi(m[2].str());
@@ -38,7 +45,7 @@ std::vector<variant> build_variants(const kernel_family& family, const shape& s,
     v.rec.device = device;
     v.rec.shape = s;
     v.rec.family = family.name;
-    v.rec.kernel_hash = fmt::format("{:016x}", cache.kernels().hash());
+    v.rec.kernel_hash = fmt::format("{:016x}", cache.kernels().hash_of(family.source_files));
     v.rec.config = config;
     v.rec.shared_memory_bytes = family.shared_memory_bytes(config, s);
     v.rec.materialized_bytes = materialized_extra_bytes(s);
@@ -63,7 +70,7 @@ std::vector<variant> build_variants(const kernel_family& family, const shape& s,
     for (size_t i; (i = next++) < to_compile.size();) {
       variant& v = out[to_compile[i]];
       const auto source = family.instantiation(v.rec.config, s);
-      auto compiled = compile_with_cache(cache, source, device.arch, family.compile_options);
+      auto compiled = compile_with_cache(cache, source, device.arch, family.compile_options, family.backend);
       v.rec.cached = compiled.cached;
       v.rec.compile_ms = compiled.result.milliseconds;
       v.rec.registers = compiled.result.registers;

@@ -18,8 +18,12 @@ struct resource_limits {
   int cc_major = 9, cc_minor = 0;
 };
 
+enum class backend { cuda, hip };
+std::string to_string(backend b);  ///< "cuda" / "hip"
+
 struct kernel_family {
   std::string name;
+  attn::backend backend;
   std::string kernel_symbol;  ///< the extern "C" entry point of the instantiation
   int min_cc_major;           ///< oldest architecture the family runs on
   search_space default_space;
@@ -31,9 +35,13 @@ struct kernel_family {
   /// A translation unit that instantiates the family's template for (config, shape).
   std::string (*instantiation)(const tile_config&, const shape&);
   std::vector<std::string> compile_options;
+  /// kernels/ files that make up the family and its verification (their hash is recorded with
+  /// every result, so results of other kernel sources are recognized).
+  std::vector<std::string> source_files;
 };
 
 const kernel_family& fa2_family();
+const kernel_family& mfma_family();
 /// Throws invalid_input naming the family when it is unknown.
 const kernel_family& find_family(const std::string& name);
 

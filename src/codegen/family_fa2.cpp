@@ -58,15 +58,20 @@ std::string fa2_instantiation(const tile_config& c, const shape& s) {
 
 const kernel_family& fa2_family() {
   static const kernel_family family{
-      "fa2",          "attn_fa2",        8,
-      default_space(), fa2_shared_memory, fa2_threads,
-      fa2_reject,      fa2_instantiation, {"--use_fast_math"}};
+      "fa2",           backend::cuda,     "attn_fa2",
+      8,               default_space(),   fa2_shared_memory,
+      fa2_threads,     fa2_reject,        fa2_instantiation,
+      {"--use_fast_math"},
+      {"common/device.cuh", "common/params.cuh", "fa2.cuh", "reference.cuh"}};
   return family;
 }
 
+std::string to_string(backend b) { return b == backend::cuda ? "cuda" : "hip"; }
+
 const kernel_family& find_family(const std::string& name) {
   if (name == "fa2") return fa2_family();
-  throw invalid_input(fmt::format("unknown kernel family '{}' (known: fa2)", name));
+  if (name == "mfma") return mfma_family();
+  throw invalid_input(fmt::format("unknown kernel family '{}' (known: fa2, mfma)", name));
 }
 
 }  // namespace attn

@@ -23,6 +23,14 @@ kernel_sources::kernel_sources(std::vector<kernel_source_file> files, std::strin
   for (const auto& f : m_files) m_hash = fnv1a64(f.name + '\0' + f.text + '\0', m_hash);
 }
 
+uint64_t kernel_sources::hash_of(const std::vector<std::string>& names) const {
+  uint64_t h = 1469598103934665603ULL;
+  for (const auto& f : m_files)  // sorted by name, like hash()
+    if (std::find(names.begin(), names.end(), f.name) != names.end())
+      h = fnv1a64(f.name + '\0' + f.text + '\0', h);
+  return h;
+}
+
 kernel_sources kernel_sources::embedded() {
   std::vector<kernel_source_file> files;
   for (const auto& f : embedded_kernel_files()) files.push_back({f.name, f.text});

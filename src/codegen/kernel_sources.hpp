@@ -19,6 +19,8 @@ class kernel_sources {
   static kernel_sources from_directory(const std::string& dir);
   const std::vector<kernel_source_file>& files() const { return m_files; }
   uint64_t hash() const { return m_hash; }
+  /// Hash of the named files only (a family's own sources), in the same form as hash().
+  uint64_t hash_of(const std::vector<std::string>& names) const;
   std::string origin() const { return m_origin; }  ///< "embedded" or the directory
 
  private:

@@ -83,8 +83,10 @@ std::vector<tile_config> search_space::enumerate() const {
 // 256-row blocks (two 16-row tiles per warp over 8 warps) won the D=128 prefill shapes on the H200.
 search_space default_space() { return {{64, 128, 256}, {32, 64, 128}, {4, 8}, {1, 2, 3, 4}}; }
 
-search_space parse_space(const std::vector<std::string>& tokens) {
-  search_space space = default_space();
+search_space parse_space(const std::vector<std::string>& tokens) { return parse_space(tokens, default_space()); }
+
+search_space parse_space(const std::vector<std::string>& tokens, const search_space& base) {
+  search_space space = base;
   std::vector<std::string_view> seen;
   for (const std::string& token : tokens) {
     auto fail = [&](const std::string& why) {

@@ -36,5 +36,7 @@ search_space default_space();
 /// their default values. Throws invalid_input naming the bad token: unknown axis, missing '=',
 /// empty list, non-numeric or non-positive value, duplicate axis.
 search_space parse_space(const std::vector<std::string>& tokens);
+/// The same, with axes not named taken from `base` (a family's own default space).
+search_space parse_space(const std::vector<std::string>& tokens, const search_space& base);
 
 }  // namespace attn

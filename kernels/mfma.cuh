@@ -1,0 +1,272 @@
+#pragma once
+// mfma: the fa2 algorithm on AMD CDNA matrix cores (gfx90a), wave64, compiled with hiprtc.
+// COMPILE-VERIFIED ONLY: no AMD GPU has run this kernel yet.
+//
+// Same algorithm as fa2: a block owns BLOCK_M query rows of one (batch, head), each wavefront
+// 16 * MI of them; the Q tile sits in LDS, K/V tiles go through a STAGES-deep LDS ring; online
+// softmax with exp2 and the scale folded in, O rescaled only when a row max grows by more than
+// 2^8; masking only on the causal diagonal and past the last key; GQA, cross-attention, causal
+// aligned bottom-right; the per-row LSE is written.
+//
+// Layout trick (the counterpart of fa2's accumulator-as-A-fragment): with
+// v_mfma_f32_16x16x16{bf16_1k,f16}, A[i][k] sits in lane i + 16*(k/4), item k%4; B[k][j] in lane
+// j + 16*(k/4), item k%4; D[i][j] in lane j + 16*(i/4), item i%4. Computing S^T = K Q^T puts
+// query row r = lane%16 and keys 4*(lane/16)+e in each lane, which is exactly the B operand of
+// O^T = V^T P^T, whose result again has row = lane%16. So every lane keeps one row's softmax
+// state, row reductions are two shuffles (xor 16, 32), and P never leaves registers.
+#include "common/params.cuh"
+
+namespace attn_k {
+
+typedef unsigned short elem_bits;
+typedef float floatx4 __attribute__((ext_vector_type(4)));
+typedef short shortx4 __attribute__((ext_vector_type(4)));
+typedef _Float16 halfx4 __attribute__((ext_vector_type(4)));
+
+template <bool BF16>
+__device__ __forceinline__ float to_float(elem_bits x) {
+  if constexpr (BF16) {
+    return __uint_as_float(static_cast<unsigned>(x) << 16);
+  } else {
+    return static_cast<float>(__builtin_bit_cast(_Float16, x));
+  }
+}
+
+template <bool BF16>
+__device__ __forceinline__ elem_bits from_float(float x) {
+  if constexpr (BF16) {
+    unsigned u = __float_as_uint(x);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return 0x7fc0;  // NaN stays NaN
+    u += 0x7fffu + ((u >> 16) & 1u);                    // round to nearest even
+    return static_cast<elem_bits>(u >> 16);
+  } else {
+    return __builtin_bit_cast(elem_bits, static_cast<_Float16>(x));
+  }
+}
+
+template <bool BF16>
+__device__ __forceinline__ floatx4 mfma_16x16x16(shortx4 a, shortx4 b, floatx4 c) {
+  if constexpr (BF16) {
+    return __builtin_amdgcn_mfma_f32_16x16x16bf16_1k(a, b, c, 0, 0, 0);
+  } else {
+    return __builtin_amdgcn_mfma_f32_16x16x16f16(__builtin_bit_cast(halfx4, a),
+                                                 __builtin_bit_cast(halfx4, b), c, 0, 0, 0);
+  }
+}
+
+__device__ __forceinline__ float mfma_neg_inf() { return __uint_as_float(0xff800000u); }
+
+template <bool BF16_, int D_, int BLOCK_M_, int BLOCK_N_, int WAVES_, int STAGES_, bool CAUSAL_>
+struct mfma_config {
+  static constexpr bool BF16 = BF16_;
+  static constexpr int D = D_, BLOCK_M = BLOCK_M_, BLOCK_N = BLOCK_N_;
+  static constexpr int WAVES = WAVES_, STAGES = STAGES_;
+  static constexpr bool CAUSAL = CAUSAL_;
+  static constexpr int THREADS = WAVES * 64;
+  static constexpr int WAVE_M = BLOCK_M / WAVES;
+  static constexpr int MI = WAVE_M / 16;
+  static constexpr int PITCH = D + 8;  // 16-byte aligned rows
+  static constexpr int Q_ELEMS = BLOCK_M * PITCH;
+  static constexpr int KV_ELEMS = BLOCK_N * PITCH;
+  static constexpr int LDS_ELEMS = Q_ELEMS + 2 * STAGES * KV_ELEMS;
+  static_assert(D % 16 == 0 && D >= 32 && D <= 256, "head dim: a multiple of 16 in [32, 256]");
+  static_assert(WAVE_M % 16 == 0 && WAVE_M >= 16, "each wavefront needs whole 16-row tiles");
+  static_assert(BLOCK_N % 16 == 0, "BLOCK_N: a multiple of 16");
+  static_assert(STAGES >= 1 && STAGES <= 4, "STAGES in [1, 4]");
+  static_assert(LDS_ELEMS * 2 <= 65536, "LDS: 64 KiB per workgroup");
+};
+
+/// Global -> LDS, 16 bytes a thread at a time; rows at or past row_end become zeros.
+template <class C>
+__device__ __forceinline__ void mfma_load_tile(elem_bits* lds, const elem_bits* base, long long row_stride,
+                                               int row0, int row_end, int rows) {
+  constexpr int CHUNKS = C::D / 8;
+  for (int c = threadIdx.x; c < rows * CHUNKS; c += C::THREADS) {
+    const int r = c / CHUNKS, col = (c % CHUNKS) * 8;
+    uint4 v = {0u, 0u, 0u, 0u};
+    if (row0 + r < row_end) v = *reinterpret_cast<const uint4*>(base + (row0 + r) * row_stride + col);
+    *reinterpret_cast<uint4*>(lds + r * C::PITCH + col) = v;
+  }
+}
+
+__device__ __forceinline__ shortx4 lds_row4(const elem_bits* p) {
+  return *reinterpret_cast<const shortx4*>(p);  // 4 consecutive elements, 8-byte aligned
+}
+
+/// One K/V tile for this wavefront's rows: S^T = K Q^T, online softmax, O^T += V^T P^T.
+template <class C, bool MASK>
+__device__ __forceinline__ void mfma_attend_tile(const elem_bits* q_lds, const elem_bits* k_lds,
+                                                 const elem_bits* v_lds, floatx4 (&acc)[C::MI][C::D / 16],
+                                                 float (&row_max)[C::MI], float (&row_sum)[C::MI], int n0,
+                                                 int first_row, int causal_offset, int kv_len, float scale_log2) {
+  const int lane = threadIdx.x % 64, wave = threadIdx.x / 64;
+  const int r16 = lane % 16, g4 = lane / 16;
+  constexpr int NB = C::BLOCK_N / 16;
+  floatx4 s[C::MI][NB];
+#pragma unroll
+  for (int mi = 0; mi < C::MI; ++mi)
+#pragma unroll
+    for (int nb = 0; nb < NB; ++nb) s[mi][nb] = floatx4{0.f, 0.f, 0.f, 0.f};
+
+  // S^T[key][row]: A = K rows (key = r16), B = Q rows (row = r16), 4 consecutive d per lane.
+#pragma unroll
+  for (int kk = 0; kk < C::D / 16; ++kk) {
+    shortx4 q[C::MI];
+#pragma unroll
+    for (int mi = 0; mi < C::MI; ++mi)
+      q[mi] = lds_row4(q_lds + (wave * C::WAVE_M + mi * 16 + r16) * C::PITCH + kk * 16 + 4 * g4);
+#pragma unroll
+    for (int nb = 0; nb < NB; ++nb) {
+      const shortx4 k = lds_row4(k_lds + (nb * 16 + r16) * C::PITCH + kk * 16 + 4 * g4);
+#pragma unroll
+      for (int mi = 0; mi < C::MI; ++mi) s[mi][nb] = mfma_16x16x16<C::BF16>(k, q[mi], s[mi][nb]);
+    }
+  }
+
+  // Each lane: one query row (r16), keys nb*16 + 4*g4 + e.
+  float alpha[C::MI];
+  bool any_grow = false;
+#pragma unroll
+  for (int mi = 0; mi < C::MI; ++mi) {
+    const int row = first_row + wave * C::WAVE_M + mi * 16 + r16;
+    int visible = kv_len;
+    if (C::CAUSAL) visible = min(visible, row + causal_offset + 1);
+    visible -= n0 + 4 * g4;
+    float mx = row_max[mi];
+#pragma unroll
+    for (int nb = 0; nb < NB; ++nb)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        if (MASK && nb * 16 + e >= visible) s[mi][nb][e] = mfma_neg_inf();
+        mx = fmaxf(mx, s[mi][nb][e]);
+      }
+    mx = fmaxf(mx, __shfl_xor(mx, 16));
+    mx = fmaxf(mx, __shfl_xor(mx, 32));
+    const bool grow = (mx - row_max[mi]) * scale_log2 > 8.f;
+    const float ref = grow ? mx : row_max[mi];
+    alpha[mi] = grow ? exp2f((row_max[mi] - ref) * scale_log2) : 1.f;
+    any_grow |= grow;
+    row_max[mi] = ref;
+    const float shift = ref == mfma_neg_inf() ? 0.f : ref * scale_log2;
+    float sum = 0.f;
+#pragma unroll
+    for (int nb = 0; nb < NB; ++nb)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        s[mi][nb][e] = exp2f(s[mi][nb][e] * scale_log2 - shift);
+        sum += s[mi][nb][e];
+      }
+    row_sum[mi] = row_sum[mi] * alpha[mi] + sum;
+  }
+  if (__any(any_grow)) {
+#pragma unroll
+    for (int mi = 0; mi < C::MI; ++mi)
+#pragma unroll
+      for (int db = 0; db < C::D / 16; ++db) acc[mi][db] *= alpha[mi];
+  }
+
+  // P^T as the B operand: already in place (row = r16, keys 4*g4 + e).
+  shortx4 p[C::MI][NB];
+#pragma unroll
+  for (int mi = 0; mi < C::MI; ++mi)
+#pragma unroll
+    for (int nb = 0; nb < NB; ++nb)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) p[mi][nb][e] = static_cast<short>(from_float<C::BF16>(s[mi][nb][e]));
+
+  // O^T[d][row] += V^T P^T: A[d][key] = V[key][d], lane d = r16 with keys 4*g4 + e (strided LDS).
+#pragma unroll
+  for (int nb = 0; nb < NB; ++nb)
+#pragma unroll
+    for (int db = 0; db < C::D / 16; ++db) {
+      shortx4 v;
+#pragma unroll
+      for (int e = 0; e < 4; ++e)
+        v[e] = static_cast<short>(v_lds[(nb * 16 + 4 * g4 + e) * C::PITCH + db * 16 + r16]);
+#pragma unroll
+      for (int mi = 0; mi < C::MI; ++mi) acc[mi][db] = mfma_16x16x16<C::BF16>(v, p[mi][nb], acc[mi][db]);
+    }
+}
+
+template <class C>
+__device__ void mfma_forward(const fwd_params& p) {
+  __shared__ __attribute__((aligned(16))) elem_bits lds[C::LDS_ELEMS];
+  elem_bits* q_lds = lds;
+  auto k_stage = [&](int s) { return lds + C::Q_ELEMS + (2 * s) * C::KV_ELEMS; };
+  auto v_stage = [&](int s) { return lds + C::Q_ELEMS + (2 * s + 1) * C::KV_ELEMS; };
+
+  const int m_block = C::CAUSAL ? gridDim.x - 1 - blockIdx.x : blockIdx.x;  // heaviest first
+  const int head = blockIdx.y, batch = blockIdx.z;
+  const int m0 = m_block * C::BLOCK_M;
+  const int causal_offset = p.kv_len - p.q_len;
+  const elem_bits* q = static_cast<const elem_bits*>(p.q) + batch * p.q_batch_stride + head * p.q_head_stride;
+  const long long kv_base = batch * p.kv_batch_stride + (head / p.group) * p.kv_head_stride;
+  const elem_bits* k = static_cast<const elem_bits*>(p.k) + kv_base;
+  const elem_bits* v = static_cast<const elem_bits*>(p.v) + kv_base;
+
+  int kv_end = p.kv_len;
+  if (C::CAUSAL) kv_end = max(0, min(kv_end, min(m0 + C::BLOCK_M, p.q_len) - 1 + causal_offset + 1));
+  const int n_blocks = (kv_end + C::BLOCK_N - 1) / C::BLOCK_N;
+  int n_plain = p.kv_len / C::BLOCK_N;
+  if (C::CAUSAL) n_plain = min(n_plain, max(0, m0 + causal_offset + 1) / C::BLOCK_N);
+  n_plain = min(n_plain, n_blocks);
+
+  floatx4 acc[C::MI][C::D / 16];
+  float row_max[C::MI], row_sum[C::MI];
+#pragma unroll
+  for (int mi = 0; mi < C::MI; ++mi) {
+#pragma unroll
+    for (int db = 0; db < C::D / 16; ++db) acc[mi][db] = floatx4{0.f, 0.f, 0.f, 0.f};
+    row_max[mi] = mfma_neg_inf();
+    row_sum[mi] = 0.f;
+  }
+
+  mfma_load_tile<C>(q_lds, q, p.q_row_stride, m0, p.q_len, C::BLOCK_M);
+  auto load_kv = [&](int j, int stage) {
+    mfma_load_tile<C>(k_stage(stage), k, p.kv_row_stride, j * C::BLOCK_N, p.kv_len, C::BLOCK_N);
+    mfma_load_tile<C>(v_stage(stage), v, p.kv_row_stride, j * C::BLOCK_N, p.kv_len, C::BLOCK_N);
+  };
+  auto attend = [&](int j, int stage) {
+    if (j >= n_plain)
+      mfma_attend_tile<C, true>(q_lds, k_stage(stage), v_stage(stage), acc, row_max, row_sum, j * C::BLOCK_N, m0,
+                                causal_offset, p.kv_len, p.scale_log2);
+    else
+      mfma_attend_tile<C, false>(q_lds, k_stage(stage), v_stage(stage), acc, row_max, row_sum, j * C::BLOCK_N, m0,
+                                 causal_offset, p.kv_len, p.scale_log2);
+  };
+  // LDS ring without asynchronous copies: tile j + STAGES - 1 is loaded into the stage tile j - 1
+  // used, right after the barrier that proves every wavefront is done with it.
+  for (int s = 0; s < C::STAGES - 1; ++s)
+    if (s < n_blocks) load_kv(s, s);
+  for (int j = 0; j < n_blocks; ++j) {
+    __syncthreads();
+    const int next = j + C::STAGES - 1;
+    if (next < n_blocks) load_kv(next, next % C::STAGES);
+    if (C::STAGES == 1) __syncthreads();  // the tile just loaded is the one used now
+    attend(j, j % C::STAGES);
+  }
+
+  const int lane = threadIdx.x % 64, wave = threadIdx.x / 64, r16 = lane % 16, g4 = lane / 16;
+  elem_bits* o = static_cast<elem_bits*>(p.o) + batch * p.q_batch_stride + head * p.q_head_stride;
+#pragma unroll
+  for (int mi = 0; mi < C::MI; ++mi) {
+    float sum = row_sum[mi];
+    sum += __shfl_xor(sum, 16);
+    sum += __shfl_xor(sum, 32);
+    const float inv = sum > 0.f ? 1.f / sum : 0.f;
+    const int row = m0 + wave * C::WAVE_M + mi * 16 + r16;
+    if (row >= p.q_len) continue;
+#pragma unroll
+    for (int db = 0; db < C::D / 16; ++db) {
+      shortx4 out;
+#pragma unroll
+      for (int e = 0; e < 4; ++e) out[e] = static_cast<short>(from_float<C::BF16>(acc[mi][db][e] * inv));
+      *reinterpret_cast<shortx4*>(o + row * p.q_row_stride + db * 16 + 4 * g4) = out;
+    }
+    if (g4 == 0)
+      p.lse[((long long)batch * p.heads + head) * p.q_len + row] =
+          sum > 0.f ? (row_max[mi] * p.scale_log2 + log2f(sum)) * 0.69314718056f : mfma_neg_inf();
+  }
+}
+
+}  // namespace attn_k

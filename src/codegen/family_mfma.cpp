@@ -1,0 +1,62 @@
+// The AMD family: kernels/mfma.cuh on the CDNA matrix cores, compiled with hiprtc.
+#include <fmt/format.h>
+
+#include "codegen/family.hpp"
+
+namespace attn {
+
+namespace {
+
+int64_t mfma_lds(const tile_config& c, const shape& s) {
+  return (c.block_m + 2LL * c.stages * c.block_n) * (s.head_dim + 8) * element_size(s.dtype);
+}
+
+int mfma_threads(const tile_config& c) { return c.warps * 64; }  // warps count wavefronts of 64
+
+std::optional<std::string> mfma_reject(const tile_config& c, const shape& s, const resource_limits& limits) {
+  if (c.block_m % c.warps != 0 || (c.block_m / c.warps) % 16 != 0)
+    return fmt::format("block_m {} over {} wavefronts is not a whole number of 16-row MFMA tiles", c.block_m,
+                       c.warps);
+  if (c.block_n % 16 != 0) return fmt::format("block_n {} is not a multiple of 16", c.block_n);
+  if (c.stages < 1 || c.stages > 4) return fmt::format("stages {} not in [1, 4]", c.stages);
+  if (mfma_threads(c) > limits.max_threads_per_block)
+    return fmt::format("{} threads exceed the device's {} per workgroup", mfma_threads(c),
+                       limits.max_threads_per_block);
+  // Per lane of a wave64: O (rows x D) and S (rows x BLOCK_N) in fp32, out of 512 VGPR+AGPR.
+  const int rows = c.block_m / c.warps;
+  if (const int regs = rows * static_cast<int>(s.head_dim + c.block_n) / 64; regs > 256)
+    return fmt::format("accumulators exceed the register budget: {} float registers per lane > 256", regs);
+  if (const int64_t bytes = mfma_lds(c, s); bytes > limits.shared_memory_per_block)
+    return fmt::format("LDS {} KiB exceeds the device's {} KiB per workgroup", (bytes + 1023) / 1024,
+                       limits.shared_memory_per_block / 1024);
+  return std::nullopt;
+}
+
+std::string mfma_instantiation(const tile_config& c, const shape& s) {
+  return fmt::format(
+      "#include \"mfma.cuh\"\n"
+      "extern \"C\" __global__ void __launch_bounds__({threads}) attn_mfma(const attn_k::fwd_params p) {{\n"
+      "  attn_k::mfma_forward<attn_k::mfma_config<{bf16}, {d}, {bm}, {bn}, {w}, {st}, {causal}>>(p);\n"
+      "}}\n",
+      fmt::arg("threads", mfma_threads(c)), fmt::arg("bf16", s.dtype == dtype::bf16), fmt::arg("d", s.head_dim),
+      fmt::arg("bm", c.block_m), fmt::arg("bn", c.block_n), fmt::arg("w", c.warps), fmt::arg("st", c.stages),
+      fmt::arg("causal", s.causal));
+}
+
+}  // namespace
+
+/// block_m {32,64,128} x block_n {32,64} x wavefronts {2,4} x LDS stages {1,2}: 24 configs (32-row
+/// blocks keep D=256 within 64 KiB of LDS).
+search_space mfma_default_space() { return {{32, 64, 128}, {32, 64}, {2, 4}, {1, 2}}; }
+
+const kernel_family& mfma_family() {
+  static const kernel_family family{
+      "mfma",          backend::hip,        "attn_mfma",
+      0,               mfma_default_space(), mfma_lds,
+      mfma_threads,    mfma_reject,          mfma_instantiation,
+      {},
+      {"common/params.cuh", "mfma.cuh"}};
+  return family;
+}
+
+}  // namespace attn

@@ -1,0 +1,80 @@
+// The AMD path without an AMD GPU: hiprtc compiles every default-space mfma variant for gfx90a
+// and the resource report comes from the code object. Skipped in a build without HIP.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "codegen/amdgpu_metadata.hpp"
+#include "codegen/hiprtc.hpp"
+#include "run/tuner.hpp"
+
+namespace attn {
+namespace {
+
+TEST(amdgpu_metadata, reads_msgpack_integers_after_their_keys) {
+  // fixint, uint8 (0xcc), uint16 (0xcd) as the metadata note encodes them.
+  const std::string note = std::string("\xab.vgpr_count\x10\xab.agpr_count\xcc\x80\xb9.group_segment_fixed_size\xcd\xcc\x00", 59) +
+                           std::string("\xb1.vgpr_spill_count\x00", 19);
+  const auto r = parse_amdgpu_resources(note);
+  EXPECT_EQ(r.vgprs, 16);
+  EXPECT_EQ(r.agprs, 128);
+  EXPECT_EQ(r.lds_bytes, 0xcc00);
+  EXPECT_EQ(r.vgpr_spills, 0);
+  EXPECT_EQ(r.sgprs, -1);  // absent
+}
+
+struct hip_case {
+  int head_dim;
+  bool causal;
+  dtype type;
+};
+
+class mfma_default_space : public ::testing::TestWithParam<hip_case> {};
+
+TEST_P(mfma_default_space, every_variant_compiles_for_gfx90a) {
+  if (!hip_available()) GTEST_SKIP() << "built without HIP (libamdhip64-dev, libhiprtc-builtins5)";
+  const auto [d, causal, type] = GetParam();
+  shape s;
+  s.batch = 2, s.heads = 8, s.kv_heads = 2, s.q_len = s.kv_len = 1024, s.head_dim = d;
+  s.causal = causal, s.dtype = type;
+  const auto dir = std::filesystem::temp_directory_path() / ("attn-tune-hip-test-" + std::to_string(d));
+  std::filesystem::remove_all(dir);
+  const compile_cache cache(dir.string());
+  tune_options t;
+  t.family = "mfma";
+  t.space = mfma_family().default_space;
+  const tune_result r = compile_only(s, "gfx90a", cache, t);
+  int compiled = 0;
+  for (const auto& rec : r.records) {
+    ASSERT_NE(rec.status, status::compile_error) << name(rec.config) << ": " << rec.message;
+    if (rec.status != status::compiled) continue;
+    ++compiled;
+    EXPECT_GT(rec.registers, 0) << name(rec.config);  // VGPRs, from the code object's metadata
+    EXPECT_EQ(rec.device.arch, "gfx90a");
+    EXPECT_EQ(rec.family, "mfma");
+  }
+  EXPECT_GE(compiled, d == 256 ? 1 : 4) << r.pruning;  // D=256 fits 64 KiB of LDS in 32x32 tiles only
+  const tune_result again = compile_only(s, "gfx90a", cache, t);  // the cache works for HIP too
+  EXPECT_EQ(again.cached, compiled);
+  EXPECT_EQ(again.records.front().registers, r.records.front().registers);
+  std::filesystem::remove_all(dir);
+}
+
+INSTANTIATE_TEST_SUITE_P(gfx90a, mfma_default_space,
+                         ::testing::Values(hip_case{64, false, dtype::bf16}, hip_case{128, true, dtype::bf16},
+                                           hip_case{128, false, dtype::fp16}, hip_case{256, true, dtype::fp16}),
+                         [](const ::testing::TestParamInfo<hip_case>& info) {
+                           return "d" + std::to_string(info.param.head_dim) + (info.param.causal ? "_causal_" : "_") +
+                                  to_string(info.param.type);
+                         });
+
+TEST(hiprtc, unknown_targets_are_refused_not_crashed_on) {
+  if (!hip_available()) GTEST_SKIP() << "built without HIP";
+  const compile_cache no_cache("");
+  const auto r = compile_code_object("extern \"C\" __global__ void k() {}", "gfx942", {}, no_cache.kernels());
+  EXPECT_FALSE(r.ok);
+  EXPECT_NE(r.log.find("gfx942"), std::string::npos) << r.log;
+}
+
+}  // namespace
+}  // namespace attn
