@@ -31,6 +31,10 @@ uint64_t kernel_sources::hash_of(const std::vector<std::string>& names) const {
   return h;
 }
 
+kernel_sources kernel_sources::from_files(std::vector<kernel_source_file> files, std::string origin) {
+  return kernel_sources(std::move(files), std::move(origin));
+}
+
 kernel_sources kernel_sources::embedded() {
   std::vector<kernel_source_file> files;
   for (const auto& f : embedded_kernel_files()) files.push_back({f.name, f.text});

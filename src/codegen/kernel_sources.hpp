@@ -17,6 +17,8 @@ class kernel_sources {
   static kernel_sources embedded();
   /// Every *.cuh below dir; throws invalid_input naming dir when it holds none.
   static kernel_sources from_directory(const std::string& dir);
+  /// Given files (tests use it to plant a faulty kernel).
+  static kernel_sources from_files(std::vector<kernel_source_file> files, std::string origin);
   const std::vector<kernel_source_file>& files() const { return m_files; }
   uint64_t hash() const { return m_hash; }
   /// Hash of the named files only (a family's own sources), in the same form as hash().

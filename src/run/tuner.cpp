@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <memory>
 #include <random>
 
 #include <fmt/format.h>
@@ -230,44 +231,62 @@ tune_result tune(const shape& s, const gpu_info& gpu, const compile_cache& cache
   result.compile_seconds = seconds_since(compile_start);
   result.pruning = pruning_summary(variants);
 
+  // Everything the checks need on the device. Rebuilt after a variant kills the CUDA context
+  // (an illegal address is sticky): a device reset, then the same seed gives the same inputs.
+  struct checking_state {
+    std::unique_ptr<support_kernels> support;
+    std::unique_ptr<problem> pr;
+    reference_outputs ref;
+    std::vector<cpu_sample> samples;
+    std::unique_ptr<l2_flusher> flusher;
+    cudaStream_t stream = nullptr;
+    ~checking_state() {
+      if (stream) cudaStreamDestroy(stream);
+    }
+  };
+  auto make_state = [&] {
+    auto st = std::make_unique<checking_state>();
+    st->support = load_support(cache, s.dtype, gpu.desc.arch);
+    st->pr = std::make_unique<problem>(s, *st->support, options.seed);
+    st->ref = compute_reference(*st->support, *st->pr, options.reference_chunk_bytes);
+    st->samples = cpu_samples(*st->pr, options.cpu_check_rows, options.seed);
+    st->flusher = std::make_unique<l2_flusher>(gpu.l2_bytes);
+    ATTN_CUDA_CHECK(cudaStreamCreateWithFlags(&st->stream, cudaStreamNonBlocking));
+    return st;
+  };
   say("reference: fresh random inputs, fp32 and naive low-precision attention on the GPU");
-  const auto support = load_support(cache, s.dtype, gpu.desc.arch);
-  const problem pr(s, *support, options.seed);
-  const reference_outputs ref = compute_reference(*support, pr, options.reference_chunk_bytes);
-  const auto samples = cpu_samples(pr, options.cpu_check_rows, options.seed);
-  result.lowp_error = ref.lowp_error;
-  result.allowed_error = allowed_error(ref.lowp_error);
+  auto state = make_state();
+  result.lowp_error = state->ref.lowp_error;
+  result.allowed_error = allowed_error(state->ref.lowp_error);
+  const int64_t fused_extra = state->pr->lse_measured_bytes > 0 ? state->pr->lse_measured_bytes : lse_bytes(s);
 
-  l2_flusher flusher(gpu.l2_bytes);
-  cudaStream_t stream = nullptr;
-  ATTN_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   const int to_run = static_cast<int>(std::count_if(
       variants.begin(), variants.end(), [](const variant& v) { return v.rec.status == status::compiled; }));
   int ran = 0;
-  bool lost = false;
   for (auto& v : variants) {
     record& r = v.rec;
-    r.fused_extra_bytes = pr.lse_measured_bytes > 0 ? pr.lse_measured_bytes : lse_bytes(s);
+    r.fused_extra_bytes = fused_extra;
     r.memory_saving_ratio = double(r.materialized_bytes) / double(r.fused_extra_bytes);
     if (r.status != status::compiled) continue;
     ++result.compiled;
     result.cached += r.cached ? 1 : 0;
-    if (lost) {
-      r.status = status::launch_error;
-      r.message = "not run: the CUDA context was lost by an earlier variant";
-      continue;
-    }
     say(fmt::format("verifying and timing {}/{}: {}", ++ran, to_run, name(r.config)));
     try {
-      run_variant(v, pr, ref, samples, *support, gpu, flusher, options.timing,
-                  result.allowed_error, stream);
+      run_variant(v, *state->pr, state->ref, state->samples, *state->support, gpu, *state->flusher, options.timing,
+                  result.allowed_error, state->stream);
     } catch (const std::exception& e) {
       r.status = status::launch_error;
       r.message = e.what();
-      lost = context_lost();
+      if (context_lost()) {
+        r.message += " (the CUDA context was lost; the device was reset and the run goes on)";
+        state.reset();
+        cudaDeviceReset();
+        ATTN_CUDA_CHECK(cudaSetDevice(gpu.ordinal));
+        state = make_state();
+      }
     }
   }
-  cudaStreamDestroy(stream);
+  state.reset();
   for (auto& v : variants) result.records.push_back(v.rec);
   result.best = choose_best(result.records);
   assign_ranks(result.records, result.best);

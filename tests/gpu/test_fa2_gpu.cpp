@@ -87,3 +87,42 @@ TEST_F(gpu_test, shape_too_large_for_device_memory_is_refused_before_allocating)
 
 }  // namespace
 }  // namespace attn::testing
+
+namespace attn::testing {
+namespace {
+
+TEST_F(gpu_test, a_variant_that_kills_the_context_does_not_end_the_run) {
+  // Plant a trap in every variant with BLOCK_N = 32: the launch fails and the CUDA context is
+  // lost. The tuner must reset the device and still verify and time the other variants.
+  auto files = kernel_sources::embedded().files();
+  for (auto& f : files) {
+    if (f.name != "fa2.cuh") continue;
+    const std::string anchor = "  extern __shared__ __align__(128) unsigned char shared_raw[];\n";
+    const auto at = f.text.find(anchor);
+    ASSERT_NE(at, std::string::npos);
+    f.text.insert(at + anchor.size(), "  if (C::BLOCK_N == 32) asm volatile(\"trap;\");\n");
+  }
+  const compile_cache cache(m_cache.dir(), kernel_sources::from_files(files, "test: trap at BLOCK_N 32"));
+  shape s;
+  s.batch = 1, s.heads = 4, s.kv_heads = 4, s.q_len = s.kv_len = 256, s.head_dim = 64;
+  tune_options t;
+  t.space = parse_space({"block_m=64", "block_n=32,64", "warps=4", "stages=1,2"});
+  t.seed = 5;
+  t.timing.min_reps = t.timing.max_reps = 2;
+  t.timing.min_total_ms = 0;
+  const tune_result r = tune(s, m_gpu, cache, t);
+  ASSERT_EQ(r.records.size(), 4u);
+  for (const auto& rec : r.records) {
+    if (rec.config.block_n == 32) {
+      EXPECT_EQ(rec.status, status::launch_error) << name(rec.config);
+      EXPECT_NE(rec.message.find("context was lost"), std::string::npos) << rec.message;
+    } else {
+      EXPECT_EQ(rec.status, status::ok) << name(rec.config) << ": " << rec.message;
+    }
+  }
+  ASSERT_TRUE(r.best.has_value());
+  EXPECT_EQ(r.records[*r.best].config.block_n, 64);
+}
+
+}  // namespace
+}  // namespace attn::testing
