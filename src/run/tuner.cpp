@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <memory>
 #include <random>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -114,6 +115,19 @@ namespace {
 bool context_lost() {
   // Sticky errors (illegal address, ...) survive cudaGetLastError; later work fails too.
   return cudaDeviceSynchronize() != cudaSuccess;
+}
+
+// After a sticky error: a new primary context. The driver may need a moment to recover the
+// device, so the first use is retried for up to ~5 s.
+bool reset_device(int ordinal) {
+  cudaDeviceReset();
+  for (int attempt = 0; attempt < 20; ++attempt) {
+    if (cudaSetDevice(ordinal) == cudaSuccess && cudaFree(nullptr) == cudaSuccess) return true;
+    cudaGetLastError();
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    cudaDeviceReset();
+  }
+  return false;
 }
 
 // Verifies one compiled variant, then times it if it is right.
@@ -263,6 +277,7 @@ tune_result tune(const shape& s, const gpu_info& gpu, const compile_cache& cache
   const int to_run = static_cast<int>(std::count_if(
       variants.begin(), variants.end(), [](const variant& v) { return v.rec.status == status::compiled; }));
   int ran = 0;
+  bool lost = false;
   for (auto& v : variants) {
     record& r = v.rec;
     r.fused_extra_bytes = fused_extra;
@@ -270,6 +285,11 @@ tune_result tune(const shape& s, const gpu_info& gpu, const compile_cache& cache
     if (r.status != status::compiled) continue;
     ++result.compiled;
     result.cached += r.cached ? 1 : 0;
+    if (lost) {
+      r.status = status::launch_error;
+      r.message = "not run: an earlier variant lost the CUDA context and the device could not be reset";
+      continue;
+    }
     say(fmt::format("verifying and timing {}/{}: {}", ++ran, to_run, name(r.config)));
     try {
       run_variant(v, *state->pr, state->ref, state->samples, *state->support, gpu, *state->flusher, options.timing,
@@ -278,11 +298,14 @@ tune_result tune(const shape& s, const gpu_info& gpu, const compile_cache& cache
       r.status = status::launch_error;
       r.message = e.what();
       if (context_lost()) {
-        r.message += " (the CUDA context was lost; the device was reset and the run goes on)";
         state.reset();
-        cudaDeviceReset();
-        ATTN_CUDA_CHECK(cudaSetDevice(gpu.ordinal));
-        state = make_state();
+        if (reset_device(gpu.ordinal)) {
+          r.message += " (the CUDA context was lost; the device was reset and the run goes on)";
+          state = make_state();
+        } else {
+          r.message += " (the CUDA context was lost and the device could not be reset)";
+          lost = true;
+        }
       }
     }
   }
