@@ -1,7 +1,12 @@
 // The subcommands: tune one shape (the default), sweep, export, check.
 #include "cli/commands.hpp"
 
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+extern char** environ;
 
 #include <algorithm>
 #include <chrono>
@@ -81,7 +86,91 @@ tune_options make_tune_options(const options& opt, progress_line& progress) {
   t.timing.max_reps = opt.max_reps;
   t.timing.min_total_ms = opt.min_time_ms;
   t.progress = [&progress](const std::string& line) { progress(line); };
+  for (const auto& c : opt.configs) t.configs.push_back(parse_config_name(c));
   return t;
+}
+
+// Runs `configs` of shape s in a fresh attn-tune process (same seed, so the same inputs and
+// tolerance) and returns its records; empty when the child produced no CSV.
+std::vector<record> run_configs_in_child(const options& opt, const shape& s, const std::vector<tile_config>& configs,
+                                         uint64_t seed, int device) {
+  const std::string csv = fmt::format("{}/attn-tune-isolated-{}-{}.csv",
+                                      std::filesystem::temp_directory_path().string(), getpid(), seed);
+  std::vector<std::string> args = {"/proc/self/exe",
+                                   "--shape", fmt::format("{},{},{},{}", s.batch, s.heads, s.q_len, s.head_dim),
+                                   "--kv-len", std::to_string(s.kv_len), "--kv-heads", std::to_string(s.kv_heads),
+                                   "--dtype", to_string(s.dtype), "--layout", to_string(s.layout),
+                                   "--family", opt.family, "--seed", std::to_string(seed),
+                                   "--min-reps", std::to_string(opt.min_reps), "--max-reps", std::to_string(opt.max_reps),
+                                   "--min-time-ms", fmt::format("{}", opt.min_time_ms), "--device", std::to_string(device),
+                                   "--jobs", std::to_string(opt.jobs), "--top", "0", "--out", csv};
+  if (s.causal) args.push_back("--causal");
+  if (opt.cache_dir.empty()) args.push_back("--no-cache");
+  else args.insert(args.end(), {"--cache-dir", opt.cache_dir});
+  if (!opt.kernels_dir.empty()) args.insert(args.end(), {"--kernels-dir", opt.kernels_dir});
+  std::string list;
+  for (const auto& c : configs) list += (list.empty() ? "" : ",") + name(c);
+  args.insert(args.end(), {"--configs", list});
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+  pid_t pid = 0;
+  const int rc = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) return {};
+  int status = 0;
+  waitpid(pid, &status, 0);
+  std::vector<record> out;
+  try {
+    if (std::filesystem::exists(csv)) out = read_csv(csv);
+  } catch (const std::exception&) {
+    out.clear();
+  }
+  std::filesystem::remove(csv);
+  return out;
+}
+
+bool not_run_message(const record& r) { return r.message.rfind("not run:", 0) == 0; }
+
+// tune(), and when a variant kills the CUDA context beyond repair in this process, the variants
+// it left are re-run in fresh processes, so one bad variant never ends the run. Once the
+// context is dead, later shapes of this process are tuned in child processes too.
+tune_result tune_recovering(const options& opt, const shape& s, const gpu_info& gpu, const compile_cache& cache,
+                            const tune_options& t, bool& context_dead) {
+  tune_result r;
+  std::vector<tile_config> pending;
+  if (!context_dead) {
+    r = tune(s, gpu, cache, t);
+    for (size_t i : r.not_run) pending.push_back(r.records[i].config);
+    if (pending.empty()) return r;
+    context_dead = true;
+  } else {
+    pending = configs_of(t);
+  }
+  for (int round = 0; round < 32 && !pending.empty(); ++round) {
+    if (t.progress) t.progress(fmt::format("re-running {} variant(s) in a fresh process", pending.size()));
+    const auto child = run_configs_in_child(opt, s, pending, t.seed, gpu.ordinal);
+    if (child.empty()) {
+      for (auto& rec : r.records)
+        if (not_run_message(rec)) rec.message = "not run: the isolated re-run in a fresh process failed";
+      break;
+    }
+    pending.clear();
+    for (const auto& c : child) {
+      auto it = std::find_if(r.records.begin(), r.records.end(), [&](const record& x) { return x.config == c.config; });
+      if (it == r.records.end()) r.records.push_back(c);
+      else *it = c;
+      if (not_run_message(c)) pending.push_back(c.config);
+    }
+  }
+  r.not_run.clear();
+  r.best = choose_best(r.records);
+  assign_ranks(r.records, r.best);
+  r.best_cubin.clear();  // the winner may have been compiled in a child: see best_cubin_of()
+  return r;
 }
 
 bool have_device(const options& opt) {
@@ -142,7 +231,8 @@ int run_tune(const options& opt) {
   fmt::print("attn-tune {}: {} on {} ({}, {} SMs, CUDA {}, NVRTC {}), seed {}\n", opt.family,
              describe(opt.problem), gpu.desc.name, gpu.desc.arch, gpu.desc.sm_count,
              gpu.desc.cuda_version, gpu.desc.nvrtc_version, opt.seed);
-  const tune_result r = tune(opt.problem, gpu, cache, t);
+  bool context_dead = false;
+  const tune_result r = tune_recovering(opt, opt.problem, gpu, cache, t, context_dead);
   progress.done();
   write_csv(out, r.records);
   print_summary(opt, r, out);
@@ -234,6 +324,7 @@ int run_sweep(const options& opt) {
   // shape, atomically, so an interrupted sweep loses at most the shapes in flight.
   auto worker = [&](int device) {
     const gpu_info gpu = open_cuda_device(device);  // the thread's current device
+    bool context_dead = false;
     for (size_t i; (i = next++) < rows.size();) {
       if (done[i]) continue;
       const sweep_row& row = rows[i];
@@ -248,7 +339,7 @@ int run_sweep(const options& opt) {
       std::optional<tune_result> r;
       std::string error;
       try {
-        r = tune(row.problem, gpu, cache, t);
+        r = tune_recovering(opt, row.problem, gpu, cache, t, context_dead);
       } catch (const std::exception& e) {
         error = e.what();
       }

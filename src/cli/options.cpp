@@ -71,6 +71,9 @@ bool parse_options(int argc, char** argv, options& out) {
                  "Search space, axes not named keep their defaults, e.g. --space block_m=64,128 "
                  "block_n=64 warps=4 stages=2,3 (default: block_m=64,128,256 "
                  "block_n=32,64,128 warps=4,8 stages=1,2,3,4)");
+  app.add_option("--configs", out.configs,
+                 "Run exactly these configs instead of a space, e.g. m128_n64_w4_s2,m64_n64_w4_s1")
+      ->delimiter(',');
   app.add_option("--out", out.out, "CSV with one row per variant (default: results/<device>-<shape>.csv)");
   app.add_option("--dump", out.dump_dir, "Write q, k, v and the best variant's o and lse as .npy files here");
   app.add_flag("--compile-only", out.compile_only,
@@ -172,6 +175,9 @@ bool parse_options(int argc, char** argv, options& out) {
   if ((family.backend == backend::cuda) == (out.arch.rfind("sm_", 0) != 0))
     throw invalid_input(fmt::format("--arch {} is not a {} target (family {})", out.arch, out.backend, out.family));
   out.space = space_tokens.empty() ? family.default_space : parse_space(space_tokens, family.default_space);
+  for (const auto& c : out.configs) parse_config_name(c);  // throws naming a bad one
+  if (!out.configs.empty() && !space_tokens.empty())
+    throw invalid_input("--configs and --space exclude each other");
   if (out.space.enumerate().empty()) throw invalid_input("--space is empty");
   if (no_cache) out.cache_dir.clear();
   if (out.jobs < 0) throw invalid_input(fmt::format("invalid --jobs {}: must be >= 0", out.jobs));

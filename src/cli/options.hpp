@@ -33,6 +33,7 @@ struct options {
   // sweep
   std::string sweep_file;
   bool resume = false, force = false;
+  std::vector<std::string> configs;  ///< --configs: exactly these, instead of the space
   std::string shard;  ///< "k/n", "auto" or empty
   std::vector<int> devices;  ///< GPUs of this host to spread a sweep over; empty = --device
   // merge

@@ -35,12 +35,12 @@ resource_limits limits_for_arch(const std::string& arch) {
 }
 
 std::vector<variant> build_variants(const kernel_family& family, const shape& s,
-                                    const search_space& space, const device_desc& device,
+                                    const std::vector<tile_config>& configs, const device_desc& device,
                                     const resource_limits& limits, const compile_cache& cache,
                                     int jobs, const compile_progress& progress) {
   std::vector<variant> out;
   std::vector<size_t> to_compile;
-  for (const auto& config : space.enumerate()) {
+  for (const auto& config : configs) {
     variant v;
     v.rec.device = device;
     v.rec.shape = s;

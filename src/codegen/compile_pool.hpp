@@ -23,9 +23,9 @@ using compile_progress = std::function<void(int, int, int)>;
 resource_limits limits_for_arch(const std::string& arch);
 
 /// Records of pruned configs carry the reason; the rest are compiled on `jobs` threads
-/// (0 = all cores). The order of the result follows space.enumerate().
+/// (0 = all cores). The order of the result follows `configs`.
 std::vector<variant> build_variants(const kernel_family& family, const shape& s,
-                                    const search_space& space, const device_desc& device,
+                                    const std::vector<tile_config>& configs, const device_desc& device,
                                     const resource_limits& limits, const compile_cache& cache,
                                     int jobs, const compile_progress& progress);
 

@@ -185,6 +185,10 @@ void check_grid_limits(const shape& s) {
 
 }  // namespace
 
+std::vector<tile_config> configs_of(const tune_options& options) {
+  return options.configs.empty() ? options.space.enumerate() : options.configs;
+}
+
 std::optional<size_t> choose_best(const std::vector<record>& rows) {
   std::optional<size_t> fastest;
   for (size_t i = 0; i < rows.size(); ++i)
@@ -238,7 +242,7 @@ tune_result tune(const shape& s, const gpu_info& gpu, const compile_cache& cache
 
   tune_result result;
   const auto compile_start = clock_type::now();
-  auto variants = build_variants(family, s, options.space, gpu.desc, gpu.limits, cache, options.jobs,
+  auto variants = build_variants(family, s, configs_of(options), gpu.desc, gpu.limits, cache, options.jobs,
                                  [&](int done, int total, int cached) {
                                    say(fmt::format("compiling {}/{} ({} from cache)", done, total, cached));
                                  });
@@ -288,6 +292,7 @@ tune_result tune(const shape& s, const gpu_info& gpu, const compile_cache& cache
     if (lost) {
       r.status = status::launch_error;
       r.message = "not run: an earlier variant lost the CUDA context and the device could not be reset";
+      result.not_run.push_back(static_cast<size_t>(&v - variants.data()));
       continue;
     }
     say(fmt::format("verifying and timing {}/{}: {}", ++ran, to_run, name(r.config)));
@@ -330,7 +335,7 @@ tune_result compile_only(const shape& s, const std::string& arch, const compile_
   device.cc_minor = limits.cc_minor;
   device.nvrtc_version = nvrtc_version();
   const kernel_family& family = find_family(options.family);
-  auto variants = build_variants(family, s, options.space, device, limits, cache, options.jobs,
+  auto variants = build_variants(family, s, configs_of(options), device, limits, cache, options.jobs,
                                  [&](int done, int total, int cached) {
                                    if (options.progress)
                                      options.progress(fmt::format("compiling {}/{} ({} from cache)",
@@ -353,8 +358,15 @@ void dump_best(const shape& s, const gpu_info& gpu, const compile_cache& cache,
   const record& r = result.records[*result.best];
   const auto support = load_support(cache, s.dtype, gpu.desc.arch);
   const problem pr(s, *support, seed);
-  loaded_module module(result.best_cubin);
-  const cudaKernel_t kernel = module.kernel(fa2_family().kernel_symbol.c_str());
+  // The winner may have been compiled in another process (isolated re-runs): the cache has it.
+  const kernel_family& family = fa2_family();
+  const std::string cubin = !result.best_cubin.empty()
+                                ? result.best_cubin
+                                : compile_with_cache(cache, family.instantiation(r.config, s), gpu.desc.arch,
+                                                     family.compile_options)
+                                      .result.cubin;
+  loaded_module module(cubin);
+  const cudaKernel_t kernel = module.kernel(family.kernel_symbol.c_str());
   if (r.shared_memory_bytes > 48 * 1024)
     set_dynamic_shared_memory(kernel, static_cast<int>(r.shared_memory_bytes), gpu.ordinal);
   poison_outputs(*support, pr, nullptr);

@@ -16,6 +16,7 @@ namespace attn {
 struct tune_options {
   std::string family = "fa2";
   search_space space = default_space();
+  std::vector<tile_config> configs;  ///< when not empty: exactly these, instead of `space`
   int jobs = 0;  ///< compile threads; 0 = all cores
   timing_options timing;
   uint64_t seed = 0;
@@ -32,7 +33,13 @@ struct tune_result {
   int compiled = 0, cached = 0;
   std::string pruning;  ///< pruning_summary()
   std::string best_cubin;
+  /// Indices of records not run because an earlier variant lost the CUDA context and the device
+  /// could not be reset in this process (the command line re-runs them in a fresh process).
+  std::vector<size_t> not_run;
 };
+
+/// The configs a run covers: options.configs if given, else options.space.enumerate().
+std::vector<tile_config> configs_of(const tune_options& options);
 
 /// Near-ties go to the simpler config: among ok records whose median is within the fastest's
 /// IQR of it (clamped to 1%..2% of its median), the simplest (simpler_than) wins.
