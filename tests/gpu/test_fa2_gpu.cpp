@@ -102,7 +102,8 @@ TEST_F(gpu_test, a_variant_that_kills_the_context_does_not_end_the_run) {
   // device cannot be reset in this one) and choose among them.
   const auto dir = std::filesystem::temp_directory_path() / "attn-tune-trap-kernels";
   std::filesystem::remove_all(dir);
-  for (auto f : kernel_sources::embedded().files()) {
+  const kernel_sources embedded = kernel_sources::embedded();  // the files() it lends must outlive the loop
+  for (auto f : embedded.files()) {
     if (f.name == "fa2.cuh") {
       const std::string anchor = "  extern __shared__ __align__(128) unsigned char shared_raw[];\n";
       const auto at = f.text.find(anchor);
