@@ -1,0 +1,176 @@
+#include "cli/command_support.hpp"
+
+#include <fcntl.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cctype>
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "report/csv.hpp"
+
+extern char** environ;
+
+namespace attn {
+
+namespace {
+
+std::vector<record> run_configs_in_child(const options& opt, const shape& s, const std::vector<tile_config>& configs,
+                                         uint64_t seed, int device) {
+  const std::string csv = fmt::format("{}/attn-tune-isolated-{}-{}.csv",
+                                      std::filesystem::temp_directory_path().string(), getpid(), seed);
+  std::vector<std::string> args = {"/proc/self/exe",
+                                   "--shape", fmt::format("{},{},{},{}", s.batch, s.heads, s.q_len, s.head_dim),
+                                   "--kv-len", std::to_string(s.kv_len), "--kv-heads", std::to_string(s.kv_heads),
+                                   "--dtype", to_string(s.dtype), "--layout", to_string(s.layout),
+                                   "--family", opt.family, "--seed", std::to_string(seed),
+                                   "--min-reps", std::to_string(opt.min_reps), "--max-reps", std::to_string(opt.max_reps),
+                                   "--min-time-ms", fmt::format("{}", opt.min_time_ms), "--device", std::to_string(device),
+                                   "--jobs", std::to_string(opt.jobs), "--top", "0", "--out", csv};
+  if (s.causal) args.push_back("--causal");
+  if (opt.cache_dir.empty()) args.push_back("--no-cache");
+  else args.insert(args.end(), {"--cache-dir", opt.cache_dir});
+  if (!opt.kernels_dir.empty()) args.insert(args.end(), {"--kernels-dir", opt.kernels_dir});
+  std::string list;
+  for (const auto& c : configs) list += (list.empty() ? "" : ",") + name(c);
+  args.insert(args.end(), {"--configs", list});
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
+  pid_t pid = 0;
+  const int rc = posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ);
+  posix_spawn_file_actions_destroy(&actions);
+  if (rc != 0) return {};
+  int status = 0;
+  waitpid(pid, &status, 0);
+  std::vector<record> out;
+  try {
+    if (std::filesystem::exists(csv)) out = read_csv(csv);
+  } catch (const std::exception&) {
+    out.clear();
+  }
+  std::filesystem::remove(csv);
+  return out;
+}
+
+bool not_run_message(const record& r) { return r.message.rfind("not run:", 0) == 0; }
+
+// tune(), and when a variant kills the CUDA context beyond repair in this process, the variants
+// it left are re-run in fresh processes, so one bad variant never ends the run. Once the
+// context is dead, later shapes of this process are tuned in child processes too.
+}  // namespace
+
+progress_line::progress_line() : m_tty(isatty(fileno(stderr)) != 0) {}
+
+void progress_line::operator()(const std::string& text) {
+  if (m_tty) {
+    fmt::print(stderr, "\r\033[K{}", text);
+    m_open = true;
+  } else {
+    fmt::print(stderr, "{}\n", text);
+  }
+  std::fflush(stderr);
+}
+
+void progress_line::done() {
+  if (m_open) fmt::print(stderr, "\r\033[K");
+  m_open = false;
+}
+
+std::string human_bytes(double bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (bytes >= 1024 && u < 4) bytes /= 1024, ++u;
+  return fmt::format("{:.1f} {}", bytes, units[u]);
+}
+
+compile_cache make_cache(const options& opt) {
+  return compile_cache(opt.cache_dir, opt.kernels_dir.empty() ? kernel_sources::embedded()
+                                                              : kernel_sources::from_directory(opt.kernels_dir));
+}
+
+tune_options make_tune_options(const options& opt, progress_line& progress) {
+  tune_options t;
+  t.family = opt.family;
+  t.space = opt.space;
+  t.jobs = opt.jobs;
+  t.seed = opt.seed;
+  t.timing.min_reps = opt.min_reps;
+  t.timing.max_reps = opt.max_reps;
+  t.timing.min_total_ms = opt.min_time_ms;
+  t.progress = [&progress](const std::string& line) { progress(line); };
+  for (const auto& c : opt.configs) t.configs.push_back(parse_config_name(c));
+  return t;
+}
+
+// Runs `configs` of shape s in a fresh attn-tune process (same seed, so the same inputs and
+// tolerance) and returns its records; empty when the child produced no CSV.
+bool have_device(const options& opt) {
+  std::string why;
+  if (cuda_device_count(&why) > 0) return true;
+  fmt::print(stderr,
+             "error: no CUDA device available ({}).\nTiming needs a GPU. Without one, compile the "
+             "space and see registers/spills/shared memory with:\n  attn-tune --compile-only --arch sm_90a --shape {},{},{},{}\n",
+             why, opt.problem.batch, opt.problem.heads, opt.problem.q_len, opt.problem.head_dim);
+  return false;
+}
+
+std::string device_slug(const std::string& name) {
+  std::string slug;
+  for (char c : name) {
+    if (std::isalnum(static_cast<unsigned char>(c))) slug += static_cast<char>(std::tolower(c));
+    else if (!slug.empty() && slug.back() != '-') slug += '-';
+  }
+  while (!slug.empty() && slug.back() == '-') slug.pop_back();
+  return slug.empty() ? "device" : slug;
+}
+
+std::string best_path_for(const std::string& out) {
+  const auto dot = out.rfind(".csv");
+  return (dot == std::string::npos ? out : out.substr(0, dot)) + ".best.csv";
+}
+
+tune_result tune_recovering(const options& opt, const shape& s, const gpu_info& gpu, const compile_cache& cache,
+                            const tune_options& t, bool& context_dead) {
+  tune_result r;
+  std::vector<tile_config> pending;
+  if (!context_dead) {
+    r = tune(s, gpu, cache, t);
+    for (size_t i : r.not_run) pending.push_back(r.records[i].config);
+    if (pending.empty()) return r;
+    context_dead = true;
+  } else {
+    pending = configs_of(t);
+  }
+  for (int round = 0; round < 32 && !pending.empty(); ++round) {
+    if (t.progress) t.progress(fmt::format("re-running {} variant(s) in a fresh process", pending.size()));
+    const auto child = run_configs_in_child(opt, s, pending, t.seed, gpu.ordinal);
+    if (child.empty()) {
+      for (auto& rec : r.records)
+        if (not_run_message(rec)) rec.message = "not run: the isolated re-run in a fresh process failed";
+      break;
+    }
+    pending.clear();
+    for (const auto& c : child) {
+      auto it = std::find_if(r.records.begin(), r.records.end(), [&](const record& x) { return x.config == c.config; });
+      if (it == r.records.end()) r.records.push_back(c);
+      else *it = c;
+      if (not_run_message(c)) pending.push_back(c.config);
+    }
+  }
+  r.not_run.clear();
+  r.best = choose_best(r.records);
+  assign_ranks(r.records, r.best);
+  r.best_cubin.clear();  // the winner may have been compiled in a child: see best_cubin_of()
+  return r;
+}
+
+}  // namespace attn

@@ -1,0 +1,40 @@
+#pragma once
+// What the commands share: progress on the terminal, the cache and tuning options from the
+// command line, the device check, and tuning that survives a variant killing the CUDA context.
+#include <string>
+
+#include "backend/cuda/device.hpp"
+#include "cli/options.hpp"
+#include "codegen/cache.hpp"
+#include "run/tuner.hpp"
+
+namespace attn {
+
+// Progress on stderr: rewritten in place on a terminal, one line per step otherwise.
+class progress_line {
+ public:
+  progress_line();
+  void operator()(const std::string& text);
+  void done();  ///< clears an open line before other output
+
+ private:
+  bool m_tty = false, m_open = false;
+};
+
+std::string human_bytes(double bytes);
+compile_cache make_cache(const options& opt);
+tune_options make_tune_options(const options& opt, progress_line& progress);
+/// False (after saying why on stderr) when there is no CUDA device.
+bool have_device(const options& opt);
+/// "nvidia-h200" from "NVIDIA H200".
+std::string device_slug(const std::string& name);
+/// "x.best.csv" beside "x.csv".
+std::string best_path_for(const std::string& out);
+
+/// tune(), and when a variant kills the CUDA context beyond repair in this process, the
+/// variants it left are re-run in fresh processes, so one bad variant never ends the run. Once
+/// the context is dead, later shapes of this process are tuned in child processes too.
+tune_result tune_recovering(const options& opt, const shape& s, const gpu_info& gpu, const compile_cache& cache,
+                            const tune_options& t, bool& context_dead);
+
+}  // namespace attn

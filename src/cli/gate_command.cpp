@@ -1,0 +1,128 @@
+// export (tuned configs as a dispatch table) and check (the CI performance gate).
+#include <filesystem>
+#include <fstream>
+#include <optional>
+
+#include <fmt/format.h>
+
+#include "cli/command_support.hpp"
+#include "cli/commands.hpp"
+#include "check/verdict.hpp"
+#include "report/best_table.hpp"
+#include "report/csv.hpp"
+#include "report/export.hpp"
+
+namespace attn {
+
+int run_export(const options& opt) {
+  if (!std::filesystem::exists(opt.input)) throw invalid_input(fmt::format("export: no such file '{}'", opt.input));
+  const auto entries = export_entries(best_table(read_csv(opt.input)));
+  if (entries.empty()) throw invalid_input(fmt::format("'{}' has no shape with an ok variant to export", opt.input));
+  const std::string text = opt.format == "json"     ? export_json(entries)
+                           : opt.format == "header" ? export_header(entries, opt.input)
+                                                    : export_csv(entries);
+  if (opt.out.empty()) {
+    fmt::print("{}", text);
+    return 0;
+  }
+  check_writable(opt.out);
+  const std::string tmp = opt.out + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::trunc);
+    f << text;
+    if (!f) throw std::runtime_error(fmt::format("cannot write '{}'", tmp));
+  }
+  std::filesystem::rename(tmp, opt.out);
+  fmt::print(stderr, "wrote {} entries ({}) to {}\n", entries.size(), opt.format, opt.out);
+  return 0;
+}
+
+int run_check(const options& opt) {
+  if (!std::filesystem::exists(opt.baseline))
+    throw invalid_input(fmt::format("check: no such baseline '{}'", opt.baseline));
+  const auto baseline = best_table(read_csv(opt.baseline));
+  if (baseline.empty()) throw invalid_input(fmt::format("baseline '{}' has no shape with an ok variant", opt.baseline));
+  if (!have_device(opt)) return 4;
+  const gpu_info gpu = open_cuda_device(opt.device);
+  const compile_cache cache = make_cache(opt);
+  const std::string hash = fmt::format("{:016x}", cache.kernels().hash());
+  progress_line progress;
+
+  struct line {
+    const record* base;
+    std::optional<record> now;
+    judgement j;
+  };
+  std::vector<line> lines;
+  bool any_incomparable = false, any_failed = false;
+  std::optional<std::string> change;
+  for (size_t i = 0; i < baseline.size(); ++i) {
+    const record& b = baseline[i].best;
+    line l{&b, std::nullopt, {}};
+    if (auto why = incomparable(b, gpu.desc)) {
+      l.j = {verdict::not_comparable, 0, *why};
+      any_incomparable = true;
+      lines.push_back(l);
+      continue;
+    }
+    if (!change) change = kernel_change(b, hash);
+    tune_options t = make_tune_options(opt, progress);
+    t.space = {{b.config.block_m}, {b.config.block_n}, {b.config.warps}, {b.config.stages}};
+    t.progress = [&](const std::string& text) {
+      progress(fmt::format("shape {}/{} {}: {}", i + 1, baseline.size(), describe(b.shape), text));
+    };
+    auto measure = [&]() -> record {
+      tune_result r = tune(b.shape, gpu, cache, t);
+      return r.records.front();
+    };
+    l.now = measure();
+    std::optional<double> confirm;
+    if (l.now->status == status::ok && suspect(b.median_ms, l.now->median_ms, opt.tolerance)) {
+      t.seed += 1;  // fresh inputs for the second look
+      const record again = measure();
+      if (again.status == status::ok) confirm = again.median_ms;
+    }
+    progress.done();
+    l.j = judge(b.median_ms, l.now->status, l.now->median_ms, confirm, opt.tolerance);
+    any_failed |= l.j.v == verdict::regression || l.j.v == verdict::wrong;
+    lines.push_back(l);
+  }
+
+  std::string md = fmt::format("## attn-tune check: {} on {}\n\n", opt.baseline, gpu.desc.name);
+  if (change) md += fmt::format("Note: {}.\n\n", *change);
+  md += fmt::format("| shape | config | baseline ms | now ms | ratio | verdict | why |\n|---|---|---|---|---|---|---|\n");
+  std::string csv = "shape,config,baseline_ms,now_ms,ratio,verdict,why\n";
+  fmt::print("\n{:<40} {:<16} {:>11} {:>11} {:>7}  {}\n", "shape", "config", "baseline ms", "now ms", "ratio", "verdict");
+  for (const auto& l : lines) {
+    const std::string shp = describe(l.base->shape);
+    const std::string now = l.now && l.now->status == status::ok ? fmt::format("{:.4f}", l.now->median_ms) : "-";
+    const std::string ratio = l.j.ratio > 0 ? fmt::format("{:.3f}", l.j.ratio) : "-";
+    fmt::print("{:<40} {:<16} {:>11.4f} {:>11} {:>7}  {}{}\n", shp, name(l.base->config), l.base->median_ms, now,
+               ratio, to_string(l.j.v), l.j.why.empty() ? "" : ": " + l.j.why);
+    md += fmt::format("| {} | {} | {:.4f} | {} | {} | {} | {} |\n", shp, name(l.base->config), l.base->median_ms,
+                      now, ratio, to_string(l.j.v), l.j.why);
+    csv += fmt::format("\"{}\",{},{:.6f},{},{},{},\"{}\"\n", shp, name(l.base->config), l.base->median_ms, now,
+                       ratio, to_string(l.j.v), l.j.why);
+  }
+  if (change) fmt::print("note: {}\n", *change);
+  auto save = [](const std::string& path, const std::string& text) {
+    if (path.empty()) return;
+    check_writable(path);
+    std::ofstream(path, std::ios::trunc) << text;
+  };
+  save(opt.csv_report, csv);
+  save(opt.markdown_report, md);
+  if (any_failed) {
+    fmt::print(stderr, "check FAILED: a shape is slower than the baseline by more than {:.0f}% or wrong\n",
+               opt.tolerance * 100);
+    return 1;
+  }
+  if (any_incomparable) {
+    fmt::print(stderr, "check: some baseline shapes were not compared (another device or family); "
+                       "measure a baseline on this device\n");
+    return 5;
+  }
+  fmt::print("check passed: {} shapes within {:.0f}% of the baseline\n", lines.size(), opt.tolerance * 100);
+  return 0;
+}
+}  // namespace attn

@@ -1,0 +1,149 @@
+// sweep (many shapes, resumable, several GPUs, shards) and merge (shards back into one table).
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <mutex>
+#include <optional>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "cli/command_support.hpp"
+#include "cli/commands.hpp"
+#include "report/best_table.hpp"
+#include "report/csv.hpp"
+#include "sweep/merge.hpp"
+#include "sweep/sweep_file.hpp"
+
+namespace attn {
+
+int run_sweep(const options& opt) {
+  std::vector<sweep_row> rows = read_sweep_file(opt.sweep_file);
+  const size_t all_rows = rows.size();
+  if (!opt.shard.empty()) rows = take_shard(rows, parse_shard(opt.shard, [](const char* n) { return std::getenv(n); }));
+  if (!have_device(opt)) return 4;
+  std::vector<int> devices = opt.devices.empty() ? std::vector<int>{opt.device} : opt.devices;
+  std::string why;
+  const int count = cuda_device_count(&why);
+  for (int d : devices)
+    if (d >= count) throw invalid_input(fmt::format("invalid --devices: device {} does not exist ({} found)", d, count));
+  const gpu_info first = open_cuda_device(devices.front());
+  const std::string stem = std::filesystem::path(opt.sweep_file).stem().string();
+  const std::string out = !opt.out.empty() ? opt.out
+                                           : fmt::format("results/{}/{}.csv", device_slug(first.desc.name), stem);
+  std::vector<record> results;
+  if (std::filesystem::exists(out)) {
+    if (opt.resume) {
+      results = read_csv(out);
+      for (const auto& r : results)
+        if (r.device.name != first.desc.name || r.device.sm_count != first.desc.sm_count)
+          throw invalid_input(fmt::format("--resume: '{}' holds results from {} ({} SMs), this is {} ({} SMs)",
+                                          out, r.device.name, r.device.sm_count, first.desc.name, first.desc.sm_count));
+    } else if (!opt.force) {
+      throw invalid_input(fmt::format("'{}' exists: --resume continues that sweep, --force overwrites it", out));
+    }
+  }
+  check_writable(out);
+  const std::vector<bool> done = rows_done(rows, results);
+  const size_t todo = static_cast<size_t>(std::count(done.begin(), done.end(), false));
+  fmt::print("sweep {}: {} of {} rows{}, {} already in {}, on {} GPU(s) ({})\n", opt.sweep_file, rows.size(),
+             all_rows, opt.shard.empty() ? "" : fmt::format(" (shard {})", opt.shard), rows.size() - todo, out,
+             devices.size(), first.desc.name);
+  for (size_t i = 0; i < rows.size(); ++i)
+    if (done[i]) fmt::print("[{}/{}] {}: already in {}, skipped\n", i + 1, rows.size(), rows[i].name, out);
+
+  const compile_cache cache = make_cache(opt);
+  const bool one_gpu = devices.size() == 1;
+  progress_line progress;
+  std::mutex mutex;  // guards results, the files, the counters and the terminal
+  std::atomic<size_t> next{0};
+  const auto start = std::chrono::steady_clock::now();
+  int tuned = 0, failed = 0;
+  // One worker per GPU; each takes the next row not yet done. Results are written after every
+  // shape, atomically, so an interrupted sweep loses at most the shapes in flight.
+  auto worker = [&](int device) {
+    const gpu_info gpu = open_cuda_device(device);  // the thread's current device
+    bool context_dead = false;
+    for (size_t i; (i = next++) < rows.size();) {
+      if (done[i]) continue;
+      const sweep_row& row = rows[i];
+      tune_options t = make_tune_options(opt, progress);
+      t.progress = [&](const std::string& line) {
+        if (!one_gpu) return;
+        std::lock_guard lock(mutex);
+        const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        const std::string eta = tuned > 0 ? fmt::format(", ~{:.0f} s left", elapsed / tuned * (todo - tuned)) : "";
+        progress(fmt::format("shape {}/{} {}: {}{}", i + 1, rows.size(), row.name, line, eta));
+      };
+      std::optional<tune_result> r;
+      std::string error;
+      try {
+        r = tune_recovering(opt, row.problem, gpu, cache, t, context_dead);
+      } catch (const std::exception& e) {
+        error = e.what();
+      }
+      std::lock_guard lock(mutex);
+      progress.done();
+      const std::string where = fmt::format("[{}/{}]{} {}", i + 1, rows.size(),
+                                            one_gpu ? "" : fmt::format(" gpu {}", device), row.name);
+      if (!r) {
+        ++failed;
+        fmt::print(stderr, "{} ({}:{}): skipped: {}\n", where, opt.sweep_file, row.line, error);
+        continue;
+      }
+      results.insert(results.end(), r->records.begin(), r->records.end());
+      ++tuned;
+      write_csv(out, results);
+      write_best_csv(best_path_for(out), best_table(results));
+      if (r->best) {
+        const record& b = r->records[*r->best];
+        fmt::print("{} ({}): {} {:.1f} TFLOPS, {:.4f} ms\n", where, describe(row.problem), name(b.config),
+                   b.tflops, b.median_ms);
+      } else {
+        ++failed;
+        fmt::print("{}: no variant passed\n", where);
+      }
+    }
+  };
+  std::vector<std::thread> workers;
+  std::vector<std::string> worker_errors(devices.size());
+  for (size_t w = 0; w < devices.size(); ++w)
+    workers.emplace_back([&, w] {
+      try {
+        worker(devices[w]);
+      } catch (const std::exception& e) {
+        worker_errors[w] = e.what();
+      }
+    });
+  for (auto& w : workers) w.join();
+  for (size_t w = 0; w < devices.size(); ++w)
+    if (!worker_errors[w].empty()) throw std::runtime_error(fmt::format("GPU {}: {}", devices[w], worker_errors[w]));
+  const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  fmt::print("sweep done: {} shapes tuned, {} failed, {:.1f} s; wrote {} and {}\n", tuned, failed, total,
+             out, best_path_for(out));
+  return failed > 0 ? 1 : 0;
+}
+
+int run_merge(const options& opt) {
+  std::vector<std::vector<record>> parts;
+  for (size_t i = 0; i < opt.merge_inputs.size(); ++i)
+    for (size_t j = 0; j < i; ++j)
+      if (std::error_code ec; std::filesystem::equivalent(opt.merge_inputs[i], opt.merge_inputs[j], ec))
+        throw invalid_input(fmt::format("merge: '{}' is given twice", opt.merge_inputs[i]));
+  for (const auto& path : opt.merge_inputs) {
+    if (!std::filesystem::exists(path)) throw invalid_input(fmt::format("merge: no such file '{}'", path));
+    parts.push_back(read_csv(path));
+  }
+  const auto merged = merge_results(parts, opt.merge_inputs);
+  if (opt.out.empty()) throw invalid_input("merge needs --out");
+  check_writable(opt.out);
+  write_csv(opt.out, merged);
+  write_best_csv(best_path_for(opt.out), best_table(merged));
+  fmt::print("merged {} files, {} rows ({} shapes) into {}\n", parts.size(), merged.size(),
+             best_table(merged).size(), opt.out);
+  return 0;
+}
+
+}  // namespace attn

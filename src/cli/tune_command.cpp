@@ -1,0 +1,100 @@
+// The default command: tune one shape (or --compile-only).
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "cli/command_support.hpp"
+#include "cli/commands.hpp"
+#include "codegen/hiprtc.hpp"
+#include "codegen/nvrtc.hpp"
+#include "report/csv.hpp"
+#include "report/table.hpp"
+
+namespace attn {
+
+namespace {
+
+void print_summary(const options& opt, const tune_result& r, const std::string& out_path) {
+  fmt::print("{}\n\n{}\n", r.pruning, format_table(r.records, static_cast<size_t>(opt.top)));
+  fmt::print("compiled {} variants ({} from cache) in {:.1f} s; total {:.1f} s\n", r.compiled,
+             r.cached, r.compile_seconds, r.total_seconds);
+  fmt::print("wrote {}\n", out_path);
+}
+
+}  // namespace
+
+int run_tune(const options& opt) {
+  const compile_cache cache = make_cache(opt);
+  progress_line progress;
+  tune_options t = make_tune_options(opt, progress);
+
+  const bool hip = opt.backend == "hip";
+  if (opt.compile_only) {
+    if (hip) {
+      if (!hip_available())
+        throw invalid_input("this attn-tune was built without HIP: install libamdhip64-dev and libhiprtc-builtins5, "
+                            "then rebuild (scripts/setup.sh does)");
+      const auto archs = hip_supported_archs();
+      if (std::find(archs.begin(), archs.end(), opt.arch) == archs.end())
+        throw invalid_input(fmt::format("hiprtc {} cannot compile the mfma family for --arch {} (it can for: {})",
+                                        hiprtc_version(), opt.arch, fmt::join(archs, ", ")));
+    } else if (!nvrtc_supports(opt.arch)) {
+      throw invalid_input(fmt::format("NVRTC {} cannot compile for --arch {}", nvrtc_version(), opt.arch));
+    }
+    const std::string out = opt.out.empty() ? default_out_path("compile-only-" + opt.arch, opt.problem) : opt.out;
+    check_writable(out);
+    fmt::print("attn-tune {} --compile-only: {} for {} ({} {}); timing needs a GPU\n", opt.family,
+               describe(opt.problem), opt.arch, hip ? "hiprtc" : "NVRTC", hip ? hiprtc_version() : nvrtc_version());
+    const tune_result r = compile_only(opt.problem, opt.arch, cache, t);
+    progress.done();
+    write_csv(out, r.records);
+    print_summary(opt, r, out);
+    const auto failed = std::count_if(r.records.begin(), r.records.end(),
+                                      [](const record& x) { return x.status == status::compile_error; });
+    if (failed > 0) {
+      fmt::print(stderr, "error: {} variant(s) failed to compile (see the message column of {})\n", failed, out);
+      return 1;
+    }
+    return 0;
+  }
+
+  if (hip)
+    throw invalid_input(
+        "running on AMD GPUs is not implemented yet: the HIP backend compiles the mfma family "
+        "(attn-tune --backend hip --compile-only --arch gfx90a) but has no device, launch or timing path");
+  if (!have_device(opt)) return 4;
+  const gpu_info gpu = open_cuda_device(opt.device);
+  const std::string out = opt.out.empty() ? default_out_path(gpu.desc.name, opt.problem) : opt.out;
+  check_writable(out);
+  fmt::print("attn-tune {}: {} on {} ({}, {} SMs, CUDA {}, NVRTC {}), seed {}\n", opt.family,
+             describe(opt.problem), gpu.desc.name, gpu.desc.arch, gpu.desc.sm_count,
+             gpu.desc.cuda_version, gpu.desc.nvrtc_version, opt.seed);
+  bool context_dead = false;
+  const tune_result r = tune_recovering(opt, opt.problem, gpu, cache, t, context_dead);
+  progress.done();
+  write_csv(out, r.records);
+  print_summary(opt, r, out);
+  fmt::print("reference: naive {} error {:.3e}, allowed error 2x that + {:.0e} = {:.3e}; timing: median of >= {} reps "
+             "(and >= {:.0f} ms), L2 flushed before each\n",
+             to_string(opt.problem.dtype), r.lowp_error, 1e-4, r.allowed_error, opt.min_reps, opt.min_time_ms);
+  if (!r.best) {
+    fmt::print(stderr, "error: no variant passed the correctness check\n");
+    return 1;
+  }
+  const record& b = r.records[*r.best];
+  fmt::print("best: {} {}  {:.4f} ms (IQR {:.4f}, {} reps)  {:.1f} TFLOPS  max error {:.2e}\n",
+             b.family, name(b.config), b.median_ms, b.iqr_ms, b.reps, b.tflops, b.max_error);
+  fmt::print("memory: a materializing attention needs {} extra (fp32 scores + {} probabilities); "
+             "the fused kernel needs {} (its LSE, measured): {:.0f}x less\n",
+             human_bytes(double(b.materialized_bytes)), to_string(opt.problem.dtype),
+             human_bytes(double(b.fused_extra_bytes)), b.memory_saving_ratio);
+  if (!opt.dump_dir.empty()) {
+    dump_best(opt.problem, gpu, cache, r, opt.seed + 1000, opt.dump_dir);
+    fmt::print("dumped q, k, v, o, lse (.npy) to {}\n", opt.dump_dir);
+  }
+  return 0;
+}
+
+
+
+}  // namespace attn
