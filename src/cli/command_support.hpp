@@ -24,7 +24,8 @@ class progress_line {
 std::string human_bytes(double bytes);
 compile_cache make_cache(const options& opt);
 tune_options make_tune_options(const options& opt, progress_line& progress);
-/// False (after saying why on stderr) when there is no CUDA device.
+/// False (after saying why on stderr) when there is no CUDA device. Throws invalid_input for
+/// the HIP backend, whose runtime path (device, launch, timing) does not exist yet.
 bool have_device(const options& opt);
 /// "nvidia-h200" from "NVIDIA H200".
 std::string device_slug(const std::string& name);

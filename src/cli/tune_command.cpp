@@ -58,10 +58,6 @@ int run_tune(const options& opt) {
     return 0;
   }
 
-  if (hip)
-    throw invalid_input(
-        "running on AMD GPUs is not implemented yet: the HIP backend compiles the mfma family "
-        "(attn-tune --backend hip --compile-only --arch gfx90a) but has no device, launch or timing path");
   if (!have_device(opt)) return 4;
   const gpu_info gpu = open_cuda_device(opt.device);
   const std::string out = opt.out.empty() ? default_out_path(gpu.desc.name, opt.problem) : opt.out;
