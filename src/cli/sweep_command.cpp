@@ -14,15 +14,63 @@
 #include "cli/commands.hpp"
 #include "report/best_table.hpp"
 #include "report/csv.hpp"
+#include "run/tuner.hpp"
 #include "sweep/merge.hpp"
 #include "sweep/sweep_file.hpp"
 
 namespace attn {
 
+namespace {
+
+// No GPU: every shape's space compiled for --arch (a whole workload checked in CI), one CSV.
+int compile_sweep(const options& opt, const std::vector<sweep_row>& rows) {
+  const std::string out = !opt.out.empty() ? opt.out
+                                           : fmt::format("results/compile-only-{}-{}.csv", opt.arch,
+                                                         std::filesystem::path(opt.sweep_file).stem().string());
+  check_writable(out);
+  const compile_cache cache = make_cache(opt);
+  progress_line progress;
+  std::vector<record> results;
+  int failed = 0;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    tune_options t = make_tune_options(opt, progress);
+    t.progress = [&](const std::string& line) {
+      progress(fmt::format("shape {}/{} {}: {}", i + 1, rows.size(), rows[i].name, line));
+    };
+    tune_result r;
+    try {
+      r = compile_only(rows[i].problem, opt.arch, cache, t);
+    } catch (const invalid_input& e) {  // e.g. no config of the space fits this shape: say so, go on
+      progress.done();
+      ++failed;
+      fmt::print(stderr, "[{}/{}] {} ({}:{}): skipped: {}\n", i + 1, rows.size(), rows[i].name, opt.sweep_file,
+                 rows[i].line, e.what());
+      continue;
+    }
+    progress.done();
+    const auto errors = std::count_if(r.records.begin(), r.records.end(),
+                                      [](const record& x) { return x.status == status::compile_error; });
+    failed += errors > 0;
+    fmt::print("[{}/{}] {} ({}): {} compiled ({} from cache), {} pruned, {} failed\n", i + 1, rows.size(),
+               rows[i].name, describe(rows[i].problem), r.compiled, r.cached,
+               std::count_if(r.records.begin(), r.records.end(),
+                             [](const record& x) { return x.status == status::pruned; }),
+               errors);
+    results.insert(results.end(), r.records.begin(), r.records.end());
+    write_csv(out, results);
+  }
+  fmt::print("compile-only sweep for {}: {} shapes, {} with compile errors or skipped; wrote {}\n", opt.arch,
+             rows.size(), failed, out);
+  return failed > 0 ? 1 : 0;
+}
+
+}  // namespace
+
 int run_sweep(const options& opt) {
   std::vector<sweep_row> rows = read_sweep_file(opt.sweep_file);
   const size_t all_rows = rows.size();
   if (!opt.shard.empty()) rows = take_shard(rows, parse_shard(opt.shard, [](const char* n) { return std::getenv(n); }));
+  if (opt.compile_only) return compile_sweep(opt, rows);
   if (!have_device(opt)) return 4;
   std::vector<int> devices = opt.devices.empty() ? std::vector<int>{opt.device} : opt.devices;
   std::string why;
