@@ -37,7 +37,10 @@ std::vector<record> run_configs_in_child(const options& opt, const shape& s, con
   else args.insert(args.end(), {"--cache-dir", opt.cache_dir});
   if (!opt.kernels_dir.empty()) args.insert(args.end(), {"--kernels-dir", opt.kernels_dir});
   std::string list;
-  for (const auto& c : configs) list += (list.empty() ? "" : ",") + name(c);
+  for (const auto& c : configs) {
+    if (!list.empty()) list += ',';
+    list += name(c);
+  }
   args.insert(args.end(), {"--configs", list});
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
@@ -125,16 +128,6 @@ bool have_device(const options& opt) {
              "space and see registers/spills/shared memory with:\n  attn-tune --compile-only --arch sm_90a --shape {},{},{},{}\n",
              why, opt.problem.batch, opt.problem.heads, opt.problem.q_len, opt.problem.head_dim);
   return false;
-}
-
-std::string device_slug(const std::string& name) {
-  std::string slug;
-  for (char c : name) {
-    if (std::isalnum(static_cast<unsigned char>(c))) slug += static_cast<char>(std::tolower(c));
-    else if (!slug.empty() && slug.back() != '-') slug += '-';
-  }
-  while (!slug.empty() && slug.back() == '-') slug.pop_back();
-  return slug.empty() ? "device" : slug;
 }
 
 std::string best_path_for(const std::string& out) {

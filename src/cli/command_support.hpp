@@ -27,8 +27,6 @@ tune_options make_tune_options(const options& opt, progress_line& progress);
 /// False (after saying why on stderr) when there is no CUDA device. Throws invalid_input for
 /// the HIP backend, whose runtime path (device, launch, timing) does not exist yet.
 bool have_device(const options& opt);
-/// "nvidia-h200" from "NVIDIA H200".
-std::string device_slug(const std::string& name);
 /// "x.best.csv" beside "x.csv".
 std::string best_path_for(const std::string& out);
 

@@ -30,14 +30,18 @@ Examples:
 
 }  // namespace
 
-std::string default_out_path(const std::string& device_name, const shape& s) {
+std::string device_slug(const std::string& name) {
   std::string slug;
-  for (char c : device_name) {
+  for (char c : name) {
     if (std::isalnum(static_cast<unsigned char>(c))) slug += static_cast<char>(std::tolower(c));
     else if (!slug.empty() && slug.back() != '-') slug += '-';
   }
   while (!slug.empty() && slug.back() == '-') slug.pop_back();
-  return fmt::format("results/{}-{}x{}x{}x{}x{}-{}-{}{}.csv", slug.empty() ? "device" : slug,
+  return slug.empty() ? "device" : slug;
+}
+
+std::string default_out_path(const std::string& device_name, const shape& s) {
+  return fmt::format("results/{}-{}x{}x{}x{}x{}-{}-{}{}.csv", device_slug(device_name),
                      s.batch, s.heads, s.q_len, s.kv_len, s.head_dim, to_string(s.dtype),
                      to_string(s.layout), s.causal ? "-causal" : "");
 }

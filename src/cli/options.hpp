@@ -51,6 +51,8 @@ struct options {
 /// naming the bad value, or CLI::ParseError for malformed command lines.
 bool parse_options(int argc, char** argv, options& out);
 
+/// "nvidia-h200" from "NVIDIA H200": lower case, runs of other characters as one '-'.
+std::string device_slug(const std::string& name);
 /// results/<device>-<B>x<H>x<Nq>x<Nkv>x<D>-<dtype>-<layout>[-causal].csv
 std::string default_out_path(const std::string& device_name, const shape& s);
 

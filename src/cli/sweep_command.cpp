@@ -188,9 +188,10 @@ int run_merge(const options& opt) {
   if (opt.out.empty()) throw invalid_input("merge needs --out");
   check_writable(opt.out);
   write_csv(opt.out, merged);
-  write_best_csv(best_path_for(opt.out), best_table(merged));
+  const auto best = best_table(merged);
+  write_best_csv(best_path_for(opt.out), best);
   fmt::print("merged {} files, {} rows ({} shapes) into {}\n", parts.size(), merged.size(),
-             best_table(merged).size(), opt.out);
+             best.size(), opt.out);
   return 0;
 }
 

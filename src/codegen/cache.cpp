@@ -75,10 +75,6 @@ std::optional<compile_result> compile_cache::load(const std::string& key) const 
   r.ok = true;
   r.cubin = std::move(*cubin);
   r.log = std::move(*log);
-  const auto report = parse_ptxas_report(r.log);
-  r.registers = report.registers;
-  r.spill_bytes = report.spill_bytes;
-  r.stack_bytes = report.stack_bytes;
   return r;
 }
 
@@ -92,16 +88,25 @@ void compile_cache::store(const std::string& key, const compile_result& result) 
     write_file_atomic(fs::path(m_dir) / (key + ".cubin"), result.cubin);
 }
 
+void read_resources(compile_result& r, backend b) {
+  if (b == backend::cuda) {
+    const auto report = parse_ptxas_report(r.log);
+    r.registers = report.registers;
+    r.spill_bytes = report.spill_bytes;
+    r.stack_bytes = report.stack_bytes;
+  } else {
+    const auto report = parse_amdgpu_resources(r.cubin);
+    r.registers = std::max(0, report.vgprs);  // gfx90a: the unified file, AGPRs included
+    r.spill_bytes = 4 * (std::max(0, report.vgpr_spills) + std::max(0, report.sgpr_spills));
+    r.stack_bytes = std::max(0, report.scratch_bytes);
+  }
+}
+
 cached_compile compile_with_cache(const compile_cache& cache, const std::string& source,
                                   const std::string& arch, const std::vector<std::string>& options, backend b) {
   const std::string k = cache.key(source, arch, options, b);
   if (auto hit = cache.load(k)) {
-    if (b == backend::hip) {  // the report is in the log's last line, not in ptxas's words
-      const auto r = parse_amdgpu_resources(hit->cubin);
-      hit->registers = std::max(0, r.vgprs);
-      hit->spill_bytes = 4 * (std::max(0, r.vgpr_spills) + std::max(0, r.sgpr_spills));
-      hit->stack_bytes = std::max(0, r.scratch_bytes);
-    }
+    read_resources(*hit, b);
     return {std::move(*hit), true};
   }
   cached_compile out{b == backend::cuda ? compile_cubin(source, arch, options, cache.kernels())

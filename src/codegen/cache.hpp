@@ -23,6 +23,7 @@ class compile_cache {
   explicit compile_cache(std::string dir, kernel_sources kernels = kernel_sources::embedded());
   std::string key(const std::string& source, const std::string& arch,
                   const std::vector<std::string>& options, backend b = backend::cuda) const;
+  /// The binary and its log; the resource report is for the caller to read (by backend).
   std::optional<compile_result> load(const std::string& key) const;
   /// Best effort: a cache that cannot be written only costs a recompile next time.
   void store(const std::string& key, const compile_result& result) const;
@@ -39,6 +40,10 @@ struct cached_compile {
   compile_result result;
   bool cached = false;
 };
+/// Registers, spills and stack of a compiled binary: ptxas's report in the log (CUDA) or the
+/// code object's metadata (HIP).
+void read_resources(compile_result& r, backend b);
+
 /// NVRTC for backend::cuda, hiprtc for backend::hip.
 cached_compile compile_with_cache(const compile_cache& cache, const std::string& source,
                                   const std::string& arch, const std::vector<std::string>& options,

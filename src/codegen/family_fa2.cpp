@@ -1,16 +1,14 @@
 #include <fmt/format.h>
 
 #include "codegen/family.hpp"
+#include "codegen/family_parts.hpp"
 
 namespace attn {
 
 namespace {
 
-// Mirrors fa2_config in kernels/fa2.cuh: Q tile plus STAGES K and V tiles, rows padded by 8.
-int64_t fa2_shared_memory(const tile_config& c, const shape& s) {
-  const int64_t pitch = s.head_dim + 8;
-  return (c.block_m + 2LL * c.stages * c.block_n) * pitch * element_size(s.dtype);
-}
+// Mirrors fa2_config in kernels/fa2.cuh.
+int64_t fa2_shared_memory(const tile_config& c, const shape& s) { return padded_tiles_bytes(c, s); }
 
 int fa2_threads(const tile_config& c) { return c.warps * 32; }
 
@@ -24,10 +22,7 @@ int fa2_accumulator_registers(const tile_config& c, const shape& s) {
 
 std::optional<std::string> fa2_reject(const tile_config& c, const shape& s,
                                       const resource_limits& limits) {
-  if (c.block_m % c.warps != 0 || (c.block_m / c.warps) % 16 != 0)
-    return fmt::format("block_m {} over {} warps is not a whole number of 16-row mma tiles",
-                       c.block_m, c.warps);
-  if (c.block_n % 16 != 0) return fmt::format("block_n {} is not a multiple of 16", c.block_n);
+  if (auto why = tiling_reason(c, "warps", "mma")) return why;
   if (const int regs = fa2_accumulator_registers(c, s); regs > max_accumulator_registers)
     return fmt::format("accumulators exceed the register budget: {} float registers per thread > {}",
                        regs, max_accumulator_registers);
@@ -44,14 +39,7 @@ std::optional<std::string> fa2_reject(const tile_config& c, const shape& s,
 }
 
 std::string fa2_instantiation(const tile_config& c, const shape& s) {
-  return fmt::format(
-      "#include \"fa2.cuh\"\n"
-      "extern \"C\" __global__ void __launch_bounds__({threads}) attn_fa2(const attn_k::fwd_params p) {{\n"
-      "  attn_k::fa2_forward<attn_k::fa2_config<{bf16}, {d}, {bm}, {bn}, {w}, {st}, {causal}>>(p);\n"
-      "}}\n",
-      fmt::arg("threads", fa2_threads(c)), fmt::arg("bf16", s.dtype == dtype::bf16),
-      fmt::arg("d", s.head_dim), fmt::arg("bm", c.block_m), fmt::arg("bn", c.block_n),
-      fmt::arg("w", c.warps), fmt::arg("st", c.stages), fmt::arg("causal", s.causal));
+  return instantiation_stub("fa2.cuh", "attn_fa2", "fa2_forward", "fa2_config", fa2_threads(c), c, s);
 }
 
 }  // namespace
@@ -64,14 +52,6 @@ const kernel_family& fa2_family() {
       {"--use_fast_math"},
       {"common/device.cuh", "common/params.cuh", "fa2.cuh", "reference.cuh"}};
   return family;
-}
-
-std::string to_string(backend b) { return b == backend::cuda ? "cuda" : "hip"; }
-
-const kernel_family& find_family(const std::string& name) {
-  if (name == "fa2") return fa2_family();
-  if (name == "mfma") return mfma_family();
-  throw invalid_input(fmt::format("unknown kernel family '{}' (known: fa2, mfma)", name));
 }
 
 }  // namespace attn

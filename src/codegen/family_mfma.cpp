@@ -2,22 +2,19 @@
 #include <fmt/format.h>
 
 #include "codegen/family.hpp"
+#include "codegen/family_parts.hpp"
 
 namespace attn {
 
 namespace {
 
-int64_t mfma_lds(const tile_config& c, const shape& s) {
-  return (c.block_m + 2LL * c.stages * c.block_n) * (s.head_dim + 8) * element_size(s.dtype);
-}
+// Mirrors mfma_config in kernels/mfma.cuh: the same tiles as fa2, in LDS.
+int64_t mfma_lds(const tile_config& c, const shape& s) { return padded_tiles_bytes(c, s); }
 
 int mfma_threads(const tile_config& c) { return c.warps * 64; }  // warps count wavefronts of 64
 
 std::optional<std::string> mfma_reject(const tile_config& c, const shape& s, const resource_limits& limits) {
-  if (c.block_m % c.warps != 0 || (c.block_m / c.warps) % 16 != 0)
-    return fmt::format("block_m {} over {} wavefronts is not a whole number of 16-row MFMA tiles", c.block_m,
-                       c.warps);
-  if (c.block_n % 16 != 0) return fmt::format("block_n {} is not a multiple of 16", c.block_n);
+  if (auto why = tiling_reason(c, "wavefronts", "MFMA")) return why;
   if (c.stages < 1 || c.stages > 4) return fmt::format("stages {} not in [1, 4]", c.stages);
   if (mfma_threads(c) > limits.max_threads_per_block)
     return fmt::format("{} threads exceed the device's {} per workgroup", mfma_threads(c),
@@ -33,14 +30,7 @@ std::optional<std::string> mfma_reject(const tile_config& c, const shape& s, con
 }
 
 std::string mfma_instantiation(const tile_config& c, const shape& s) {
-  return fmt::format(
-      "#include \"mfma.cuh\"\n"
-      "extern \"C\" __global__ void __launch_bounds__({threads}) attn_mfma(const attn_k::fwd_params p) {{\n"
-      "  attn_k::mfma_forward<attn_k::mfma_config<{bf16}, {d}, {bm}, {bn}, {w}, {st}, {causal}>>(p);\n"
-      "}}\n",
-      fmt::arg("threads", mfma_threads(c)), fmt::arg("bf16", s.dtype == dtype::bf16), fmt::arg("d", s.head_dim),
-      fmt::arg("bm", c.block_m), fmt::arg("bn", c.block_n), fmt::arg("w", c.warps), fmt::arg("st", c.stages),
-      fmt::arg("causal", s.causal));
+  return instantiation_stub("mfma.cuh", "attn_mfma", "mfma_forward", "mfma_config", mfma_threads(c), c, s);
 }
 
 }  // namespace

@@ -30,6 +30,10 @@ int arch_number(const std::string& arch) {
 
 }  // namespace
 
+void trim_log(std::string& log) {
+  while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
+}
+
 ptxas_report parse_ptxas_report(const std::string& log) {
   // One kernel per program, so the numbers of its (single) function are the program's.
   static const std::regex regs(R"(Used (\d+) registers)");
@@ -97,8 +101,7 @@ compile_result compile_cubin(const std::string& source, const std::string& arch,
   nvrtcGetProgramLogSize(program, &log_size);
   result.log.resize(log_size);
   if (log_size > 0) nvrtcGetProgramLog(program, result.log.data());
-  while (!result.log.empty() && (result.log.back() == '\0' || result.log.back() == '\n'))
-    result.log.pop_back();
+  trim_log(result.log);
   if (rc == NVRTC_SUCCESS) {
     size_t size = 0;
     nvrtcGetCUBINSize(program, &size);
@@ -109,7 +112,7 @@ compile_result compile_cubin(const std::string& source, const std::string& arch,
     result.log = nvrtcGetErrorString(rc);
   }
   nvrtcDestroyProgram(&program);
-  const auto report = parse_ptxas_report(result.log);
+  const auto report = parse_ptxas_report(result.log);  // (read_resources in cache.cpp, for hits)
   result.registers = report.registers;
   result.spill_bytes = report.spill_bytes;
   result.stack_bytes = report.stack_bytes;

@@ -22,6 +22,8 @@ struct ptxas_report {
   int registers = 0, spill_bytes = 0, stack_bytes = 0;
 };
 ptxas_report parse_ptxas_report(const std::string& log);
+/// Drops the NUL and newlines run-time compilers leave at the end of their logs.
+void trim_log(std::string& log);
 
 /// "major.minor" of the loaded NVRTC library.
 std::string nvrtc_version();

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "codegen/amdgpu_metadata.hpp"
+#include "codegen/cache.hpp"
 
 namespace attn {
 
@@ -68,7 +69,7 @@ compile_result compile_code_object(const std::string& source, const std::string&
   if (log_size > 0) {
     result.log.resize(log_size);
     hiprtcGetProgramLog(program, result.log.data());
-    while (!result.log.empty() && (result.log.back() == '\0' || result.log.back() == '\n')) result.log.pop_back();
+    trim_log(result.log);
   }
   if (rc == HIPRTC_SUCCESS) {
     size_t size = 0;
@@ -81,11 +82,9 @@ compile_result compile_code_object(const std::string& source, const std::string&
   }
   hiprtcDestroyProgram(&program);
   if (result.ok) {
+    read_resources(result, backend::hip);
     const auto r = parse_amdgpu_resources(result.cubin);
-    result.registers = std::max(0, r.vgprs);  // gfx90a: the unified file, AGPRs included
-    result.spill_bytes = 4 * (std::max(0, r.vgpr_spills) + std::max(0, r.sgpr_spills));
-    result.stack_bytes = std::max(0, r.scratch_bytes);
-    // Keep the report in the log: a cached code object is described by its log alone.
+    // The report in words too, for people reading the CSV's message or the cache's log.
     result.log += fmt::format("\nresources: {} VGPRs, {} AGPRs, {} SGPRs, {} VGPR and {} SGPR spills, {} bytes LDS, "
                               "{} bytes scratch",
                               r.vgprs, r.agprs, r.sgprs, r.vgpr_spills, r.sgpr_spills, r.lds_bytes, r.scratch_bytes);

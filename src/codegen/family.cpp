@@ -1,0 +1,41 @@
+#include <fmt/format.h>
+
+#include "codegen/family.hpp"
+#include "codegen/family_parts.hpp"
+
+namespace attn {
+
+std::string to_string(backend b) { return b == backend::cuda ? "cuda" : "hip"; }
+
+const kernel_family& find_family(const std::string& name) {
+  if (name == "fa2") return fa2_family();
+  if (name == "mfma") return mfma_family();
+  throw invalid_input(fmt::format("unknown kernel family '{}' (known: fa2, mfma)", name));
+}
+
+int64_t padded_tiles_bytes(const tile_config& c, const shape& s) {
+  return (c.block_m + 2LL * c.stages * c.block_n) * (s.head_dim + 8) * element_size(s.dtype);
+}
+
+std::optional<std::string> tiling_reason(const tile_config& c, const char* groups, const char* tiles) {
+  if (c.block_m % c.warps != 0 || (c.block_m / c.warps) % 16 != 0)
+    return fmt::format("block_m {} over {} {} is not a whole number of 16-row {} tiles", c.block_m, c.warps,
+                       groups, tiles);
+  if (c.block_n % 16 != 0) return fmt::format("block_n {} is not a multiple of 16", c.block_n);
+  return std::nullopt;
+}
+
+std::string instantiation_stub(const char* header, const char* entry, const char* forward, const char* config,
+                               int threads, const tile_config& c, const shape& s) {
+  return fmt::format(
+      "#include \"{header}\"\n"
+      "extern \"C\" __global__ void __launch_bounds__({threads}) {entry}(const attn_k::fwd_params p) {{\n"
+      "  attn_k::{forward}<attn_k::{config}<{bf16}, {d}, {bm}, {bn}, {w}, {st}, {causal}>>(p);\n"
+      "}}\n",
+      fmt::arg("header", header), fmt::arg("entry", entry), fmt::arg("forward", forward),
+      fmt::arg("config", config), fmt::arg("threads", threads), fmt::arg("bf16", s.dtype == dtype::bf16),
+      fmt::arg("d", s.head_dim), fmt::arg("bm", c.block_m), fmt::arg("bn", c.block_n), fmt::arg("w", c.warps),
+      fmt::arg("st", c.stages), fmt::arg("causal", s.causal));
+}
+
+}  // namespace attn

@@ -1,0 +1,22 @@
+#pragma once
+// Pieces the kernel families share: fa2 and mfma lay out their tiles alike and are instantiated
+// by the same kind of stub.
+#include <optional>
+#include <string>
+
+#include "codegen/family.hpp"
+
+namespace attn {
+
+/// Q tile plus `stages` K and V tiles in shared memory / LDS, rows padded by 8 elements.
+int64_t padded_tiles_bytes(const tile_config& c, const shape& s);
+
+/// Why block_m cannot be split into whole 16-row matrix tiles over c.warps groups, or block_n
+/// into 16-column steps; `groups` / `tiles` name them ("warps"/"mma", "wavefronts"/"MFMA").
+std::optional<std::string> tiling_reason(const tile_config& c, const char* groups, const char* tiles);
+
+/// `#include "<header>"` and an extern "C" `entry` that runs forward<config<...>>(p).
+std::string instantiation_stub(const char* header, const char* entry, const char* forward, const char* config,
+                               int threads, const tile_config& c, const shape& s);
+
+}  // namespace attn
