@@ -1,0 +1,343 @@
+#pragma once
+// wgmma: the fa2 algorithm on Hopper's warpgroup tensor-core instructions (sm_90a only).
+//
+// One block owns BLOCK_M = 64 x (warpgroups) query rows of one (batch, head); each warpgroup of
+// four warps owns 64 of them, each warp 16, so softmax statistics never leave a warp. Q and the
+// K/V tiles live in shared memory in the tensor cores' own "core matrix" layout (8 rows x 16
+// bytes, 128 contiguous bytes each; no swizzle), filled by cp.async through a STAGES-deep ring.
+// S = Q K^T is one wgmma per 16-wide k step with both operands in shared memory; P stays in
+// registers (the S accumulator layout is the A-fragment layout) for O += P V, whose V operand is
+// read N-major (transposed) by the tensor cores. Masking, online softmax and the epilogue are
+// fa2's.
+#include "common/device.cuh"
+#include "common/params.cuh"
+#include "common/wgmma_ops.cuh"
+
+namespace attn_k {
+
+template <bool BF16_, int D_, int BLOCK_M_, int BLOCK_N_, int WARPS_, int STAGES_, bool CAUSAL_>
+struct wgmma_config {
+  static constexpr bool BF16 = BF16_;
+  static constexpr int D = D_, BLOCK_M = BLOCK_M_, BLOCK_N = BLOCK_N_;
+  static constexpr int WARPS = WARPS_, STAGES = STAGES_;
+  static constexpr bool CAUSAL = CAUSAL_;
+  static constexpr int THREADS = WARPS * 32;
+  static constexpr int Q_BYTES = BLOCK_M * D * 2;
+  static constexpr int KV_BYTES = BLOCK_N * D * 2;
+  static constexpr int SHARED_BYTES = Q_BYTES + 2 * STAGES * KV_BYTES;
+  static constexpr int O_PITCH = D + 8;  ///< epilogue staging row pitch, elements
+  static_assert(WARPS % 4 == 0 && BLOCK_M == 16 * WARPS, "64 query rows per warpgroup");
+  static_assert(D % 16 == 0 && D >= 32 && D <= 256, "head dim: a multiple of 16 in [32, 256]");
+  static_assert(BLOCK_N % 16 == 0 && BLOCK_N <= 256, "BLOCK_N: a multiple of 16 up to 256");
+  static_assert(STAGES >= 1 && STAGES <= 8, "STAGES in [1, 8]");
+  static_assert(BLOCK_M * O_PITCH * 2 <= SHARED_BYTES, "the epilogue stages O in the tiles' space");
+};
+
+// --- wgmma plumbing ----------------------------------------------------------------------------
+
+/// Shared-memory matrix descriptor, no swizzle. lbo: bytes between core matrices adjacent in K;
+/// sbo: bytes between core matrices adjacent in M/N (for K-major and N-major operands alike).
+__device__ __forceinline__ unsigned long long wg_desc(unsigned addr, unsigned lbo, unsigned sbo) {
+  return static_cast<unsigned long long>((addr & 0x3FFFFu) >> 4) |
+         (static_cast<unsigned long long>(lbo >> 4) << 16) |
+         (static_cast<unsigned long long>(sbo >> 4) << 32);
+}
+__device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void wg_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+/// cp.async writes are generic-proxy writes; the tensor cores read through the async proxy.
+__device__ __forceinline__ void fence_proxy_async() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+/// Keeps the compiler from moving accesses of these registers across a wgmma issue or wait.
+template <int N>
+__device__ __forceinline__ void wg_fence_operand(float (&d)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+
+/// Copies `rows` rows of D elements into the core-matrix layout: 16-byte chunk (r, c) at
+/// (c * rows + r) * 16. Eight consecutive threads fill one 128-byte core matrix. Rows at or past
+/// `row_end` are zero-filled.
+template <class C>
+__device__ __forceinline__ void load_tile_cm(unsigned smem, const elem_bits* base, long long row_stride,
+                                             int row0, int row_end, int rows) {
+  constexpr int CHUNKS = C::D / 8;
+  for (int i = threadIdx.x; i < rows * CHUNKS; i += C::THREADS) {
+    const int r = (i % 8) + (i / (8 * CHUNKS)) * 8, c = (i / 8) % CHUNKS;
+    const bool valid = row0 + r < row_end;
+    const elem_bits* src = base + (valid ? (row0 + r) * row_stride + c * 8 : 0);
+    cp_async_16(smem + (c * rows + r) * 16, src, valid);
+  }
+}
+
+/// The pieces of one K/V tile for this thread's warpgroup. The S and P V products are issued
+/// asynchronously; the caller decides what runs while they do.
+template <class C>
+__device__ __forceinline__ void wg_issue_s(float (&s)[C::BLOCK_N / 2], unsigned q_wg, unsigned k_smem) {
+  wg_fence();
+#pragma unroll
+  for (int kk = 0; kk < C::D / 16; ++kk) {
+    const unsigned long long a = wg_desc(q_wg + kk * 32 * C::BLOCK_M, 16 * C::BLOCK_M, 128);
+    const unsigned long long b = wg_desc(k_smem + kk * 32 * C::BLOCK_N, 16 * C::BLOCK_N, 128);
+    wgmma_op<C::BF16, C::BLOCK_N>::ss(s, a, b, kk > 0);
+  }
+  wg_commit();
+}
+
+/// O += P V. V's tile is [key][d] in core matrices: keys are the K dimension (adjacent core
+/// matrices 128 bytes apart), d the N dimension (16 * BLOCK_N bytes apart). P's registers must
+/// stay untouched until the product has completed.
+template <class C>
+__device__ __forceinline__ void wg_issue_pv(float (&acc)[C::D / 2], const unsigned (&p)[C::BLOCK_N / 16][4],
+                                            unsigned v_smem) {
+  wg_fence_operand(acc);
+  wg_fence();
+#pragma unroll
+  for (int kk = 0; kk < C::BLOCK_N / 16; ++kk) {
+    const unsigned long long b = wg_desc(v_smem + kk * 256, 128, 16 * C::BLOCK_N);
+    wgmma_op<C::BF16, C::D>::rs(acc, p[kk], b, 1);
+  }
+  wg_commit();
+}
+
+/// Online softmax of one tile of S in place (S becomes the unnormalized probabilities, fp32);
+/// alpha: the factor O must be rescaled by; returns whether any row of the warp needs it.
+/// MASK applies the causal / kv_len mask.
+template <class C, bool MASK>
+__device__ __forceinline__ bool wg_softmax(float (&s)[C::BLOCK_N / 2], float (&alpha)[2], float (&row_max)[2],
+                                           float (&row_sum)[2], int n0, int warp_row0, int causal_offset,
+                                           int kv_len, float scale_log2) {
+  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  bool any_grow = false;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int row = warp_row0 + g + h * 8;
+    const int visible = C::CAUSAL ? min(kv_len, row + causal_offset + 1) - n0 - t * 2 : 0;
+    float mx2[2] = {row_max[h], neg_inf()};
+#pragma unroll
+    for (int nf = 0; nf < C::BLOCK_N / 8; ++nf) {
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        float& x = s[nf * 4 + h * 2 + e];
+        if constexpr (MASK && C::CAUSAL) {
+          if (nf * 8 + e >= visible) x = neg_inf();
+        } else if constexpr (MASK) {
+          if (n0 + nf * 8 + t * 2 + e >= kv_len) x = neg_inf();
+        }
+        mx2[e] = fmaxf(mx2[e], x);
+      }
+    }
+    const float mx = quad_max(fmaxf(mx2[0], mx2[1]));
+    // Lazy rescaling, as in fa2: the reference max moves only when the row max grows by > 2^8.
+    const bool grow = (mx - row_max[h]) * scale_log2 > 8.f;
+    const float ref = grow ? mx : row_max[h];
+    alpha[h] = grow ? exp2f((row_max[h] - ref) * scale_log2) : 1.f;
+    any_grow |= grow;
+    row_max[h] = ref;
+    const float mx_scaled = ref == neg_inf() ? 0.f : ref * scale_log2;
+    float sum2[2] = {0.f, 0.f};
+#pragma unroll
+    for (int nf = 0; nf < C::BLOCK_N / 8; ++nf) {
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        float& x = s[nf * 4 + h * 2 + e];
+        x = exp2f(fmaf(x, scale_log2, -mx_scaled));
+        sum2[e] += x;
+      }
+    }
+    row_sum[h] = row_sum[h] * alpha[h] + sum2[0] + sum2[1];
+  }
+  return __any_sync(0xffffffffu, any_grow);
+}
+
+/// P in the element type: the S accumulator layout of two adjacent 8-column chunks is exactly a
+/// 16-wide A fragment of the register-operand wgmma.
+template <class C>
+__device__ __forceinline__ void wg_pack_p(unsigned (&p)[C::BLOCK_N / 16][4], const float (&s)[C::BLOCK_N / 2]) {
+#pragma unroll
+  for (int kk = 0; kk < C::BLOCK_N / 16; ++kk) {
+    p[kk][0] = pack2<C::BF16>(s[8 * kk + 0], s[8 * kk + 1]);
+    p[kk][1] = pack2<C::BF16>(s[8 * kk + 2], s[8 * kk + 3]);
+    p[kk][2] = pack2<C::BF16>(s[8 * kk + 4], s[8 * kk + 5]);
+    p[kk][3] = pack2<C::BF16>(s[8 * kk + 6], s[8 * kk + 7]);
+  }
+}
+
+template <class C>
+__device__ __forceinline__ void wg_rescale(float (&acc)[C::D / 2], const float (&alpha)[2]) {
+#pragma unroll
+  for (int df = 0; df < C::D / 8; ++df) {
+    acc[4 * df + 0] *= alpha[0];
+    acc[4 * df + 1] *= alpha[0];
+    acc[4 * df + 2] *= alpha[1];
+    acc[4 * df + 3] *= alpha[1];
+  }
+}
+
+template <class C>
+__device__ void wgmma_forward(const fwd_params& p) {
+  extern __shared__ __align__(128) unsigned char shared_raw[];
+  const unsigned q_smem = smem_addr(shared_raw);
+  const unsigned kv_smem = q_smem + C::Q_BYTES;  // stage s: K at 2s, V at 2s + 1
+  auto k_stage = [&](int s) { return kv_smem + (2 * s) * C::KV_BYTES; };
+  auto v_stage = [&](int s) { return kv_smem + (2 * s + 1) * C::KV_BYTES; };
+
+  const int m_block = C::CAUSAL ? gridDim.x - 1 - blockIdx.x : blockIdx.x;  // heaviest first
+  const int head = blockIdx.y, batch = blockIdx.z;
+  const int m0 = m_block * C::BLOCK_M;
+  const int causal_offset = p.kv_len - p.q_len;  // bottom-right alignment
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int warp_row0 = m0 + warp * 16;
+  // This warpgroup's 64 rows of Q: rows 64 wg .. in every column chunk.
+  const unsigned q_wg = q_smem + (warp / 4) * 64 * 16;
+
+  const elem_bits* q = static_cast<const elem_bits*>(p.q) + batch * p.q_batch_stride +
+                       head * p.q_head_stride;
+  const long long kv_base = batch * p.kv_batch_stride + (head / p.group) * p.kv_head_stride;
+  const elem_bits* k = static_cast<const elem_bits*>(p.k) + kv_base;
+  const elem_bits* v = static_cast<const elem_bits*>(p.v) + kv_base;
+
+  int kv_end = p.kv_len;
+  if (C::CAUSAL) {
+    const int last_row = min(m0 + C::BLOCK_M, p.q_len) - 1;
+    kv_end = max(0, min(kv_end, last_row + causal_offset + 1));
+  }
+  const int n_blocks = (kv_end + C::BLOCK_N - 1) / C::BLOCK_N;
+  int n_plain = p.kv_len / C::BLOCK_N;
+  if (C::CAUSAL) n_plain = min(n_plain, max(0, m0 + causal_offset + 1) / C::BLOCK_N);
+  n_plain = min(n_plain, n_blocks);
+
+  float acc[C::D / 2];
+  float row_max[2] = {neg_inf(), neg_inf()}, row_sum[2] = {0.f, 0.f};
+#pragma unroll
+  for (int i = 0; i < C::D / 2; ++i) acc[i] = 0.f;
+  float s[C::BLOCK_N / 2], alpha[2];
+  unsigned pr[C::BLOCK_N / 16][4];
+  // Softmax of tile j (its S in s): masked when it is on the causal diagonal or ragged.
+  auto softmax = [&](int j) {
+    if (j < n_plain)
+      return wg_softmax<C, false>(s, alpha, row_max, row_sum, j * C::BLOCK_N, warp_row0, causal_offset,
+                                  p.kv_len, p.scale_log2);
+    return wg_softmax<C, true>(s, alpha, row_max, row_sum, j * C::BLOCK_N, warp_row0, causal_offset,
+                               p.kv_len, p.scale_log2);
+  };
+
+  load_tile_cm<C>(q_smem, q, p.q_row_stride, m0, p.q_len, C::BLOCK_M);
+  cp_async_commit();
+  auto load_kv = [&](int j, int stage) {
+    load_tile_cm<C>(k_stage(stage), k, p.kv_row_stride, j * C::BLOCK_N, p.kv_len, C::BLOCK_N);
+    load_tile_cm<C>(v_stage(stage), v, p.kv_row_stride, j * C::BLOCK_N, p.kv_len, C::BLOCK_N);
+  };
+
+  if constexpr (C::STAGES < 3) {
+    // In order: S, wait, softmax, P V, wait. With two stages the next tile loads meanwhile.
+    // Every iteration commits exactly one (maybe empty) group, as in fa2.
+    if constexpr (C::STAGES == 2) {
+      if (n_blocks > 0) load_kv(0, 0);
+      cp_async_commit();
+    }
+    for (int j = 0; j < n_blocks; ++j) {
+      const int stage = C::STAGES == 2 ? j % 2 : 0;
+      if constexpr (C::STAGES == 1) {
+        load_kv(j, 0);
+        cp_async_commit();
+      }
+      cp_async_wait<0>();
+      fence_proxy_async();
+      __syncthreads();  // tile j visible; every warpgroup is done with tile j-1's stage
+      if constexpr (C::STAGES == 2) {
+        if (j + 1 < n_blocks) load_kv(j + 1, (j + 1) % 2);
+      }
+      wg_issue_s<C>(s, q_wg, k_stage(stage));
+      wg_wait<0>();
+      wg_fence_operand(s);
+      const bool grow = softmax(j);
+      wg_pack_p<C>(pr, s);
+      if (grow) wg_rescale<C>(acc, alpha);
+      wg_issue_pv<C>(acc, pr, v_stage(stage));
+      wg_wait<0>();
+      wg_fence_operand(acc);
+      if constexpr (C::STAGES == 1) __syncthreads();
+      else cp_async_commit();
+    }
+  } else {
+    // Overlapped (FlashAttention-3's intra-warpgroup pipelining): in iteration j, S of tile j+1
+    // is issued before P V of tile j, and its softmax runs while P V is on the tensor cores.
+    // Tiles j and j+1 are in use, the stage of tile j-1 is refilled with tile j+STAGES-1. The
+    // prologue commits tiles 0..STAGES-2 as one group each, every iteration exactly one more.
+#pragma unroll
+    for (int st = 0; st < C::STAGES - 1; ++st) {
+      if (st < n_blocks) load_kv(st, st);
+      cp_async_commit();
+    }
+    cp_async_wait<C::STAGES - 2>();
+    fence_proxy_async();
+    __syncthreads();
+    bool grow = false;
+    if (n_blocks > 0) {
+      wg_issue_s<C>(s, q_wg, k_stage(0));
+      wg_wait<0>();
+      wg_fence_operand(s);
+      softmax(0);
+      wg_pack_p<C>(pr, s);
+    }
+    for (int j = 0; j < n_blocks; ++j) {
+      cp_async_wait<C::STAGES - 3>();
+      fence_proxy_async();
+      __syncthreads();  // tile j+1 visible; every warpgroup is done with tile j-1
+      const int refill = j + C::STAGES - 1;
+      if (refill < n_blocks) load_kv(refill, refill % C::STAGES);
+      cp_async_commit();
+      const bool next = j + 1 < n_blocks;
+      if (next) wg_issue_s<C>(s, q_wg, k_stage((j + 1) % C::STAGES));
+      wg_issue_pv<C>(acc, pr, v_stage(j % C::STAGES));
+      if (next) {
+        wg_wait<1>();
+        wg_fence_operand(s);
+        grow = softmax(j + 1);
+      }
+      wg_wait<0>();
+      wg_fence_operand(acc);
+      if (next) {
+        if (grow) wg_rescale<C>(acc, alpha);
+        wg_pack_p<C>(pr, s);
+      }
+    }
+  }
+  cp_async_wait<0>();
+  __syncthreads();  // every warpgroup is done with the tiles: their space stages the output
+
+  // Normalize, write O (through shared memory, for 16-byte coalesced stores) and the LSE.
+  const int g = lane / 4, t = lane % 4;
+  elem_bits* o_stage = reinterpret_cast<elem_bits*>(shared_raw);
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const float sum = quad_sum(row_sum[h]);
+    const float inv = sum > 0.f ? 1.f / sum : 0.f;
+    const int r = warp * 16 + g + h * 8;
+#pragma unroll
+    for (int df = 0; df < C::D / 8; ++df)
+      *reinterpret_cast<unsigned*>(&o_stage[r * C::O_PITCH + df * 8 + t * 2]) =
+          pack2<C::BF16>(acc[4 * df + 2 * h] * inv, acc[4 * df + 2 * h + 1] * inv);
+    if (t == 0 && m0 + r < p.q_len) {
+      const float lse =
+          sum > 0.f ? (row_max[h] * p.scale_log2 + log2f(sum)) * 0.69314718056f : neg_inf();
+      p.lse[((long long)batch * p.heads + head) * p.q_len + m0 + r] = lse;
+    }
+  }
+  __syncthreads();
+  elem_bits* o = static_cast<elem_bits*>(p.o) + batch * p.q_batch_stride + head * p.q_head_stride;
+  constexpr int CHUNKS = C::D / 8;
+  for (int c = threadIdx.x; c < C::BLOCK_M * CHUNKS; c += C::THREADS) {
+    const int r = c / CHUNKS, col = (c % CHUNKS) * 8;
+    if (m0 + r < p.q_len)
+      *reinterpret_cast<uint4*>(o + (m0 + r) * p.q_row_stride + col) =
+          *reinterpret_cast<const uint4*>(&o_stage[r * C::O_PITCH + col]);
+  }
+}
+
+}  // namespace attn_k
