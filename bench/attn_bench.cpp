@@ -1,8 +1,9 @@
 // attn-bench: one Google Benchmark per tuned shape of a results table, run with its tuned config.
 //   attn-bench results/h200/ci-smoke.csv --benchmark_format=json > new.json
 //   compare.py benchmarks old.json new.json        # Debian's libbenchmark-tools
-// GPU time comes from CUDA events (manual time, L2 flushed before each launch); TFLOPS and the
-// memory saving are counters; device, clocks and driver are in the context.
+// GPU time comes from device events (manual time, L2 flushed before each launch); TFLOPS and the
+// memory saving are counters; device, clocks and driver are in the context. On an AMD GPU (HIP
+// build) it runs the table's mfma rows; that path is compile-verified only.
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 
@@ -11,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/cuda/device.hpp"
+#include "backend/runtime.hpp"
 #include "report/best_table.hpp"
 #include "report/csv.hpp"
 #include "run/variant_runner.hpp"
@@ -23,7 +24,7 @@ using namespace attn;
 void run_one(benchmark::State& state, const record& tuned, const gpu_info& gpu, const compile_cache& cache) {
   std::unique_ptr<variant_runner> runner;
   try {
-    runner = std::make_unique<variant_runner>(tuned.shape, tuned.config, gpu, cache, 20261130);
+    runner = std::make_unique<variant_runner>(tuned.family, tuned.shape, tuned.config, gpu, cache, 20261130);
   } catch (const std::exception& e) {
     state.SkipWithError(e.what());
     return;
@@ -51,34 +52,33 @@ int main(int argc, char** argv) {
   }
   try {
     const auto table = best_table(read_csv(argv[1]));
+    const device_runtime& rt = runtime_for(detect_backend());
+    const bool hip = rt.kind() == backend::hip;
     std::string why;
-    if (cuda_device_count(&why) == 0) {
+    if (rt.device_count(&why) == 0) {
       std::fprintf(stderr, "error: no CUDA device (%s): attn-bench times kernels on a GPU\n", why.c_str());
       return 4;
     }
-    static const gpu_info gpu = open_cuda_device(0);
+    static const gpu_info gpu = rt.open_device(0);
     static const compile_cache cache(default_cache_dir());
-    int clock_khz = 0, mem_khz = 0, driver = 0;
-    cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, 0);
-    cudaDeviceGetAttribute(&mem_khz, cudaDevAttrMemoryClockRate, 0);
-    cudaDriverGetVersion(&driver);
     benchmark::AddCustomContext("device", gpu.desc.name);
     benchmark::AddCustomContext("arch", gpu.desc.arch);
-    benchmark::AddCustomContext("sm_count", std::to_string(gpu.desc.sm_count));
-    benchmark::AddCustomContext("sm_clock_max_mhz", std::to_string(clock_khz / 1000));
-    benchmark::AddCustomContext("memory_clock_max_mhz", std::to_string(mem_khz / 1000));
-    benchmark::AddCustomContext("cuda_driver", fmt::format("{}.{}", driver / 1000, driver % 1000 / 10));
-    benchmark::AddCustomContext("cuda_runtime", gpu.desc.cuda_version);
-    benchmark::AddCustomContext("nvrtc", gpu.desc.nvrtc_version);
+    benchmark::AddCustomContext(hip ? "cu_count" : "sm_count", std::to_string(gpu.desc.sm_count));
+    benchmark::AddCustomContext("sm_clock_max_mhz", std::to_string(gpu.clock_mhz));
+    benchmark::AddCustomContext("memory_clock_max_mhz", std::to_string(gpu.memory_clock_mhz));
+    benchmark::AddCustomContext(hip ? "hip_driver" : "cuda_driver", gpu.driver_version);
+    benchmark::AddCustomContext(hip ? "hip_runtime" : "cuda_runtime", gpu.desc.cuda_version);
+    benchmark::AddCustomContext(hip ? "hiprtc" : "nvrtc", gpu.desc.nvrtc_version);
     benchmark::AddCustomContext("results", argv[1]);
     static std::vector<record> tuned;
-    for (const auto& row : table) tuned.push_back(row.best);
+    for (const auto& row : table)
+      if (find_family(row.best.family).backend == gpu.backend) tuned.push_back(row.best);
     for (const record& r : tuned) {
       if (r.device.name != gpu.desc.name)
         std::fprintf(stderr, "note: %s was tuned on %s, running on %s\n", describe(r.shape).c_str(),
                      r.device.name.c_str(), gpu.desc.name.c_str());
       // Names are stable across commits so that compare.py pairs them: shape and config.
-      benchmark::RegisterBenchmark(fmt::format("fa2/{}/{}", describe(r.shape), name(r.config)).c_str(),
+      benchmark::RegisterBenchmark(fmt::format("{}/{}/{}", r.family, describe(r.shape), name(r.config)).c_str(),
                                    [&r](benchmark::State& st) { run_one(st, r, gpu, cache); })
           ->UseManualTime()
           ->Unit(benchmark::kMillisecond)

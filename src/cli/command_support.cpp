@@ -20,6 +20,8 @@ namespace attn {
 
 namespace {
 
+// Runs `configs` of shape s in a fresh attn-tune process (same seed, so the same inputs and
+// tolerance) and returns its records; empty when the child produced no CSV.
 std::vector<record> run_configs_in_child(const options& opt, const shape& s, const std::vector<tile_config>& configs,
                                          uint64_t seed, int device) {
   const std::string csv = fmt::format("{}/attn-tune-isolated-{}-{}.csv",
@@ -66,9 +68,6 @@ std::vector<record> run_configs_in_child(const options& opt, const shape& s, con
 
 bool not_run_message(const record& r) { return r.message.rfind("not run:", 0) == 0; }
 
-// tune(), and when a variant kills the CUDA context beyond repair in this process, the variants
-// it left are re-run in fresh processes, so one bad variant never ends the run. Once the
-// context is dead, later shapes of this process are tuned in child processes too.
 }  // namespace
 
 progress_line::progress_line() : m_tty(isatty(fileno(stderr)) != 0) {}
@@ -114,20 +113,26 @@ tune_options make_tune_options(const options& opt, progress_line& progress) {
   return t;
 }
 
-// Runs `configs` of shape s in a fresh attn-tune process (same seed, so the same inputs and
-// tolerance) and returns its records; empty when the child produced no CSV.
+const device_runtime* runtime_of(const options& opt) {
+  return opt.backend == "hip" ? hip_runtime() : &cuda_runtime();
+}
+
 bool have_device(const options& opt) {
-  if (opt.backend == "hip")
-    throw invalid_input(
-        "running on AMD GPUs is not implemented yet: the HIP backend compiles the mfma family "
-        "(attn-tune --backend hip --compile-only --arch gfx90a) but has no device, launch or timing path");
-  std::string why;
-  if (cuda_device_count(&why) > 0) return true;
+  const bool hip = opt.backend == "hip";
+  const device_runtime* rt = runtime_of(opt);
+  std::string why = "this attn-tune was built without HIP: install libamdhip64-dev and libhiprtc-builtins5, "
+                    "then rebuild";
+  if (rt && rt->device_count(&why) > 0) return true;
   fmt::print(stderr,
-             "error: no CUDA device available ({}).\nTiming needs a GPU. Without one, compile the "
-             "space and see registers/spills/shared memory with:\n  attn-tune --compile-only --arch sm_90a --shape {},{},{},{}\n",
-             why, opt.problem.batch, opt.problem.heads, opt.problem.q_len, opt.problem.head_dim);
+             "error: no {} device available ({}).\nTiming needs a GPU. Without one, compile the "
+             "space and see registers/spills/shared memory with:\n  attn-tune --compile-only {}--shape {},{},{},{}\n",
+             hip ? "HIP" : "CUDA", why, hip ? "--backend hip --arch gfx90a " : "--arch sm_90a ", opt.problem.batch,
+             opt.problem.heads, opt.problem.q_len, opt.problem.head_dim);
   return false;
+}
+
+gpu_info open_device(const options& opt, int ordinal) {
+  return runtime_for(opt.backend == "hip" ? backend::hip : backend::cuda).open_device(ordinal);
 }
 
 std::string best_path_for(const std::string& out) {

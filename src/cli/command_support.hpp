@@ -1,9 +1,10 @@
 #pragma once
 // What the commands share: progress on the terminal, the cache and tuning options from the
-// command line, the device check, and tuning that survives a variant killing the CUDA context.
+// command line, the device check and opening, and tuning that survives a variant killing the
+// device context.
 #include <string>
 
-#include "backend/cuda/device.hpp"
+#include "backend/runtime.hpp"
 #include "cli/options.hpp"
 #include "codegen/cache.hpp"
 #include "run/tuner.hpp"
@@ -24,13 +25,18 @@ class progress_line {
 std::string human_bytes(double bytes);
 compile_cache make_cache(const options& opt);
 tune_options make_tune_options(const options& opt, progress_line& progress);
-/// False (after saying why on stderr) when there is no CUDA device. Throws invalid_input for
-/// the HIP backend, whose runtime path (device, launch, timing) does not exist yet.
+/// The runtime of opt.backend (resolved by parse_options to cuda or hip); nullptr for hip in a
+/// build without HIP.
+const device_runtime* runtime_of(const options& opt);
+/// False (after saying why on stderr) when the backend has no device (or, for HIP, this build
+/// has no HIP): the command then exits with code 4.
 bool have_device(const options& opt);
+/// Opens device `ordinal` of the backend (have_device first). Throws device_error.
+gpu_info open_device(const options& opt, int ordinal);
 /// "x.best.csv" beside "x.csv".
 std::string best_path_for(const std::string& out);
 
-/// tune(), and when a variant kills the CUDA context beyond repair in this process, the
+/// tune(), and when a variant kills the device context beyond repair in this process, the
 /// variants it left are re-run in fresh processes, so one bad variant never ends the run. Once
 /// the context is dead, later shapes of this process are tuned in child processes too.
 tune_result tune_recovering(const options& opt, const shape& s, const gpu_info& gpu, const compile_cache& cache,

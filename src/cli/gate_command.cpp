@@ -43,7 +43,7 @@ int run_check(const options& opt) {
   const auto baseline = best_table(read_csv(opt.baseline));
   if (baseline.empty()) throw invalid_input(fmt::format("baseline '{}' has no shape with an ok variant", opt.baseline));
   if (!have_device(opt)) return 4;
-  const gpu_info gpu = open_cuda_device(opt.device);
+  const gpu_info gpu = open_device(opt, opt.device);
   const compile_cache cache = make_cache(opt);
   const std::string hash = fmt::format("{:016x}", cache.kernels().hash());
   progress_line progress;

@@ -6,6 +6,7 @@
 #include <cctype>
 #include <chrono>
 
+#include "backend/runtime.hpp"
 #include "codegen/cache.hpp"
 #include "codegen/family.hpp"
 
@@ -17,9 +18,9 @@ const char* description = R"(attn-tune: find the fastest launch configuration of
 for one problem shape on the GPU at hand.
 
 Every variant of the search space (BLOCK_M x BLOCK_N x warps x stages) is compiled at run time
-with NVRTC (in parallel, cached on disk), checked against a reference on fresh random inputs
-(poisoned outputs, fp32 GPU reference, float64 CPU check of sampled rows), timed with CUDA
-events (warm-up, L2 flushed, median and IQR), and ranked.
+with NVRTC (hiprtc for AMD GPUs; in parallel, cached on disk), checked against a reference on fresh
+random inputs (poisoned outputs, fp32 GPU reference, float64 CPU check of sampled rows), timed
+with device events (warm-up, L2 flushed, median and IQR), and ranked.
 TFLOPS = 4*B*H*Nq*Nkv*D / time, halved when causal.
 
 Examples:
@@ -46,6 +47,23 @@ std::string default_out_path(const std::string& device_name, const shape& s) {
                      to_string(s.layout), s.causal ? "-causal" : "");
 }
 
+backend choose_backend(const std::string& requested, const std::string& family, const std::string& arch,
+                       bool runs_on_device, const std::function<bool()>& hip_device_present) {
+  if (requested != "auto" && requested != "cuda" && requested != "hip")
+    throw invalid_input(fmt::format("invalid --backend '{}': expected auto, cuda or hip", requested));
+  if (!family.empty()) {
+    const kernel_family& f = find_family(family);
+    if (requested != "auto" && requested != to_string(f.backend))
+      throw invalid_input(fmt::format("--family {} runs on the {} backend, not --backend {}", family,
+                                      to_string(f.backend), requested));
+    return f.backend;
+  }
+  if (requested != "auto") return requested == "hip" ? backend::hip : backend::cuda;
+  if (arch.rfind("gfx", 0) == 0) return backend::hip;
+  if (!arch.empty()) return backend::cuda;
+  return runs_on_device && hip_device_present() ? backend::hip : backend::cuda;
+}
+
 bool parse_options(int argc, char** argv, options& out) {
   CLI::App app{description, "attn-tune"};
   app.get_formatter()->column_width(34);
@@ -68,8 +86,9 @@ bool parse_options(int argc, char** argv, options& out) {
       ->capture_default_str();
   app.add_option("--family", out.family, "Kernel family: fa2 (NVIDIA, mma.sync) or mfma (AMD, MFMA); default by backend");
   app.add_option("--backend", out.backend,
-                 "auto, cuda or hip. auto: hip for a gfx --arch, else cuda. The HIP backend compiles "
-                 "(--compile-only); running on AMD GPUs is not implemented yet")
+                 "auto, cuda or hip. auto: the --family's backend, else hip for a gfx --arch, else hip "
+                 "when an AMD GPU is present, else cuda. The AMD path is compile-verified only: it has "
+                 "not run on AMD hardware yet")
       ->capture_default_str();
   app.add_option("--space", space_tokens,
                  "Search space, axes not named keep their defaults, e.g. --space block_m=64,128 "
@@ -92,7 +111,7 @@ bool parse_options(int argc, char** argv, options& out) {
                  "Kernel development: compile the kernels/ sources of this directory instead of the "
                  "copy built into attn-tune");
   app.add_option("--jobs,-j", out.jobs, "Compile threads (default: all cores)");
-  app.add_option("--device", out.device, "CUDA device ordinal")->capture_default_str();
+  app.add_option("--device", out.device, "Device ordinal (CUDA or HIP)")->capture_default_str();
   app.add_option("--seed", seed_text, "Seed of the random inputs (default: from the clock, so every run checks fresh inputs)");
   app.add_option("--min-reps", out.min_reps, "Timed repetitions per variant, at least")->capture_default_str();
   app.add_option("--max-reps", out.max_reps, "Timed repetitions per variant, at most")->capture_default_str();
@@ -166,15 +185,13 @@ bool parse_options(int argc, char** argv, options& out) {
   s.layout = parse_layout(layout_text);
   validate(s);
   out.problem = s;
-  if (out.backend != "auto" && out.backend != "cuda" && out.backend != "hip")
-    throw invalid_input(fmt::format("invalid --backend '{}': expected auto, cuda or hip", out.backend));
-  const bool gfx = out.arch.rfind("gfx", 0) == 0;
-  if (out.family.empty()) out.family = out.backend == "hip" || (out.backend == "auto" && gfx) ? "mfma" : "fa2";
+  const bool runs_on_device =
+      !out.compile_only && (out.command == command::tune || out.command == command::sweep || out.command == command::check);
+  const backend chosen = choose_backend(out.backend, out.family, out.arch, runs_on_device,
+                                        [] { return detect_backend() == backend::hip; });
+  out.backend = to_string(chosen);
+  if (out.family.empty()) out.family = default_family(chosen).name;
   const kernel_family& family = find_family(out.family);
-  if (out.backend != "auto" && out.backend != to_string(family.backend))
-    throw invalid_input(fmt::format("--family {} runs on the {} backend, not --backend {}", out.family,
-                                    to_string(family.backend), out.backend));
-  out.backend = to_string(family.backend);
   if (out.arch.empty()) out.arch = family.backend == backend::cuda ? "sm_90a" : "gfx90a";
   if ((family.backend == backend::cuda) == (out.arch.rfind("sm_", 0) != 0))
     throw invalid_input(fmt::format("--arch {} is not a {} target (family {})", out.arch, out.backend, out.family));

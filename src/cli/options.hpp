@@ -1,9 +1,11 @@
 #pragma once
 // Command-line options of attn-tune, parsed and validated where they enter.
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
+#include "codegen/family.hpp"
 #include "plan/config.hpp"
 #include "plan/shape.hpp"
 
@@ -15,7 +17,7 @@ struct options {
   attn::command command = command::tune;
   shape problem;
   std::string family;            ///< empty: fa2 for CUDA, mfma for HIP
-  std::string backend = "auto";  ///< auto, cuda or hip
+  std::string backend = "auto";  ///< auto, cuda or hip; after parse_options: cuda or hip
   search_space space;
   std::string out;       ///< CSV path; empty = default under results/
   std::string dump_dir;  ///< empty = no dump
@@ -50,6 +52,13 @@ struct options {
 /// Parses argv. Returns false after printing --help/--version (exit 0). Throws invalid_input
 /// naming the bad value, or CLI::ParseError for malformed command lines.
 bool parse_options(int argc, char** argv, options& out);
+
+/// The backend a command runs on, from --backend, --family and --arch as given (empty when not
+/// given). Throws invalid_input for an unknown backend or family, or a family of another backend.
+/// auto: the family's backend; else hip for a gfx --arch, cuda for an sm_ one; else, for a command
+/// that runs on a device, hip when `hip_device_present()` (asked only then), else cuda.
+backend choose_backend(const std::string& requested, const std::string& family, const std::string& arch,
+                       bool runs_on_device, const std::function<bool()>& hip_device_present);
 
 /// "nvidia-h200" from "NVIDIA H200": lower case, runs of other characters as one '-'.
 std::string device_slug(const std::string& name);

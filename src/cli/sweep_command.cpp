@@ -73,11 +73,10 @@ int run_sweep(const options& opt) {
   if (opt.compile_only) return compile_sweep(opt, rows);
   if (!have_device(opt)) return 4;
   std::vector<int> devices = opt.devices.empty() ? std::vector<int>{opt.device} : opt.devices;
-  std::string why;
-  const int count = cuda_device_count(&why);
+  const int count = runtime_of(opt)->device_count(nullptr);
   for (int d : devices)
     if (d >= count) throw invalid_input(fmt::format("invalid --devices: device {} does not exist ({} found)", d, count));
-  const gpu_info first = open_cuda_device(devices.front());
+  const gpu_info first = open_device(opt, devices.front());
   const std::string stem = std::filesystem::path(opt.sweep_file).stem().string();
   const std::string out = !opt.out.empty() ? opt.out
                                            : fmt::format("results/{}/{}.csv", device_slug(first.desc.name), stem);
@@ -112,7 +111,7 @@ int run_sweep(const options& opt) {
   // One worker per GPU; each takes the next row not yet done. Results are written after every
   // shape, atomically, so an interrupted sweep loses at most the shapes in flight.
   auto worker = [&](int device) {
-    const gpu_info gpu = open_cuda_device(device);  // the thread's current device
+    const gpu_info gpu = open_device(opt, device);  // the thread's current device
     bool context_dead = false;
     for (size_t i; (i = next++) < rows.size();) {
       if (done[i]) continue;

@@ -59,12 +59,17 @@ int run_tune(const options& opt) {
   }
 
   if (!have_device(opt)) return 4;
-  const gpu_info gpu = open_cuda_device(opt.device);
+  const gpu_info gpu = open_device(opt, opt.device);
   const std::string out = opt.out.empty() ? default_out_path(gpu.desc.name, opt.problem) : opt.out;
   check_writable(out);
-  fmt::print("attn-tune {}: {} on {} ({}, {} SMs, CUDA {}, NVRTC {}), seed {}\n", opt.family,
-             describe(opt.problem), gpu.desc.name, gpu.desc.arch, gpu.desc.sm_count,
-             gpu.desc.cuda_version, gpu.desc.nvrtc_version, opt.seed);
+  if (gpu.backend == backend::cuda)
+    fmt::print("attn-tune {}: {} on {} ({}, {} SMs, CUDA {}, NVRTC {}), seed {}\n", opt.family,
+               describe(opt.problem), gpu.desc.name, gpu.desc.arch, gpu.desc.sm_count,
+               gpu.desc.cuda_version, gpu.desc.nvrtc_version, opt.seed);
+  else
+    fmt::print("attn-tune {}: {} on {} ({}, {} CUs, {}, hiprtc {}), seed {}\n", opt.family, describe(opt.problem),
+               gpu.desc.name, gpu.desc.arch, gpu.desc.sm_count, gpu.desc.cuda_version, gpu.desc.nvrtc_version,
+               opt.seed);
   bool context_dead = false;
   const tune_result r = tune_recovering(opt, opt.problem, gpu, cache, t, context_dead);
   progress.done();

@@ -1,39 +1,38 @@
 #include "run/timer.hpp"
 
+#include <algorithm>
 #include <utility>
 #include <vector>
 
-#include "backend/cuda/check.hpp"
-
 namespace attn {
 
-void l2_flusher::flush(cudaStream_t stream) {
-  ATTN_CUDA_CHECK(cudaMemsetAsync(m_buffer.get(), ++m_round & 0xff,
-                                  static_cast<size_t>(m_buffer.bytes()), stream));
+void l2_flusher::flush(stream_t stream) {
+  m_rt->memset_async(m_buffer.get(), ++m_round & 0xff, m_buffer.bytes(), stream);
 }
 
-event_pair::event_pair() {
-  ATTN_CUDA_CHECK(cudaEventCreate(&m_start));
-  ATTN_CUDA_CHECK(cudaEventCreate(&m_stop));
+event_pair::event_pair(const device_runtime& rt) : m_rt(&rt) {
+  m_start = rt.create_event();
+  try {
+    m_stop = rt.create_event();
+  } catch (...) {
+    rt.destroy_event(m_start);
+    throw;
+  }
 }
 event_pair::~event_pair() {
-  if (m_start) cudaEventDestroy(m_start);
-  if (m_stop) cudaEventDestroy(m_stop);
+  if (m_start) m_rt->destroy_event(m_start);
+  if (m_stop) m_rt->destroy_event(m_stop);
 }
 event_pair::event_pair(event_pair&& o) noexcept
-    : m_start(std::exchange(o.m_start, nullptr)), m_stop(std::exchange(o.m_stop, nullptr)) {}
-void event_pair::start(cudaStream_t s) { ATTN_CUDA_CHECK(cudaEventRecord(m_start, s)); }
-void event_pair::stop(cudaStream_t s) { ATTN_CUDA_CHECK(cudaEventRecord(m_stop, s)); }
-float event_pair::elapsed_ms() const {
-  float ms = 0;
-  ATTN_CUDA_CHECK(cudaEventElapsedTime(&ms, m_start, m_stop));
-  return ms;
-}
+    : m_rt(o.m_rt), m_start(std::exchange(o.m_start, nullptr)), m_stop(std::exchange(o.m_stop, nullptr)) {}
+void event_pair::start(stream_t s) { m_rt->record_event(m_start, s); }
+void event_pair::stop(stream_t s) { m_rt->record_event(m_stop, s); }
+float event_pair::elapsed_ms() const { return m_rt->elapsed_ms(m_start, m_stop); }
 
-summary time_kernel(const std::function<void(cudaStream_t)>& launch, l2_flusher& flusher,
-                    const timing_options& options, cudaStream_t stream) {
+summary time_kernel(const device_runtime& rt, const std::function<void(stream_t)>& launch, l2_flusher& flusher,
+                    const timing_options& options, stream_t stream) {
   for (int i = 0; i < options.warmup; ++i) launch(stream);
-  ATTN_CUDA_CHECK(cudaStreamSynchronize(stream));
+  rt.synchronize(stream);
   std::vector<double> samples;
   double total = 0;
   // Batches of repetitions: events of one batch are read after one synchronization.
@@ -44,12 +43,12 @@ summary time_kernel(const std::function<void(cudaStream_t)>& launch, l2_flusher&
     events.reserve(batch);
     for (int i = 0; i < batch; ++i) {
       flusher.flush(stream);
-      events.emplace_back();
+      events.emplace_back(rt);
       events.back().start(stream);
       launch(stream);
       events.back().stop(stream);
     }
-    ATTN_CUDA_CHECK(cudaStreamSynchronize(stream));
+    rt.synchronize(stream);
     for (const auto& e : events) {
       samples.push_back(e.elapsed_ms());
       total += samples.back();

@@ -1,11 +1,9 @@
 #pragma once
-// Kernel timing: CUDA events around each launch, warm-up first, L2 flushed before every
+// Kernel timing: device events around each launch, warm-up first, L2 flushed before every
 // repetition (cold-cache numbers, as a real model sees them), median and IQR of the repetitions.
-#include <cuda_runtime_api.h>
-
 #include <functional>
 
-#include "backend/cuda/memory.hpp"
+#include "backend/resources.hpp"
 #include "run/stats.hpp"
 
 namespace attn {
@@ -20,10 +18,11 @@ struct timing_options {
 /// Writes a buffer of twice the L2 size, so that no input stays cached between repetitions.
 class l2_flusher {
  public:
-  explicit l2_flusher(int64_t l2_bytes) : m_buffer(2 * l2_bytes) {}
-  void flush(cudaStream_t stream);
+  l2_flusher(const device_runtime& rt, int64_t l2_bytes) : m_rt(&rt), m_buffer(rt, 2 * l2_bytes) {}
+  void flush(stream_t stream);
 
  private:
+  const device_runtime* m_rt;
   device_buffer m_buffer;
   int m_round = 0;
 };
@@ -31,22 +30,23 @@ class l2_flusher {
 /// Event pair: movable, not copyable; the destructor never throws.
 class event_pair {
  public:
-  event_pair();
+  explicit event_pair(const device_runtime& rt);
   ~event_pair();
   event_pair(event_pair&& o) noexcept;
   event_pair(const event_pair&) = delete;
   event_pair& operator=(const event_pair&) = delete;
   event_pair& operator=(event_pair&&) = delete;
-  void start(cudaStream_t s);
-  void stop(cudaStream_t s);
+  void start(stream_t s);
+  void stop(stream_t s);
   float elapsed_ms() const;  ///< after synchronization
 
  private:
-  cudaEvent_t m_start = nullptr, m_stop = nullptr;
+  const device_runtime* m_rt;
+  event_t m_start = nullptr, m_stop = nullptr;
 };
 
-/// Times `launch` (which enqueues one kernel on the stream). Throws cuda_error on failure.
-summary time_kernel(const std::function<void(cudaStream_t)>& launch, l2_flusher& flusher,
-                    const timing_options& options, cudaStream_t stream);
+/// Times `launch` (which enqueues one kernel on the stream). Throws device_error on failure.
+summary time_kernel(const device_runtime& rt, const std::function<void(stream_t)>& launch, l2_flusher& flusher,
+                    const timing_options& options, stream_t stream);
 
 }  // namespace attn

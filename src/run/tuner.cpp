@@ -6,7 +6,6 @@
 #include <filesystem>
 #include <memory>
 #include <random>
-#include <thread>
 
 #include <fmt/format.h>
 
@@ -28,9 +27,9 @@ double seconds_since(clock_type::time_point t) {
 constexpr double lse_tolerance = 1e-3;  // both sides compute the LSE in fp32
 
 template <class T>
-std::vector<T> to_host(const device_buffer& b) {
+std::vector<T> to_host(const device_runtime& rt, const device_buffer& b) {
   std::vector<T> out(static_cast<size_t>(b.bytes()) / sizeof(T));
-  ATTN_CUDA_CHECK(cudaMemcpy(out.data(), b.get(), out.size() * sizeof(T), cudaMemcpyDeviceToHost));
+  rt.copy_to_host(out.data(), b.get(), static_cast<int64_t>(out.size() * sizeof(T)));
   return out;
 }
 
@@ -46,9 +45,9 @@ struct cpu_sample {
   double lse;
 };
 
-std::vector<cpu_sample> cpu_samples(const problem& pr, int count, uint64_t seed) {
+std::vector<cpu_sample> cpu_samples(const device_runtime& rt, const problem& pr, int count, uint64_t seed) {
   const shape& s = pr.shp;
-  const auto q = to_host<uint16_t>(pr.q), k = to_host<uint16_t>(pr.k), v = to_host<uint16_t>(pr.v);
+  const auto q = to_host<uint16_t>(rt, pr.q), k = to_host<uint16_t>(rt, pr.k), v = to_host<uint16_t>(rt, pr.v);
   std::mt19937_64 rng(seed ^ 0x5eed);
   std::vector<cpu_sample> samples = {{0, 0, 0, {}, 0},
                                      {s.batch - 1, s.heads - 1, s.q_len - 1, {}, 0}};
@@ -76,17 +75,16 @@ std::vector<cpu_sample> cpu_samples(const problem& pr, int count, uint64_t seed)
 }
 
 // Largest |error| of the sampled rows; NaN if any output is not finite.
-double cpu_sample_error(const problem& pr, const std::vector<cpu_sample>& samples) {
+double cpu_sample_error(const device_runtime& rt, const problem& pr, const std::vector<cpu_sample>& samples) {
   const shape& s = pr.shp;
   const int64_t d = s.head_dim;
   double worst = 0;
   std::vector<uint16_t> row(d);
   for (const auto& smp : samples) {
     const int64_t o0 = element_offset(s.layout, s.heads, s.q_len, d, smp.b, smp.h, smp.i);
-    ATTN_CUDA_CHECK(cudaMemcpy(row.data(), pr.o.as<uint16_t>() + o0, d * 2, cudaMemcpyDeviceToHost));
+    rt.copy_to_host(row.data(), pr.o.as<uint16_t>() + o0, d * 2);
     float lse = 0;
-    ATTN_CUDA_CHECK(cudaMemcpy(&lse, pr.lse.as<float>() + (smp.b * s.heads + smp.h) * s.q_len + smp.i,
-                               sizeof lse, cudaMemcpyDeviceToHost));
+    rt.copy_to_host(&lse, pr.lse.as<float>() + (smp.b * s.heads + smp.h) * s.q_len + smp.i, sizeof lse);
     for (int64_t x = 0; x < d; ++x) {
       const double e = std::fabs(elem_to_float(s.dtype, row[x]) - smp.out[x]);
       if (!std::isfinite(e)) return NAN;
@@ -98,56 +96,22 @@ double cpu_sample_error(const problem& pr, const std::vector<cpu_sample>& sample
   return worst;
 }
 
-}  // namespace
-
-void launch_variant(cudaKernel_t kernel, const record& r, const problem& pr, cudaStream_t stream) {
-  attn_k::fwd_params p = pr.params();
-  void* args[] = {&p};
-  const shape& s = pr.shp;
-  const dim3 grid(static_cast<unsigned>((s.q_len + r.config.block_m - 1) / r.config.block_m),
-                  static_cast<unsigned>(s.heads), static_cast<unsigned>(s.batch));
-  launch(kernel, grid, dim3(r.config.warps * 32), static_cast<int>(r.shared_memory_bytes), stream,
-         args);
-}
-
-namespace {
-
-bool context_lost() {
-  // Sticky errors (illegal address, ...) survive cudaGetLastError; later work fails too.
-  return cudaDeviceSynchronize() != cudaSuccess;
-}
-
-// After a sticky error: a new primary context. The driver may need a moment to recover the
-// device, so the first use is retried for up to ~5 s.
-bool reset_device(int ordinal) {
-  cudaDeviceReset();
-  for (int attempt = 0; attempt < 20; ++attempt) {
-    if (cudaSetDevice(ordinal) == cudaSuccess && cudaFree(nullptr) == cudaSuccess) return true;
-    cudaGetLastError();
-    std::this_thread::sleep_for(std::chrono::milliseconds(250));
-    cudaDeviceReset();
-  }
-  return false;
-}
-
 // Verifies one compiled variant, then times it if it is right.
 void run_variant(variant& v, const problem& pr, const reference_outputs& ref,
                  const std::vector<cpu_sample>& samples, const support_kernels& support,
                  const gpu_info& gpu, l2_flusher& flusher, const timing_options& timing,
-                 double allowed, cudaStream_t stream) {
+                 double allowed, stream_t stream) {
   record& r = v.rec;
-  loaded_module module(v.cubin);
-  const cudaKernel_t kernel = module.kernel(fa2_family().kernel_symbol.c_str());
-  if (r.shared_memory_bytes > 48 * 1024)
-    set_dynamic_shared_memory(kernel, static_cast<int>(r.shared_memory_bytes), gpu.ordinal);
+  const device_runtime& rt = support.rt;
+  const loaded_variant kernel = load_variant(rt, v.cubin, r, gpu.ordinal);
   poison_outputs(support, pr, stream);
-  launch_variant(kernel, r, pr, stream);
-  ATTN_CUDA_CHECK(cudaStreamSynchronize(stream));
+  launch_variant(rt, kernel, r, pr, stream);
+  rt.synchronize(stream);
 
   const error_stats o_err = element_error(support, pr.o.get(), ref.o_full.as<float>(), pr.q_elements());
   const error_stats lse_err = float_error(support, pr.lse.as<float>(), ref.lse_full.as<float>(),
                                           lse_bytes(pr.shp) / 4);
-  const double cpu_err = cpu_sample_error(pr, samples);
+  const double cpu_err = cpu_sample_error(rt, pr, samples);
   r.max_error = std::max(o_err.max_error, std::isnan(cpu_err) ? 0.0 : cpu_err);
   r.allowed_error = allowed;
   if (o_err.bad > 0 || lse_err.bad > 0) {
@@ -167,8 +131,8 @@ void run_variant(variant& v, const problem& pr, const reference_outputs& ref,
   }
   if (r.status == status::wrong) return;
 
-  const summary t = time_kernel([&](cudaStream_t st) { launch_variant(kernel, r, pr, st); },
-                                flusher, timing, stream);
+  const summary t = time_kernel(rt, [&](stream_t st) { launch_variant(rt, kernel, r, pr, st); }, flusher,
+                                timing, stream);
   r.status = status::ok;
   r.reps = t.count;
   r.median_ms = t.median;
@@ -230,14 +194,18 @@ tune_result tune(const shape& s, const gpu_info& gpu, const compile_cache& cache
   const auto start = clock_type::now();
   validate(s);
   check_grid_limits(s);
+  const device_runtime& rt = runtime_of(gpu);
+  const kernel_family& family = find_family(options.family);
+  if (family.backend != gpu.backend)
+    throw invalid_input(fmt::format("family {} runs on the {} backend, but {} is a {} device", family.name,
+                                    to_string(family.backend), gpu.desc.name, to_string(gpu.backend)));
   const int64_t needed = tuning_memory_bytes(s, gpu.l2_bytes, options.reference_chunk_bytes);
-  const int64_t free_bytes = free_device_memory();
+  const int64_t free_bytes = rt.free_memory();
   if (needed > free_bytes)
     throw invalid_input(fmt::format(
         "shape {} needs {:.2f} GiB of device memory to tune (inputs, outputs, reference), but only "
         "{:.2f} GiB of {} are free",
         describe(s), needed / 1073741824.0, free_bytes / 1073741824.0, gpu.desc.name));
-  const kernel_family& family = find_family(options.family);
   auto say = [&](const std::string& line) { if (options.progress) options.progress(line); };
 
   tune_result result;
@@ -249,27 +217,24 @@ tune_result tune(const shape& s, const gpu_info& gpu, const compile_cache& cache
   result.compile_seconds = seconds_since(compile_start);
   result.pruning = pruning_summary(variants);
 
-  // Everything the checks need on the device. Rebuilt after a variant kills the CUDA context
-  // (an illegal address is sticky): a device reset, then the same seed gives the same inputs.
+  // Everything the checks need on the device. Rebuilt after a variant kills the context (an
+  // illegal address is sticky): a device reset, then the same seed gives the same inputs.
   struct checking_state {
     std::unique_ptr<support_kernels> support;
     std::unique_ptr<problem> pr;
     reference_outputs ref;
     std::vector<cpu_sample> samples;
     std::unique_ptr<l2_flusher> flusher;
-    cudaStream_t stream = nullptr;
-    ~checking_state() {
-      if (stream) cudaStreamDestroy(stream);
-    }
+    std::unique_ptr<device_stream> stream;
   };
   auto make_state = [&] {
     auto st = std::make_unique<checking_state>();
-    st->support = load_support(cache, s.dtype, gpu.desc.arch);
+    st->support = load_support(rt, cache, s.dtype, gpu.desc.arch);
     st->pr = std::make_unique<problem>(s, *st->support, options.seed);
     st->ref = compute_reference(*st->support, *st->pr, options.reference_chunk_bytes);
-    st->samples = cpu_samples(*st->pr, options.cpu_check_rows, options.seed);
-    st->flusher = std::make_unique<l2_flusher>(gpu.l2_bytes);
-    ATTN_CUDA_CHECK(cudaStreamCreateWithFlags(&st->stream, cudaStreamNonBlocking));
+    st->samples = cpu_samples(rt, *st->pr, options.cpu_check_rows, options.seed);
+    st->flusher = std::make_unique<l2_flusher>(rt, gpu.l2_bytes);
+    st->stream = std::make_unique<device_stream>(rt);
     return st;
   };
   say("reference: fresh random inputs, fp32 and naive low-precision attention on the GPU");
@@ -282,6 +247,7 @@ tune_result tune(const shape& s, const gpu_info& gpu, const compile_cache& cache
       variants.begin(), variants.end(), [](const variant& v) { return v.rec.status == status::compiled; }));
   int ran = 0;
   bool lost = false;
+  const char* vendor = gpu.backend == backend::cuda ? "CUDA" : "HIP";
   for (auto& v : variants) {
     record& r = v.rec;
     r.fused_extra_bytes = fused_extra;
@@ -291,24 +257,25 @@ tune_result tune(const shape& s, const gpu_info& gpu, const compile_cache& cache
     result.cached += r.cached ? 1 : 0;
     if (lost) {
       r.status = status::launch_error;
-      r.message = "not run: an earlier variant lost the CUDA context and the device could not be reset";
+      r.message = fmt::format("not run: an earlier variant lost the {} context and the device could not be reset",
+                              vendor);
       result.not_run.push_back(static_cast<size_t>(&v - variants.data()));
       continue;
     }
     say(fmt::format("verifying and timing {}/{}: {}", ++ran, to_run, name(r.config)));
     try {
       run_variant(v, *state->pr, state->ref, state->samples, *state->support, gpu, *state->flusher, options.timing,
-                  result.allowed_error, state->stream);
+                  result.allowed_error, state->stream->get());
     } catch (const std::exception& e) {
       r.status = status::launch_error;
       r.message = e.what();
-      if (context_lost()) {
+      if (rt.context_lost()) {
         state.reset();
-        if (reset_device(gpu.ordinal)) {
-          r.message += " (the CUDA context was lost; the device was reset and the run goes on)";
+        if (rt.reset_device(gpu.ordinal)) {
+          r.message += fmt::format(" (the {} context was lost; the device was reset and the run goes on)", vendor);
           state = make_state();
         } else {
-          r.message += " (the CUDA context was lost and the device could not be reset)";
+          r.message += fmt::format(" (the {} context was lost and the device could not be reset)", vendor);
           lost = true;
         }
       }
@@ -356,22 +323,20 @@ void dump_best(const shape& s, const gpu_info& gpu, const compile_cache& cache,
                const tune_result& result, uint64_t seed, const std::string& dir) {
   if (!result.best) throw std::runtime_error("--dump: no variant passed, nothing to dump");
   const record& r = result.records[*result.best];
-  const auto support = load_support(cache, s.dtype, gpu.desc.arch);
+  const device_runtime& rt = runtime_of(gpu);
+  const auto support = load_support(rt, cache, s.dtype, gpu.desc.arch);
   const problem pr(s, *support, seed);
   // The winner may have been compiled in another process (isolated re-runs): the cache has it.
-  const kernel_family& family = fa2_family();
+  const kernel_family& family = find_family(r.family);
   const std::string cubin = !result.best_cubin.empty()
                                 ? result.best_cubin
                                 : compile_with_cache(cache, family.instantiation(r.config, s), gpu.desc.arch,
-                                                     family.compile_options)
+                                                     family.compile_options, family.backend)
                                       .result.cubin;
-  loaded_module module(cubin);
-  const cudaKernel_t kernel = module.kernel(family.kernel_symbol.c_str());
-  if (r.shared_memory_bytes > 48 * 1024)
-    set_dynamic_shared_memory(kernel, static_cast<int>(r.shared_memory_bytes), gpu.ordinal);
+  const loaded_variant kernel = load_variant(rt, cubin, r, gpu.ordinal);
   poison_outputs(*support, pr, nullptr);
-  launch_variant(kernel, r, pr, nullptr);
-  ATTN_CUDA_CHECK(cudaDeviceSynchronize());
+  launch_variant(rt, kernel, r, pr, nullptr);
+  rt.synchronize_device();
 
   const bool q_major = s.layout == layout::bhsd;
   const std::vector<int64_t> q_dims = q_major ? std::vector<int64_t>{s.batch, s.heads, s.q_len, s.head_dim}
@@ -380,7 +345,7 @@ void dump_best(const shape& s, const gpu_info& gpu, const compile_cache& cache,
                                                : std::vector<int64_t>{s.batch, s.kv_len, s.kv_heads, s.head_dim};
   std::filesystem::create_directories(dir);
   auto write = [&](const std::string& file, const device_buffer& b, const std::vector<int64_t>& dims) {
-    const auto bits = to_host<uint16_t>(b);
+    const auto bits = to_host<uint16_t>(rt, b);
     const std::string path = dir + "/" + file;
     if (s.dtype == dtype::fp16) {
       write_npy_f16(path, bits.data(), dims);
@@ -394,7 +359,7 @@ void dump_best(const shape& s, const gpu_info& gpu, const compile_cache& cache,
   write("k.npy", pr.k, kv_dims);
   write("v.npy", pr.v, kv_dims);
   write("o.npy", pr.o, q_dims);
-  const auto lse = to_host<float>(pr.lse);
+  const auto lse = to_host<float>(rt, pr.lse);
   write_npy_f32(dir + "/lse.npy", lse.data(), {s.batch, s.heads, s.q_len});
 }
 

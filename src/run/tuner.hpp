@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/cuda/device.hpp"
+#include "backend/runtime.hpp"
 #include "codegen/cache.hpp"
 #include "codegen/compile_pool.hpp"
 #include "run/timer.hpp"
@@ -14,7 +14,7 @@
 namespace attn {
 
 struct tune_options {
-  std::string family = "fa2";
+  std::string family = "fa2";  ///< must run on the device's backend (mfma on HIP)
   search_space space = default_space();
   std::vector<tile_config> configs;  ///< when not empty: exactly these, instead of `space`
   int jobs = 0;  ///< compile threads; 0 = all cores
@@ -33,7 +33,7 @@ struct tune_result {
   int compiled = 0, cached = 0;
   std::string pruning;  ///< pruning_summary()
   std::string best_cubin;
-  /// Indices of records not run because an earlier variant lost the CUDA context and the device
+  /// Indices of records not run because an earlier variant lost the device context and the device
   /// could not be reset in this process (the command line re-runs them in a fresh process).
   std::vector<size_t> not_run;
 };
@@ -50,7 +50,8 @@ void assign_ranks(std::vector<record>& rows, std::optional<size_t> best);
 /// Device memory a tuning run of s needs (inputs, outputs, reference, L2 flush buffer).
 int64_t tuning_memory_bytes(const shape& s, int64_t l2_bytes, int64_t reference_chunk_bytes);
 
-/// Throws invalid_input when the shape cannot run on the device (too large for memory or grid).
+/// Throws invalid_input when the shape cannot run on the device (too large for memory or grid),
+/// or when options.family is not of the device's backend.
 tune_result tune(const shape& s, const gpu_info& gpu, const compile_cache& cache,
                  const tune_options& options);
 

@@ -2,13 +2,13 @@
 
 #include <fmt/format.h>
 
-#include "run/launch.hpp"
-
 namespace attn {
 
-variant_runner::variant_runner(const shape& s, const tile_config& c, const gpu_info& gpu,
-                               const compile_cache& cache, uint64_t seed) {
+variant_runner::variant_runner(const std::string& family, const shape& s, const tile_config& c,
+                               const gpu_info& gpu, const compile_cache& cache, uint64_t seed)
+    : m_rt(runtime_of(gpu)) {
   tune_options t;
+  t.family = family;
   t.space = {{c.block_m}, {c.block_n}, {c.warps}, {c.stages}};
   t.seed = seed;
   t.timing.min_reps = t.timing.max_reps = 3;
@@ -18,29 +18,22 @@ variant_runner::variant_runner(const shape& s, const tile_config& c, const gpu_i
   if (m_record.status != status::ok)
     throw std::runtime_error(fmt::format("{} on {} is {}: {}", name(c), describe(s), to_string(m_record.status),
                                          m_record.message));
-  m_support = load_support(cache, s.dtype, gpu.desc.arch);
+  m_support = load_support(m_rt, cache, s.dtype, gpu.desc.arch);
   m_problem = std::make_unique<problem>(s, *m_support, seed + 1);
-  m_module = std::make_unique<loaded_module>(r.best_cubin);
-  m_kernel = m_module->kernel(fa2_family().kernel_symbol.c_str());
-  if (m_record.shared_memory_bytes > 48 * 1024)
-    set_dynamic_shared_memory(m_kernel, static_cast<int>(m_record.shared_memory_bytes), gpu.ordinal);
-  m_flusher = std::make_unique<l2_flusher>(gpu.l2_bytes);
-  ATTN_CUDA_CHECK(cudaStreamCreateWithFlags(&m_stream, cudaStreamNonBlocking));
-  for (int i = 0; i < 3; ++i) launch_variant(m_kernel, m_record, *m_problem, m_stream);  // warm-up
-  ATTN_CUDA_CHECK(cudaStreamSynchronize(m_stream));
-}
-
-variant_runner::~variant_runner() {
-  if (m_stream) cudaStreamDestroy(m_stream);
+  m_kernel = std::make_unique<loaded_variant>(load_variant(m_rt, r.best_cubin, m_record, gpu.ordinal));
+  m_flusher = std::make_unique<l2_flusher>(m_rt, gpu.l2_bytes);
+  m_stream = std::make_unique<device_stream>(m_rt);
+  for (int i = 0; i < 3; ++i) launch_variant(m_rt, *m_kernel, m_record, *m_problem, m_stream->get());  // warm-up
+  m_rt.synchronize(m_stream->get());
 }
 
 double variant_runner::time_once() {
-  m_flusher->flush(m_stream);
-  event_pair events;
-  events.start(m_stream);
-  launch_variant(m_kernel, m_record, *m_problem, m_stream);
-  events.stop(m_stream);
-  ATTN_CUDA_CHECK(cudaStreamSynchronize(m_stream));
+  m_flusher->flush(m_stream->get());
+  event_pair events(m_rt);
+  events.start(m_stream->get());
+  launch_variant(m_rt, *m_kernel, m_record, *m_problem, m_stream->get());
+  events.stop(m_stream->get());
+  m_rt.synchronize(m_stream->get());
   return events.elapsed_ms();
 }
 

@@ -3,6 +3,7 @@
 // tuner, then timed one launch at a time with events and a cold L2.
 #include <memory>
 
+#include "run/launch.hpp"
 #include "run/timer.hpp"
 #include "run/tuner.hpp"
 #include "verify/gpu_reference.hpp"
@@ -11,11 +12,10 @@ namespace attn {
 
 class variant_runner {
  public:
-  /// Compiles (through the cache) and verifies the config on fresh inputs; throws
+  /// Compiles (through the cache) and verifies the config of `family` on fresh inputs; throws
   /// std::runtime_error with the reason when it is not ok.
-  variant_runner(const shape& s, const tile_config& c, const gpu_info& gpu, const compile_cache& cache,
-                 uint64_t seed);
-  ~variant_runner();
+  variant_runner(const std::string& family, const shape& s, const tile_config& c, const gpu_info& gpu,
+                 const compile_cache& cache, uint64_t seed);
   variant_runner(const variant_runner&) = delete;
   variant_runner& operator=(const variant_runner&) = delete;
 
@@ -24,13 +24,13 @@ class variant_runner {
   const record& verified() const { return m_record; }
 
  private:
+  const device_runtime& m_rt;
   record m_record;
   std::unique_ptr<support_kernels> m_support;
   std::unique_ptr<problem> m_problem;
-  std::unique_ptr<loaded_module> m_module;
-  cudaKernel_t m_kernel = nullptr;
+  std::unique_ptr<loaded_variant> m_kernel;
   std::unique_ptr<l2_flusher> m_flusher;
-  cudaStream_t m_stream = nullptr;
+  std::unique_ptr<device_stream> m_stream;
 };
 
 }  // namespace attn

@@ -6,17 +6,13 @@
 
 #include <fmt/format.h>
 
-#include "backend/cuda/device.hpp"
-
 namespace attn {
 
 namespace {
 
 constexpr int error_blocks = 1024;
 
-dim3 blocks_for(int64_t n) {
-  return dim3(static_cast<unsigned>(std::clamp<int64_t>((n + 255) / 256, 1, 4096)));
-}
+dims3 blocks_for(int64_t n) { return {static_cast<unsigned>(std::clamp<int64_t>((n + 255) / 256, 1, 4096))}; }
 
 }  // namespace
 
@@ -26,13 +22,13 @@ std::vector<std::string> support_options(dtype t) {
   return {"-DATTN_SUPPORT_MODULE", fmt::format("-DATTN_BF16={}", t == dtype::bf16 ? 1 : 0)};
 }
 
-std::unique_ptr<support_kernels> load_support(const compile_cache& cache, dtype t,
+std::unique_ptr<support_kernels> load_support(const device_runtime& rt, const compile_cache& cache, dtype t,
                                               const std::string& arch) {
-  auto compiled = compile_with_cache(cache, support_source(), arch, support_options(t));
+  auto compiled = compile_with_cache(cache, support_source(), arch, support_options(t), rt.kind());
   if (!compiled.result.ok)
     throw std::runtime_error("the support module (kernels/reference.cuh) does not compile:\n" +
                              compiled.result.log);
-  auto s = std::make_unique<support_kernels>(compiled.result.cubin);
+  auto s = std::make_unique<support_kernels>(rt, compiled.result.cubin);
   s->scores_full = s->module.kernel("ref_scores_full");
   s->scores_lowp = s->module.kernel("ref_scores_lowp");
   s->softmax_full = s->module.kernel("ref_softmax_full");
@@ -47,14 +43,15 @@ std::unique_ptr<support_kernels> load_support(const compile_cache& cache, dtype 
 }
 
 problem::problem(const shape& s, const support_kernels& support, uint64_t seed) : shp(s) {
-  q = device_buffer(q_bytes(s));
-  k = device_buffer(kv_bytes(s));
-  v = device_buffer(kv_bytes(s));
-  o = device_buffer(q_bytes(s));
-  ATTN_CUDA_CHECK(cudaDeviceSynchronize());
-  const int64_t before = free_device_memory();
-  lse = device_buffer(lse_bytes(s));
-  lse_measured_bytes = before - free_device_memory();
+  const device_runtime& rt = support.rt;
+  q = device_buffer(rt, q_bytes(s));
+  k = device_buffer(rt, kv_bytes(s));
+  v = device_buffer(rt, kv_bytes(s));
+  o = device_buffer(rt, q_bytes(s));
+  rt.synchronize_device();
+  const int64_t before = rt.free_memory();
+  lse = device_buffer(rt, lse_bytes(s));
+  lse_measured_bytes = before - rt.free_memory();
   // Distinct seeds per tensor: Q, K and V must not be equal.
   const std::pair<device_buffer*, int64_t> inputs[] = {{&q, q_elements()}, {&k, kv_elements()},
                                                        {&v, kv_elements()}};
@@ -64,9 +61,9 @@ problem::problem(const shape& s, const support_kernels& support, uint64_t seed) 
     long long count = n;
     unsigned long long sd = stream_seed++;
     void* args[] = {&ptr, &count, &sd};
-    launch(support.fill_normal, blocks_for(n), dim3(256), 0, nullptr, args);
+    rt.launch(support.fill_normal, blocks_for(n), {256}, 0, nullptr, args);
   }
-  ATTN_CUDA_CHECK(cudaDeviceSynchronize());
+  rt.synchronize_device();
 }
 
 int64_t problem::q_elements() const { return shp.batch * shp.heads * shp.q_len * shp.head_dim; }
@@ -118,47 +115,50 @@ void naive_pass(const support_kernels& sk, const problem& pr, bool lowp, int bh0
                 float* scores, void* probs, float* lse, void* out) {
   attn_k::fwd_params p = pr.params();
   int d = static_cast<int>(pr.shp.head_dim), causal = pr.shp.causal ? 1 : 0;
-  const dim3 tile(16, 16);
+  const dims3 tile{16, 16};
+  const auto count = static_cast<unsigned>(n);
   {
     void* args[] = {&p, &bh0, &d, &causal, &scores};
-    launch(lowp ? sk.scores_lowp : sk.scores_full,
-           dim3((p.kv_len + 15) / 16, (p.q_len + 15) / 16, n), tile, 0, nullptr, args);
+    sk.rt.launch(lowp ? sk.scores_lowp : sk.scores_full,
+                 {static_cast<unsigned>((p.kv_len + 15) / 16), static_cast<unsigned>((p.q_len + 15) / 16), count},
+                 tile, 0, nullptr, args);
   }
   {
     const float* s = scores;
     void* args[] = {&p, &bh0, &s, &probs, &lse};
-    launch(lowp ? sk.softmax_lowp : sk.softmax_full, dim3(p.q_len, 1, n), dim3(256), 0, nullptr,
-           args);
+    sk.rt.launch(lowp ? sk.softmax_lowp : sk.softmax_full, {static_cast<unsigned>(p.q_len), 1, count}, {256}, 0,
+                 nullptr, args);
   }
   {
     const void* pp = probs;
     void* args[] = {&p, &bh0, &pp, &out};
-    launch(lowp ? sk.pv_lowp : sk.pv_full, dim3(d / 16, (p.q_len + 15) / 16, n), tile, 0, nullptr,
-           args);
+    sk.rt.launch(lowp ? sk.pv_lowp : sk.pv_full,
+                 {static_cast<unsigned>(d / 16), static_cast<unsigned>((p.q_len + 15) / 16), count}, tile, 0, nullptr,
+                 args);
   }
 }
 
-error_stats read_error(const device_buffer& max_bits, const device_buffer& bad) {
+error_stats read_error(const device_runtime& rt, const device_buffer& max_bits, const device_buffer& bad) {
   unsigned bits = 0;
   unsigned long long bad_count = 0;
-  ATTN_CUDA_CHECK(cudaMemcpy(&bits, max_bits.get(), sizeof bits, cudaMemcpyDeviceToHost));
-  ATTN_CUDA_CHECK(cudaMemcpy(&bad_count, bad.get(), sizeof bad_count, cudaMemcpyDeviceToHost));
+  rt.copy_to_host(&bits, max_bits.get(), sizeof bits);
+  rt.copy_to_host(&bad_count, bad.get(), sizeof bad_count);
   float worst = 0;
   std::memcpy(&worst, &bits, sizeof worst);
   return {worst, bad_count};
 }
 
-error_stats run_error(cudaKernel_t kernel, const void* out, const float* ref, int64_t n) {
-  device_buffer max_bits(sizeof(unsigned)), bad(sizeof(unsigned long long));
-  ATTN_CUDA_CHECK(cudaMemset(max_bits.get(), 0, sizeof(unsigned)));
-  ATTN_CUDA_CHECK(cudaMemset(bad.get(), 0, sizeof(unsigned long long)));
+error_stats run_error(const device_runtime& rt, kernel_t kernel, const void* out, const float* ref, int64_t n) {
+  device_buffer max_bits(rt, sizeof(unsigned)), bad(rt, sizeof(unsigned long long));
+  rt.memset(max_bits.get(), 0, sizeof(unsigned));
+  rt.memset(bad.get(), 0, sizeof(unsigned long long));
   long long count = n;
   void* mb = max_bits.get();
   void* bc = bad.get();
   void* args[] = {&out, &ref, &count, &mb, &bc};
-  launch(kernel, dim3(error_blocks), dim3(256), 0, nullptr, args);
-  ATTN_CUDA_CHECK(cudaDeviceSynchronize());
-  return read_error(max_bits, bad);
+  rt.launch(kernel, {error_blocks}, {256}, 0, nullptr, args);
+  rt.synchronize_device();
+  return read_error(rt, max_bits, bad);
 }
 
 }  // namespace
@@ -172,12 +172,13 @@ int64_t reference_memory_bytes(const shape& s, int64_t chunk_bytes) {
 reference_outputs compute_reference(const support_kernels& support, const problem& pr,
                                     int64_t chunk_bytes) {
   const shape& s = pr.shp;
+  const device_runtime& rt = support.rt;
   reference_outputs r;
-  r.o_full = device_buffer(pr.q_elements() * 4);
-  r.lse_full = device_buffer(lse_bytes(s));
-  r.o_lowp = device_buffer(q_bytes(s));
+  r.o_full = device_buffer(rt, pr.q_elements() * 4);
+  r.lse_full = device_buffer(rt, lse_bytes(s));
+  r.o_lowp = device_buffer(rt, q_bytes(s));
   const int64_t pairs = pairs_per_chunk(s, chunk_bytes);
-  device_buffer scores(pairs * s.q_len * s.kv_len * 4), probs(pairs * s.q_len * s.kv_len * 4);
+  device_buffer scores(rt, pairs * s.q_len * s.kv_len * 4), probs(rt, pairs * s.q_len * s.kv_len * 4);
   const int total = static_cast<int>(s.batch * s.heads);
   for (int bh0 = 0; bh0 < total; bh0 += static_cast<int>(pairs)) {
     const int n = std::min<int>(static_cast<int>(pairs), total - bh0);
@@ -185,42 +186,43 @@ reference_outputs compute_reference(const support_kernels& support, const proble
                r.o_full.get());
     naive_pass(support, pr, true, bh0, n, scores.as<float>(), probs.get(), nullptr, r.o_lowp.get());
   }
-  ATTN_CUDA_CHECK(cudaDeviceSynchronize());
+  rt.synchronize_device();
   r.lowp_error = element_error(support, r.o_lowp.get(), r.o_full.as<float>(), pr.q_elements()).max_error;
   return r;
 }
 
 int64_t measure_materialized_peak(const support_kernels& support, const problem& pr) {
   const shape& s = pr.shp;
-  ATTN_CUDA_CHECK(cudaDeviceSynchronize());
-  device_buffer out(q_bytes(s));  // the output is not extra: it exists for any implementation
-  const int64_t before = free_device_memory();
-  device_buffer scores(s.batch * s.heads * s.q_len * s.kv_len * 4);
-  device_buffer probs(s.batch * s.heads * s.q_len * s.kv_len * element_size(s.dtype));
+  const device_runtime& rt = support.rt;
+  rt.synchronize_device();
+  device_buffer out(rt, q_bytes(s));  // the output is not extra: it exists for any implementation
+  const int64_t before = rt.free_memory();
+  device_buffer scores(rt, s.batch * s.heads * s.q_len * s.kv_len * 4);
+  device_buffer probs(rt, s.batch * s.heads * s.q_len * s.kv_len * element_size(s.dtype));
   naive_pass(support, pr, true, 0, static_cast<int>(s.batch * s.heads), scores.as<float>(),
              probs.get(), nullptr, out.get());
-  ATTN_CUDA_CHECK(cudaDeviceSynchronize());
-  return before - free_device_memory();
+  rt.synchronize_device();
+  return before - rt.free_memory();
 }
 
-void poison_outputs(const support_kernels& support, const problem& pr, cudaStream_t stream) {
+void poison_outputs(const support_kernels& support, const problem& pr, stream_t stream) {
   const std::pair<void*, int64_t> targets[] = {{pr.o.get(), pr.o.bytes() / 4},
                                                {pr.lse.get(), pr.lse.bytes() / 4}};
   for (auto [ptr, words] : targets) {
     long long n = words;
     void* args[] = {&ptr, &n};
-    launch(support.poison, blocks_for(words), dim3(256), 0, stream, args);
+    support.rt.launch(support.poison, blocks_for(words), {256}, 0, stream, args);
   }
 }
 
 error_stats element_error(const support_kernels& support, const void* out, const float* ref,
                           int64_t n) {
-  return run_error(support.error_elem, out, ref, n);
+  return run_error(support.rt, support.error_elem, out, ref, n);
 }
 
 error_stats float_error(const support_kernels& support, const float* out, const float* ref,
                         int64_t n) {
-  return run_error(support.error_f32, out, ref, n);
+  return run_error(support.rt, support.error_f32, out, ref, n);
 }
 
 }  // namespace attn

@@ -4,8 +4,7 @@
 #include <cstdint>
 #include <memory>
 
-#include "backend/cuda/memory.hpp"
-#include "backend/cuda/module.hpp"
+#include "backend/resources.hpp"
 #include "codegen/cache.hpp"
 #include "plan/shape.hpp"
 #include "common/params.cuh"  // kernels/common, shared with the device code
@@ -13,15 +12,17 @@
 namespace attn {
 
 struct support_kernels {
-  explicit support_kernels(const std::string& cubin) : module(cubin) {}
+  support_kernels(const device_runtime& r, const std::string& image) : rt(r), module(r, image) {}
+  const device_runtime& rt;  ///< everything built on the support module runs here
   loaded_module module;
-  cudaKernel_t scores_full{}, scores_lowp{}, softmax_full{}, softmax_lowp{}, pv_full{}, pv_lowp{};
-  cudaKernel_t fill_normal{}, poison{}, error_elem{}, error_f32{};
+  kernel_t scores_full{}, scores_lowp{}, softmax_full{}, softmax_lowp{}, pv_full{}, pv_lowp{};
+  kernel_t fill_normal{}, poison{}, error_elem{}, error_f32{};
 };
 
-/// Compiles (through the cache) and loads the support module for one element type.
-/// Throws std::runtime_error with NVRTC's log when it does not compile.
-std::unique_ptr<support_kernels> load_support(const compile_cache& cache, dtype t,
+/// Compiles (through the cache, with NVRTC or hiprtc as rt's backend needs) and loads the support
+/// module for one element type. Throws std::runtime_error with the compiler's log when it does
+/// not compile.
+std::unique_ptr<support_kernels> load_support(const device_runtime& rt, const compile_cache& cache, dtype t,
                                               const std::string& arch);
 /// The support module's source and options (also used by the compile-only tests).
 std::string support_source();
@@ -50,7 +51,7 @@ struct reference_outputs {
 };
 
 /// Scores are materialized for at most `chunk_bytes` of (batch, head) pairs at a time (at least
-/// one pair). Throws on CUDA errors.
+/// one pair). Throws device_error.
 reference_outputs compute_reference(const support_kernels& support, const problem& p,
                                     int64_t chunk_bytes);
 /// Device memory compute_reference needs beyond the problem's own buffers.
@@ -60,7 +61,7 @@ int64_t reference_memory_bytes(const shape& s, int64_t chunk_bytes);
 /// materializing implementation would run; returns the peak extra device memory it took.
 int64_t measure_materialized_peak(const support_kernels& support, const problem& p);
 
-void poison_outputs(const support_kernels& support, const problem& p, cudaStream_t stream);
+void poison_outputs(const support_kernels& support, const problem& p, stream_t stream);
 error_stats element_error(const support_kernels& support, const void* out, const float* ref,
                           int64_t n);
 error_stats float_error(const support_kernels& support, const float* out, const float* ref,

@@ -1,5 +1,6 @@
-// Every fa2 variant of a small space must pass the reference check on shapes that cover causal
-// and not, ragged N, GQA, cross-attention, D 64/128/256, both dtypes and both layouts.
+// Every variant of a small space of the device's family (fa2 on CUDA, mfma on HIP) must pass the
+// reference check on shapes that cover causal and not, ragged N, GQA, cross-attention, D 32 to
+// 256, both dtypes and both layouts.
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -26,14 +27,22 @@ shape make(int64_t b, int64_t h, int64_t hk, int64_t n, int64_t nk, int64_t d, b
 
 void PrintTo(const fa2_case& c, std::ostream* os) { *os << c.label << ": " << describe(c.s); }
 
+// Both pipelines (1 stage and a ring), one and two 16-row tiles per warp, narrow and wide N.
+search_space test_space(const std::string& family, int64_t head_dim) {
+  if (family == "mfma")  // 64 KiB of LDS: D=256 fits 32-row blocks with 16- or 32-key tiles only
+    return head_dim == 256 ? parse_space({"block_m=32", "block_n=16,32", "warps=2", "stages=1,2"})
+                           : parse_space({"block_m=32,64", "block_n=32,64", "warps=2", "stages=1,2"});
+  if (head_dim == 256) return parse_space({"block_m=64,128", "block_n=32,64", "warps=4,8", "stages=1,2"});
+  return parse_space({"block_m=64,128", "block_n=32,64", "warps=4", "stages=1,2"});
+}
+
 class fa2_correctness : public gpu_test, public ::testing::WithParamInterface<fa2_case> {};
 
 TEST_P(fa2_correctness, every_variant_passes) {
   const shape s = GetParam().s;
   tune_options t;
-  // Both pipelines (1 stage and a ring), one and two 16-row tiles per warp, narrow and wide N.
-  t.space = parse_space({"block_m=64,128", "block_n=32,64", "warps=4", "stages=1,2"});
-  if (s.head_dim == 256) t.space = parse_space({"block_m=64,128", "block_n=32,64", "warps=4,8", "stages=1,2"});
+  t.family = m_family;
+  t.space = test_space(m_family, s.head_dim);
   t.seed = 42;
   t.timing.min_reps = 2;
   t.timing.max_reps = 2;
@@ -80,6 +89,7 @@ TEST_F(gpu_test, shape_too_large_for_device_memory_is_refused_before_allocating)
   shape s;
   s.batch = 64, s.heads = 64, s.kv_heads = 64, s.q_len = s.kv_len = 65536, s.head_dim = 128;
   tune_options t;
+  t.family = m_family;
   t.space = parse_space({"block_m=128", "block_n=64", "warps=4", "stages=2"});
   try {
     tune(s, m_gpu, m_cache, t);
@@ -87,7 +97,7 @@ TEST_F(gpu_test, shape_too_large_for_device_memory_is_refused_before_allocating)
   } catch (const invalid_input& e) {
     EXPECT_NE(std::string(e.what()).find("GiB of device memory"), std::string::npos) << e.what();
   }
-  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+  EXPECT_NO_THROW(rt().synchronize_device());
 }
 
 }  // namespace
@@ -100,6 +110,10 @@ TEST_F(gpu_test, a_variant_that_kills_the_context_does_not_end_the_run) {
   // Plant a trap in every variant with BLOCK_N = 32: its launch fails and the CUDA context is
   // lost. attn-tune must still verify and time the other variants (in a fresh process when the
   // device cannot be reset in this one) and choose among them.
+  if (m_gpu.backend == backend::hip)
+    GTEST_SKIP() << "on ROCm a GPU fault normally aborts the whole process (the HSA runtime's default), so the "
+                    "in-process recovery this tests does not apply; isolating variants in child processes on HIP "
+                    "is not implemented";
   const auto dir = std::filesystem::temp_directory_path() / "attn-tune-trap-kernels";
   std::filesystem::remove_all(dir);
   const kernel_sources embedded = kernel_sources::embedded();  // the files() it lends must outlive the loop

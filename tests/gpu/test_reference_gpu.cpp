@@ -17,9 +17,9 @@ void PrintTo(const shape& s, std::ostream* os) { *os << describe(s); }
 namespace attn::testing {
 namespace {
 
-std::vector<float> widen(const device_buffer& b, dtype t) {
+std::vector<float> widen(const device_runtime& rt, const device_buffer& b, dtype t) {
   std::vector<uint16_t> bits(b.bytes() / 2);
-  ATTN_CUDA_CHECK(cudaMemcpy(bits.data(), b.get(), b.bytes(), cudaMemcpyDeviceToHost));
+  rt.copy_to_host(bits.data(), b.get(), b.bytes());
   std::vector<float> out(bits.size());
   for (size_t i = 0; i < bits.size(); ++i)
     out[i] = t == dtype::bf16 ? bf16_to_float(bits[i]) : half_to_float(bits[i]);
@@ -30,15 +30,16 @@ class reference_vs_cpu : public gpu_test, public ::testing::WithParamInterface<s
 
 TEST_P(reference_vs_cpu, matches_float64) {
   const shape s = GetParam();
-  const auto support = load_support(m_cache, s.dtype, m_gpu.desc.arch);
+  const auto support = load_support(rt(), m_cache, s.dtype, m_gpu.desc.arch);
   const problem pr(s, *support, 1234);
   // A tiny chunk budget forces one (batch, head) pair per pass: chunking is tested too.
   const auto ref = compute_reference(*support, pr, 1);
   std::vector<float> o(pr.q_elements()), lse(lse_bytes(s) / 4);
-  ATTN_CUDA_CHECK(cudaMemcpy(o.data(), ref.o_full.get(), o.size() * 4, cudaMemcpyDeviceToHost));
-  ATTN_CUDA_CHECK(cudaMemcpy(lse.data(), ref.lse_full.get(), lse.size() * 4, cudaMemcpyDeviceToHost));
+  rt().copy_to_host(o.data(), ref.o_full.get(), o.size() * 4);
+  rt().copy_to_host(lse.data(), ref.lse_full.get(), lse.size() * 4);
   std::vector<double> lse64;
-  const auto expect = attention_fp64(s, widen(pr.q, s.dtype), widen(pr.k, s.dtype), widen(pr.v, s.dtype), &lse64);
+  const auto expect = attention_fp64(s, widen(rt(), pr.q, s.dtype), widen(rt(), pr.k, s.dtype),
+                                     widen(rt(), pr.v, s.dtype), &lse64);
   double worst = 0, worst_lse = 0;
   for (size_t i = 0; i < o.size(); ++i) worst = std::max(worst, std::fabs(o[i] - expect[i]));
   for (size_t i = 0; i < lse.size(); ++i) {
@@ -76,11 +77,11 @@ INSTANTIATE_TEST_SUITE_P(shapes, reference_vs_cpu,
 
 TEST_F(gpu_test, poisoned_output_that_is_never_written_is_caught) {
   const shape s = make(1, 2, 2, 64, 64, 64, false);
-  const auto support = load_support(m_cache, s.dtype, m_gpu.desc.arch);
+  const auto support = load_support(rt(), m_cache, s.dtype, m_gpu.desc.arch);
   const problem pr(s, *support, 7);
   const auto ref = compute_reference(*support, pr, 1 << 20);
   poison_outputs(*support, pr, nullptr);  // and no kernel runs
-  ATTN_CUDA_CHECK(cudaDeviceSynchronize());
+  rt().synchronize_device();
   const auto err = element_error(*support, pr.o.get(), ref.o_full.as<float>(), pr.q_elements());
   EXPECT_EQ(err.bad, static_cast<uint64_t>(pr.q_elements()));
   const auto lse_err = float_error(*support, pr.lse.as<float>(), ref.lse_full.as<float>(), lse_bytes(s) / 4);
@@ -90,7 +91,7 @@ TEST_F(gpu_test, poisoned_output_that_is_never_written_is_caught) {
 TEST_F(gpu_test, materialized_memory_formula_matches_measured_peak) {
   // 2 x 8 x 2048^2: 256 MiB of fp32 scores + 128 MiB of bf16 probabilities = 384 MiB.
   const shape s = make(2, 8, 8, 2048, 2048, 64, false);
-  const auto support = load_support(m_cache, s.dtype, m_gpu.desc.arch);
+  const auto support = load_support(rt(), m_cache, s.dtype, m_gpu.desc.arch);
   const problem pr(s, *support, 11);
   const int64_t measured = measure_materialized_peak(*support, pr);
   const double formula = static_cast<double>(materialized_extra_bytes(s));

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "backend/cuda/check.hpp"
+#include "backend/device_properties.hpp"
 #include "codegen/nvrtc.hpp"
 
 namespace attn {
@@ -10,7 +11,7 @@ namespace attn {
 void cuda_check(cudaError_t rc, const char* expression, const char* file, int line) {
   if (rc == cudaSuccess) return;
   cudaGetLastError();  // clear a non-sticky error so the next call starts clean
-  throw cuda_error(rc, fmt::format("{}:{}: {} failed: {} ({})", file, line, expression,
+  throw device_error(rc, fmt::format("{}:{}: {} failed: {} ({})", file, line, expression,
                                    cudaGetErrorString(rc), cudaGetErrorName(rc)));
 }
 
@@ -35,12 +36,10 @@ gpu_info open_cuda_device(int ordinal) {
   cudaDeviceProp prop{};
   ATTN_CUDA_CHECK(cudaGetDeviceProperties(&prop, ordinal));
   gpu_info info;
+  info.backend = backend::cuda;
   info.ordinal = ordinal;
-  info.desc.name = prop.name;
-  info.desc.cc_major = prop.major;
-  info.desc.cc_minor = prop.minor;
+  fill_common_properties(info, prop);
   info.desc.arch = arch_for(prop.major, prop.minor);
-  info.desc.sm_count = prop.multiProcessorCount;
   int runtime = 0, driver = 0;
   cudaRuntimeGetVersion(&runtime);
   cudaDriverGetVersion(&driver);
@@ -48,11 +47,14 @@ gpu_info open_cuda_device(int ordinal) {
                                        driver / 1000, driver % 1000 / 10);
   info.desc.nvrtc_version = nvrtc_version();
   info.limits.shared_memory_per_block = static_cast<int64_t>(prop.sharedMemPerBlockOptin);
-  info.limits.max_threads_per_block = prop.maxThreadsPerBlock;
-  info.limits.cc_major = prop.major;
-  info.limits.cc_minor = prop.minor;
-  info.l2_bytes = prop.l2CacheSize;
-  info.total_memory = static_cast<int64_t>(prop.totalGlobalMem);
+  info.driver_version = fmt::format("{}.{}", driver / 1000, driver % 1000 / 10);
+  // Informational (attn-bench's context): a failure leaves 0 and no pending error.
+  int clock_khz = 0, memory_khz = 0;
+  const cudaError_t clock_rc = cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, ordinal);
+  const cudaError_t memory_rc = cudaDeviceGetAttribute(&memory_khz, cudaDevAttrMemoryClockRate, ordinal);
+  if (clock_rc != cudaSuccess || memory_rc != cudaSuccess) cudaGetLastError();
+  info.clock_mhz = clock_khz / 1000;
+  info.memory_clock_mhz = memory_khz / 1000;
   return info;
 }
 

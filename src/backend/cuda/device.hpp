@@ -1,25 +1,15 @@
 #pragma once
-// The CUDA device at hand: what it is and what it allows.
+// The CUDA device at hand: what it is and what it allows (the CUDA side of device_runtime).
 #include <cstdint>
-#include <optional>
 #include <string>
 
-#include "codegen/family.hpp"
-#include "report/record.hpp"
+#include "backend/runtime.hpp"
 
 namespace attn {
 
-struct gpu_info {
-  int ordinal = 0;
-  device_desc desc;
-  resource_limits limits;
-  int64_t l2_bytes = 0;
-  int64_t total_memory = 0;
-};
-
 /// Number of usable CUDA devices; 0 (and the reason in *why) when there is none or no driver.
 int cuda_device_count(std::string* why);
-/// Queries device `ordinal` and makes it current. Throws cuda_error.
+/// Queries device `ordinal` and makes it current. Throws device_error.
 gpu_info open_cuda_device(int ordinal);
 /// Free device memory now, bytes.
 int64_t free_device_memory();

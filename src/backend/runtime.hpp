@@ -1,0 +1,98 @@
+#pragma once
+// The device runtime behind one small interface, so that the tuner, verification and timing never
+// call a vendor's runtime directly: CUDA (src/backend/cuda/) and HIP (src/hip/). The vendors'
+// runtime headers never meet in one translation unit, so handles are opaque pointers here.
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+
+#include "codegen/family.hpp"
+#include "report/record.hpp"
+
+namespace attn {
+
+/// A failed runtime call: file:line, the call's text, the runtime's message and error name.
+struct device_error : std::runtime_error {
+  device_error(int c, const std::string& what) : std::runtime_error(what), code(c) {}
+  int code;  ///< cudaError_t or hipError_t
+};
+
+struct dims3 {
+  unsigned x = 1, y = 1, z = 1;
+};
+
+using stream_t = void*;  ///< cudaStream_t / hipStream_t; nullptr is the default stream
+using event_t = void*;
+using module_t = void*;  ///< cudaLibrary_t / hipModule_t
+using kernel_t = void*;  ///< cudaKernel_t / hipFunction_t
+
+/// The device at hand: what it is and what it allows.
+struct gpu_info {
+  attn::backend backend = backend::cuda;
+  int ordinal = 0;
+  device_desc desc;  ///< for HIP: sm_count = compute units, cuda_version = "HIP x.y", nvrtc = hiprtc
+  resource_limits limits;
+  int warp_size = 32;  ///< 64 on AMD CDNA (a wavefront)
+  int64_t l2_bytes = 0;
+  int64_t total_memory = 0;
+  std::string driver_version;  ///< "13.0"
+  int clock_mhz = 0, memory_clock_mhz = 0;
+};
+
+/// Every call that can fail throws device_error; the ones marked noexcept only release.
+class device_runtime {
+ public:
+  virtual ~device_runtime() = default;
+  virtual attn::backend kind() const = 0;
+
+  /// Usable devices; 0 (and the reason in *why) when there is none or no driver.
+  virtual int device_count(std::string* why) const = 0;
+  /// Queries device `ordinal` and makes it current for the calling thread.
+  virtual gpu_info open_device(int ordinal) const = 0;
+  virtual int64_t free_memory() const = 0;
+
+  virtual void* allocate(int64_t bytes) const = 0;
+  virtual void release(void* p) const noexcept = 0;
+  virtual void copy_to_host(void* dst, const void* src, int64_t bytes) const = 0;
+  virtual void copy_to_device(void* dst, const void* src, int64_t bytes) const = 0;
+  virtual void memset(void* p, int value, int64_t bytes) const = 0;
+  virtual void memset_async(void* p, int value, int64_t bytes, stream_t s) const = 0;
+
+  virtual stream_t create_stream() const = 0;  ///< non-blocking
+  virtual void destroy_stream(stream_t s) const noexcept = 0;
+  virtual void synchronize(stream_t s) const = 0;
+  virtual void synchronize_device() const = 0;
+  virtual event_t create_event() const = 0;
+  virtual void destroy_event(event_t e) const noexcept = 0;
+  virtual void record_event(event_t e, stream_t s) const = 0;
+  virtual float elapsed_ms(event_t start, event_t stop) const = 0;  ///< after both completed
+
+  /// Throws when the image does not load (e.g. built for another architecture).
+  virtual module_t load_module(const std::string& image) const = 0;
+  virtual void unload_module(module_t m) const noexcept = 0;
+  /// Throws naming the symbol when it is missing.
+  virtual kernel_t kernel(module_t m, const char* name) const = 0;
+  /// Raises the kernel's dynamic shared memory limit (CUDA: needed past 48 KiB).
+  virtual void set_dynamic_shared_memory(kernel_t k, int bytes, int device) const = 0;
+  /// Launches and checks the launch (not the execution: that shows at the next synchronization).
+  virtual void launch(kernel_t k, dims3 grid, dims3 block, int shared_bytes, stream_t s,
+                      void** args) const = 0;
+
+  /// After a failure: is the context dead (a sticky error that later work would hit too)?
+  virtual bool context_lost() const = 0;
+  /// A fresh context on `ordinal`; false when the device cannot be used again in this process.
+  virtual bool reset_device(int ordinal) const = 0;
+};
+
+const device_runtime& cuda_runtime();
+/// nullptr in a build without HIP (no libamdhip64-dev).
+const device_runtime* hip_runtime();
+/// Throws invalid_input for HIP in a build without it.
+const device_runtime& runtime_for(backend b);
+inline const device_runtime& runtime_of(const gpu_info& gpu) { return runtime_for(gpu.backend); }
+/// What --backend auto runs on: HIP when this build has it and it sees a device, else CUDA.
+backend detect_backend();
+/// The family a backend runs when --family is not given: fa2 on CUDA, mfma on HIP.
+const kernel_family& default_family(backend b);
+
+}  // namespace attn

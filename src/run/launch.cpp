@@ -1,0 +1,33 @@
+#include "run/launch.hpp"
+
+namespace attn {
+
+namespace {
+
+// The CUDA families size their `extern __shared__` memory at launch; the HIP ones declare their
+// LDS statically, so their launches ask for no dynamic shared memory.
+bool dynamic_shared_memory(const kernel_family& f) { return f.backend == backend::cuda; }
+
+}  // namespace
+
+loaded_variant load_variant(const device_runtime& rt, const std::string& image, const record& r, int device) {
+  const kernel_family& family = find_family(r.family);
+  loaded_variant v{&family, loaded_module(rt, image)};
+  v.kernel = v.module.kernel(family.kernel_symbol.c_str());
+  if (dynamic_shared_memory(family) && r.shared_memory_bytes > 48 * 1024)
+    rt.set_dynamic_shared_memory(v.kernel, static_cast<int>(r.shared_memory_bytes), device);
+  return v;
+}
+
+void launch_variant(const device_runtime& rt, const loaded_variant& v, const record& r, const problem& pr,
+                    stream_t stream) {
+  attn_k::fwd_params p = pr.params();
+  void* args[] = {&p};
+  const shape& s = pr.shp;
+  const dims3 grid{static_cast<unsigned>((s.q_len + r.config.block_m - 1) / r.config.block_m),
+                   static_cast<unsigned>(s.heads), static_cast<unsigned>(s.batch)};
+  const int shared_bytes = dynamic_shared_memory(*v.family) ? static_cast<int>(r.shared_memory_bytes) : 0;
+  rt.launch(v.kernel, grid, {static_cast<unsigned>(v.family->threads(r.config))}, shared_bytes, stream, args);
+}
+
+}  // namespace attn
