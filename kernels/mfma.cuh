@@ -14,35 +14,14 @@
 // query row r = lane%16 and keys 4*(lane/16)+e in each lane, which is exactly the B operand of
 // O^T = V^T P^T, whose result again has row = lane%16. So every lane keeps one row's softmax
 // state, row reductions are two shuffles (xor 16, 32), and P never leaves registers.
+#include "common/device_hip.cuh"
 #include "common/params.cuh"
 
 namespace attn_k {
 
-typedef unsigned short elem_bits;
 typedef float floatx4 __attribute__((ext_vector_type(4)));
 typedef short shortx4 __attribute__((ext_vector_type(4)));
 typedef _Float16 halfx4 __attribute__((ext_vector_type(4)));
-
-template <bool BF16>
-__device__ __forceinline__ float to_float(elem_bits x) {
-  if constexpr (BF16) {
-    return __uint_as_float(static_cast<unsigned>(x) << 16);
-  } else {
-    return static_cast<float>(__builtin_bit_cast(_Float16, x));
-  }
-}
-
-template <bool BF16>
-__device__ __forceinline__ elem_bits from_float(float x) {
-  if constexpr (BF16) {
-    unsigned u = __float_as_uint(x);
-    if ((u & 0x7fffffffu) > 0x7f800000u) return 0x7fc0;  // NaN stays NaN
-    u += 0x7fffu + ((u >> 16) & 1u);                    // round to nearest even
-    return static_cast<elem_bits>(u >> 16);
-  } else {
-    return __builtin_bit_cast(elem_bits, static_cast<_Float16>(x));
-  }
-}
 
 template <bool BF16>
 __device__ __forceinline__ floatx4 mfma_16x16x16(shortx4 a, shortx4 b, floatx4 c) {
@@ -53,8 +32,6 @@ __device__ __forceinline__ floatx4 mfma_16x16x16(shortx4 a, shortx4 b, floatx4 c
                                                  __builtin_bit_cast(halfx4, b), c, 0, 0, 0);
   }
 }
-
-__device__ __forceinline__ float mfma_neg_inf() { return __uint_as_float(0xff800000u); }
 
 template <bool BF16_, int D_, int BLOCK_M_, int BLOCK_N_, int WAVES_, int STAGES_, bool CAUSAL_>
 struct mfma_config {
@@ -137,7 +114,7 @@ __device__ __forceinline__ void mfma_attend_tile(const elem_bits* q_lds, const e
     for (int nb = 0; nb < NB; ++nb)
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
-        if (MASK && nb * 16 + e >= visible) s[mi][nb][e] = mfma_neg_inf();
+        if (MASK && nb * 16 + e >= visible) s[mi][nb][e] = neg_inf();
         mx = fmaxf(mx, s[mi][nb][e]);
       }
     mx = fmaxf(mx, __shfl_xor(mx, 16));
@@ -147,7 +124,7 @@ __device__ __forceinline__ void mfma_attend_tile(const elem_bits* q_lds, const e
     alpha[mi] = grow ? exp2f((row_max[mi] - ref) * scale_log2) : 1.f;
     any_grow |= grow;
     row_max[mi] = ref;
-    const float shift = ref == mfma_neg_inf() ? 0.f : ref * scale_log2;
+    const float shift = ref == neg_inf() ? 0.f : ref * scale_log2;
     float sum = 0.f;
 #pragma unroll
     for (int nb = 0; nb < NB; ++nb)
@@ -217,7 +194,7 @@ __device__ void mfma_forward(const fwd_params& p) {
   for (int mi = 0; mi < C::MI; ++mi) {
 #pragma unroll
     for (int db = 0; db < C::D / 16; ++db) acc[mi][db] = floatx4{0.f, 0.f, 0.f, 0.f};
-    row_max[mi] = mfma_neg_inf();
+    row_max[mi] = neg_inf();
     row_sum[mi] = 0.f;
   }
 
@@ -265,7 +242,7 @@ __device__ void mfma_forward(const fwd_params& p) {
     }
     if (g4 == 0)
       p.lse[((long long)batch * p.heads + head) * p.q_len + row] =
-          sum > 0.f ? (row_max[mi] * p.scale_log2 + log2f(sum)) * 0.69314718056f : mfma_neg_inf();
+          sum > 0.f ? (row_max[mi] * p.scale_log2 + log2f(sum)) * 0.69314718056f : neg_inf();
   }
 }
 

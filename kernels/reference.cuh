@@ -7,8 +7,10 @@
 // implementation would round (scaled Q, scores, probabilities, output); its error against the
 // full reference sets the tolerance of the fused kernels (FlashAttention's rule).
 // Both process the (batch, head) pairs [bh0, bh0 + gridDim.z), so the host can chunk heads.
-#include "common/device.cuh"
+// The same source compiles with NVRTC (NVIDIA) and hiprtc (AMD): common/vendor.cuh picks the
+// primitives, and reductions are written for any warp width (32 or 64 lanes).
 #include "common/params.cuh"
+#include "common/vendor.cuh"
 
 namespace attn_k {
 
@@ -47,16 +49,16 @@ __device__ void ref_scores(const fwd_params& p, int bh0, int head_dim, bool caus
 }
 
 __device__ __forceinline__ float block_reduce(float x, bool is_max) {
-  __shared__ float part[32];
-  for (int o = 16; o > 0; o /= 2) {
-    const float y = __shfl_xor_sync(0xffffffffu, x, o);
+  __shared__ float part[32];  // one per warp of up to 1024 threads
+  for (int o = warp_lanes / 2; o > 0; o /= 2) {
+    const float y = warp_xor(x, o);
     x = is_max ? fmaxf(x, y) : x + y;
   }
   __syncthreads();
-  if (threadIdx.x % 32 == 0) part[threadIdx.x / 32] = x;
+  if (threadIdx.x % warp_lanes == 0) part[threadIdx.x / warp_lanes] = x;
   __syncthreads();
   x = part[0];
-  for (int w = 1; w < (int)blockDim.x / 32; ++w) x = is_max ? fmaxf(x, part[w]) : x + part[w];
+  for (int w = 1; w < (int)blockDim.x / warp_lanes; ++w) x = is_max ? fmaxf(x, part[w]) : x + part[w];
   return x;
 }
 

@@ -1,5 +1,6 @@
-// The AMD path without an AMD GPU: hiprtc compiles every default-space mfma variant for gfx90a
-// and the resource report comes from the code object. Skipped in a build without HIP.
+// The AMD path without an AMD GPU: hiprtc compiles every default-space mfma variant and the
+// support module (reference, inputs, poison, errors) for gfx90a, and the resource report comes
+// from the code object. Skipped in a build without HIP.
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -7,6 +8,7 @@
 #include "codegen/amdgpu_metadata.hpp"
 #include "codegen/hiprtc.hpp"
 #include "run/tuner.hpp"
+#include "verify/gpu_reference.hpp"
 
 namespace attn {
 namespace {
@@ -67,6 +69,19 @@ INSTANTIATE_TEST_SUITE_P(gfx90a, mfma_default_space,
                            return "d" + std::to_string(info.param.head_dim) + (info.param.causal ? "_causal_" : "_") +
                                   to_string(info.param.type);
                          });
+
+TEST(hiprtc, support_module_compiles_for_gfx90a) {
+  if (!hip_available()) GTEST_SKIP() << "built without HIP";
+  const compile_cache no_cache("");
+  for (dtype t : {dtype::bf16, dtype::fp16}) {
+    const auto r = compile_code_object(support_source(), "gfx90a", support_options(t), no_cache.kernels());
+    ASSERT_TRUE(r.ok) << to_string(t) << ":\n" << r.log;
+    // Every entry point load_support looks up is in the code object's symbol table.
+    for (const char* entry : {"ref_scores_full", "ref_scores_lowp", "ref_softmax_full", "ref_softmax_lowp", "ref_pv_full",
+                              "ref_pv_lowp", "fill_normal", "poison", "error_elem", "error_f32"})
+      EXPECT_NE(r.cubin.find(std::string(entry) + '\0'), std::string::npos) << entry;
+  }
+}
 
 TEST(hiprtc, unknown_targets_are_refused_not_crashed_on) {
   if (!hip_available()) GTEST_SKIP() << "built without HIP";

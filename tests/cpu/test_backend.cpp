@@ -1,0 +1,84 @@
+// Which backend a command runs on (--backend, --family, --arch, an AMD GPU or not), the family each
+// backend runs by default, and the runtimes this build has, without a GPU.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "backend/runtime.hpp"
+#include "cli/options.hpp"
+#include "codegen/hiprtc.hpp"
+#include "invalid_input_message.hpp"
+
+namespace attn {
+namespace {
+
+// Whether f throws invalid_input with `text` in its message.
+template <class F>
+bool says(F&& f, const std::string& text) {
+  return testing::invalid_input_message(f).find(text) != std::string::npos;
+}
+
+// A probe that fails the test if asked: the choice must not look for a device.
+bool must_not_ask() {
+  ADD_FAILURE() << "asked for an AMD GPU where the choice does not depend on one";
+  return false;
+}
+
+TEST(choose_backend, auto_runs_on_an_amd_gpu_when_one_is_present) {
+  EXPECT_EQ(choose_backend("auto", "", "", true, [] { return true; }), backend::hip);
+  EXPECT_EQ(choose_backend("auto", "", "", true, [] { return false; }), backend::cuda);
+}
+
+TEST(choose_backend, auto_without_a_device_run_never_looks) {
+  // --compile-only, export and merge: CUDA unless told otherwise, whatever GPU is there.
+  EXPECT_EQ(choose_backend("auto", "", "", false, must_not_ask), backend::cuda);
+}
+
+TEST(choose_backend, family_and_arch_decide_before_the_device) {
+  EXPECT_EQ(choose_backend("auto", "fa2", "", true, must_not_ask), backend::cuda);
+  EXPECT_EQ(choose_backend("auto", "mfma", "", true, must_not_ask), backend::hip);
+  EXPECT_EQ(choose_backend("auto", "", "gfx90a", true, must_not_ask), backend::hip);
+  EXPECT_EQ(choose_backend("auto", "", "sm_80", true, must_not_ask), backend::cuda);
+  EXPECT_EQ(choose_backend("hip", "", "", true, must_not_ask), backend::hip);
+  EXPECT_EQ(choose_backend("cuda", "", "", true, must_not_ask), backend::cuda);
+  EXPECT_EQ(choose_backend("hip", "mfma", "", true, must_not_ask), backend::hip);
+}
+
+TEST(choose_backend, bad_values_are_named) {
+  EXPECT_TRUE(says([] { choose_backend("rocm", "", "", true, must_not_ask); }, "--backend 'rocm'"));
+  EXPECT_TRUE(says([] { choose_backend("cuda", "mfma", "", true, must_not_ask); },
+                   "--family mfma runs on the hip backend, not --backend cuda"));
+  EXPECT_TRUE(says([] { choose_backend("hip", "fa2", "", true, must_not_ask); },
+                   "--family fa2 runs on the cuda backend, not --backend hip"));
+  EXPECT_TRUE(says([] { choose_backend("auto", "fa3", "", true, must_not_ask); }, "'fa3'"));
+}
+
+TEST(default_family, fa2_on_cuda_mfma_on_hip) {
+  EXPECT_EQ(default_family(backend::cuda).name, "fa2");
+  EXPECT_EQ(default_family(backend::hip).name, "mfma");
+  EXPECT_EQ(default_family(backend::hip).backend, backend::hip);
+}
+
+TEST(runtimes, this_build_has_cuda_and_hip_as_configured) {
+  EXPECT_EQ(cuda_runtime().kind(), backend::cuda);
+  if (!hip_available()) {
+    EXPECT_EQ(hip_runtime(), nullptr);
+    EXPECT_TRUE(says([] { runtime_for(backend::hip); }, "built without HIP"));
+    EXPECT_EQ(detect_backend(), backend::cuda);
+    return;
+  }
+  ASSERT_NE(hip_runtime(), nullptr);
+  EXPECT_EQ(runtime_for(backend::hip).kind(), backend::hip);
+}
+
+TEST(runtimes, no_amd_gpu_is_reported_as_zero_devices_with_a_reason) {
+  if (!hip_available()) GTEST_SKIP() << "built without HIP";
+  if (std::filesystem::exists("/dev/kfd")) GTEST_SKIP() << "this machine has the ROCm driver (/dev/kfd)";
+  std::string why;
+  EXPECT_EQ(hip_runtime()->device_count(&why), 0);
+  EXPECT_NE(why.find("hipErrorNoDevice"), std::string::npos) << why;
+  EXPECT_EQ(detect_backend(), backend::cuda);
+}
+
+}  // namespace
+}  // namespace attn
