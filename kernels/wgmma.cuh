@@ -22,15 +22,25 @@ struct wgmma_config {
   static constexpr int WARPS = WARPS_, STAGES = STAGES_;
   static constexpr bool CAUSAL = CAUSAL_;
   static constexpr int THREADS = WARPS * 32;
+  static constexpr int CONSUMERS = BLOCK_M / 64;  ///< warpgroups that compute
+  /// One warpgroup more than the rows need: it only loads K/V (warp specialization).
+  static constexpr bool PRODUCER = WARPS == 4 * CONSUMERS + 4;
   static constexpr int Q_BYTES = BLOCK_M * D * 2;
   static constexpr int KV_BYTES = BLOCK_N * D * 2;
-  static constexpr int SHARED_BYTES = Q_BYTES + 2 * STAGES * KV_BYTES;
-  static constexpr int O_PITCH = D + 8;  ///< epilogue staging row pitch, elements
-  static_assert(WARPS % 4 == 0 && BLOCK_M == 16 * WARPS, "64 query rows per warpgroup");
+  static constexpr int TILE_BYTES = Q_BYTES + 2 * STAGES * KV_BYTES;
+  static constexpr int SHARED_BYTES = TILE_BYTES + 4 * STAGES * 8;  ///< + K/V full/empty mbarriers
+  static_assert(BLOCK_M % 64 == 0 && (WARPS == 4 * CONSUMERS || PRODUCER),
+                "64 query rows per warpgroup, plus at most one producer warpgroup");
+  /// Registers per thread after setmaxnreg: the producer keeps 40, the consumers share the rest
+  /// of the 64K (multiples of 8).
+  static constexpr int PRODUCER_REGS = 40;
+  static constexpr int CONSUMER_REGS = (65536 / 128 - PRODUCER_REGS) / (CONSUMERS > 0 ? CONSUMERS : 1) / 8 * 8 > 256
+                                           ? 256
+                                           : (65536 / 128 - PRODUCER_REGS) / (CONSUMERS > 0 ? CONSUMERS : 1) / 8 * 8;
+  static_assert(!PRODUCER || STAGES >= 2, "the producer keeps a tile in flight: stages >= 2");
   static_assert(D % 16 == 0 && D >= 32 && D <= 256, "head dim: a multiple of 16 in [32, 256]");
   static_assert(BLOCK_N % 16 == 0 && BLOCK_N <= 256, "BLOCK_N: a multiple of 16 up to 256");
   static_assert(STAGES >= 1 && STAGES <= 8, "STAGES in [1, 8]");
-  static_assert(BLOCK_M * O_PITCH * 2 <= SHARED_BYTES, "the epilogue stages O in the tiles' space");
 };
 
 // --- wgmma plumbing ----------------------------------------------------------------------------
@@ -52,6 +62,31 @@ __device__ __forceinline__ void wg_wait() {
 __device__ __forceinline__ void fence_proxy_async() {
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 }
+__device__ __forceinline__ void mbar_init(unsigned bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(unsigned bar) {
+  asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.shared::cta.b64 st, [%0];\n}\n" ::"r"(bar) : "memory");
+}
+/// Waits until the barrier's phase with this parity has completed.
+__device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity) {
+  unsigned done;
+  do {
+    asm volatile(
+        "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(bar), "r"(parity)
+        : "memory");
+  } while (!done);
+}
+template <int N>
+__device__ __forceinline__ void wg_setmaxnreg_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+template <int N>
+__device__ __forceinline__ void wg_setmaxnreg_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
+}
 /// Keeps the compiler from moving accesses of these registers across a wgmma issue or wait.
 template <int N>
 __device__ __forceinline__ void wg_fence_operand(float (&d)[N]) {
@@ -64,9 +99,9 @@ __device__ __forceinline__ void wg_fence_operand(float (&d)[N]) {
 /// `row_end` are zero-filled.
 template <class C>
 __device__ __forceinline__ void load_tile_cm(unsigned smem, const elem_bits* base, long long row_stride,
-                                             int row0, int row_end, int rows) {
+                                             int row0, int row_end, int rows, int tid, int threads) {
   constexpr int CHUNKS = C::D / 8;
-  for (int i = threadIdx.x; i < rows * CHUNKS; i += C::THREADS) {
+  for (int i = tid; i < rows * CHUNKS; i += threads) {
     const int r = (i % 8) + (i / (8 * CHUNKS)) * 8, c = (i / 8) % CHUNKS;
     const bool valid = row0 + r < row_end;
     const elem_bits* src = base + (valid ? (row0 + r) * row_stride + c * 8 : 0);
@@ -178,6 +213,39 @@ __device__ __forceinline__ void wg_rescale(float (&acc)[C::D / 2], const float (
   }
 }
 
+/// Normalizes O, writes it (16-byte coalesced stores) and the LSE of this warpgroup's 64 rows.
+/// O is staged in the warpgroup's own rows of the Q tile, in the same core-matrix layout (only
+/// this warpgroup's S products, all finished, read them), behind a barrier of its 128 threads.
+template <class C>
+__device__ __forceinline__ void wg_store_output(unsigned char* shared_raw, const float (&acc)[C::D / 2],
+                                                const float (&row_max)[2], const float (&row_sum)[2],
+                                                const fwd_params& p, int batch, int head, int m0) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, wg = warp / 4, g = lane / 4, t = lane % 4;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const float sum = quad_sum(row_sum[h]);
+    const float inv = sum > 0.f ? 1.f / sum : 0.f;
+    const int r = warp * 16 + g + h * 8;
+#pragma unroll
+    for (int df = 0; df < C::D / 8; ++df)
+      *reinterpret_cast<unsigned*>(shared_raw + (df * C::BLOCK_M + r) * 16 + t * 4) =
+          pack2<C::BF16>(acc[4 * df + 2 * h] * inv, acc[4 * df + 2 * h + 1] * inv);
+    if (t == 0 && m0 + r < p.q_len) {
+      const float lse = sum > 0.f ? (row_max[h] * p.scale_log2 + log2f(sum)) * 0.69314718056f : neg_inf();
+      p.lse[((long long)batch * p.heads + head) * p.q_len + m0 + r] = lse;
+    }
+  }
+  asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wg) : "memory");
+  elem_bits* o = static_cast<elem_bits*>(p.o) + batch * p.q_batch_stride + head * p.q_head_stride;
+  constexpr int CHUNKS = C::D / 8;
+  for (int i = threadIdx.x % 128; i < 64 * CHUNKS; i += 128) {
+    const int r = wg * 64 + (i % 8) + (i / (8 * CHUNKS)) * 8, c = (i / 8) % CHUNKS;
+    if (m0 + r < p.q_len)
+      *reinterpret_cast<uint4*>(o + (m0 + r) * p.q_row_stride + c * 8) =
+          *reinterpret_cast<const uint4*>(shared_raw + (c * C::BLOCK_M + r) * 16);
+  }
+}
+
 template <class C>
 __device__ void wgmma_forward(const fwd_params& p) {
   extern __shared__ __align__(128) unsigned char shared_raw[];
@@ -226,12 +294,98 @@ __device__ void wgmma_forward(const fwd_params& p) {
                                p.kv_len, p.scale_log2);
   };
 
-  load_tile_cm<C>(q_smem, q, p.q_row_stride, m0, p.q_len, C::BLOCK_M);
-  cp_async_commit();
+  // Loader threads: all of them, or only the producer warpgroup's.
+  const int ltid = C::PRODUCER ? threadIdx.x - C::CONSUMERS * 128 : threadIdx.x;
+  constexpr int LTHREADS = C::PRODUCER ? 128 : C::THREADS;
+  auto load_q = [&] { load_tile_cm<C>(q_smem, q, p.q_row_stride, m0, p.q_len, C::BLOCK_M, ltid, LTHREADS); };
   auto load_kv = [&](int j, int stage) {
-    load_tile_cm<C>(k_stage(stage), k, p.kv_row_stride, j * C::BLOCK_N, p.kv_len, C::BLOCK_N);
-    load_tile_cm<C>(v_stage(stage), v, p.kv_row_stride, j * C::BLOCK_N, p.kv_len, C::BLOCK_N);
+    load_tile_cm<C>(k_stage(stage), k, p.kv_row_stride, j * C::BLOCK_N, p.kv_len, C::BLOCK_N, ltid, LTHREADS);
+    load_tile_cm<C>(v_stage(stage), v, p.kv_row_stride, j * C::BLOCK_N, p.kv_len, C::BLOCK_N, ltid, LTHREADS);
   };
+
+  if constexpr (C::PRODUCER) {
+    // Warp specialization: the last warpgroup streams K and V through their rings and gives most
+    // of its registers to the consumers, which never wait on a block-wide barrier. K and V have
+    // their own barriers (FlashAttention-3's design), because K of tile j+1 and V of tile j are
+    // in use together: full_*[s] says slot s has landed (128 producer arrivals), empty_*[s] that
+    // every consumer thread is done with it. K_j is published once V_j is issued and V_j once
+    // K_{j+1} is, so a producer blocked on an empty slot never holds back what the consumers need.
+    const unsigned full_k = q_smem + C::TILE_BYTES, full_v = full_k + C::STAGES * 8;
+    const unsigned empty_k = full_v + C::STAGES * 8, empty_v = empty_k + C::STAGES * 8;
+    if (threadIdx.x == 0)
+      for (int st = 0; st < C::STAGES; ++st) {
+        mbar_init(full_k + st * 8, 128);
+        mbar_init(full_v + st * 8, 128);
+        mbar_init(empty_k + st * 8, C::CONSUMERS * 128);
+        mbar_init(empty_v + st * 8, C::CONSUMERS * 128);
+      }
+    __syncthreads();
+    if (warp >= 4 * C::CONSUMERS) {
+      wg_setmaxnreg_dec<C::PRODUCER_REGS>();
+      auto publish = [&](unsigned bar) {  // this thread's copies before the newest group landed
+        cp_async_wait<1>();
+        fence_proxy_async();
+        mbar_arrive(bar);
+      };
+      if (n_blocks > 0) load_q();  // lands with K_0's group (none: the consumers stage O there)
+      for (int j = 0; j < n_blocks; ++j) {
+        const int st = j % C::STAGES;
+        const unsigned parity = (j / C::STAGES - 1) & 1;
+        if (j >= C::STAGES) mbar_wait(empty_k + st * 8, parity);
+        load_tile_cm<C>(k_stage(st), k, p.kv_row_stride, j * C::BLOCK_N, p.kv_len, C::BLOCK_N, ltid, LTHREADS);
+        cp_async_commit();
+        if (j > 0) publish(full_v + ((j - 1) % C::STAGES) * 8);
+        if (j >= C::STAGES) mbar_wait(empty_v + st * 8, parity);
+        load_tile_cm<C>(v_stage(st), v, p.kv_row_stride, j * C::BLOCK_N, p.kv_len, C::BLOCK_N, ltid, LTHREADS);
+        cp_async_commit();
+        publish(full_k + st * 8);
+      }
+      if (n_blocks > 0) {
+        cp_async_wait<0>();
+        fence_proxy_async();
+        mbar_arrive(full_v + ((n_blocks - 1) % C::STAGES) * 8);
+      }
+      return;
+    }
+    wg_setmaxnreg_inc<C::CONSUMER_REGS>();
+    if (n_blocks > 0) {
+      mbar_wait(full_k, 0);
+      wg_issue_s<C>(s, q_wg, k_stage(0));
+      wg_wait<0>();
+      wg_fence_operand(s);
+      mbar_arrive(empty_k);
+      softmax(0);
+      wg_pack_p<C>(pr, s);
+    }
+    for (int j = 0; j + 1 < n_blocks; ++j) {
+      const int cur = j % C::STAGES, next = (j + 1) % C::STAGES;
+      mbar_wait(full_k + next * 8, ((j + 1) / C::STAGES) & 1);
+      mbar_wait(full_v + cur * 8, (j / C::STAGES) & 1);
+      wg_issue_s<C>(s, q_wg, k_stage(next));
+      wg_issue_pv<C>(acc, pr, v_stage(cur));
+      wg_wait<1>();
+      wg_fence_operand(s);
+      mbar_arrive(empty_k + next * 8);
+      const bool grow = softmax(j + 1);
+      wg_wait<0>();
+      wg_fence_operand(acc);
+      mbar_arrive(empty_v + cur * 8);
+      if (grow) wg_rescale<C>(acc, alpha);
+      wg_pack_p<C>(pr, s);
+    }
+    if (n_blocks > 0) {
+      const int last = n_blocks - 1;
+      mbar_wait(full_v + (last % C::STAGES) * 8, (last / C::STAGES) & 1);
+      wg_issue_pv<C>(acc, pr, v_stage(last % C::STAGES));
+      wg_wait<0>();
+      wg_fence_operand(acc);
+    }
+    wg_store_output<C>(shared_raw, acc, row_max, row_sum, p, batch, head, m0);
+    return;
+  }
+
+  load_q();
+  cp_async_commit();
 
   if constexpr (C::STAGES < 3) {
     // In order: S, wait, softmax, P V, wait. With two stages the next tile loads meanwhile.
@@ -277,7 +431,6 @@ __device__ void wgmma_forward(const fwd_params& p) {
     cp_async_wait<C::STAGES - 2>();
     fence_proxy_async();
     __syncthreads();
-    bool grow = false;
     if (n_blocks > 0) {
       wg_issue_s<C>(s, q_wg, k_stage(0));
       wg_wait<0>();
@@ -285,59 +438,33 @@ __device__ void wgmma_forward(const fwd_params& p) {
       softmax(0);
       wg_pack_p<C>(pr, s);
     }
-    for (int j = 0; j < n_blocks; ++j) {
+    // The last tile is peeled off, so no branch sits between a wgmma's issue and its wait (ptxas
+    // serializes all wgmmas when one path might read an accumulator in flight: warning C7514).
+    for (int j = 0; j + 1 < n_blocks; ++j) {
       cp_async_wait<C::STAGES - 3>();
       fence_proxy_async();
       __syncthreads();  // tile j+1 visible; every warpgroup is done with tile j-1
       const int refill = j + C::STAGES - 1;
       if (refill < n_blocks) load_kv(refill, refill % C::STAGES);
       cp_async_commit();
-      const bool next = j + 1 < n_blocks;
-      if (next) wg_issue_s<C>(s, q_wg, k_stage((j + 1) % C::STAGES));
+      wg_issue_s<C>(s, q_wg, k_stage((j + 1) % C::STAGES));
       wg_issue_pv<C>(acc, pr, v_stage(j % C::STAGES));
-      if (next) {
-        wg_wait<1>();
-        wg_fence_operand(s);
-        grow = softmax(j + 1);
-      }
+      wg_wait<1>();
+      wg_fence_operand(s);
+      const bool grow = softmax(j + 1);
       wg_wait<0>();
       wg_fence_operand(acc);
-      if (next) {
-        if (grow) wg_rescale<C>(acc, alpha);
-        wg_pack_p<C>(pr, s);
-      }
+      if (grow) wg_rescale<C>(acc, alpha);
+      wg_pack_p<C>(pr, s);
+    }
+    if (n_blocks > 0) {  // tile n_blocks-1 became visible at the last barrier
+      wg_issue_pv<C>(acc, pr, v_stage((n_blocks - 1) % C::STAGES));
+      wg_wait<0>();
+      wg_fence_operand(acc);
     }
   }
   cp_async_wait<0>();
-  __syncthreads();  // every warpgroup is done with the tiles: their space stages the output
-
-  // Normalize, write O (through shared memory, for 16-byte coalesced stores) and the LSE.
-  const int g = lane / 4, t = lane % 4;
-  elem_bits* o_stage = reinterpret_cast<elem_bits*>(shared_raw);
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const float sum = quad_sum(row_sum[h]);
-    const float inv = sum > 0.f ? 1.f / sum : 0.f;
-    const int r = warp * 16 + g + h * 8;
-#pragma unroll
-    for (int df = 0; df < C::D / 8; ++df)
-      *reinterpret_cast<unsigned*>(&o_stage[r * C::O_PITCH + df * 8 + t * 2]) =
-          pack2<C::BF16>(acc[4 * df + 2 * h] * inv, acc[4 * df + 2 * h + 1] * inv);
-    if (t == 0 && m0 + r < p.q_len) {
-      const float lse =
-          sum > 0.f ? (row_max[h] * p.scale_log2 + log2f(sum)) * 0.69314718056f : neg_inf();
-      p.lse[((long long)batch * p.heads + head) * p.q_len + m0 + r] = lse;
-    }
-  }
-  __syncthreads();
-  elem_bits* o = static_cast<elem_bits*>(p.o) + batch * p.q_batch_stride + head * p.q_head_stride;
-  constexpr int CHUNKS = C::D / 8;
-  for (int c = threadIdx.x; c < C::BLOCK_M * CHUNKS; c += C::THREADS) {
-    const int r = c / CHUNKS, col = (c % CHUNKS) * 8;
-    if (m0 + r < p.q_len)
-      *reinterpret_cast<uint4*>(o + (m0 + r) * p.q_row_stride + col) =
-          *reinterpret_cast<const uint4*>(&o_stage[r * C::O_PITCH + col]);
-  }
+  wg_store_output<C>(shared_raw, acc, row_max, row_sum, p, batch, head, m0);
 }
 
 }  // namespace attn_k

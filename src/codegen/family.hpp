@@ -38,9 +38,17 @@ struct kernel_family {
   /// kernels/ files that make up the family and its verification (their hash is recorded with
   /// every result, so results of other kernel sources are recognized).
   std::vector<std::string> source_files;
+  /// Built for an arch-specific target (sm_90a): runs on exactly min_cc_major.0, not newer.
+  bool arch_specific = false;
 };
 
+/// Whether the family's kernels run on a device of this compute capability (CUDA families).
+bool runs_on(const kernel_family& f, int cc_major, int cc_minor);
+/// The families of a backend, in the order a run lists them.
+std::vector<const kernel_family*> families_of(backend b);
+
 const kernel_family& fa2_family();
+const kernel_family& wgmma_family();  ///< Hopper (sm_90a) only
 const kernel_family& mfma_family();
 /// Throws invalid_input naming the family when it is unknown.
 const kernel_family& find_family(const std::string& name);

@@ -1,4 +1,6 @@
 // The Hopper family: kernels/wgmma.cuh, fa2's algorithm on wgmma (sm_90a only).
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "codegen/family.hpp"
@@ -9,25 +11,42 @@ namespace attn {
 namespace {
 
 // Mirrors wgmma_config in kernels/wgmma.cuh: unpadded tiles (the core-matrix layout is
-// conflict-free as it is).
+// conflict-free as it is) and four mbarriers per stage.
 int64_t wgmma_shared_memory(const tile_config& c, const shape& s) {
-  return (c.block_m + 2LL * c.stages * c.block_n) * s.head_dim * element_size(s.dtype);
+  return (c.block_m + 2LL * c.stages * c.block_n) * s.head_dim * element_size(s.dtype) + 32LL * c.stages;
 }
+
+// One warpgroup per 64 rows, plus (warp specialization) one that only loads.
+bool has_producer(const tile_config& c) { return c.warps == c.block_m / 16 + 4; }
 
 int wgmma_threads(const tile_config& c) { return c.warps * 32; }
 
-// fp32 accumulator registers per thread: O (64 x D) and S (64 x BLOCK_N) over a warpgroup's 128
-// threads. P takes another BLOCK_N / 4; past this budget ptxas spills.
-constexpr int max_accumulator_registers = 192;
+// Registers a computing thread may use: with a producer, what setmaxnreg hands the consumers
+// (mirrors wgmma_config::CONSUMER_REGS); without, the 64K register file over the block's threads.
+int consumer_registers(const tile_config& c) {
+  if (has_producer(c)) return std::min(256, (65536 / 128 - 40) / (c.block_m / 64) / 8 * 8);
+  return std::min(255, 65536 / wgmma_threads(c) / 8 * 8);
+}
+
+// Registers a thread's tile state takes: O (64 x D) and S (64 x BLOCK_N) in fp32 over a
+// warpgroup's 128 threads, P (BLOCK_N / 4, packed). Past the thread's budget less a few for
+// addresses, ptxas spills (measured: m192_n128 with a producer, 96 bytes) or gives up.
+int state_registers(const tile_config& c, const shape& s) {
+  return static_cast<int>(s.head_dim) / 2 + 3 * c.block_n / 4;
+}
 
 std::optional<std::string> wgmma_reject(const tile_config& c, const shape& s, const resource_limits& limits) {
-  if (c.warps % 4 != 0 || c.block_m != 16 * c.warps)
-    return fmt::format("block_m {} is not 64 rows per warpgroup of {} warps", c.block_m, c.warps);
+  if (limits.cc_major != 9 || limits.cc_minor != 0) return std::string("wgmma needs sm_90a (Hopper)");
+  if (c.block_m % 64 != 0 || (c.warps != c.block_m / 16 && !has_producer(c)))
+    return fmt::format("block_m {} over {} warps is neither 64 rows per warpgroup nor that plus a producer "
+                       "warpgroup", c.block_m, c.warps);
+  if (has_producer(c) && c.stages < 2)
+    return fmt::format("a producer warpgroup keeps a tile in flight: stages {} < 2", c.stages);
   if (c.block_n % 16 != 0 || c.block_n > 256)
     return fmt::format("block_n {} is not a multiple of 16 up to 256", c.block_n);
-  if (const int regs = static_cast<int>(s.head_dim + c.block_n) / 2; regs > max_accumulator_registers)
-    return fmt::format("accumulators exceed the register budget: {} float registers per thread > {}", regs,
-                       max_accumulator_registers);
+  if (const int regs = state_registers(c, s); regs > consumer_registers(c) - 8)
+    return fmt::format("O, S and P need {} registers per thread, over the {} a computing thread gets (less 8)",
+                       regs, consumer_registers(c));
   if (c.stages < 1 || c.stages > 8) return fmt::format("stages {} not in [1, 8]", c.stages);
   if (wgmma_threads(c) > limits.max_threads_per_block)
     return fmt::format("{} threads exceed the device's {} per block", wgmma_threads(c),
@@ -35,20 +54,29 @@ std::optional<std::string> wgmma_reject(const tile_config& c, const shape& s, co
   if (const int64_t bytes = wgmma_shared_memory(c, s); bytes > limits.shared_memory_per_block)
     return fmt::format("shared memory {} KiB exceeds the device's {} KiB per block", (bytes + 1023) / 1024,
                        limits.shared_memory_per_block / 1024);
-  if (limits.cc_major != 9 || limits.cc_minor != 0)
-    return std::string("wgmma needs sm_90a (Hopper)");
   return std::nullopt;
 }
 
 std::string wgmma_instantiation(const tile_config& c, const shape& s) {
-  return instantiation_stub("wgmma.cuh", "attn_wgmma", "wgmma_forward", "wgmma_config", wgmma_threads(c), c, s);
+  std::string text = instantiation_stub("wgmma.cuh", "attn_wgmma", "wgmma_forward", "wgmma_config",
+                                        wgmma_threads(c), c, s);
+  // setmaxnreg (the producer's register hand-over) needs a register cap at entry: one block per SM.
+  if (has_producer(c)) {
+    const std::string from = fmt::format("__launch_bounds__({})", wgmma_threads(c));
+    text.replace(text.find(from), from.size(), fmt::format("__launch_bounds__({}, 1)", wgmma_threads(c)));
+  }
+  return text;
 }
 
 }  // namespace
 
-/// block_m {64,128,192} x block_n {64,128,192} x warps {4,8,12} x stages {1,2,3,4}; only
-/// block_m = 16 x warps (one warpgroup per 64 rows) is expressible: 36 configs before pruning.
-search_space wgmma_default_space() { return {{64, 128, 192}, {64, 128, 192}, {4, 8, 12}, {1, 2, 3, 4}}; }
+/// block_m {128,192} x block_n {64,80,128,176} x warps {8,12,16} x stages {2,3,4} (80 and 176:
+/// FlashAttention-3's tiles for D=256 and D=128). Per block_m two warp counts are expressible:
+/// block_m / 16 (every warp computes and loads) and 4 more (a producer warpgroup loads): 48
+/// configs before the register and shared-memory limits. Measured on the H200, 64-row blocks
+/// and single-stage rings were never close to the best, so the default leaves them out
+/// (--space block_m=64 warps=4 stages=1 still reaches them).
+search_space wgmma_default_space() { return {{128, 192}, {64, 80, 128, 176}, {8, 12, 16}, {2, 3, 4}}; }
 
 const kernel_family& wgmma_family() {
   static const kernel_family family{
@@ -56,7 +84,9 @@ const kernel_family& wgmma_family() {
       9,               wgmma_default_space(), wgmma_shared_memory,
       wgmma_threads,   wgmma_reject,          wgmma_instantiation,
       {"--use_fast_math"},
-      {"common/device.cuh", "common/params.cuh", "common/wgmma_ops.cuh", "wgmma.cuh", "reference.cuh"}};
+      {"common/device.cuh", "common/params.cuh", "common/vendor.cuh", "common/wgmma_ops.cuh", "wgmma.cuh",
+       "reference.cuh"},
+      true};  // arch-specific: sm_90a runs on cc 9.0 only
   return family;
 }
 

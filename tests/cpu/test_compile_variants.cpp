@@ -1,10 +1,12 @@
 // NVRTC compiles every default-space fa2 variant (and the support module) for sm_80 and sm_90a,
-// without a GPU, and records each one's resource report.
+// and every default-space wgmma variant for sm_90a, without a GPU, and records each one's
+// resource report.
 #include <gtest/gtest.h>
 
 #include <filesystem>
 
 #include "codegen/compile_pool.hpp"
+#include "codegen/family.hpp"
 #include "codegen/nvrtc.hpp"
 #include "run/tuner.hpp"
 #include "verify/gpu_reference.hpp"
@@ -13,6 +15,7 @@ namespace attn {
 namespace {
 
 struct compile_case {
+  const char* family;
   const char* arch;
   int head_dim;
   bool causal;
@@ -21,18 +24,20 @@ struct compile_case {
 class compile_default_space : public ::testing::TestWithParam<compile_case> {};
 
 TEST_P(compile_default_space, every_variant_compiles) {
-  const auto [arch, d, causal] = GetParam();
+  const auto [family, arch, d, causal] = GetParam();
   shape s;
   s.batch = 2, s.heads = 4, s.kv_heads = 4, s.q_len = s.kv_len = 1024, s.head_dim = d;
   s.causal = causal;
   // A fresh, empty cache: everything is really compiled.
   const auto dir = std::filesystem::temp_directory_path() /
-                   ("attn-tune-compile-test-" + std::string(arch) + std::to_string(d) + std::to_string(causal));
+                   ("attn-tune-compile-test-" + std::string(family) + std::string(arch) + std::to_string(d) + std::to_string(causal));
   std::filesystem::remove_all(dir);
   const compile_cache cache(dir.string());
   tune_options t;
+  t.family = family;
+  t.space = find_family(family).default_space;
   const tune_result r = compile_only(s, arch, cache, t);
-  ASSERT_EQ(r.records.size(), default_space().enumerate().size());
+  ASSERT_EQ(r.records.size(), t.space.enumerate().size());
   int compiled = 0;
   for (const auto& rec : r.records) {
     ASSERT_NE(rec.status, status::compile_error) << name(rec.config) << ": " << rec.message;
@@ -55,12 +60,50 @@ TEST_P(compile_default_space, every_variant_compiles) {
 
 INSTANTIATE_TEST_SUITE_P(
     archs, compile_default_space,
-    ::testing::Values(compile_case{"sm_80", 64, false}, compile_case{"sm_80", 128, true},
-                      compile_case{"sm_90a", 64, true}, compile_case{"sm_90a", 128, false}),
+    ::testing::Values(compile_case{"fa2", "sm_80", 64, false}, compile_case{"fa2", "sm_80", 128, true},
+                      compile_case{"fa2", "sm_90a", 64, true}, compile_case{"fa2", "sm_90a", 128, false},
+                      compile_case{"wgmma", "sm_90a", 64, true}, compile_case{"wgmma", "sm_90a", 128, false}),
     [](const ::testing::TestParamInfo<compile_case>& info) {
-      return std::string(info.param.arch) + "_d" + std::to_string(info.param.head_dim) +
+      return std::string(info.param.family) + "_" + info.param.arch + "_d" + std::to_string(info.param.head_dim) +
              (info.param.causal ? "_causal" : "");
     });
+
+TEST(wgmma_family, is_pruned_off_hopper_and_runs_only_on_cc_9_0) {
+  shape s;
+  s.batch = 1, s.heads = 2, s.kv_heads = 2, s.q_len = s.kv_len = 256, s.head_dim = 128;
+  tune_options t;
+  t.family = "wgmma";
+  t.space = wgmma_family().default_space;
+  const compile_cache no_cache("");
+  // Nothing of the space can run on sm_80: the run is refused, saying why for every config.
+  std::string message;
+  try {
+    compile_only(s, "sm_80", no_cache, t);
+  } catch (const invalid_input& e) {
+    message = e.what();
+  }
+  EXPECT_NE(message.find("72 x wgmma needs sm_Na (Hopper)"), std::string::npos) << message;
+  EXPECT_TRUE(runs_on(wgmma_family(), 9, 0));
+  EXPECT_FALSE(runs_on(wgmma_family(), 8, 0));
+  EXPECT_FALSE(runs_on(wgmma_family(), 10, 0));  // sm_90a code does not run on Blackwell
+  EXPECT_TRUE(runs_on(fa2_family(), 10, 0));
+  EXPECT_FALSE(runs_on(fa2_family(), 7, 5));
+}
+
+TEST(wgmma_family, rejects_what_it_cannot_express) {
+  shape s;
+  s.batch = 1, s.heads = 2, s.kv_heads = 2, s.q_len = s.kv_len = 256, s.head_dim = 256;
+  resource_limits hopper;
+  const auto& f = wgmma_family();
+  auto why = [&](int bm, int bn, int w, int st) { return f.reject_reason(tile_config{bm, bn, w, st}, s, hopper); };
+  EXPECT_TRUE(why(96, 64, 6, 2).has_value());        // not 64 rows per warpgroup
+  EXPECT_TRUE(why(128, 64, 16, 2).has_value());      // two warpgroups too many
+  EXPECT_TRUE(why(128, 64, 12, 1).has_value());      // producer needs a ring of >= 2
+  EXPECT_TRUE(why(192, 64, 16, 2).has_value());      // D=256 O alone exceeds the consumers' 152 registers
+  EXPECT_FALSE(why(128, 64, 12, 2).has_value()) << *why(128, 64, 12, 2);  // producer + 2 consumers
+  EXPECT_FALSE(why(128, 64, 8, 2).has_value()) << *why(128, 64, 8, 2);
+  EXPECT_EQ(f.shared_memory_bytes(tile_config{128, 64, 12, 2}, s), (128 + 2 * 2 * 64) * 256 * 2 + 2 * 32);
+}
 
 TEST(compile_support_module, both_dtypes_both_archs) {
   const compile_cache no_cache("");

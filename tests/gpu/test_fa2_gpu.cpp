@@ -38,26 +38,41 @@ search_space test_space(const std::string& family, int64_t head_dim) {
 
 class fa2_correctness : public gpu_test, public ::testing::WithParamInterface<fa2_case> {};
 
-TEST_P(fa2_correctness, every_variant_passes) {
-  const shape s = GetParam().s;
+// Verifies every variant of `space` of `family` on s; at least two must be ok.
+void expect_every_variant_passes(const shape& s, const gpu_info& gpu, const compile_cache& cache,
+                                 const std::string& family, const search_space& space) {
   tune_options t;
-  t.family = m_family;
-  t.space = test_space(m_family, s.head_dim);
+  t.family = family;
+  t.space = space;
   t.seed = 42;
   t.timing.min_reps = 2;
   t.timing.max_reps = 2;
   t.timing.min_total_ms = 0;
-  const tune_result r = tune(s, m_gpu, m_cache, t);
+  const tune_result r = tune(s, gpu, cache, t);
   int ok = 0;
   for (const auto& rec : r.records) {
     if (rec.status == status::pruned) continue;
-    EXPECT_EQ(rec.status, status::ok) << name(rec.config) << ": " << to_string(rec.status) << " "
+    EXPECT_EQ(rec.status, status::ok) << family << " " << name(rec.config) << ": " << to_string(rec.status) << " "
                                       << rec.message;
     ok += rec.status == status::ok;
     if (rec.status == status::ok) EXPECT_LE(rec.max_error, r.allowed_error);
   }
-  EXPECT_GE(ok, 2) << describe(s);
+  EXPECT_GE(ok, 2) << family << " " << describe(s);
   ASSERT_TRUE(r.best.has_value());
+}
+
+TEST_P(fa2_correctness, every_variant_passes) {
+  expect_every_variant_passes(GetParam().s, m_gpu, m_cache, m_family, test_space(m_family, GetParam().s.head_dim));
+}
+
+// On a Hopper GPU the wgmma family too: both schedules (every warp loading; a producer
+// warpgroup), one- to three-stage rings, 64/80-key tiles.
+TEST_P(fa2_correctness, every_wgmma_variant_passes_on_hopper) {
+  if (m_gpu.backend != backend::cuda || !runs_on(wgmma_family(), m_gpu.desc.cc_major, m_gpu.desc.cc_minor))
+    GTEST_SKIP() << "wgmma runs on sm_90 (Hopper) only; this is " << m_gpu.desc.arch;
+  expect_every_variant_passes(
+      GetParam().s, m_gpu, m_cache, "wgmma",
+      parse_space({"block_m=64,128", "block_n=64,80", "warps=4,8,12", "stages=1,2,3"}));
 }
 
 const dtype bf = dtype::bf16, fp = dtype::fp16;
