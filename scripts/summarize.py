@@ -15,8 +15,8 @@ def main(d):
         for line in open(os.path.join(d, "walltimes.txt")):
             parts = line.split()
             walls[parts[0]] = parts[2].split("=")[1]
-    print("| shape (B,H,N,D) | causal | best config | attn-tune TFLOPS | SDPA flash (FA2) | ratio | SDPA cuDNN | tune wall s |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| shape (B,H,N,D) | causal | best config | attn-tune TFLOPS | best per family | SDPA flash (FA2) | ratio | SDPA cuDNN | tune wall s |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for path in sorted(glob.glob(os.path.join(d, "*.csv"))):
         if path.endswith("peers.csv"):
             continue
@@ -31,9 +31,15 @@ def main(d):
         fa2 = peers.get(("sdpa-flash",) + key)
         cudnn = peers.get(("sdpa-cudnn",) + key)
         tf = float(best["tflops"]) if best else 0.0
+        per_family = {}
+        for r in ok:
+            f = r.get("family", "fa2")
+            per_family[f] = max(per_family.get(f, 0.0), float(r["tflops"]))
+        families = " / ".join(f"{f} {v:.1f}" for f, v in sorted(per_family.items()))
         tag = os.path.basename(path)[:-4]
         print(f"| {key[0]},{key[1]},{key[2]},{key[3]} | {'yes' if key[4] else 'no'} | "
-              f"{best['config'] if best else '-'} | {tf:.1f} | {fa2 if fa2 else '-'} | "
+              f"{(best.get('family', 'fa2') + ' ' + best['config']) if best else '-'} | {tf:.1f} | {families or '-'} | "
+              f"{fa2 if fa2 else '-'} | "
               f"{tf / fa2 if fa2 else 0:.2f} | {cudnn if cudnn else '-'} | {walls.get(tag, '-')} |")
 
 if __name__ == "__main__":

@@ -22,15 +22,15 @@ namespace {
 
 // Runs `configs` of shape s in a fresh attn-tune process (same seed, so the same inputs and
 // tolerance) and returns its records; empty when the child produced no CSV.
-std::vector<record> run_configs_in_child(const options& opt, const shape& s, const std::vector<tile_config>& configs,
-                                         uint64_t seed, int device) {
+std::vector<record> run_configs_in_child(const options& opt, const std::string& family, const shape& s,
+                                         const std::vector<tile_config>& configs, uint64_t seed, int device) {
   const std::string csv = fmt::format("{}/attn-tune-isolated-{}-{}.csv",
                                       std::filesystem::temp_directory_path().string(), getpid(), seed);
   std::vector<std::string> args = {"/proc/self/exe",
                                    "--shape", fmt::format("{},{},{},{}", s.batch, s.heads, s.q_len, s.head_dim),
                                    "--kv-len", std::to_string(s.kv_len), "--kv-heads", std::to_string(s.kv_heads),
                                    "--dtype", to_string(s.dtype), "--layout", to_string(s.layout),
-                                   "--family", opt.family, "--seed", std::to_string(seed),
+                                   "--family", family, "--seed", std::to_string(seed),
                                    "--min-reps", std::to_string(opt.min_reps), "--max-reps", std::to_string(opt.max_reps),
                                    "--min-time-ms", fmt::format("{}", opt.min_time_ms), "--device", std::to_string(device),
                                    "--jobs", std::to_string(opt.jobs), "--top", "0", "--out", csv};
@@ -68,6 +68,45 @@ std::vector<record> run_configs_in_child(const options& opt, const shape& s, con
 
 bool not_run_message(const record& r) { return r.message.rfind("not run:", 0) == 0; }
 
+// The run's families that can run on a device of this capability; when none can, all of them
+// (their pruning then says why).
+std::vector<size_t> runnable(const options& opt, int cc_major, int cc_minor) {
+  std::vector<size_t> out;
+  for (size_t i = 0; i < opt.families.size(); ++i)
+    if (runs_on(find_family(opt.families[i]), cc_major, cc_minor)) out.push_back(i);
+  if (out.empty())
+    for (size_t i = 0; i < opt.families.size(); ++i) out.push_back(i);
+  return out;
+}
+
+// One result from the per-family results of a shape: all records, one best over all of them.
+tune_result merge_families(std::vector<tune_result> parts) {
+  if (parts.size() == 1) return std::move(parts.front());
+  tune_result all;
+  for (auto& p : parts) {
+    const std::string& family = p.records.empty() ? std::string("?") : p.records.front().family;
+    all.pruning += fmt::format("{}{}: {}", all.pruning.empty() ? "" : "\n", family, p.pruning);
+    for (size_t i : p.not_run) all.not_run.push_back(all.records.size() + i);
+    all.records.insert(all.records.end(), p.records.begin(), p.records.end());
+    all.lowp_error = std::max(all.lowp_error, p.lowp_error);
+    all.allowed_error = std::max(all.allowed_error, p.allowed_error);
+    all.compile_seconds += p.compile_seconds;
+    all.total_seconds += p.total_seconds;
+    all.compiled += p.compiled;
+    all.cached += p.cached;
+  }
+  all.best = choose_best(all.records);
+  assign_ranks(all.records, all.best);
+  size_t offset = 0;
+  for (auto& p : parts) {  // the winner's binary, when its family's run kept it
+    if (all.best && *all.best >= offset && *all.best < offset + p.records.size() && p.best &&
+        *p.best == *all.best - offset)
+      all.best_cubin = std::move(p.best_cubin);
+    offset += p.records.size();
+  }
+  return all;
+}
+
 }  // namespace
 
 progress_line::progress_line() : m_tty(isatty(fileno(stderr)) != 0) {}
@@ -101,8 +140,8 @@ compile_cache make_cache(const options& opt) {
 
 tune_options make_tune_options(const options& opt, progress_line& progress) {
   tune_options t;
-  t.family = opt.family;
-  t.space = opt.space;
+  t.family = opt.families.front();
+  t.space = opt.spaces.front();
   t.jobs = opt.jobs;
   t.seed = opt.seed;
   t.timing.min_reps = opt.min_reps;
@@ -154,7 +193,7 @@ tune_result tune_recovering(const options& opt, const shape& s, const gpu_info& 
   }
   for (int round = 0; round < 32 && !pending.empty(); ++round) {
     if (t.progress) t.progress(fmt::format("re-running {} variant(s) in a fresh process", pending.size()));
-    const auto child = run_configs_in_child(opt, s, pending, t.seed, gpu.ordinal);
+    const auto child = run_configs_in_child(opt, t.family, s, pending, t.seed, gpu.ordinal);
     if (child.empty()) {
       for (auto& rec : r.records)
         if (not_run_message(rec)) rec.message = "not run: the isolated re-run in a fresh process failed";
@@ -173,6 +212,29 @@ tune_result tune_recovering(const options& opt, const shape& s, const gpu_info& 
   assign_ranks(r.records, r.best);
   r.best_cubin.clear();  // the winner may have been compiled in a child: see best_cubin_of()
   return r;
+}
+
+tune_result tune_families(const options& opt, const shape& s, const gpu_info& gpu, const compile_cache& cache,
+                          tune_options t, bool& context_dead) {
+  std::vector<tune_result> parts;
+  for (size_t i : runnable(opt, gpu.desc.cc_major, gpu.desc.cc_minor)) {
+    t.family = opt.families[i];
+    t.space = opt.spaces[i];
+    parts.push_back(tune_recovering(opt, s, gpu, cache, t, context_dead));
+  }
+  return merge_families(std::move(parts));
+}
+
+tune_result compile_families(const options& opt, const shape& s, const compile_cache& cache, tune_options t) {
+  int cc_major = 0, cc_minor = 0;
+  if (std::sscanf(opt.arch.c_str(), "sm_%1d%1d", &cc_major, &cc_minor) != 2) cc_major = cc_minor = 0;
+  std::vector<tune_result> parts;
+  for (size_t i : runnable(opt, cc_major, cc_minor)) {
+    t.family = opt.families[i];
+    t.space = opt.spaces[i];
+    parts.push_back(compile_only(s, opt.arch, cache, t));
+  }
+  return merge_families(std::move(parts));
 }
 
 }  // namespace attn

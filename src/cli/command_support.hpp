@@ -24,6 +24,7 @@ class progress_line {
 
 std::string human_bytes(double bytes);
 compile_cache make_cache(const options& opt);
+/// Options of the run's first family (tune_families/compile_families set each family's own).
 tune_options make_tune_options(const options& opt, progress_line& progress);
 /// The runtime of opt.backend (resolved by parse_options to cuda or hip); nullptr for hip in a
 /// build without HIP.
@@ -41,5 +42,12 @@ std::string best_path_for(const std::string& out);
 /// the context is dead, later shapes of this process are tuned in child processes too.
 tune_result tune_recovering(const options& opt, const shape& s, const gpu_info& gpu, const compile_cache& cache,
                             const tune_options& t, bool& context_dead);
+
+/// Every family of the run that the device can run (fa2 and wgmma on a Hopper GPU), each through
+/// tune_recovering, as one result: all records, ranked together, one best.
+tune_result tune_families(const options& opt, const shape& s, const gpu_info& gpu, const compile_cache& cache,
+                          tune_options t, bool& context_dead);
+/// The same for --compile-only: the families that can run on --arch, compiled for it.
+tune_result compile_families(const options& opt, const shape& s, const compile_cache& cache, tune_options t);
 
 }  // namespace attn

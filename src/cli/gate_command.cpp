@@ -67,6 +67,7 @@ int run_check(const options& opt) {
     }
     if (!change) change = kernel_change(b, hash);
     tune_options t = make_tune_options(opt, progress);
+    t.family = b.family;  // the recorded best, whichever family it came from
     t.space = {{b.config.block_m}, {b.config.block_n}, {b.config.warps}, {b.config.stages}};
     t.progress = [&](const std::string& text) {
       progress(fmt::format("shape {}/{} {}: {}", i + 1, baseline.size(), describe(b.shape), text));

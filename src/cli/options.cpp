@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <cctype>
+#include <algorithm>
 #include <chrono>
 
 #include "backend/runtime.hpp"
@@ -84,7 +85,10 @@ bool parse_options(int argc, char** argv, options& out) {
   app.add_option("--dtype", dtype_text, "Element type: bf16 or fp16")->capture_default_str();
   app.add_option("--layout", layout_text, "bhsd = [B,H,N,D] contiguous, bshd = [B,N,H,D]")
       ->capture_default_str();
-  app.add_option("--family", out.family, "Kernel family: fa2 (NVIDIA, mma.sync) or mfma (AMD, MFMA); default by backend");
+  app.add_option("--family", out.family,
+                 "Kernel families to search, comma-separated: fa2 (NVIDIA sm_80+, mma.sync), wgmma (NVIDIA "
+                 "Hopper sm_90a, warpgroup MMA), mfma (AMD, MFMA). Default: every family of the backend that "
+                 "the device can run (fa2,wgmma on an H100/H200; fa2 elsewhere on NVIDIA; mfma on AMD)");
   app.add_option("--backend", out.backend,
                  "auto, cuda or hip. auto: the --family's backend, else hip for a gfx --arch, else hip "
                  "when an AMD GPU is present, else cuda. The AMD path is compile-verified only: it has "
@@ -187,19 +191,41 @@ bool parse_options(int argc, char** argv, options& out) {
   out.problem = s;
   const bool runs_on_device =
       !out.compile_only && (out.command == command::tune || out.command == command::sweep || out.command == command::check);
-  const backend chosen = choose_backend(out.backend, out.family, out.arch, runs_on_device,
+  std::vector<std::string> names;
+  for (size_t at = 0; !out.family.empty() && at <= out.family.size();) {
+    const size_t comma = std::min(out.family.find(',', at), out.family.size());
+    names.push_back(out.family.substr(at, comma - at));
+    at = comma + 1;
+  }
+  for (const auto& n : names) {
+    find_family(n);  // throws naming an unknown one
+    if (std::count(names.begin(), names.end(), n) > 1)
+      throw invalid_input(fmt::format("invalid --family '{}': {} is named twice", out.family, n));
+  }
+  const backend chosen = choose_backend(out.backend, names.empty() ? "" : names.front(), out.arch, runs_on_device,
                                         [] { return detect_backend() == backend::hip; });
   out.backend = to_string(chosen);
-  if (out.family.empty()) out.family = default_family(chosen).name;
-  const kernel_family& family = find_family(out.family);
-  if (out.arch.empty()) out.arch = family.backend == backend::cuda ? "sm_90a" : "gfx90a";
-  if ((family.backend == backend::cuda) == (out.arch.rfind("sm_", 0) != 0))
+  if (names.empty())
+    for (const kernel_family* f : families_of(chosen)) names.push_back(f->name);
+  for (const auto& n : names)
+    if (find_family(n).backend != chosen)
+      throw invalid_input(fmt::format("--family {} runs on the {} backend, not {}", n,
+                                      to_string(find_family(n).backend), to_string(chosen)));
+  out.families = names;
+  out.family = fmt::format("{}", fmt::join(names, ","));
+  if (out.arch.empty()) out.arch = chosen == backend::cuda ? "sm_90a" : "gfx90a";
+  if ((chosen == backend::cuda) == (out.arch.rfind("sm_", 0) != 0))
     throw invalid_input(fmt::format("--arch {} is not a {} target (family {})", out.arch, out.backend, out.family));
-  out.space = space_tokens.empty() ? family.default_space : parse_space(space_tokens, family.default_space);
+  for (const auto& n : names) {
+    const kernel_family& f = find_family(n);
+    out.spaces.push_back(space_tokens.empty() ? f.default_space : parse_space(space_tokens, f.default_space));
+    if (out.spaces.back().enumerate().empty()) throw invalid_input("--space is empty");
+  }
   for (const auto& c : out.configs) parse_config_name(c);  // throws naming a bad one
   if (!out.configs.empty() && !space_tokens.empty())
     throw invalid_input("--configs and --space exclude each other");
-  if (out.space.enumerate().empty()) throw invalid_input("--space is empty");
+  if (!out.configs.empty() && names.size() != 1)
+    throw invalid_input(fmt::format("--configs needs exactly one --family (the configs of {} differ)", out.family));
   if (no_cache) out.cache_dir.clear();
   if (out.jobs < 0) throw invalid_input(fmt::format("invalid --jobs {}: must be >= 0", out.jobs));
   if (out.min_reps < 1 || out.max_reps < out.min_reps)

@@ -16,9 +16,12 @@ enum class command { tune, sweep, export_table, check, merge };
 struct options {
   attn::command command = command::tune;
   shape problem;
-  std::string family;            ///< empty: fa2 for CUDA, mfma for HIP
+  /// --family as given ("fa2", "fa2,wgmma", ...; empty: every family of the backend); after
+  /// parse_options, the families of the run joined by ','.
+  std::string family;
+  std::vector<std::string> families;  ///< after parse_options: the families of the run
+  std::vector<search_space> spaces;   ///< after parse_options: each family's space (--space applied)
   std::string backend = "auto";  ///< auto, cuda or hip; after parse_options: cuda or hip
-  search_space space;
   std::string out;       ///< CSV path; empty = default under results/
   std::string dump_dir;  ///< empty = no dump
   bool compile_only = false;

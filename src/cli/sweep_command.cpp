@@ -39,7 +39,7 @@ int compile_sweep(const options& opt, const std::vector<sweep_row>& rows) {
     };
     tune_result r;
     try {
-      r = compile_only(rows[i].problem, opt.arch, cache, t);
+      r = compile_families(opt, rows[i].problem, cache, t);
     } catch (const invalid_input& e) {  // e.g. no config of the space fits this shape: say so, go on
       progress.done();
       ++failed;
@@ -127,7 +127,7 @@ int run_sweep(const options& opt) {
       std::optional<tune_result> r;
       std::string error;
       try {
-        r = tune_recovering(opt, row.problem, gpu, cache, t, context_dead);
+        r = tune_families(opt, row.problem, gpu, cache, t, context_dead);
       } catch (const std::exception& e) {
         error = e.what();
       }

@@ -45,7 +45,7 @@ int run_tune(const options& opt) {
     check_writable(out);
     fmt::print("attn-tune {} --compile-only: {} for {} ({} {}); timing needs a GPU\n", opt.family,
                describe(opt.problem), opt.arch, hip ? "hiprtc" : "NVRTC", hip ? hiprtc_version() : nvrtc_version());
-    const tune_result r = compile_only(opt.problem, opt.arch, cache, t);
+    const tune_result r = compile_families(opt, opt.problem, cache, t);
     progress.done();
     write_csv(out, r.records);
     print_summary(opt, r, out);
@@ -71,7 +71,7 @@ int run_tune(const options& opt) {
                gpu.desc.name, gpu.desc.arch, gpu.desc.sm_count, gpu.desc.cuda_version, gpu.desc.nvrtc_version,
                opt.seed);
   bool context_dead = false;
-  const tune_result r = tune_recovering(opt, opt.problem, gpu, cache, t, context_dead);
+  const tune_result r = tune_families(opt, opt.problem, gpu, cache, t, context_dead);
   progress.done();
   write_csv(out, r.records);
   print_summary(opt, r, out);

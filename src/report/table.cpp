@@ -77,7 +77,7 @@ cells make_cells(const record& r, size_t ok_rank) {
   const bool built = r.registers > 0;
   return {
       ok_rank ? fmt::format("{}", ok_rank) : "-",
-      name(r.config),
+      r.family + " " + name(r.config),
       timed ? fmt::format("{:.4f}", r.median_ms) : "-",
       timed ? fmt::format("{:.4f}", r.iqr_ms) : "-",
       timed ? fmt::format("{:.1f}", r.tflops) : "-",

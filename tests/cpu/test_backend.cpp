@@ -3,9 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <string>
+#include <vector>
 
 #include "backend/runtime.hpp"
 #include "cli/options.hpp"
+#include "codegen/family.hpp"
 #include "codegen/hiprtc.hpp"
 #include "invalid_input_message.hpp"
 
@@ -57,6 +60,44 @@ TEST(default_family, fa2_on_cuda_mfma_on_hip) {
   EXPECT_EQ(default_family(backend::cuda).name, "fa2");
   EXPECT_EQ(default_family(backend::hip).name, "mfma");
   EXPECT_EQ(default_family(backend::hip).backend, backend::hip);
+}
+
+// parse_options on a command line of strings.
+options parsed(std::vector<std::string> args) {
+  args.insert(args.begin(), "attn-tune");
+  std::vector<char*> argv;
+  for (auto& a : args) argv.push_back(a.data());
+  options o;
+  parse_options(static_cast<int>(argv.size()), argv.data(), o);
+  return o;
+}
+
+TEST(families, a_cuda_run_covers_fa2_and_wgmma_each_with_its_own_space) {
+  const options o = parsed({"--compile-only", "--shape", "1,2,64,64"});
+  EXPECT_EQ(o.families, (std::vector<std::string>{"fa2", "wgmma"}));
+  EXPECT_EQ(o.family, "fa2,wgmma");
+  ASSERT_EQ(o.spaces.size(), 2u);
+  EXPECT_EQ(o.spaces[0].enumerate(), fa2_family().default_space.enumerate());
+  EXPECT_EQ(o.spaces[1].enumerate(), wgmma_family().default_space.enumerate());
+  EXPECT_EQ(families_of(backend::hip).front()->name, "mfma");
+}
+
+TEST(families, space_applies_to_each_family_and_a_list_is_kept_in_order) {
+  const options o = parsed({"--compile-only", "--shape", "1,2,64,64", "--family", "wgmma,fa2", "--space", "stages=2"});
+  EXPECT_EQ(o.families, (std::vector<std::string>{"wgmma", "fa2"}));
+  EXPECT_EQ(o.spaces[0].block_m, wgmma_family().default_space.block_m);
+  EXPECT_EQ(o.spaces[1].block_m, fa2_family().default_space.block_m);
+  EXPECT_EQ(o.spaces[0].stages, std::vector<int>{2});
+  EXPECT_EQ(o.spaces[1].stages, std::vector<int>{2});
+}
+
+TEST(families, bad_lists_are_named) {
+  EXPECT_TRUE(says([] { parsed({"--compile-only", "--shape", "1,2,64,64", "--family", "fa2,fa2"}); }, "fa2 is named twice"));
+  EXPECT_TRUE(says([] { parsed({"--compile-only", "--shape", "1,2,64,64", "--family", "fa2,fa9"}); }, "'fa9'"));
+  EXPECT_TRUE(says([] { parsed({"--compile-only", "--shape", "1,2,64,64", "--family", "fa2,mfma"}); },
+                   "--family mfma runs on the hip backend"));
+  EXPECT_TRUE(says([] { parsed({"--shape", "1,2,64,64", "--configs", "m64_n64_w4_s2"}); },
+                   "--configs needs exactly one --family"));
 }
 
 TEST(runtimes, this_build_has_cuda_and_hip_as_configured) {
