@@ -464,6 +464,9 @@ __device__ void wgmma_forward(const fwd_params& p) {
     }
   }
   cp_async_wait<0>();
+  // Every thread loaded part of every warpgroup's Q rows: when no tile was attended (a block whose
+  // rows see no key), nothing has ordered those copies before the rows stage O.
+  __syncthreads();
   wg_store_output<C>(shared_raw, acc, row_max, row_sum, p, batch, head, m0);
 }
 

@@ -145,7 +145,7 @@ TEST_F(gpu_test, a_variant_that_kills_the_context_does_not_end_the_run) {
   const auto csv = std::filesystem::temp_directory_path() / "attn-tune-trap.csv";
   std::filesystem::remove(csv);
   const std::string command = std::string(ATTN_TUNE_BINARY) +
-                              " --shape 1,4,256,64 --space block_m=64 block_n=32,64 warps=4 stages=1,2 --seed 5"
+                              " --shape 1,4,256,64 --family fa2 --space block_m=64 block_n=32,64 warps=4 stages=1,2 --seed 5"
                               " --min-reps 2 --max-reps 2 --min-time-ms 0 --kernels-dir " + dir.string() +
                               " --out " + csv.string() + " > /dev/null";
   ASSERT_EQ(std::system(command.c_str()), 0) << command;
