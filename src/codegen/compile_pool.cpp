@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "codegen/nvrtc.hpp"
+
 namespace attn {
 
 resource_limits limits_for_arch(const std::string& arch) {
@@ -77,6 +79,7 @@ std::vector<variant> build_variants(const kernel_family& family, const shape& s,
       v.rec.spill_bytes = compiled.result.spill_bytes;
       if (compiled.result.ok) {
         v.rec.status = status::compiled;
+        v.rec.message = ptxas_performance_warning(compiled.result.log);  // e.g. serialized wgmma
         v.cubin = std::move(compiled.result.cubin);
       } else {
         v.rec.status = status::compile_error;

@@ -48,6 +48,12 @@ ptxas_report parse_ptxas_report(const std::string& log) {
   return r;
 }
 
+std::string ptxas_performance_warning(const std::string& log) {
+  static const std::regex note(R"(Potential Performance Loss: ([^\n]*?)(?: (?:for|in) the function '[^']*')?\s*(?:\n|$))");
+  std::smatch m;
+  return std::regex_search(log, m, note) ? "ptxas: " + m[1].str() : std::string();
+}
+
 std::string nvrtc_version() {
   int major = 0, minor = 0;
   if (nvrtcVersion(&major, &minor) != NVRTC_SUCCESS) return "unknown";

@@ -22,6 +22,9 @@ struct ptxas_report {
   int registers = 0, spill_bytes = 0, stack_bytes = 0;
 };
 ptxas_report parse_ptxas_report(const std::string& log);
+/// ptxas's "Potential Performance Loss" note, shortened ("ptxas: wgmma.mma_async instructions are
+/// serialized due to insufficient register resources"); empty when there is none.
+std::string ptxas_performance_warning(const std::string& log);
 /// Drops the NUL and newlines run-time compilers leave at the end of their logs.
 void trim_log(std::string& log);
 

@@ -131,6 +131,15 @@ TEST(ptxas_report, parses_registers_and_spills) {
   EXPECT_EQ(r.stack_bytes, 8);
 }
 
+TEST(ptxas_report, keeps_the_performance_warning) {
+  const std::string log =
+      "ptxas info    : (C7512) Potential Performance Loss: wgmma.mma_async instructions are serialized due to "
+      "insufficient register resources for the function 'attn_wgmma'\nptxas info    : Used 168 registers\n";
+  EXPECT_EQ(ptxas_performance_warning(log),
+            "ptxas: wgmma.mma_async instructions are serialized due to insufficient register resources");
+  EXPECT_EQ(ptxas_performance_warning("ptxas info    : Used 58 registers\n"), "");
+}
+
 TEST(nvrtc, knows_the_architectures_ci_uses) {
   EXPECT_TRUE(nvrtc_supports("sm_80"));
   EXPECT_TRUE(nvrtc_supports("sm_90a"));
