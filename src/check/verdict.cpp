@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "codegen/family.hpp"
+
 namespace attn {
 
 std::string to_string(verdict v) {
@@ -53,8 +55,15 @@ std::optional<std::string> incomparable(const record& baseline, const device_des
     return fmt::format("baseline measured on {} (sm_{}{}, {} SMs), this is {} (sm_{}{}, {} SMs)", b.name,
                        b.cc_major, b.cc_minor, b.sm_count, device.name, device.cc_major,
                        device.cc_minor, device.sm_count);
-  if (baseline.family != "fa2")
+  const kernel_family* family = nullptr;
+  try {
+    family = &find_family(baseline.family);
+  } catch (const invalid_input&) {
     return fmt::format("baseline is of kernel family '{}', which this build does not have", baseline.family);
+  }
+  const bool amd = device.arch.rfind("gfx", 0) == 0;
+  if ((family->backend == backend::hip) != amd || !runs_on(*family, device.cc_major, device.cc_minor))
+    return fmt::format("baseline is of kernel family '{}', which does not run on {}", baseline.family, device.name);
   return std::nullopt;
 }
 

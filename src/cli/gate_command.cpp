@@ -45,7 +45,6 @@ int run_check(const options& opt) {
   if (!have_device(opt)) return 4;
   const gpu_info gpu = open_device(opt, opt.device);
   const compile_cache cache = make_cache(opt);
-  const std::string hash = fmt::format("{:016x}", cache.kernels().hash());
   progress_line progress;
 
   struct line {
@@ -65,7 +64,9 @@ int run_check(const options& opt) {
       lines.push_back(l);
       continue;
     }
-    if (!change) change = kernel_change(b, hash);
+    // The hash of the sources of the baseline's own family, as each record carries it.
+    if (!change)
+      change = kernel_change(b, fmt::format("{:016x}", cache.kernels().hash_of(find_family(b.family).source_files)));
     tune_options t = make_tune_options(opt, progress);
     t.family = b.family;  // the recorded best, whichever family it came from
     t.space = {{b.config.block_m}, {b.config.block_n}, {b.config.warps}, {b.config.stages}};

@@ -55,7 +55,10 @@ void write_best_csv(const std::string& path, const std::vector<best_row>& rows) 
                          to_string(s.dtype), to_string(s.layout), s.causal ? 1 : 0, b.device.name,
                          b.device.cc_major, b.device.cc_minor, b.device.sm_count, b.family,
                          name(b.config), b.tflops, b.median_ms, b.max_error, b.memory_saving_ratio,
-                         row.runner_up ? name(row.runner_up->config) : "",
+                         // The runner-up's family is named when it is not the winner's.
+                         !row.runner_up ? ""
+                         : row.runner_up->family == b.family ? name(row.runner_up->config)
+                                                              : row.runner_up->family + " " + name(row.runner_up->config),
                          row.runner_up ? fmt::format("{:.4f}", row.runner_up_gap) : "", b.kernel_hash);
     }
     if (!out) throw std::runtime_error(fmt::format("cannot write '{}'", tmp));

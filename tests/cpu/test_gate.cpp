@@ -113,6 +113,16 @@ TEST(verdict, baseline_from_another_device_is_not_compared) {
   record other_family = base;
   other_family.family = "mfma";
   EXPECT_TRUE(incomparable(other_family, base.device).has_value());
+  record unknown_family = base;
+  unknown_family.family = "fa9";
+  EXPECT_NE(incomparable(unknown_family, base.device).value_or("").find("does not have"), std::string::npos);
+  record hopper = base;  // a wgmma baseline compares on the Hopper GPU it was measured on
+  hopper.family = "wgmma";
+  hopper.device.cc_major = 9, hopper.device.cc_minor = 0, hopper.device.arch = "sm_90a";
+  EXPECT_FALSE(incomparable(hopper, hopper.device).has_value()) << *incomparable(hopper, hopper.device);
+  record ampere = hopper;
+  ampere.device.cc_major = 8;
+  EXPECT_NE(incomparable(ampere, ampere.device).value_or("").find("does not run on"), std::string::npos);
 }
 
 TEST(verdict, changed_kernel_sources_are_said) {

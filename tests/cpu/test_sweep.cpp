@@ -21,7 +21,11 @@ class sweep_file_test : public ::testing::Test {
     return m_path;
   }
   void TearDown() override { std::filesystem::remove(m_path); }
-  std::string m_path = (std::filesystem::temp_directory_path() / "attn-tune-sweep-test.csv").string();
+  // One file per test: ctest runs the tests of this suite as parallel processes.
+  std::string m_path = (std::filesystem::temp_directory_path() /
+                        (std::string("attn-tune-sweep-test-") +
+                         ::testing::UnitTest::GetInstance()->current_test_info()->name() + ".csv"))
+                           .string();
 };
 
 std::string error_of(const std::string& path) {
