@@ -33,16 +33,18 @@ std::vector<export_entry> export_entries(const std::vector<best_row>& rows) {
   std::vector<export_entry> out;
   for (const auto& key : order) {
     const auto& group = groups[key];
-    std::map<std::string, std::pair<int, double>> votes;  // config -> (wins, best TFLOPS)
+    // (family, config) -> (wins, best TFLOPS)
+    std::map<std::string, std::pair<int, double>> votes;
+    auto id = [](const record* r) { return r->family + " " + name(r->config); };
     for (const record* r : group) {
-      auto& v = votes[name(r->config)];
+      auto& v = votes[id(r)];
       ++v.first;
       v.second = std::max(v.second, r->tflops);
     }
     const record* chosen = group.front();
     for (const record* r : group) {
-      const auto& a = votes[name(r->config)];
-      const auto& c = votes[name(chosen->config)];
+      const auto& a = votes[id(r)];
+      const auto& c = votes[id(chosen)];
       if (a.first > c.first || (a.first == c.first && a.second > c.second)) chosen = r;
     }
     export_entry e;
@@ -55,8 +57,9 @@ std::vector<export_entry> export_entries(const std::vector<best_row>& rows) {
     e.causal = chosen->shape.causal;
     e.seq_max = std::get<7>(key);
     e.seq_min = e.seq_max / 2;
+    e.family = chosen->family;
     e.config = chosen->config;
-    e.tflops = votes[name(chosen->config)].second;
+    e.tflops = votes[id(chosen)].second;
     e.shapes = static_cast<int>(group.size());
     out.push_back(e);
   }
@@ -65,15 +68,15 @@ std::vector<export_entry> export_entries(const std::vector<best_row>& rows) {
 
 std::string export_csv(const std::vector<export_entry>& entries) {
   std::string out =
-      "device,cc,sm_count,dtype,head_dim,causal,seq_min_exclusive,seq_max,block_m,block_n,warps,"
+      "device,cc,sm_count,dtype,head_dim,causal,seq_min_exclusive,seq_max,family,block_m,block_n,warps,"
       "stages,tflops,tuned_shapes\n";
   for (const auto& e : entries)
-    out += fmt::format("\"{}\",{}.{},{},{},{},{},{},{},{},{},{},{},{:.1f},{}\n", e.device, e.cc_major,
+    out += fmt::format("\"{}\",{}.{},{},{},{},{},{},{},{},{},{},{},{},{:.1f},{}\n", e.device, e.cc_major,
                        e.cc_minor, e.sm_count, to_string(e.type), e.head_dim, e.causal ? 1 : 0,
-                       e.seq_min, e.seq_max, e.config.block_m, e.config.block_n, e.config.warps,
+                       e.seq_min, e.seq_max, e.family, e.config.block_m, e.config.block_n, e.config.warps,
                        e.config.stages, e.tflops, e.shapes);
   // Lines starting with '#' are comments (fast-cpp-csv-parser: single_line_comment<'#'>).
-  return fmt::format("# fallback: head_dim <= 128 {}, head_dim > 128 {}\n", name(fallback_config(128)),
+  return fmt::format("# fallback: head_dim <= 128 fa2 {}, head_dim > 128 fa2 {}\n", name(fallback_config(128)),
                      name(fallback_config(256))) +
          out;
 }
@@ -81,12 +84,12 @@ std::string export_csv(const std::vector<export_entry>& entries) {
 std::string export_json(const std::vector<export_entry>& entries) {
   std::string out = "{\n  \"schema\": 1,\n  \"key\": [\"device\", \"cc\", \"sm_count\", \"dtype\", "
                     "\"head_dim\", \"causal\", \"seq_len in (seq_min_exclusive, seq_max]\"],\n";
-  auto cfg = [](const tile_config& c) {
-    return fmt::format("{{\"block_m\": {}, \"block_n\": {}, \"warps\": {}, \"stages\": {}}}", c.block_m,
-                       c.block_n, c.warps, c.stages);
+  auto cfg = [](const std::string& family, const tile_config& c) {
+    return fmt::format("{{\"family\": \"{}\", \"block_m\": {}, \"block_n\": {}, \"warps\": {}, \"stages\": {}}}",
+                       family, c.block_m, c.block_n, c.warps, c.stages);
   };
   out += fmt::format("  \"fallback\": {{\"head_dim_le_128\": {}, \"head_dim_gt_128\": {}}},\n",
-                     cfg(fallback_config(128)), cfg(fallback_config(256)));
+                     cfg("fa2", fallback_config(128)), cfg("fa2", fallback_config(256)));
   out += "  \"entries\": [";
   for (size_t i = 0; i < entries.size(); ++i) {
     const auto& e = entries[i];
@@ -97,7 +100,7 @@ std::string export_json(const std::vector<export_entry>& entries) {
         "\"head_dim\": {}, \"causal\": {}, \"seq_min_exclusive\": {}, \"seq_max\": {}, \"config\": {}, "
         "\"tflops\": {:.1f}, \"tuned_shapes\": {}}}",
         i ? "," : "", device, e.cc_major, e.cc_minor, e.sm_count, to_string(e.type), e.head_dim,
-        e.causal ? "true" : "false", e.seq_min, e.seq_max, cfg(e.config), e.tflops, e.shapes);
+        e.causal ? "true" : "false", e.seq_min, e.seq_max, cfg(e.family, e.config), e.tflops, e.shapes);
   }
   out += "\n  ]\n}\n";
   return out;
@@ -106,16 +109,18 @@ std::string export_json(const std::vector<export_entry>& entries) {
 std::string export_header(const std::vector<export_entry>& entries, const std::string& source) {
   std::string rows;
   for (const auto& e : entries)
-    rows += fmt::format("    {{\"{}\", {}, {}, {}, \"{}\", {}, {}, {}, {}, {{{}, {}, {}, {}}}}},\n", e.device,
+    rows += fmt::format("    {{\"{}\", {}, {}, {}, \"{}\", {}, {}, {}, {}, {{\"{}\", {}, {}, {}, {}}}}},\n", e.device,
                         e.cc_major, e.cc_minor, e.sm_count, to_string(e.type), e.head_dim,
-                        e.causal ? "true" : "false", e.seq_min, e.seq_max, e.config.block_m,
+                        e.causal ? "true" : "false", e.seq_min, e.seq_max, e.family, e.config.block_m,
                         e.config.block_n, e.config.warps, e.config.stages);
   const tile_config small = fallback_config(128), large = fallback_config(256);
   return fmt::format(R"(// Generated by `attn-tune export --format header` from {source}. Do not edit.
-// Tuned fa2 launch configs for a runtime's dispatcher. lookup() returns the tuned config of the
-// bucket (seq_min, seq_max] holding seq_len for this device, dtype, head dim and causality; for
-// anything not tuned it returns the fallback (BLOCK_M 128, BLOCK_N 64, 4 warps, 2 stages up to
-// head dim 128; 64, 64, 4, 1 above) and warns on stderr, unless ATTN_TUNED_QUIET is defined.
+// Tuned launch configs for a runtime's dispatcher: each names its kernel family ("fa2": the
+// mma.sync kernel; "wgmma": the Hopper kernel, warps = block_m/16 [+ 4 for a producer
+// warpgroup]; "mfma": AMD). lookup() returns the tuned config of the bucket (seq_min, seq_max]
+// holding seq_len for this device, dtype, head dim and causality; for anything not tuned it
+// returns the fa2 fallback (BLOCK_M 128, BLOCK_N 64, 4 warps, 2 stages up to head dim 128; 64,
+// 64, 4, 1 above) and warns on stderr, unless ATTN_TUNED_QUIET is defined.
 #pragma once
 #include <cstdio>
 #include <cstring>
@@ -123,6 +128,7 @@ std::string export_header(const std::vector<export_entry>& entries, const std::s
 namespace attn_tuned {{
 
 struct config {{
+  const char* family;
   int block_m, block_n, warps, stages;
 }};
 
@@ -137,11 +143,11 @@ struct entry {{
 }};
 
 inline constexpr entry entries[] = {{
-{rows}    {{nullptr, 0, 0, 0, nullptr, 0, false, 0, 0, {{0, 0, 0, 0}}}},  // end marker
+{rows}    {{nullptr, 0, 0, 0, nullptr, 0, false, 0, 0, {{nullptr, 0, 0, 0, 0}}}},  // end marker
 }};
 
 inline constexpr config fallback(int head_dim) {{
-  return head_dim <= 128 ? config{{{sbm}, {sbn}, {sw}, {ss}}} : config{{{lbm}, {lbn}, {lw}, {ls}}};
+  return head_dim <= 128 ? config{{"fa2", {sbm}, {sbn}, {sw}, {ss}}} : config{{"fa2", {lbm}, {lbn}, {lw}, {ls}}};
 }}
 
 inline config lookup(const char* device, int cc_major, int cc_minor, int sm_count, const char* dtype,

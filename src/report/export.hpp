@@ -17,6 +17,7 @@ struct export_entry {
   int head_dim = 0;
   bool causal = false;
   int64_t seq_min = 0, seq_max = 0;  ///< bucket (seq_min, seq_max]: powers of two
+  std::string family = "fa2";  ///< the kernel family the config belongs to (fa2, wgmma, mfma)
   tile_config config;
   double tflops = 0;
   int shapes = 0;  ///< tuned shapes that fell in this key
@@ -24,11 +25,11 @@ struct export_entry {
 
 /// The power-of-two bucket holding n: (bucket / 2, bucket].
 int64_t seq_bucket(int64_t n);
-/// Fallback for shapes not tuned: valid for every head dim fa2 supports on sm_80+.
+/// Fallback for shapes not tuned: an fa2 config valid for every head dim fa2 supports on sm_80+.
 tile_config fallback_config(int head_dim);
 
-/// One entry per key. When several tuned shapes share a key (other B or H), the config that won
-/// most of them is kept, ties to the one with the higher TFLOPS.
+/// One entry per key. When several tuned shapes share a key (other B or H), the (family, config)
+/// that won most of them is kept, ties to the one with the higher TFLOPS.
 std::vector<export_entry> export_entries(const std::vector<best_row>& rows);
 
 std::string export_csv(const std::vector<export_entry>& entries);

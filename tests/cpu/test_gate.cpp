@@ -56,12 +56,28 @@ TEST(export, one_entry_per_key_majority_config) {
   EXPECT_EQ(e[0].shapes, 3);
   EXPECT_EQ(e[1].config, (tile_config{256, 64, 8, 2}));
   const std::string csv = export_csv(e), json = export_json(e), header = export_header(e, "x.csv");
-  EXPECT_NE(csv.find("\"NVIDIA H200\",9.0,132,bf16,128,0,512,1024,128,64,4,2"), std::string::npos) << csv;
-  EXPECT_NE(json.find("\"seq_max\": 2048, \"config\": {\"block_m\": 256"), std::string::npos) << json;
+  EXPECT_NE(csv.find("\"NVIDIA H200\",9.0,132,bf16,128,0,512,1024,fa2,128,64,4,2"), std::string::npos) << csv;
+  EXPECT_NE(json.find("\"seq_max\": 2048, \"config\": {\"family\": \"fa2\", \"block_m\": 256"), std::string::npos)
+      << json;
   EXPECT_NE(header.find("inline config lookup("), std::string::npos);
-  EXPECT_NE(header.find("{\"NVIDIA H200\", 9, 0, 132, \"bf16\", 128, false, 512, 1024, {128, 64, 4, 2}}"),
+  EXPECT_NE(header.find("{\"NVIDIA H200\", 9, 0, 132, \"bf16\", 128, false, 512, 1024, {\"fa2\", 128, 64, 4, 2}}"),
             std::string::npos)
       << header;
+}
+
+TEST(export, the_family_travels_with_the_config) {
+  // Same key, the same config name in two families: wgmma won twice, fa2 once.
+  std::vector<record> rows = {variant(4096, {128, 64, 8, 2}, 1.0, 1), variant(4000, {128, 64, 8, 2}, 1.0, 1),
+                              variant(3000, {128, 64, 8, 2}, 1.0, 1)};
+  rows[0].family = rows[1].family = "wgmma";
+  rows[1].shape.batch = rows[2].shape.batch = 2;
+  rows[2].shape.heads = rows[2].shape.kv_heads = 8;
+  const auto e = export_entries(best_table(rows));
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_EQ(e[0].family, "wgmma");
+  EXPECT_NE(export_csv(e).find(",wgmma,128,64,8,2,"), std::string::npos) << export_csv(e);
+  EXPECT_NE(export_json(e).find("{\"family\": \"wgmma\", \"block_m\": 128"), std::string::npos);
+  EXPECT_NE(export_header(e, "x.csv").find("{\"wgmma\", 128, 64, 8, 2}"), std::string::npos);
 }
 
 TEST(export, fallback_fits_every_head_dim) {

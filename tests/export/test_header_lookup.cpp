@@ -5,27 +5,31 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+
 namespace {
 
+// The fixture's configs and the fallback are all fa2's.
 bool same(attn_tuned::config a, attn_tuned::config b) {
-  return a.block_m == b.block_m && a.block_n == b.block_n && a.warps == b.warps && a.stages == b.stages;
+  return std::string(a.family) == "fa2" && a.block_m == b.block_m && a.block_n == b.block_n &&
+         a.warps == b.warps && a.stages == b.stages;
 }
 
 TEST(exported_header, tuned_shapes_get_their_tuned_config) {
   bool fell_back = true;
   // 4,32,4096,128 non-causal: rank 1 in results/h200/2026-11-30-yardstick was m256_n64_w8_s2.
   EXPECT_TRUE(same(attn_tuned::lookup("NVIDIA H200", 9, 0, 132, "bf16", 128, false, 4096, &fell_back),
-                   {256, 64, 8, 2}));
+                   {"fa2", 256, 64, 8, 2}));
   EXPECT_FALSE(fell_back);
   // The bucket (2048, 4096] covers every length in it.
   EXPECT_TRUE(same(attn_tuned::lookup("NVIDIA H200", 9, 0, 132, "bf16", 128, false, 2049, &fell_back),
-                   {256, 64, 8, 2}));
+                   {"fa2", 256, 64, 8, 2}));
   EXPECT_FALSE(fell_back);
   EXPECT_TRUE(same(attn_tuned::lookup("NVIDIA H200", 9, 0, 132, "bf16", 64, true, 1024, &fell_back),
-                   {64, 64, 4, 2}));
+                   {"fa2", 64, 64, 4, 2}));
   EXPECT_FALSE(fell_back);
   EXPECT_TRUE(same(attn_tuned::lookup("NVIDIA H200", 9, 0, 132, "bf16", 256, false, 4096, &fell_back),
-                   {128, 64, 8, 2}));
+                   {"fa2", 128, 64, 8, 2}));
   EXPECT_FALSE(fell_back);
 }
 
@@ -33,23 +37,23 @@ TEST(exported_header, untuned_shapes_get_the_documented_fallback) {
   bool fell_back = false;
   // Outside the tuned bucket, another causality, another dtype, another device, another head dim.
   EXPECT_TRUE(same(attn_tuned::lookup("NVIDIA H200", 9, 0, 132, "bf16", 128, false, 4097, &fell_back),
-                   {128, 64, 4, 2}));
+                   {"fa2", 128, 64, 4, 2}));
   EXPECT_TRUE(fell_back);
   fell_back = false;
   EXPECT_TRUE(same(attn_tuned::lookup("NVIDIA H200", 9, 0, 132, "bf16", 128, true, 4096, &fell_back),
-                   {128, 64, 4, 2}));
+                   {"fa2", 128, 64, 4, 2}));
   EXPECT_TRUE(fell_back);
   fell_back = false;
   EXPECT_TRUE(same(attn_tuned::lookup("NVIDIA H200", 9, 0, 132, "fp16", 128, false, 4096, &fell_back),
-                   {128, 64, 4, 2}));
+                   {"fa2", 128, 64, 4, 2}));
   EXPECT_TRUE(fell_back);
   fell_back = false;
   EXPECT_TRUE(same(attn_tuned::lookup("NVIDIA H100 80GB HBM3", 9, 0, 132, "bf16", 128, false, 4096, &fell_back),
-                   {128, 64, 4, 2}));
+                   {"fa2", 128, 64, 4, 2}));
   EXPECT_TRUE(fell_back);
   fell_back = false;
   EXPECT_TRUE(same(attn_tuned::lookup("NVIDIA H200", 9, 0, 132, "bf16", 192, false, 4096, &fell_back),
-                   {64, 64, 4, 1}));
+                   {"fa2", 64, 64, 4, 1}));
   EXPECT_TRUE(fell_back);
 }
 
