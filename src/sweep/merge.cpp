@@ -21,6 +21,7 @@ std::vector<record> merge_results(const std::vector<std::vector<record>>& parts,
   const record* reference = nullptr;
   std::string reference_file;
   std::map<std::string, std::string> shape_file;
+  std::map<std::string, std::pair<std::string, std::string>> family_source;  // family -> (hash, file)
   for (size_t p = 0; p < parts.size(); ++p) {
     std::set<std::string> own;
     for (const auto& r : parts[p]) {
@@ -33,9 +34,11 @@ std::vector<record> merge_results(const std::vector<std::vector<record>>& parts,
           r.device.sm_count != a.sm_count)
         throw invalid_input(fmt::format("merge: '{}' is from {} ({} SMs) but '{}' is from {} ({} SMs)", names[p],
                                         r.device.name, r.device.sm_count, reference_file, a.name, a.sm_count));
-      if (r.kernel_hash != reference->kernel_hash)
-        throw invalid_input(fmt::format("merge: '{}' was tuned with kernel sources {} but '{}' with {}", names[p],
-                                        r.kernel_hash, reference_file, reference->kernel_hash));
+      // Each family's rows carry the hash of that family's sources: compare within a family.
+      const auto [first, inserted] = family_source.emplace(r.family, std::make_pair(r.kernel_hash, names[p]));
+      if (!inserted && first->second.first != r.kernel_hash)
+        throw invalid_input(fmt::format("merge: '{}' was tuned with {} kernel sources {} but '{}' with {}", names[p],
+                                        r.family, r.kernel_hash, first->second.second, first->second.first));
       const auto key = shape_key(r.shape);
       own.insert(key);
       if (auto it = shape_file.find(key); it != shape_file.end() && it->second != names[p])

@@ -169,5 +169,25 @@ TEST(merge, combines_shards_and_refuses_to_mix) {
   EXPECT_THROW(merge_results({a, a}, {"a.csv", "a2.csv"}), invalid_input);  // same shape twice
 }
 
+TEST(merge, compares_kernel_sources_within_each_family) {
+  // Shards of a two-family run: each file has fa2 rows (hash "aa") and wgmma rows (hash "cc").
+  const auto rows = numbered_rows(3);
+  auto two_families = [&](const shape& s, const std::string& wgmma_hash) {
+    record w = result_for(s, "NVIDIA H200", wgmma_hash);
+    w.family = "wgmma";
+    return std::vector<record>{result_for(s), w};
+  };
+  EXPECT_EQ(merge_results({two_families(rows[0].problem, "cc"), two_families(rows[1].problem, "cc")},
+                          {"a.csv", "b.csv"})
+                .size(),
+            4u);
+  try {
+    merge_results({two_families(rows[0].problem, "cc"), two_families(rows[2].problem, "dd")}, {"a.csv", "e.csv"});
+    FAIL();
+  } catch (const invalid_input& e) {
+    EXPECT_NE(std::string(e.what()).find("wgmma kernel sources dd"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace attn
