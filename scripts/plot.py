@@ -5,8 +5,9 @@
       TFLOPS against sequence length, one panel per (head dim, causal), one line per top config
       (the configs that won most shapes) and one for the tuned best; peers (peers.py's CSV or a
       vs_pytorch.py CSV) as dashed lines where they have the shape.
-  scripts/plot.py heatmap RESULTS.csv [--shape B,H,N,D] [--causal] --out heatmap.png
-      BLOCK_M x BLOCK_N grid of the best TFLOPS over warps and stages, for one shape.
+  scripts/plot.py heatmap RESULTS.csv [--shape B,H,N,D] [--causal] [--family F] --out heatmap.png
+      BLOCK_M x BLOCK_N grid of the best TFLOPS over warps and stages (and families, unless
+      --family picks one), for one shape. Configs are named with their family everywhere.
 """
 import argparse
 import collections
@@ -25,6 +26,11 @@ def read_results(paths):
         with open(p) as f:
             rows += [r for r in csv.DictReader(line for line in f if not line.startswith("#"))]
     return rows
+
+
+def label(r):
+    """A config with its family: the same tile numbers are different kernels in fa2 and wgmma."""
+    return (r.get("family") or "fa2") + " " + r["config"]
 
 
 def shape_of(r):
@@ -52,7 +58,7 @@ def lines(args):
     for r in rows:
         by_shape[shape_of(r)].append(r)
     best = {s: min(rs, key=lambda r: int(r["rank"]) if int(r.get("rank") or 0) > 0 else 1e9) for s, rs in by_shape.items()}
-    wins = collections.Counter(b["config"] for b in best.values())
+    wins = collections.Counter(label(b) for b in best.values())
     top = [c for c, _ in wins.most_common(args.top)]
     panels = sorted({(s[3], s[4]) for s in by_shape})
     peers = read_peers(args.peers)
@@ -70,7 +76,7 @@ def lines(args):
         for c in top:
             ys = []
             for s in shapes:
-                m = [float(r["tflops"]) for r in by_shape[s] if r["config"] == c]
+                m = [float(r["tflops"]) for r in by_shape[s] if label(r) == c]
                 ys.append(max(m) if m else float("nan"))
             ax.plot(range(len(xs)), ys, ".-", alpha=0.8, label=c)
         for peer in sorted({k[0] for k in peers}):
@@ -95,6 +101,8 @@ def lines(args):
 
 def heatmap(args):
     rows = [r for r in read_results(args.results) if r["status"] == "ok"]
+    if args.family:
+        rows = [r for r in rows if (r.get("family") or "fa2") == args.family]
     if args.shape:
         b, h, n, d = (int(x) for x in args.shape.split(","))
         rows = [r for r in rows if shape_of(r)[:4] == (b, h, n, d) and int(r["causal"]) == int(args.causal)]
@@ -122,7 +130,8 @@ def heatmap(args):
     ax.set_yticklabels(ms)
     ax.set_xlabel("BLOCK_N")
     ax.set_ylabel("BLOCK_M")
-    ax.set_title(f"B{s[0]} H{s[1]} N{s[2]} D{s[3]}{' causal' if s[4] else ''}: best TFLOPS\nover warps and stages (blank: pruned)", fontsize=10)
+    fams = "+".join(sorted({r.get("family") or "fa2" for r in rows}))
+    ax.set_title(f"B{s[0]} H{s[1]} N{s[2]} D{s[3]}{' causal' if s[4] else ''}, {fams}: best TFLOPS\nover warps and stages (blank: pruned)", fontsize=10)
     fig.colorbar(im, ax=ax, label="TFLOPS")
     fig.tight_layout()
     fig.savefig(args.out, dpi=110)
@@ -141,6 +150,7 @@ def main():
     h.add_argument("results", nargs="+")
     h.add_argument("--shape")
     h.add_argument("--causal", action="store_true")
+    h.add_argument("--family", help="only this kernel family's variants (default: all, best per cell)")
     h.add_argument("--out", required=True)
     args = ap.parse_args()
     lines(args) if args.kind == "lines" else heatmap(args)
