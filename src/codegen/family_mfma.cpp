@@ -16,6 +16,7 @@ int mfma_threads(const tile_config& c) { return c.warps * 64; }  // warps count 
 std::optional<std::string> mfma_reject(const tile_config& c, const shape& s, const resource_limits& limits) {
   if (auto why = tiling_reason(c, "wavefronts", "MFMA")) return why;
   if (c.stages < 1 || c.stages > 4) return fmt::format("stages {} not in [1, 4]", c.stages);
+  if (c.knob < 0 || c.knob > 8) return fmt::format("waves_per_eu {} not in [0, 8]", c.knob);
   if (mfma_threads(c) > limits.max_threads_per_block)
     return fmt::format("{} threads exceed the device's {} per workgroup", mfma_threads(c),
                        limits.max_threads_per_block);
@@ -30,14 +31,27 @@ std::optional<std::string> mfma_reject(const tile_config& c, const shape& s, con
 }
 
 std::string mfma_instantiation(const tile_config& c, const shape& s) {
-  return instantiation_stub("mfma.cuh", "attn_mfma", "mfma_forward", "mfma_config", mfma_threads(c), c, s);
+  std::string text = instantiation_stub("mfma.cuh", "attn_mfma", "mfma_forward", "mfma_config", mfma_threads(c), c, s);
+  // The knob: at least this many wavefronts per EU (SIMD), which caps VGPRs at 512 / knob.
+  if (c.knob > 0) {
+    const std::string bounds = fmt::format("__launch_bounds__({})", mfma_threads(c));
+    text.replace(text.find(bounds), bounds.size(),
+                 fmt::format("{} __attribute__((amdgpu_waves_per_eu({})))", bounds, c.knob));
+  }
+  return text;
 }
 
 }  // namespace
 
-/// block_m {32,64,128} x block_n {32,64} x wavefronts {2,4} x LDS stages {1,2}: 24 configs (32-row
-/// blocks keep D=256 within 64 KiB of LDS).
-search_space mfma_default_space() { return {{32, 64, 128}, {32, 64}, {2, 4}, {1, 2}}; }
+/// block_m {32,64,128} x block_n {32,64} x wavefronts {2,4} x LDS stages {1,2} x waves_per_eu {0,2}:
+/// 48 configs (32-row blocks keep D=256 within 64 KiB of LDS). waves_per_eu, AMD's own axis: 0
+/// leaves occupancy to the compiler, 2 asks for two wavefronts per SIMD (at most 256 VGPRs each),
+/// trading registers for latency hiding.
+search_space mfma_default_space() {
+  search_space space{{32, 64, 128}, {32, 64}, {2, 4}, {1, 2}, {0, 2}};
+  space.knob_name = "waves_per_eu";
+  return space;
+}
 
 const kernel_family& mfma_family() {
   static const kernel_family family{

@@ -45,35 +45,39 @@ constexpr axis axes[] = {{"block_m", &search_space::block_m},
 }  // namespace
 
 std::string name(const tile_config& c) {
-  return fmt::format("m{}_n{}_w{}_s{}", c.block_m, c.block_n, c.warps, c.stages);
+  const std::string base = fmt::format("m{}_n{}_w{}_s{}", c.block_m, c.block_n, c.warps, c.stages);
+  return c.knob == 0 ? base : fmt::format("{}_k{}", base, c.knob);
 }
 
 tile_config parse_config_name(const std::string& text) {
   tile_config c;
   std::string_view rest = text;
   bool ok = take_field(rest, 'm', c.block_m) && take_field(rest, 'n', c.block_n) &&
-            take_field(rest, 'w', c.warps) && take_field(rest, 's', c.stages) && rest.empty();
+            take_field(rest, 'w', c.warps) && take_field(rest, 's', c.stages) &&
+            (rest.empty() || (take_field(rest, 'k', c.knob) && rest.empty()));
   // The round trip guards against spellings like "m064" that parse but would not be the key
   // this config is stored under.
   if (!ok || name(c) != text) {
     throw invalid_input(fmt::format(
-        "invalid config name '{}': expected m<block_m>_n<block_n>_w<warps>_s<stages>", text));
+        "invalid config name '{}': expected m<block_m>_n<block_n>_w<warps>_s<stages>[_k<knob>]", text));
   }
   return c;
 }
 
 bool simpler_than(const tile_config& a, const tile_config& b) {
-  return std::tie(a.stages, a.warps, a.block_m, a.block_n) <
-         std::tie(b.stages, b.warps, b.block_m, b.block_n);
+  return std::tie(a.stages, a.warps, a.block_m, a.block_n, a.knob) <
+         std::tie(b.stages, b.warps, b.block_m, b.block_n, b.knob);
 }
 
 std::vector<tile_config> search_space::enumerate() const {
   std::vector<tile_config> configs;
-  configs.reserve(block_m.size() * block_n.size() * warps.size() * stages.size());
+  configs.reserve(block_m.size() * block_n.size() * warps.size() * stages.size() * knob.size());
   for (int m : block_m) {
     for (int n : block_n) {
       for (int w : warps) {
-        for (int s : stages) configs.push_back({m, n, w, s});
+        for (int s : stages) {
+          for (int k : knob) configs.push_back({m, n, w, s, k});
+        }
       }
     }
   }
@@ -97,9 +101,10 @@ search_space parse_space(const std::vector<std::string>& tokens, const search_sp
     std::string_view axis_name = std::string_view(token).substr(0, eq);
     const axis* found = std::find_if(std::begin(axes), std::end(axes),
                                      [&](const axis& a) { return axis_name == a.name; });
-    if (found == std::end(axes)) {
-      throw fail(fmt::format("unknown axis '{}' (expected block_m, block_n, warps or stages)",
-                             axis_name));
+    const bool is_knob = !base.knob_name.empty() && axis_name == base.knob_name;
+    if (found == std::end(axes) && !is_knob) {
+      throw fail(fmt::format("unknown axis '{}' (expected block_m, block_n, warps{}{} or stages)", axis_name,
+                             base.knob_name.empty() ? "" : ", ", base.knob_name));
     }
     if (std::find(seen.begin(), seen.end(), axis_name) != seen.end()) {
       throw fail(fmt::format("axis '{}' given twice", axis_name));
@@ -113,8 +118,10 @@ search_space parse_space(const std::vector<std::string>& tokens, const search_sp
       size_t comma = list.find(',');
       std::string_view item = list.substr(0, comma);
       int value = 0;
-      if (!parse_positive(item, value)) {
-        throw fail(fmt::format("'{}' is not a positive integer", item));
+      if (is_knob && item == "0") {
+        value = 0;  // the knob's "not set"
+      } else if (!parse_positive(item, value)) {
+        throw fail(fmt::format("'{}' is not a {} integer", item, is_knob ? "non-negative" : "positive"));
       }
       // A repeated value would time the same config twice and skew the ranking's tie-breaks.
       if (std::find(values.begin(), values.end(), value) != values.end()) {
@@ -124,7 +131,7 @@ search_space parse_space(const std::vector<std::string>& tokens, const search_sp
       if (comma == std::string_view::npos) break;
       list.remove_prefix(comma + 1);
     }
-    space.*(found->values) = std::move(values);
+    (is_knob ? space.knob : space.*(found->values)) = std::move(values);
   }
   return space;
 }

@@ -80,6 +80,16 @@ TEST(export, the_family_travels_with_the_config) {
   EXPECT_NE(export_header(e, "x.csv").find("{\"wgmma\", 128, 64, 8, 2}"), std::string::npos);
 }
 
+TEST(export, a_family_knob_travels_too) {
+  std::vector<record> rows = {variant(1024, {64, 32, 4, 1, 2}, 1.0, 1)};
+  rows[0].family = "mfma";
+  const auto e = export_entries(best_table(rows));
+  ASSERT_EQ(e.size(), 1u);
+  EXPECT_NE(export_csv(e).find(",mfma,64,32,4,1,2,"), std::string::npos) << export_csv(e);
+  EXPECT_NE(export_json(e).find("\"stages\": 1, \"knob\": 2}"), std::string::npos) << export_json(e);
+  EXPECT_NE(export_header(e, "x.csv").find("{\"mfma\", 64, 32, 4, 1, 2}"), std::string::npos);
+}
+
 TEST(export, fallback_fits_every_head_dim) {
   EXPECT_EQ(fallback_config(64), (tile_config{128, 64, 4, 2}));
   EXPECT_EQ(fallback_config(256), (tile_config{64, 64, 4, 1}));

@@ -70,6 +70,31 @@ INSTANTIATE_TEST_SUITE_P(gfx90a, mfma_default_space,
                                   to_string(info.param.type);
                          });
 
+// AMD's own axis: waves_per_eu=2 asks for two wavefronts per SIMD, which leaves each at most 256
+// of the 512 VGPRs. The 128-row, 2-wavefront config needs more than that without the knob.
+TEST(mfma_knob, waves_per_eu_is_an_axis_and_caps_the_registers) {
+  const search_space space = mfma_family().default_space;
+  EXPECT_EQ(space.knob_name, "waves_per_eu");
+  EXPECT_EQ(space.knob, (std::vector<int>{0, 2}));
+  EXPECT_EQ(parse_space({"waves_per_eu=0,1,4"}, space).knob, (std::vector<int>{0, 1, 4}));
+  EXPECT_THROW(parse_space({"waves_per_eu=2"}, default_space()), invalid_input);  // fa2 has no such axis
+  EXPECT_EQ(name(tile_config{128, 32, 2, 1, 2}), "m128_n32_w2_s1_k2");
+  EXPECT_EQ(parse_config_name("m128_n32_w2_s1_k2"), (tile_config{128, 32, 2, 1, 2}));
+  EXPECT_EQ(name(tile_config{128, 32, 2, 1, 0}), "m128_n32_w2_s1");
+  if (!hip_available()) GTEST_SKIP() << "built without HIP";
+  shape s;
+  s.batch = 1, s.heads = 2, s.kv_heads = 2, s.q_len = s.kv_len = 512, s.head_dim = 128;
+  const compile_cache no_cache("");
+  tune_options t;
+  t.family = "mfma";
+  t.configs = {tile_config{128, 32, 2, 1, 0}, tile_config{128, 32, 2, 1, 2}};
+  const tune_result r = compile_only(s, "gfx90a", no_cache, t);
+  ASSERT_EQ(r.records.size(), 2u);
+  for (const auto& rec : r.records) ASSERT_EQ(rec.status, status::compiled) << name(rec.config) << ": " << rec.message;
+  EXPECT_GT(r.records[0].registers, 256) << "without the knob this config used to take more than 256 VGPRs";
+  EXPECT_LE(r.records[1].registers, 256);
+}
+
 TEST(hiprtc, support_module_compiles_for_gfx90a) {
   if (!hip_available()) GTEST_SKIP() << "built without HIP";
   const compile_cache no_cache("");
