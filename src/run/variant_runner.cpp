@@ -9,7 +9,7 @@ variant_runner::variant_runner(const std::string& family, const shape& s, const 
     : m_rt(runtime_of(gpu)) {
   tune_options t;
   t.family = family;
-  t.space = {{c.block_m}, {c.block_n}, {c.warps}, {c.stages}};
+  t.configs = {c};  // exactly this config, its knob (mfma's waves_per_eu) included
   t.seed = seed;
   t.timing.min_reps = t.timing.max_reps = 3;
   t.timing.min_total_ms = 0;
