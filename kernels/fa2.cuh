@@ -9,8 +9,7 @@
 //
 // Shared memory rows are padded by 8 elements (16 bytes): the row pitch is then an odd number of
 // 16-byte chunks, which keeps ldmatrix and cp.async free of bank conflicts for every head dim.
-#include "common/device.cuh"
-#include "common/params.cuh"
+#include "common/attention.cuh"
 
 namespace attn_k {
 
@@ -94,52 +93,10 @@ __device__ __forceinline__ void attend_tile(unsigned q_smem, unsigned k_smem, un
   float alpha[C::MI][2];
   bool any_grow = false;
 #pragma unroll
-  for (int mi = 0; mi < C::MI; ++mi) {
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int row = first_row + warp * C::WARP_M + mi * 16 + g + h * 8;
-      // Causal: keys visible to this row, counted from this thread's first column of the tile,
-      // so the test per element compares with a compile-time constant. (Measured on the H200:
-      // this form is faster for causal tiles, the plain column test for ragged-only ones.)
-      const int visible = C::CAUSAL ? min(kv_len, row + causal_offset + 1) - n0 - t * 2 : 0;
-      // Two independent partial maxima / sums per row: shorter dependency chains, more ILP.
-      float mx2[2] = {row_max[mi][h], neg_inf()};
-#pragma unroll
-      for (int nf = 0; nf < C::BLOCK_N / 8; ++nf) {
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          float& x = s[mi][nf][h * 2 + e];
-          if constexpr (MASK && C::CAUSAL) {
-            if (nf * 8 + e >= visible) x = neg_inf();
-          } else if constexpr (MASK) {
-            if (n0 + nf * 8 + t * 2 + e >= kv_len) x = neg_inf();
-          }
-          mx2[e] = fmaxf(mx2[e], x);
-        }
-      }
-      const float mx = quad_max(fmaxf(mx2[0], mx2[1]));
-      // Lazy rescaling: keep the reference max until the row max grows by more than 2^8, so
-      // P stays <= 256 (exact enough in bf16/fp16) and most tiles skip rescaling O.
-      const bool grow = (mx - row_max[mi][h]) * scale_log2 > 8.f;
-      const float ref = grow ? mx : row_max[mi][h];
-      alpha[mi][h] = grow ? exp2f((row_max[mi][h] - ref) * scale_log2) : 1.f;
-      any_grow |= grow;
-      row_max[mi][h] = ref;
-      const float mx_scaled = ref == neg_inf() ? 0.f : ref * scale_log2;
-      float sum2[2] = {0.f, 0.f};
-#pragma unroll
-      for (int nf = 0; nf < C::BLOCK_N / 8; ++nf) {
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          float& x = s[mi][nf][h * 2 + e];
-          x = exp2f(fmaf(x, scale_log2, -mx_scaled));
-          sum2[e] += x;
-        }
-      }
-      const float sum = sum2[0] + sum2[1];
-      row_sum[mi][h] = row_sum[mi][h] * alpha[mi][h] + sum;
-    }
-  }
+  for (int mi = 0; mi < C::MI; ++mi)
+    online_softmax_rows<C::BLOCK_N, C::CAUSAL, MASK>(s[mi], row_max[mi], row_sum[mi], alpha[mi], any_grow,
+                                                     first_row + warp * C::WARP_M + mi * 16 + g, t, n0,
+                                                     causal_offset, kv_len, scale_log2);
 
   // P in the element type: the accumulator layout of two adjacent 8-column tiles is exactly an
   // A fragment of a 16-column k-step. Packing now lets the fp32 scores die before P V.
@@ -195,25 +152,13 @@ __device__ void fa2_forward(const fwd_params& p) {
   const int m0 = m_block * C::BLOCK_M;
   const int causal_offset = p.kv_len - p.q_len;  // bottom-right alignment
 
-  const elem_bits* q = static_cast<const elem_bits*>(p.q) + batch * p.q_batch_stride +
-                       head * p.q_head_stride;
-  const long long kv_base = batch * p.kv_batch_stride + (head / p.group) * p.kv_head_stride;
-  const elem_bits* k = static_cast<const elem_bits*>(p.k) + kv_base;
-  const elem_bits* v = static_cast<const elem_bits*>(p.v) + kv_base;
-
-  int kv_end = p.kv_len;
-  if (C::CAUSAL) {
-    const int last_row = min(m0 + C::BLOCK_M, p.q_len) - 1;
-    kv_end = max(0, min(kv_end, last_row + causal_offset + 1));
-  }
-  const int n_blocks = (kv_end + C::BLOCK_N - 1) / C::BLOCK_N;
-  // Tiles [0, n_plain) need no mask: they end before the last key and, when causal, before the
-  // diagonal of the block's first row. The rest (the diagonal, a ragged last tile) are masked.
-  // Causal: two loops rather than a branch per tile keep the mask's registers out of the hot
-  // loop (measured faster on the H200; for non-causal the single loop below was faster).
-  int n_plain = p.kv_len / C::BLOCK_N;
-  if (C::CAUSAL) n_plain = min(n_plain, max(0, m0 + causal_offset + 1) / C::BLOCK_N);
-  n_plain = min(n_plain, n_blocks);
+  const head_inputs in = inputs_of(p, batch, head);
+  const elem_bits *q = in.q, *k = in.k, *v = in.v;
+  const int n_blocks = kv_tiles<C::BLOCK_M, C::BLOCK_N, C::CAUSAL>(p, m0, causal_offset);
+  // Tiles [0, n_plain) are attended unmasked. Causal: two loops rather than a branch per tile keep
+  // the mask's registers out of the hot loop (measured faster on the H200; for non-causal the
+  // single loop below was faster).
+  const int n_plain = unmasked_tiles<C::BLOCK_N, C::CAUSAL>(p, m0, causal_offset, n_blocks);
 
   float acc[C::MI][C::D / 8][4];
   float row_max[C::MI][2], row_sum[C::MI][2];

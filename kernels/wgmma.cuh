@@ -9,8 +9,7 @@
 // registers (the S accumulator layout is the A-fragment layout) for O += P V, whose V operand is
 // read N-major (transposed) by the tensor cores. Masking, online softmax and the epilogue are
 // fa2's.
-#include "common/device.cuh"
-#include "common/params.cuh"
+#include "common/attention.cuh"
 #include "common/wgmma_ops.cuh"
 
 namespace attn_k {
@@ -141,7 +140,9 @@ __device__ __forceinline__ void wg_issue_pv(float (&acc)[C::D / 2], const unsign
 
 /// Online softmax of one tile of S in place (S becomes the unnormalized probabilities, fp32);
 /// alpha: the factor O must be rescaled by; returns whether any row of the warp needs it.
-/// MASK applies the causal / kv_len mask.
+/// MASK applies the causal / kv_len mask. This is online_softmax_rows (common/attention.cuh)
+/// but for the order of the row sum's last two additions: switching to it changes the wgmma
+/// binaries, so that waits for a GPU run to verify and time it.
 template <class C, bool MASK>
 __device__ __forceinline__ bool wg_softmax(float (&s)[C::BLOCK_N / 2], float (&alpha)[2], float (&row_max)[2],
                                            float (&row_sum)[2], int n0, int warp_row0, int causal_offset,
@@ -263,25 +264,13 @@ __device__ void wgmma_forward(const fwd_params& p) {
   // This warpgroup's 64 rows of Q: rows 64 wg .. in every column chunk.
   const unsigned q_wg = q_smem + (warp / 4) * 64 * 16;
 
-  const elem_bits* q = static_cast<const elem_bits*>(p.q) + batch * p.q_batch_stride +
-                       head * p.q_head_stride;
-  const long long kv_base = batch * p.kv_batch_stride + (head / p.group) * p.kv_head_stride;
-  const elem_bits* k = static_cast<const elem_bits*>(p.k) + kv_base;
-  const elem_bits* v = static_cast<const elem_bits*>(p.v) + kv_base;
-
-  int kv_end = p.kv_len;
-  if (C::CAUSAL) {
-    const int last_row = min(m0 + C::BLOCK_M, p.q_len) - 1;
-    kv_end = max(0, min(kv_end, last_row + causal_offset + 1));
-  }
-  const int n_blocks = (kv_end + C::BLOCK_N - 1) / C::BLOCK_N;
+  const head_inputs in = inputs_of(p, batch, head);
+  const elem_bits *q = in.q, *k = in.k, *v = in.v;
+  const int n_blocks = kv_tiles<C::BLOCK_M, C::BLOCK_N, C::CAUSAL>(p, m0, causal_offset);
   // Tiles [0, n_plain) need no mask for this warpgroup's 64 rows: later warpgroups of a causal
   // block unmask more of them. (Stopping each warpgroup at its own last visible tile, handing the
   // remaining slots back, was measured too: +1% on short causal shapes, -2% at N=16384.)
-  const int wg_row0 = m0 + (warp / 4) * 64;
-  int n_plain = p.kv_len / C::BLOCK_N;
-  if (C::CAUSAL) n_plain = min(n_plain, max(0, wg_row0 + causal_offset + 1) / C::BLOCK_N);
-  n_plain = min(n_plain, n_blocks);
+  const int n_plain = unmasked_tiles<C::BLOCK_N, C::CAUSAL>(p, m0 + (warp / 4) * 64, causal_offset, n_blocks);
 
   float acc[C::D / 2];
   float row_max[2] = {neg_inf(), neg_inf()}, row_sum[2] = {0.f, 0.f};

@@ -79,6 +79,21 @@ std::vector<size_t> runnable(const options& opt, int cc_major, int cc_minor) {
   return out;
 }
 
+tune_result merge_families(std::vector<tune_result> parts);
+
+// `run` once per family of the run that a device of this capability runs (t with that family and
+// its space), merged into one result.
+template <class Run>
+tune_result over_families(const options& opt, int cc_major, int cc_minor, tune_options t, Run run) {
+  std::vector<tune_result> parts;
+  for (size_t i : runnable(opt, cc_major, cc_minor)) {
+    t.family = opt.families[i];
+    t.space = opt.spaces[i];
+    parts.push_back(run(t));
+  }
+  return merge_families(std::move(parts));
+}
+
 // One result from the per-family results of a shape: all records, one best over all of them.
 tune_result merge_families(std::vector<tune_result> parts) {
   if (parts.size() == 1) return std::move(parts.front());
@@ -216,25 +231,15 @@ tune_result tune_recovering(const options& opt, const shape& s, const gpu_info& 
 
 tune_result tune_families(const options& opt, const shape& s, const gpu_info& gpu, const compile_cache& cache,
                           tune_options t, bool& context_dead) {
-  std::vector<tune_result> parts;
-  for (size_t i : runnable(opt, gpu.desc.cc_major, gpu.desc.cc_minor)) {
-    t.family = opt.families[i];
-    t.space = opt.spaces[i];
-    parts.push_back(tune_recovering(opt, s, gpu, cache, t, context_dead));
-  }
-  return merge_families(std::move(parts));
+  return over_families(opt, gpu.desc.cc_major, gpu.desc.cc_minor, t,
+                       [&](const tune_options& f) { return tune_recovering(opt, s, gpu, cache, f, context_dead); });
 }
 
 tune_result compile_families(const options& opt, const shape& s, const compile_cache& cache, tune_options t) {
   int cc_major = 0, cc_minor = 0;
   if (std::sscanf(opt.arch.c_str(), "sm_%1d%1d", &cc_major, &cc_minor) != 2) cc_major = cc_minor = 0;
-  std::vector<tune_result> parts;
-  for (size_t i : runnable(opt, cc_major, cc_minor)) {
-    t.family = opt.families[i];
-    t.space = opt.spaces[i];
-    parts.push_back(compile_only(s, opt.arch, cache, t));
-  }
-  return merge_families(std::move(parts));
+  return over_families(opt, cc_major, cc_minor, t,
+                       [&](const tune_options& f) { return compile_only(s, opt.arch, cache, f); });
 }
 
 }  // namespace attn

@@ -85,10 +85,11 @@ bool parse_options(int argc, char** argv, options& out) {
   app.add_option("--dtype", dtype_text, "Element type: bf16 or fp16")->capture_default_str();
   app.add_option("--layout", layout_text, "bhsd = [B,H,N,D] contiguous, bshd = [B,N,H,D]")
       ->capture_default_str();
-  app.add_option("--family", out.family,
+  app.add_option("--family", out.families,
                  "Kernel families to search, comma-separated: fa2 (NVIDIA sm_80+, mma.sync), wgmma (NVIDIA "
                  "Hopper sm_90a, warpgroup MMA), mfma (AMD, MFMA). Default: every family of the backend that "
-                 "the device can run (fa2,wgmma on an H100/H200; fa2 elsewhere on NVIDIA; mfma on AMD)");
+                 "the device can run (fa2,wgmma on an H100/H200; fa2 elsewhere on NVIDIA; mfma on AMD)")
+      ->delimiter(',');
   app.add_option("--backend", out.backend,
                  "auto, cuda or hip. auto: the --family's backend, else hip for a gfx --arch, else hip "
                  "when an AMD GPU is present, else cuda. The AMD path is compile-verified only: it has "
@@ -191,16 +192,11 @@ bool parse_options(int argc, char** argv, options& out) {
   out.problem = s;
   const bool runs_on_device =
       !out.compile_only && (out.command == command::tune || out.command == command::sweep || out.command == command::check);
-  std::vector<std::string> names;
-  for (size_t at = 0; !out.family.empty() && at <= out.family.size();) {
-    const size_t comma = std::min(out.family.find(',', at), out.family.size());
-    names.push_back(out.family.substr(at, comma - at));
-    at = comma + 1;
-  }
+  std::vector<std::string> names = out.families;  // --family, split at commas
   for (const auto& n : names) {
     find_family(n);  // throws naming an unknown one
     if (std::count(names.begin(), names.end(), n) > 1)
-      throw invalid_input(fmt::format("invalid --family '{}': {} is named twice", out.family, n));
+      throw invalid_input(fmt::format("invalid --family '{}': {} is named twice", fmt::join(names, ","), n));
   }
   const backend chosen = choose_backend(out.backend, names.empty() ? "" : names.front(), out.arch, runs_on_device,
                                         [] { return detect_backend() == backend::hip; });

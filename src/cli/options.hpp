@@ -16,10 +16,10 @@ enum class command { tune, sweep, export_table, check, merge };
 struct options {
   attn::command command = command::tune;
   shape problem;
-  /// --family as given ("fa2", "fa2,wgmma", ...; empty: every family of the backend); after
-  /// parse_options, the families of the run joined by ','.
-  std::string family;
-  std::vector<std::string> families;  ///< after parse_options: the families of the run
+  /// --family, split at commas (empty: every family of the backend); after parse_options, the
+  /// families of the run.
+  std::vector<std::string> families;
+  std::string family;                 ///< after parse_options: families joined by ',' (for messages)
   std::vector<search_space> spaces;   ///< after parse_options: each family's space (--space applied)
   std::string backend = "auto";  ///< auto, cuda or hip; after parse_options: cuda or hip
   std::string out;       ///< CSV path; empty = default under results/

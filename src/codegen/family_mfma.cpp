@@ -31,14 +31,9 @@ std::optional<std::string> mfma_reject(const tile_config& c, const shape& s, con
 }
 
 std::string mfma_instantiation(const tile_config& c, const shape& s) {
-  std::string text = instantiation_stub("mfma.cuh", "attn_mfma", "mfma_forward", "mfma_config", mfma_threads(c), c, s);
   // The knob: at least this many wavefronts per EU (SIMD), which caps VGPRs at 512 / knob.
-  if (c.knob > 0) {
-    const std::string bounds = fmt::format("__launch_bounds__({})", mfma_threads(c));
-    text.replace(text.find(bounds), bounds.size(),
-                 fmt::format("{} __attribute__((amdgpu_waves_per_eu({})))", bounds, c.knob));
-  }
-  return text;
+  return instantiation_stub("mfma.cuh", "attn_mfma", "mfma_forward", "mfma_config", mfma_threads(c), c, s, 0,
+                            c.knob > 0 ? fmt::format("__attribute__((amdgpu_waves_per_eu({})))", c.knob) : "");
 }
 
 }  // namespace

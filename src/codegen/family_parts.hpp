@@ -15,8 +15,10 @@ int64_t padded_tiles_bytes(const tile_config& c, const shape& s);
 /// into 16-column steps; `groups` / `tiles` name them ("warps"/"mma", "wavefronts"/"MFMA").
 std::optional<std::string> tiling_reason(const tile_config& c, const char* groups, const char* tiles);
 
-/// `#include "<header>"` and an extern "C" `entry` that runs forward<config<...>>(p).
+/// `#include "<header>"` and an extern "C" `entry` that runs forward<config<...>>(p), declared
+/// with __launch_bounds__(threads[, min_blocks]) and then `attributes` (when not empty).
 std::string instantiation_stub(const char* header, const char* entry, const char* forward, const char* config,
-                               int threads, const tile_config& c, const shape& s);
+                               int threads, const tile_config& c, const shape& s, int min_blocks = 0,
+                               const std::string& attributes = "");
 
 }  // namespace attn

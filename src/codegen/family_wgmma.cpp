@@ -58,14 +58,9 @@ std::optional<std::string> wgmma_reject(const tile_config& c, const shape& s, co
 }
 
 std::string wgmma_instantiation(const tile_config& c, const shape& s) {
-  std::string text = instantiation_stub("wgmma.cuh", "attn_wgmma", "wgmma_forward", "wgmma_config",
-                                        wgmma_threads(c), c, s);
   // setmaxnreg (the producer's register hand-over) needs a register cap at entry: one block per SM.
-  if (has_producer(c)) {
-    const std::string from = fmt::format("__launch_bounds__({})", wgmma_threads(c));
-    text.replace(text.find(from), from.size(), fmt::format("__launch_bounds__({}, 1)", wgmma_threads(c)));
-  }
-  return text;
+  return instantiation_stub("wgmma.cuh", "attn_wgmma", "wgmma_forward", "wgmma_config", wgmma_threads(c), c, s,
+                            has_producer(c) ? 1 : 0);
 }
 
 }  // namespace
@@ -84,8 +79,8 @@ const kernel_family& wgmma_family() {
       9,               wgmma_default_space(), wgmma_shared_memory,
       wgmma_threads,   wgmma_reject,          wgmma_instantiation,
       {"--use_fast_math"},
-      {"common/device.cuh", "common/params.cuh", "common/vendor.cuh", "common/wgmma_ops.cuh", "wgmma.cuh",
-       "reference.cuh"},
+      {"common/attention.cuh", "common/device.cuh", "common/params.cuh", "common/vendor.cuh",
+       "common/wgmma_ops.cuh", "wgmma.cuh", "reference.cuh"},
       true};  // arch-specific: sm_90a runs on cc 9.0 only
   return family;
 }
