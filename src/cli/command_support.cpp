@@ -82,14 +82,27 @@ std::vector<size_t> runnable(const options& opt, int cc_major, int cc_minor) {
 tune_result merge_families(std::vector<tune_result> parts);
 
 // `run` once per family of the run that a device of this capability runs (t with that family and
-// its space), merged into one result.
+// its space), merged into one result. A family that refuses the shape (invalid_input: e.g. none
+// of its configs fits) is left out; only when every family refuses is the run refused, saying
+// why for each.
 template <class Run>
 tune_result over_families(const options& opt, int cc_major, int cc_minor, tune_options t, Run run) {
   std::vector<tune_result> parts;
+  std::vector<std::string> refusals;  // each family's reason
+  std::string named;                  // the same, each after its family's name
   for (size_t i : runnable(opt, cc_major, cc_minor)) {
     t.family = opt.families[i];
     t.space = opt.spaces[i];
-    parts.push_back(run(t));
+    try {
+      parts.push_back(run(t));
+    } catch (const invalid_input& e) {
+      refusals.push_back(e.what());
+      named += fmt::format("{}{}: {}", named.empty() ? "" : "\n", t.family, e.what());
+    }
+  }
+  if (parts.empty()) {  // a reason that is not the family's (the shape, the device) is said once
+    const bool same = std::all_of(refusals.begin(), refusals.end(), [&](const auto& r) { return r == refusals[0]; });
+    throw invalid_input(same ? refusals.front() : named);
   }
   return merge_families(std::move(parts));
 }

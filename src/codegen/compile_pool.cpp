@@ -53,7 +53,7 @@ std::vector<variant> build_variants(const kernel_family& family, const shape& s,
     v.rec.materialized_bytes = materialized_extra_bytes(s);
     if (config.knob != 0 && family.default_space.knob_name.empty()) {  // e.g. --configs m64_n64_w4_s2_k2
       v.rec.status = status::pruned;
-      v.rec.message = fmt::format("family {} has no knob axis (config knob {})", family.name, config.knob);
+      v.rec.message = fmt::format("the family has no knob axis (config knob {})", config.knob);
     } else if (auto why = family.reject_reason(config, s, limits)) {
       v.rec.status = status::pruned;
       v.rec.message = *why;

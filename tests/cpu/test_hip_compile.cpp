@@ -81,6 +81,13 @@ TEST(mfma_knob, waves_per_eu_is_an_axis_and_caps_the_registers) {
   EXPECT_EQ(name(tile_config{128, 32, 2, 1, 2}), "m128_n32_w2_s1_k2");
   EXPECT_EQ(parse_config_name("m128_n32_w2_s1_k2"), (tile_config{128, 32, 2, 1, 2}));
   EXPECT_EQ(name(tile_config{128, 32, 2, 1, 0}), "m128_n32_w2_s1");
+  {
+    shape small;
+    small.batch = small.heads = small.kv_heads = 1, small.q_len = small.kv_len = 64, small.head_dim = 64;
+    const auto why = mfma_family().reject_reason(tile_config{64, 32, 2, 1, 9}, small, limits_for_arch("gfx90a"));
+    ASSERT_TRUE(why.has_value());
+    EXPECT_EQ(*why, "waves_per_eu 9 not in [0, 8]");
+  }
   if (!hip_available()) GTEST_SKIP() << "built without HIP";
   shape s;
   s.batch = 1, s.heads = 2, s.kv_heads = 2, s.q_len = s.kv_len = 512, s.head_dim = 128;
