@@ -3,8 +3,8 @@
 //
 // One block owns BLOCK_M = 64 x (warpgroups) query rows of one (batch, head); each warpgroup of
 // four warps owns 64 of them, each warp 16, so softmax statistics never leave a warp. Q and the
-// K/V tiles live in shared memory in the tensor cores' own "core matrix" layout (8 rows x 16
-// bytes, 128 contiguous bytes each; no swizzle), filled by cp.async through a STAGES-deep ring.
+// K/V tiles live in shared memory in the tensor cores' swizzled layout (128-byte swizzle when D
+// is a multiple of 64; see tile_offset), filled by cp.async through a STAGES-deep ring.
 // S = Q K^T is one wgmma per 16-wide k step with both operands in shared memory; P stays in
 // registers (the S accumulator layout is the A-fragment layout) for O += P V, whose V operand is
 // read N-major (transposed) by the tensor cores. Masking, online softmax and the epilogue are
@@ -27,7 +27,8 @@ struct wgmma_config {
   static constexpr int Q_BYTES = BLOCK_M * D * 2;
   static constexpr int KV_BYTES = BLOCK_N * D * 2;
   static constexpr int TILE_BYTES = Q_BYTES + 2 * STAGES * KV_BYTES;
-  static constexpr int SHARED_BYTES = TILE_BYTES + 4 * STAGES * 8;  ///< + K/V full/empty mbarriers
+  /// + K/V full/empty mbarriers, + room to align the tiles to the swizzle pattern (1024 bytes)
+  static constexpr int SHARED_BYTES = TILE_BYTES + 4 * STAGES * 8 + 1024;
   static_assert(BLOCK_M % 64 == 0 && (WARPS == 4 * CONSUMERS || PRODUCER),
                 "64 query rows per warpgroup, plus at most one producer warpgroup");
   /// Registers per thread after setmaxnreg: the producer keeps 40, the consumers share the rest
@@ -44,12 +45,34 @@ struct wgmma_config {
 
 // --- wgmma plumbing ----------------------------------------------------------------------------
 
-/// Shared-memory matrix descriptor, no swizzle. lbo: bytes between core matrices adjacent in K;
-/// sbo: bytes between core matrices adjacent in M/N (for K-major and N-major operands alike).
+/// The shared-memory layout of a tile of `rows` rows of D elements, as the tensor cores read it
+/// with a swizzle of W bytes (128 when D is a multiple of 64, else 64 or 32): each row is cut
+/// into W-byte pieces, piece b of every row is stored together (rows x W bytes, row r at r * W),
+/// and the 16-byte chunks of a piece are permuted by XOR with address bits 7 and up (the
+/// hardware's Swizzle<log2(W/16), 4, 3>), so any 8 rows' chunk c sit in distinct banks. Tiles
+/// start 1024-byte aligned, where the pattern repeats.
+template <int D>
+struct swizzle {
+  static constexpr int W = D % 64 == 0 ? 128 : D % 32 == 0 ? 64 : 32;
+  static constexpr int CHUNKS = W / 16;  ///< 16-byte chunks per piece
+  static constexpr unsigned long long MODE = W == 128 ? 1 : W == 64 ? 2 : 3;  ///< descriptor bits 62-63
+};
+/// Byte offset of 16-byte chunk c (of D / 8) of row r.
+template <int D>
+__device__ __forceinline__ unsigned tile_offset(int r, int c, int rows) {
+  using S = swizzle<D>;
+  const unsigned off = (c / S::CHUNKS) * rows * S::W + r * S::W + (c % S::CHUNKS) * 16;
+  return off ^ (((off >> 7) & (S::CHUNKS - 1)) << 4);
+}
+
+/// Shared-memory matrix descriptor with D's swizzle. K-major operands (Q, K): sbo is the stride
+/// of 8-row groups, lbo unused (an instruction's 16 K elements lie inside one piece). MN-major
+/// (V, N = d): lbo is the stride of W-byte pieces along N, sbo that of 8-key groups.
+template <int D>
 __device__ __forceinline__ unsigned long long wg_desc(unsigned addr, unsigned lbo, unsigned sbo) {
   return static_cast<unsigned long long>((addr & 0x3FFFFu) >> 4) |
          (static_cast<unsigned long long>(lbo >> 4) << 16) |
-         (static_cast<unsigned long long>(sbo >> 4) << 32);
+         (static_cast<unsigned long long>(sbo >> 4) << 32) | (swizzle<D>::MODE << 62);
 }
 __device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
 __device__ __forceinline__ void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
@@ -93,38 +116,41 @@ __device__ __forceinline__ void wg_fence_operand(float (&d)[N]) {
   for (int i = 0; i < N; ++i) asm volatile("" : "+f"(d[i])::"memory");
 }
 
-/// Copies `rows` rows of D elements into the core-matrix layout: 16-byte chunk (r, c) at
-/// (c * rows + r) * 16. Eight consecutive threads fill one 128-byte core matrix. Rows at or past
-/// `row_end` are zero-filled.
+/// Copies `rows` rows of D elements into the swizzled layout (tile_offset): consecutive threads
+/// read consecutive 16-byte chunks of a row. Rows at or past `row_end` are zero-filled.
 template <class C>
 __device__ __forceinline__ void load_tile_cm(unsigned smem, const elem_bits* base, long long row_stride,
                                              int row0, int row_end, int rows, int tid, int threads) {
   constexpr int CHUNKS = C::D / 8;
   for (int i = tid; i < rows * CHUNKS; i += threads) {
-    const int r = (i % 8) + (i / (8 * CHUNKS)) * 8, c = (i / 8) % CHUNKS;
+    const int r = i / CHUNKS, c = i % CHUNKS;
     const bool valid = row0 + r < row_end;
     const elem_bits* src = base + (valid ? (row0 + r) * row_stride + c * 8 : 0);
-    cp_async_16(smem + (c * rows + r) * 16, src, valid);
+    cp_async_16(smem + tile_offset<C::D>(r, c, rows), src, valid);
   }
 }
 
 /// The pieces of one K/V tile for this thread's warpgroup. The S and P V products are issued
 /// asynchronously; the caller decides what runs while they do.
+/// q_wg: this warpgroup's first Q row (64 rows into piece 0 per warpgroup); the k-th 16 columns
+/// are bytes 32 k of a row: piece 32 k / W, 32 k % W into it.
 template <class C>
 __device__ __forceinline__ void wg_issue_s(float (&s)[C::BLOCK_N / 2], unsigned q_wg, unsigned k_smem) {
+  constexpr int W = swizzle<C::D>::W;
   wg_fence();
 #pragma unroll
   for (int kk = 0; kk < C::D / 16; ++kk) {
-    const unsigned long long a = wg_desc(q_wg + kk * 32 * C::BLOCK_M, 16 * C::BLOCK_M, 128);
-    const unsigned long long b = wg_desc(k_smem + kk * 32 * C::BLOCK_N, 16 * C::BLOCK_N, 128);
+    const unsigned piece = kk * 32 / W, within = kk * 32 % W;
+    const unsigned long long a = wg_desc<C::D>(q_wg + piece * C::BLOCK_M * W + within, 0, 8 * W);
+    const unsigned long long b = wg_desc<C::D>(k_smem + piece * C::BLOCK_N * W + within, 0, 8 * W);
     wgmma_op<C::BF16, C::BLOCK_N>::ss(s, a, b, kk > 0);
   }
   wg_commit();
 }
 
-/// O += P V. V's tile is [key][d] in core matrices: keys are the K dimension (adjacent core
-/// matrices 128 bytes apart), d the N dimension (16 * BLOCK_N bytes apart). P's registers must
-/// stay untouched until the product has completed.
+/// O += P V. V's tile is [key][d] in the swizzled layout, read MN-major: keys are the K
+/// dimension (16 keys = 16 rows of W bytes per step), d the N dimension (pieces BLOCK_N * W bytes
+/// apart). P's registers must stay untouched until the product has completed.
 template <class C>
 __device__ __forceinline__ void wg_issue_pv(float (&acc)[C::D / 2], const unsigned (&p)[C::BLOCK_N / 16][4],
                                             unsigned v_smem) {
@@ -132,7 +158,8 @@ __device__ __forceinline__ void wg_issue_pv(float (&acc)[C::D / 2], const unsign
   wg_fence();
 #pragma unroll
   for (int kk = 0; kk < C::BLOCK_N / 16; ++kk) {
-    const unsigned long long b = wg_desc(v_smem + kk * 256, 128, 16 * C::BLOCK_N);
+    const unsigned long long b =
+        wg_desc<C::D>(v_smem + kk * 16 * swizzle<C::D>::W, C::BLOCK_N * swizzle<C::D>::W, 8 * swizzle<C::D>::W);
     wgmma_op<C::BF16, C::D>::rs(acc, p[kk], b, 1);
   }
   wg_commit();
@@ -215,10 +242,10 @@ __device__ __forceinline__ void wg_rescale(float (&acc)[C::D / 2], const float (
 }
 
 /// Normalizes O, writes it (16-byte coalesced stores) and the LSE of this warpgroup's 64 rows.
-/// O is staged in the warpgroup's own rows of the Q tile, in the same core-matrix layout (only
-/// this warpgroup's S products, all finished, read them), behind a barrier of its 128 threads.
+/// O is staged in the warpgroup's own rows of the Q tile, in the same layout (only this
+/// warpgroup's S products, all finished, read them), behind a barrier of its 128 threads.
 template <class C>
-__device__ __forceinline__ void wg_store_output(unsigned char* shared_raw, const float (&acc)[C::D / 2],
+__device__ __forceinline__ void wg_store_output(unsigned char* tiles, const float (&acc)[C::D / 2],
                                                 const float (&row_max)[2], const float (&row_sum)[2],
                                                 const fwd_params& p, int batch, int head, int m0) {
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, wg = warp / 4, g = lane / 4, t = lane % 4;
@@ -229,7 +256,7 @@ __device__ __forceinline__ void wg_store_output(unsigned char* shared_raw, const
     const int r = warp * 16 + g + h * 8;
 #pragma unroll
     for (int df = 0; df < C::D / 8; ++df)
-      *reinterpret_cast<unsigned*>(shared_raw + (df * C::BLOCK_M + r) * 16 + t * 4) =
+      *reinterpret_cast<unsigned*>(tiles + tile_offset<C::D>(r, df, C::BLOCK_M) + t * 4) =
           pack2<C::BF16>(acc[4 * df + 2 * h] * inv, acc[4 * df + 2 * h + 1] * inv);
     if (t == 0 && m0 + r < p.q_len) {
       const float lse = sum > 0.f ? (row_max[h] * p.scale_log2 + log2f(sum)) * 0.69314718056f : neg_inf();
@@ -240,17 +267,18 @@ __device__ __forceinline__ void wg_store_output(unsigned char* shared_raw, const
   elem_bits* o = static_cast<elem_bits*>(p.o) + batch * p.q_batch_stride + head * p.q_head_stride;
   constexpr int CHUNKS = C::D / 8;
   for (int i = threadIdx.x % 128; i < 64 * CHUNKS; i += 128) {
-    const int r = wg * 64 + (i % 8) + (i / (8 * CHUNKS)) * 8, c = (i / 8) % CHUNKS;
+    const int r = wg * 64 + i / CHUNKS, c = i % CHUNKS;
     if (m0 + r < p.q_len)
       *reinterpret_cast<uint4*>(o + (m0 + r) * p.q_row_stride + c * 8) =
-          *reinterpret_cast<const uint4*>(shared_raw + (c * C::BLOCK_M + r) * 16);
+          *reinterpret_cast<const uint4*>(tiles + tile_offset<C::D>(r, c, C::BLOCK_M));
   }
 }
 
 template <class C>
 __device__ void wgmma_forward(const fwd_params& p) {
   extern __shared__ __align__(128) unsigned char shared_raw[];
-  const unsigned q_smem = smem_addr(shared_raw);
+  unsigned char* tiles = shared_raw + ((1024u - (smem_addr(shared_raw) & 1023u)) & 1023u);
+  const unsigned q_smem = smem_addr(tiles);
   const unsigned kv_smem = q_smem + C::Q_BYTES;  // stage s: K at 2s, V at 2s + 1
   auto k_stage = [&](int s) { return kv_smem + (2 * s) * C::KV_BYTES; };
   auto v_stage = [&](int s) { return kv_smem + (2 * s + 1) * C::KV_BYTES; };
@@ -261,8 +289,8 @@ __device__ void wgmma_forward(const fwd_params& p) {
   const int causal_offset = p.kv_len - p.q_len;  // bottom-right alignment
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int warp_row0 = m0 + warp * 16;
-  // This warpgroup's 64 rows of Q: rows 64 wg .. in every column chunk.
-  const unsigned q_wg = q_smem + (warp / 4) * 64 * 16;
+  // This warpgroup's 64 rows of Q: rows 64 wg .. of every piece.
+  const unsigned q_wg = q_smem + (warp / 4) * 64 * swizzle<C::D>::W;
 
   const head_inputs in = inputs_of(p, batch, head);
   const elem_bits *q = in.q, *k = in.k, *v = in.v;
@@ -373,7 +401,7 @@ __device__ void wgmma_forward(const fwd_params& p) {
       wg_wait<0>();
       wg_fence_operand(acc);
     }
-    wg_store_output<C>(shared_raw, acc, row_max, row_sum, p, batch, head, m0);
+    wg_store_output<C>(tiles, acc, row_max, row_sum, p, batch, head, m0);
     return;
   }
 
@@ -460,7 +488,7 @@ __device__ void wgmma_forward(const fwd_params& p) {
   // Every thread loaded part of every warpgroup's Q rows: when no tile was attended (a block whose
   // rows see no key), nothing has ordered those copies before the rows stage O.
   __syncthreads();
-  wg_store_output<C>(shared_raw, acc, row_max, row_sum, p, batch, head, m0);
+  wg_store_output<C>(tiles, acc, row_max, row_sum, p, batch, head, m0);
 }
 
 }  // namespace attn_k

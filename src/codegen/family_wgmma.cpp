@@ -10,10 +10,10 @@ namespace attn {
 
 namespace {
 
-// Mirrors wgmma_config in kernels/wgmma.cuh: unpadded tiles (the core-matrix layout is
-// conflict-free as it is) and four mbarriers per stage.
+// Mirrors wgmma_config in kernels/wgmma.cuh: unpadded tiles (the swizzled layout is
+// conflict-free as it is), four mbarriers per stage and 1024 bytes to align the tiles.
 int64_t wgmma_shared_memory(const tile_config& c, const shape& s) {
-  return (c.block_m + 2LL * c.stages * c.block_n) * s.head_dim * element_size(s.dtype) + 32LL * c.stages;
+  return (c.block_m + 2LL * c.stages * c.block_n) * s.head_dim * element_size(s.dtype) + 32LL * c.stages + 1024;
 }
 
 // One warpgroup per 64 rows, plus (warp specialization) one that only loads.

@@ -1,6 +1,6 @@
 // Every variant of a small space of the device's family (fa2 on CUDA, mfma on HIP) must pass the
 // reference check on shapes that cover causal and not, ragged N, GQA, cross-attention, D 32 to
-// 256, both dtypes and both layouts.
+// 256 (for wgmma: each of its swizzle widths), both dtypes and both layouts.
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -91,7 +91,10 @@ INSTANTIATE_TEST_SUITE_P(
                       fa2_case{"d256", make(1, 2, 2, 250, 250, 256, true, bf, bshd)},
                       fa2_case{"d256_fp16", make(1, 2, 1, 128, 192, 256, false, fp, bhsd)},
                       fa2_case{"d96", make(1, 2, 2, 100, 100, 96, false, bf, bhsd)},
-                      fa2_case{"d32_causal_ragged", make(2, 2, 2, 77, 77, 32, true, fp, bhsd)}),
+                      fa2_case{"d32_causal_ragged", make(2, 2, 2, 77, 77, 32, true, fp, bhsd)},
+                      // wgmma's 32-byte swizzle (D not a multiple of 32) and a 64-byte one of 5 pieces.
+                      fa2_case{"d80_causal", make(1, 3, 3, 150, 150, 80, true, bf, bhsd)},
+                      fa2_case{"d160_fp16", make(1, 2, 2, 140, 140, 160, false, fp, bshd)}),
     [](const ::testing::TestParamInfo<fa2_case>& info) { return std::string(info.param.label); });
 
 }  // namespace
