@@ -32,11 +32,14 @@ struct wgmma_config {
   static_assert(BLOCK_M % 64 == 0 && (WARPS == 4 * CONSUMERS || PRODUCER),
                 "64 query rows per warpgroup, plus at most one producer warpgroup");
   /// Registers per thread after setmaxnreg: the producer keeps 40, the consumers share the rest
-  /// of the 64K (multiples of 8).
+  /// of what the block was given at launch (__launch_bounds__(THREADS, 1): the 64K file over its
+  /// threads, multiples of 8, at most 256), in multiples of 8. setmaxnreg.inc only takes registers
+  /// the block already holds: asking for more waits forever.
+  static constexpr int LAUNCH_REGS = 65536 / THREADS / 8 * 8 > 256 ? 256 : 65536 / THREADS / 8 * 8;
   static constexpr int PRODUCER_REGS = 40;
-  static constexpr int CONSUMER_REGS = (65536 / 128 - PRODUCER_REGS) / (CONSUMERS > 0 ? CONSUMERS : 1) / 8 * 8 > 256
-                                           ? 256
-                                           : (65536 / 128 - PRODUCER_REGS) / (CONSUMERS > 0 ? CONSUMERS : 1) / 8 * 8;
+  static constexpr int CONSUMER_SHARE =
+      (LAUNCH_REGS * THREADS - 128 * PRODUCER_REGS) / (CONSUMERS > 0 ? CONSUMERS * 128 : 128) / 8 * 8;
+  static constexpr int CONSUMER_REGS = CONSUMER_SHARE > 256 ? 256 : CONSUMER_SHARE;
   static_assert(!PRODUCER || STAGES >= 2, "the producer keeps a tile in flight: stages >= 2");
   static_assert(D % 16 == 0 && D >= 32 && D <= 256, "head dim: a multiple of 16 in [32, 256]");
   static_assert(BLOCK_N % 16 == 0 && BLOCK_N <= 256, "BLOCK_N: a multiple of 16 up to 256");

@@ -21,11 +21,14 @@ bool has_producer(const tile_config& c) { return c.warps == c.block_m / 16 + 4; 
 
 int wgmma_threads(const tile_config& c) { return c.warps * 32; }
 
-// Registers a computing thread may use: with a producer, what setmaxnreg hands the consumers
-// (mirrors wgmma_config::CONSUMER_REGS); without, the 64K register file over the block's threads.
+// Registers a computing thread may use: without a producer, the 64K register file over the
+// block's threads; with one, what setmaxnreg hands the consumers out of what the block holds
+// from launch, less the producer's 40 (mirrors wgmma_config::CONSUMER_REGS: asking for more
+// than the block holds hangs the kernel, measured with 4 consumers).
 int consumer_registers(const tile_config& c) {
-  if (has_producer(c)) return std::min(256, (65536 / 128 - 40) / (c.block_m / 64) / 8 * 8);
-  return std::min(255, 65536 / wgmma_threads(c) / 8 * 8);
+  const int threads = wgmma_threads(c), launch = std::min(256, 65536 / threads / 8 * 8);
+  if (has_producer(c)) return std::min(256, (launch * threads - 128 * 40) / (c.block_m / 64 * 128) / 8 * 8);
+  return std::min(255, launch);
 }
 
 // Registers a thread's tile state takes: O (64 x D) and S (64 x BLOCK_N) in fp32 over a

@@ -102,6 +102,12 @@ TEST(wgmma_family, rejects_what_it_cannot_express) {
   EXPECT_TRUE(why(192, 64, 16, 2).has_value());      // D=256 O alone exceeds the consumers' 152 registers
   EXPECT_FALSE(why(128, 64, 12, 2).has_value()) << *why(128, 64, 12, 2);  // producer + 2 consumers
   EXPECT_FALSE(why(128, 64, 8, 2).has_value()) << *why(128, 64, 8, 2);
+  // Four consumers and a producer (640 threads) hold 96 registers each from launch: the consumers
+  // get (640 * 96 - 128 * 40) / 512 = 110, so 104, not a share of the whole 64K file (112), which
+  // setmaxnreg would wait for forever.
+  const auto four = why(256, 64, 20, 2);
+  ASSERT_TRUE(four.has_value());
+  EXPECT_NE(four->find("over the 104 a computing thread gets"), std::string::npos) << *four;
   // Q, two stages of K and V, four mbarriers per stage, 1024 bytes to align the swizzled tiles.
   EXPECT_EQ(f.shared_memory_bytes(tile_config{128, 64, 12, 2}, s), (128 + 2 * 2 * 64) * 256 * 2 + 2 * 32 + 1024);
 }
