@@ -90,7 +90,7 @@ int run_tune(const options& opt) {
              human_bytes(double(b.materialized_bytes)), to_string(opt.problem.dtype),
              human_bytes(double(b.fused_extra_bytes)), b.memory_saving_ratio);
   if (!opt.dump_dir.empty()) {
-    dump_best(opt.problem, gpu, cache, r, opt.seed + 1000, opt.dump_dir);
+    dump_best(opt.problem, gpu, cache, r, opt.seed + 1000, t.timing.kernel_timeout_s, opt.dump_dir);
     fmt::print("dumped q, k, v, o, lse (.npy) to {}\n", opt.dump_dir);
   }
   return 0;
