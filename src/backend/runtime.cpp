@@ -15,8 +15,10 @@ kernel_hung::kernel_hung(double waited_s)
 
 bool poll_until(const std::function<bool()>& done, double timeout_s) {
   using clock = std::chrono::steady_clock;
+  // At most 1e9 s (forever, for a tuner), which the clock's 64-bit nanoseconds hold: so infinity works.
+  const double limit_s = timeout_s > 0 ? std::min(timeout_s, 1e9) : 0;
   const auto deadline = clock::now() + std::chrono::duration_cast<clock::duration>(
-                                           std::chrono::duration<double>(timeout_s));
+                                           std::chrono::duration<double>(limit_s));
   auto pause = std::chrono::duration_cast<clock::duration>(std::chrono::microseconds(50));
   const auto longest = std::chrono::duration_cast<clock::duration>(std::chrono::milliseconds(5));
   for (;;) {
