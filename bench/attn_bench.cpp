@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -31,7 +32,13 @@ void run_one(benchmark::State& state, const record& tuned, const gpu_info& gpu, 
   }
   double total_s = 0;
   for (auto _ : state) {
-    const double s = runner->time_once() / 1e3;
+    double s = 0;
+    try {
+      s = runner->time_once() / 1e3;
+    } catch (const std::exception& e) {  // kernel_hung among them: an exception must not leave the loop
+      state.SkipWithError(e.what());
+      return;
+    }
     state.SetIterationTime(s);
     total_s += s;
   }
@@ -86,6 +93,12 @@ int main(int argc, char** argv) {
     }
     benchmark::RunSpecifiedBenchmarks();
     benchmark::Shutdown();
+    if (rt.hung()) {  // the benchmarks after the hung one were skipped; exit as attn-tune does (src/main.cpp)
+      std::fprintf(stderr, "error: a variant hung (see its error above); the GPU stays busy until attn-bench exits\n");
+      std::fflush(stdout);
+      std::fflush(stderr);
+      std::_Exit(6);
+    }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 3;

@@ -1,10 +1,42 @@
 // attn-tune: one try/catch; every error becomes a message naming the bad value and an exit code.
 //   0 success, 1 nothing passed / compile failures / a regression, 2 bad input, 3 runtime failure,
-//   4 no GPU, 5 a baseline that cannot be compared here.
+//   4 no GPU, 5 a baseline that cannot be compared here, 6 a variant hung (the results so far are
+//   written).
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include <cstdio>
+#include <cstdlib>
+
+#include "backend/runtime.hpp"
 #include "cli/commands.hpp"
+
+namespace {
+
+int run(const attn::options& opt) {
+  switch (opt.command) {
+    case attn::command::tune: return attn::run_tune(opt);
+    case attn::command::sweep: return attn::run_sweep(opt);
+    case attn::command::export_table: return attn::run_export(opt);
+    case attn::command::check: return attn::run_check(opt);
+    case attn::command::merge: return attn::run_merge(opt);
+  }
+  return 3;
+}
+
+// After a hang a kernel runs until the process ends, and the runtime's exit handlers, which tear
+// its context down, could wait for it: the process then ends without them, its output flushed.
+int leave(int code) {
+  const attn::device_runtime* hip = attn::hip_runtime();
+  if (attn::cuda_runtime().hung() || (hip && hip->hung())) {
+    std::fflush(stdout);
+    std::fflush(stderr);
+    std::_Exit(code);
+  }
+  return code;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   attn::options opt;
@@ -18,19 +50,15 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    switch (opt.command) {
-      case attn::command::tune: return attn::run_tune(opt);
-      case attn::command::sweep: return attn::run_sweep(opt);
-      case attn::command::export_table: return attn::run_export(opt);
-      case attn::command::check: return attn::run_check(opt);
-      case attn::command::merge: return attn::run_merge(opt);
-    }
-    return 3;
+    return leave(run(opt));
+  } catch (const attn::kernel_hung& e) {
+    fmt::print(stderr, "\nerror: {}\n", e.what());
+    return leave(attn::exit_hung);
   } catch (const attn::invalid_input& e) {
     fmt::print(stderr, "\nerror: {}\n", e.what());
-    return 2;
+    return leave(2);
   } catch (const std::exception& e) {
     fmt::print(stderr, "\nerror: {}\n", e.what());
-    return 3;
+    return leave(3);
   }
 }

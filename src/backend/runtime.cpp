@@ -1,6 +1,44 @@
 #include "backend/runtime.hpp"
 
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+#include <fmt/format.h>
+
 namespace attn {
+
+kernel_hung::kernel_hung(double waited_s)
+    : std::runtime_error(
+          fmt::format("hung: not finished after {:g} s (the GPU stays busy until this process exits)", waited_s)),
+      seconds(waited_s) {}
+
+bool poll_until(const std::function<bool()>& done, double timeout_s) {
+  using clock = std::chrono::steady_clock;
+  // At most 1e9 s (forever, for a tuner), which the clock's 64-bit nanoseconds hold: so infinity works.
+  const double limit_s = timeout_s > 0 ? std::min(timeout_s, 1e9) : 0;
+  const auto deadline = clock::now() + std::chrono::duration_cast<clock::duration>(
+                                           std::chrono::duration<double>(limit_s));
+  auto pause = std::chrono::duration_cast<clock::duration>(std::chrono::microseconds(50));
+  const auto longest = std::chrono::duration_cast<clock::duration>(std::chrono::milliseconds(5));
+  for (;;) {
+    if (done()) return true;
+    const auto now = clock::now();
+    if (now >= deadline) return false;
+    std::this_thread::sleep_for(std::min(pause, deadline - now));
+    pause = std::min(pause * 2, longest);
+  }
+}
+
+bool device_runtime::wait(stream_t s, double timeout_s) const {
+  return poll_until([&] { return finished(s); }, timeout_s);
+}
+
+void device_runtime::wait_for_kernels(stream_t s, double timeout_s) const {
+  if (wait(s, timeout_s)) return;
+  m_hung = true;
+  throw kernel_hung(timeout_s);
+}
 
 const device_runtime& runtime_for(backend b) {
   if (b == backend::cuda) return cuda_runtime();

@@ -2,7 +2,9 @@
 // The device runtime behind one small interface, so that the tuner, verification and timing never
 // call a vendor's runtime directly: CUDA (src/backend/cuda/) and HIP (src/hip/). The vendors'
 // runtime headers never meet in one translation unit, so handles are opaque pointers here.
+#include <atomic>
 #include <cstdint>
+#include <functional>
 #include <stdexcept>
 #include <string>
 
@@ -15,6 +17,14 @@ namespace attn {
 struct device_error : std::runtime_error {
   device_error(int c, const std::string& what) : std::runtime_error(what), code(c) {}
   int code;  ///< cudaError_t or hipError_t
+};
+
+/// Kernels not finished within the time allowed: a deadlock (a barrier that never completes, a
+/// setmaxnreg asking for more registers than the block holds). The host cannot stop a running
+/// kernel, so the device stays busy, and anything that waits for it hangs, until the process exits.
+struct kernel_hung : std::runtime_error {
+  explicit kernel_hung(double waited_s);
+  double seconds;  ///< how long the wait lasted
 };
 
 struct dims3 {
@@ -62,6 +72,16 @@ class device_runtime {
   virtual void destroy_stream(stream_t s) const noexcept = 0;
   virtual void synchronize(stream_t s) const = 0;
   virtual void synchronize_device() const = 0;
+  /// Whether the stream's work is done, without waiting; throws when that work failed.
+  virtual bool finished(stream_t s) const = 0;
+  /// Waits at most timeout_s for the stream's work: false when it is still running then.
+  bool wait(stream_t s, double timeout_s) const;
+  /// wait() for kernels that must finish: throws kernel_hung when they have not after timeout_s,
+  /// and from then on hung() is true.
+  void wait_for_kernels(stream_t s, double timeout_s) const;
+  /// Kernels of this process hung: they run until it exits, and freeing memory or unloading a
+  /// module would wait for them, so release() and unload_module() do nothing from then on.
+  bool hung() const { return m_hung; }
   virtual event_t create_event() const = 0;
   virtual void destroy_event(event_t e) const noexcept = 0;
   virtual void record_event(event_t e, stream_t s) const = 0;
@@ -82,7 +102,15 @@ class device_runtime {
   virtual bool context_lost() const = 0;
   /// A fresh context on `ordinal`; false when the device cannot be used again in this process.
   virtual bool reset_device(int ordinal) const = 0;
+
+ private:
+  mutable std::atomic<bool> m_hung{false};
 };
+
+/// Asks `done` until it says true (then true) or timeout_s has passed (then false), sleeping
+/// between asks: 50 us at first, so that a short kernel costs no more than that, growing to 5 ms,
+/// so that a long one costs little CPU. What `done` throws goes through.
+bool poll_until(const std::function<bool()>& done, double timeout_s);
 
 const device_runtime& cuda_runtime();
 /// nullptr in a build without HIP (no libamdhip64-dev).

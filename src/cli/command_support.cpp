@@ -26,24 +26,8 @@ std::vector<record> run_configs_in_child(const options& opt, const std::string& 
                                          const std::vector<tile_config>& configs, uint64_t seed, int device) {
   const std::string csv = fmt::format("{}/attn-tune-isolated-{}-{}.csv",
                                       std::filesystem::temp_directory_path().string(), getpid(), seed);
-  std::vector<std::string> args = {"/proc/self/exe",
-                                   "--shape", fmt::format("{},{},{},{}", s.batch, s.heads, s.q_len, s.head_dim),
-                                   "--kv-len", std::to_string(s.kv_len), "--kv-heads", std::to_string(s.kv_heads),
-                                   "--dtype", to_string(s.dtype), "--layout", to_string(s.layout),
-                                   "--family", family, "--seed", std::to_string(seed),
-                                   "--min-reps", std::to_string(opt.min_reps), "--max-reps", std::to_string(opt.max_reps),
-                                   "--min-time-ms", fmt::format("{}", opt.min_time_ms), "--device", std::to_string(device),
-                                   "--jobs", std::to_string(opt.jobs), "--top", "0", "--out", csv};
-  if (s.causal) args.push_back("--causal");
-  if (opt.cache_dir.empty()) args.push_back("--no-cache");
-  else args.insert(args.end(), {"--cache-dir", opt.cache_dir});
-  if (!opt.kernels_dir.empty()) args.insert(args.end(), {"--kernels-dir", opt.kernels_dir});
-  std::string list;
-  for (const auto& c : configs) {
-    if (!list.empty()) list += ',';
-    list += name(c);
-  }
-  args.insert(args.end(), {"--configs", list});
+  std::vector<std::string> args = child_arguments(opt, family, s, configs, seed, device, csv);
+  args.insert(args.begin(), "/proc/self/exe");
   std::vector<char*> argv;
   for (auto& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -115,6 +99,7 @@ tune_result merge_families(std::vector<tune_result> parts) {
     const std::string& family = p.records.empty() ? std::string("?") : p.records.front().family;
     all.pruning += fmt::format("{}{}: {}", all.pruning.empty() ? "" : "\n", family, p.pruning);
     for (size_t i : p.not_run) all.not_run.push_back(all.records.size() + i);
+    if (p.hung) all.hung = all.records.size() + *p.hung;
     all.records.insert(all.records.end(), p.records.begin(), p.records.end());
     all.lowp_error = std::max(all.lowp_error, p.lowp_error);
     all.allowed_error = std::max(all.allowed_error, p.allowed_error);
@@ -136,6 +121,31 @@ tune_result merge_families(std::vector<tune_result> parts) {
 }
 
 }  // namespace
+
+std::vector<std::string> child_arguments(const options& opt, const std::string& family, const shape& s,
+                                         const std::vector<tile_config>& configs, uint64_t seed, int device,
+                                         const std::string& csv) {
+  std::vector<std::string> args = {"--shape", fmt::format("{},{},{},{}", s.batch, s.heads, s.q_len, s.head_dim),
+                                   "--kv-len", std::to_string(s.kv_len), "--kv-heads", std::to_string(s.kv_heads),
+                                   "--dtype", to_string(s.dtype), "--layout", to_string(s.layout),
+                                   "--family", family, "--seed", std::to_string(seed),
+                                   "--min-reps", std::to_string(opt.min_reps), "--max-reps", std::to_string(opt.max_reps),
+                                   "--min-time-ms", fmt::format("{}", opt.min_time_ms),
+                                   "--kernel-timeout-s", fmt::format("{}", opt.kernel_timeout_s),
+                                   "--device", std::to_string(device),
+                                   "--jobs", std::to_string(opt.jobs), "--top", "0", "--out", csv};
+  if (s.causal) args.push_back("--causal");
+  if (opt.cache_dir.empty()) args.push_back("--no-cache");
+  else args.insert(args.end(), {"--cache-dir", opt.cache_dir});
+  if (!opt.kernels_dir.empty()) args.insert(args.end(), {"--kernels-dir", opt.kernels_dir});
+  std::string list;
+  for (const auto& c : configs) {
+    if (!list.empty()) list += ',';
+    list += name(c);
+  }
+  args.insert(args.end(), {"--configs", list});
+  return args;
+}
 
 progress_line::progress_line() : m_tty(isatty(fileno(stderr)) != 0) {}
 
@@ -175,6 +185,7 @@ tune_options make_tune_options(const options& opt, progress_line& progress) {
   t.timing.min_reps = opt.min_reps;
   t.timing.max_reps = opt.max_reps;
   t.timing.min_total_ms = opt.min_time_ms;
+  t.timing.kernel_timeout_s = opt.kernel_timeout_s;
   t.progress = [&progress](const std::string& line) { progress(line); };
   for (const auto& c : opt.configs) t.configs.push_back(parse_config_name(c));
   return t;
@@ -205,6 +216,13 @@ gpu_info open_device(const options& opt, int ordinal) {
 std::string best_path_for(const std::string& out) {
   const auto dot = out.rfind(".csv");
   return (dot == std::string::npos ? out : out.substr(0, dot)) + ".best.csv";
+}
+
+std::string hang_report(const record& hung, const std::string& kept) {
+  return fmt::format(
+      "error: {} {} on {} hung ({}); the run stopped there and {}. Leave that config out (--space, or "
+      "--family {} --configs with the others) and run again; if it is only slow, raise --kernel-timeout-s",
+      hung.family, name(hung.config), describe(hung.shape), hung.message, kept, hung.family);
 }
 
 tune_result tune_recovering(const options& opt, const shape& s, const gpu_info& gpu, const compile_cache& cache,

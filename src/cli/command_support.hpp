@@ -36,6 +36,16 @@ bool have_device(const options& opt);
 gpu_info open_device(const options& opt, int ordinal);
 /// "x.best.csv" beside "x.csv".
 std::string best_path_for(const std::string& out);
+/// The line on stderr after a variant hung: which one, `kept` (where what was measured went), and
+/// how to go on.
+std::string hang_report(const record& hung, const std::string& kept);
+
+/// The arguments (after the program's name) of a fresh attn-tune process that runs `configs` of
+/// `family` on shape s, with opt's timing, timeout, cache and kernels, and writes their records to
+/// csv: the isolated re-run after a variant lost the device context.
+std::vector<std::string> child_arguments(const options& opt, const std::string& family, const shape& s,
+                                         const std::vector<tile_config>& configs, uint64_t seed, int device,
+                                         const std::string& csv);
 
 /// tune(), and when a variant kills the device context beyond repair in this process, the
 /// variants it left are re-run in fresh processes, so one bad variant never ends the run. Once

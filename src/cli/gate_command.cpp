@@ -54,6 +54,7 @@ int run_check(const options& opt) {
   };
   std::vector<line> lines;
   bool any_incomparable = false, any_failed = false;
+  std::optional<record> hung;  // a recorded best that hung: nothing more can run on the device
   std::optional<std::string> change;
   for (size_t i = 0; i < baseline.size(); ++i) {
     const record& b = baseline[i].best;
@@ -75,6 +76,7 @@ int run_check(const options& opt) {
     };
     auto measure = [&]() -> record {
       tune_result r = tune(b.shape, gpu, cache, t);
+      if (r.hung) hung = r.records[*r.hung];
       return r.records.front();
     };
     l.now = measure();
@@ -88,6 +90,7 @@ int run_check(const options& opt) {
     l.j = judge(b.median_ms, l.now->status, l.now->median_ms, confirm, opt.tolerance);
     any_failed |= l.j.v == verdict::regression || l.j.v == verdict::wrong;
     lines.push_back(l);
+    if (hung) break;
   }
 
   std::string md = fmt::format("## attn-tune check: {} on {}\n\n", opt.baseline, gpu.desc.name);
@@ -114,6 +117,11 @@ int run_check(const options& opt) {
   };
   save(opt.csv_report, csv);
   save(opt.markdown_report, md);
+  if (hung) {
+    fmt::print(stderr, "{}\n", hang_report(*hung, fmt::format("the {} shape(s) before it are compared above",
+                                                              lines.size() - 1)));
+    return exit_hung;
+  }
   if (any_failed) {
     fmt::print(stderr, "check FAILED: a shape is slower than the baseline by more than {:.0f}% or wrong\n",
                opt.tolerance * 100);

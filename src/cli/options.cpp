@@ -122,6 +122,11 @@ bool parse_options(int argc, char** argv, options& out) {
   app.add_option("--max-reps", out.max_reps, "Timed repetitions per variant, at most")->capture_default_str();
   app.add_option("--min-time-ms", out.min_time_ms,
                  "Repeat until the timed kernels add up to this many ms")->capture_default_str();
+  app.add_option("--kernel-timeout-s", out.kernel_timeout_s,
+                 "Seconds a variant's kernels may take (its verification run, or a batch of up to 10 timed "
+                 "launches) before they count as hung: a hung kernel keeps the GPU busy until attn-tune "
+                 "exits, so the run stops there, writes what it measured and exits with code 6")
+      ->capture_default_str();
   app.add_option("--top", out.top, "Rows of the ranked table to print (0 = all)")->capture_default_str();
   app.set_version_flag("--version", std::string("attn-tune ") + ATTN_TUNE_VERSION);
 
@@ -228,6 +233,9 @@ bool parse_options(int argc, char** argv, options& out) {
     throw invalid_input(fmt::format("invalid --min-reps {} / --max-reps {}: need 1 <= min <= max",
                                     out.min_reps, out.max_reps));
   if (!(out.min_time_ms >= 0)) throw invalid_input(fmt::format("invalid --min-time-ms {}", out.min_time_ms));
+  if (!(out.kernel_timeout_s > 0))
+    throw invalid_input(
+        fmt::format("invalid --kernel-timeout-s {}: must be a positive number of seconds", out.kernel_timeout_s));
   if (out.top < 0) throw invalid_input(fmt::format("invalid --top {}", out.top));
   if (out.device < 0) throw invalid_input(fmt::format("invalid --device {}", out.device));
   if (seed_text.empty()) {

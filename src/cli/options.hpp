@@ -34,6 +34,7 @@ struct options {
   int max_reps = 300;
   int min_reps = 20;
   double min_time_ms = 250;
+  double kernel_timeout_s = 60;  ///< a variant whose kernels run longer has hung
   int top = 25;
   // sweep
   std::string sweep_file;

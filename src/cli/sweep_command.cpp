@@ -108,6 +108,7 @@ int run_sweep(const options& opt) {
   std::atomic<size_t> next{0};
   const auto start = std::chrono::steady_clock::now();
   int tuned = 0, failed = 0;
+  std::vector<std::string> hangs;  // hang_report of each shape where a variant hung
   // One worker per GPU; each takes the next row not yet done. Results are written after every
   // shape, atomically, so an interrupted sweep loses at most the shapes in flight.
   auto worker = [&](int device) {
@@ -115,6 +116,7 @@ int run_sweep(const options& opt) {
     bool context_dead = false;
     for (size_t i; (i = next++) < rows.size();) {
       if (done[i]) continue;
+      if (runtime_of(gpu).hung()) break;  // a hang on any GPU ends the run: hung kernels keep running
       const sweep_row& row = rows[i];
       tune_options t = make_tune_options(opt, progress);
       t.progress = [&](const std::string& line) {
@@ -141,6 +143,9 @@ int run_sweep(const options& opt) {
         continue;
       }
       results.insert(results.end(), r->records.begin(), r->records.end());
+      if (r->hung)
+        hangs.push_back(hang_report(r->records[*r->hung], fmt::format("what it measured is in {} (--resume goes "
+                                                                      "on with the shapes not in it yet)", out)));
       ++tuned;
       write_csv(out, results);
       write_best_csv(best_path_for(out), best_table(results));
@@ -170,6 +175,8 @@ int run_sweep(const options& opt) {
   const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   fmt::print("sweep done: {} shapes tuned, {} failed, {:.1f} s; wrote {} and {}\n", tuned, failed, total,
              out, best_path_for(out));
+  for (const auto& h : hangs) fmt::print(stderr, "{}\n", h);
+  if (!hangs.empty()) return exit_hung;
   return failed > 0 ? 1 : 0;
 }
 

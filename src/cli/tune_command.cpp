@@ -78,19 +78,25 @@ int run_tune(const options& opt) {
   fmt::print("reference: naive {} error {:.3e}, allowed error 2x that + {:.0e} = {:.3e}; timing: median of >= {} reps "
              "(and >= {:.0f} ms), L2 flushed before each\n",
              to_string(opt.problem.dtype), r.lowp_error, 1e-4, r.allowed_error, opt.min_reps, opt.min_time_ms);
+  if (r.best) {
+    const record& b = r.records[*r.best];
+    fmt::print("best: {} {}  {:.4f} ms (IQR {:.4f}, {} reps)  {:.1f} TFLOPS  max error {:.2e}\n",
+               b.family, name(b.config), b.median_ms, b.iqr_ms, b.reps, b.tflops, b.max_error);
+    fmt::print("memory: a materializing attention needs {} extra (fp32 scores + {} probabilities); "
+               "the fused kernel needs {} (its LSE, measured): {:.0f}x less\n",
+               human_bytes(double(b.materialized_bytes)), to_string(opt.problem.dtype),
+               human_bytes(double(b.fused_extra_bytes)), b.memory_saving_ratio);
+  }
+  if (r.hung) {
+    fmt::print(stderr, "{}\n", hang_report(r.records[*r.hung], "what it measured is in " + out));
+    return exit_hung;
+  }
   if (!r.best) {
     fmt::print(stderr, "error: no variant passed the correctness check\n");
     return 1;
   }
-  const record& b = r.records[*r.best];
-  fmt::print("best: {} {}  {:.4f} ms (IQR {:.4f}, {} reps)  {:.1f} TFLOPS  max error {:.2e}\n",
-             b.family, name(b.config), b.median_ms, b.iqr_ms, b.reps, b.tflops, b.max_error);
-  fmt::print("memory: a materializing attention needs {} extra (fp32 scores + {} probabilities); "
-             "the fused kernel needs {} (its LSE, measured): {:.0f}x less\n",
-             human_bytes(double(b.materialized_bytes)), to_string(opt.problem.dtype),
-             human_bytes(double(b.fused_extra_bytes)), b.memory_saving_ratio);
   if (!opt.dump_dir.empty()) {
-    dump_best(opt.problem, gpu, cache, r, opt.seed + 1000, opt.dump_dir);
+    dump_best(opt.problem, gpu, cache, r, opt.seed + 1000, t.timing.kernel_timeout_s, opt.dump_dir);
     fmt::print("dumped q, k, v, o, lse (.npy) to {}\n", opt.dump_dir);
   }
   return 0;

@@ -86,7 +86,9 @@ class hip_device_runtime final : public device_runtime {
     ATTN_HIP_CHECK(hipMalloc(&p, static_cast<size_t>(bytes)));
     return p;
   }
-  void release(void* p) const noexcept override { (void)hipFree(p); }
+  void release(void* p) const noexcept override {
+    if (!hung()) (void)hipFree(p);  // hipFree waits for the device
+  }
   void copy_to_host(void* dst, const void* src, int64_t bytes) const override {
     ATTN_HIP_CHECK(hipMemcpy(dst, src, static_cast<size_t>(bytes), hipMemcpyDeviceToHost));
   }
@@ -108,6 +110,15 @@ class hip_device_runtime final : public device_runtime {
   void destroy_stream(stream_t s) const noexcept override { (void)hipStreamDestroy(hip_stream(s)); }
   void synchronize(stream_t s) const override { ATTN_HIP_CHECK(hipStreamSynchronize(hip_stream(s))); }
   void synchronize_device() const override { ATTN_HIP_CHECK(hipDeviceSynchronize()); }
+  bool finished(stream_t s) const override {
+    const hipError_t rc = hipStreamQuery(hip_stream(s));
+    if (rc != hipErrorNotReady) {
+      ATTN_HIP_CHECK(rc);
+      return true;
+    }
+    (void)hipGetLastError();  // "not ready" is no failure: nothing later may report it as one
+    return false;
+  }
   event_t create_event() const override {
     hipEvent_t e = nullptr;
     ATTN_HIP_CHECK(hipEventCreate(&e));
@@ -128,7 +139,9 @@ class hip_device_runtime final : public device_runtime {
     ATTN_HIP_CHECK(hipModuleLoadData(&module, image.data()));
     return module;
   }
-  void unload_module(module_t m) const noexcept override { (void)hipModuleUnload(static_cast<hipModule_t>(m)); }
+  void unload_module(module_t m) const noexcept override {
+    if (!hung()) (void)hipModuleUnload(static_cast<hipModule_t>(m));
+  }
   kernel_t kernel(module_t m, const char* name) const override {
     hipFunction_t f = nullptr;
     const hipError_t rc = hipModuleGetFunction(&f, static_cast<hipModule_t>(m), name);

@@ -32,7 +32,7 @@ float event_pair::elapsed_ms() const { return m_rt->elapsed_ms(m_start, m_stop);
 summary time_kernel(const device_runtime& rt, const std::function<void(stream_t)>& launch, l2_flusher& flusher,
                     const timing_options& options, stream_t stream) {
   for (int i = 0; i < options.warmup; ++i) launch(stream);
-  rt.synchronize(stream);
+  rt.wait_for_kernels(stream, options.kernel_timeout_s);
   std::vector<double> samples;
   double total = 0;
   // Batches of repetitions: events of one batch are read after one synchronization.
@@ -48,7 +48,7 @@ summary time_kernel(const device_runtime& rt, const std::function<void(stream_t)
       launch(stream);
       events.back().stop(stream);
     }
-    rt.synchronize(stream);
+    rt.wait_for_kernels(stream, options.kernel_timeout_s);
     for (const auto& e : events) {
       samples.push_back(e.elapsed_ms());
       total += samples.back();

@@ -13,6 +13,9 @@ struct timing_options {
   int min_reps = 20;         ///< always at least this many
   int max_reps = 300;        ///< never more
   double min_total_ms = 250; ///< keep repeating until the timed kernels add up to this
+  /// One wait for a variant's kernels (its verification run, its warm-up, a batch of up to 10
+  /// timed launches) that lasts longer is a hang: kernel_hung.
+  double kernel_timeout_s = 60;
 };
 
 /// Writes a buffer of twice the L2 size, so that no input stays cached between repetitions.
@@ -45,7 +48,8 @@ class event_pair {
   event_t m_start = nullptr, m_stop = nullptr;
 };
 
-/// Times `launch` (which enqueues one kernel on the stream). Throws device_error on failure.
+/// Times `launch` (which enqueues one kernel on the stream). Throws device_error on failure,
+/// kernel_hung when the kernels do not finish.
 summary time_kernel(const device_runtime& rt, const std::function<void(stream_t)>& launch, l2_flusher& flusher,
                     const timing_options& options, stream_t stream);
 

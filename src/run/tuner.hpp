@@ -36,6 +36,10 @@ struct tune_result {
   /// Indices of records not run because an earlier variant lost the device context and the device
   /// could not be reset in this process (the command line re-runs them in a fresh process).
   std::vector<size_t> not_run;
+  /// The record whose kernels never finished (options.timing.kernel_timeout_s). They keep the
+  /// device busy until the process exits, so the variants after it were not run (nor can
+  /// anything else run on the device in this process).
+  std::optional<size_t> hung;
 };
 
 /// The configs a run covers: options.configs if given, else options.space.enumerate().
@@ -51,7 +55,8 @@ void assign_ranks(std::vector<record>& rows, std::optional<size_t> best);
 int64_t tuning_memory_bytes(const shape& s, int64_t l2_bytes, int64_t reference_chunk_bytes);
 
 /// Throws invalid_input when the shape cannot run on the device (too large for memory or grid),
-/// or when options.family is not of the device's backend.
+/// or when options.family is not of the device's backend. A variant that hangs ends the run
+/// (tune_result::hung).
 tune_result tune(const shape& s, const gpu_info& gpu, const compile_cache& cache,
                  const tune_options& options);
 
@@ -60,7 +65,7 @@ tune_result compile_only(const shape& s, const std::string& arch, const compile_
                          const tune_options& options);
 
 /// Runs the best variant once more on fresh inputs and writes q, k, v, o, lse as .npy to dir.
-void dump_best(const shape& s, const gpu_info& gpu, const compile_cache& cache,
-               const tune_result& result, uint64_t seed, const std::string& dir);
+void dump_best(const shape& s, const gpu_info& gpu, const compile_cache& cache, const tune_result& result,
+               uint64_t seed, double kernel_timeout_s, const std::string& dir);
 
 }  // namespace attn

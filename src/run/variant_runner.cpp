@@ -24,7 +24,7 @@ variant_runner::variant_runner(const std::string& family, const shape& s, const 
   m_flusher = std::make_unique<l2_flusher>(m_rt, gpu.l2_bytes);
   m_stream = std::make_unique<device_stream>(m_rt);
   for (int i = 0; i < 3; ++i) launch_variant(m_rt, *m_kernel, m_record, *m_problem, m_stream->get());  // warm-up
-  m_rt.synchronize(m_stream->get());
+  m_rt.wait_for_kernels(m_stream->get(), m_kernel_timeout_s);
 }
 
 double variant_runner::time_once() {
@@ -33,7 +33,7 @@ double variant_runner::time_once() {
   events.start(m_stream->get());
   launch_variant(m_rt, *m_kernel, m_record, *m_problem, m_stream->get());
   events.stop(m_stream->get());
-  m_rt.synchronize(m_stream->get());
+  m_rt.wait_for_kernels(m_stream->get(), m_kernel_timeout_s);
   return events.elapsed_ms();
 }
 

@@ -11,6 +11,7 @@
 #include "codegen/family.hpp"
 #include "codegen/hiprtc.hpp"
 #include "invalid_input_message.hpp"
+#include "parsed_options.hpp"
 
 namespace attn {
 namespace {
@@ -62,15 +63,7 @@ TEST(default_family, fa2_on_cuda_mfma_on_hip) {
   EXPECT_EQ(default_family(backend::hip).backend, backend::hip);
 }
 
-// parse_options on a command line of strings.
-options parsed(std::vector<std::string> args) {
-  args.insert(args.begin(), "attn-tune");
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  options o;
-  parse_options(static_cast<int>(argv.size()), argv.data(), o);
-  return o;
-}
+using testing::parsed;
 
 TEST(families, a_cuda_run_covers_fa2_and_wgmma_each_with_its_own_space) {
   const options o = parsed({"--compile-only", "--shape", "1,2,64,64"});

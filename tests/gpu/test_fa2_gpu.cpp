@@ -1,6 +1,9 @@
 // Every variant of a small space of the device's family (fa2 on CUDA, mfma on HIP) must pass the
 // reference check on shapes that cover causal and not, ragged N, GQA, cross-attention, D 32 to
 // 256 (for wgmma: each of its swizzle widths), both dtypes and both layouts.
+#include <sys/wait.h>
+
+#include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -124,6 +127,25 @@ TEST_F(gpu_test, shape_too_large_for_device_memory_is_refused_before_allocating)
 namespace attn::testing {
 namespace {
 
+// The built-in kernels, written to a fresh directory `name` under the temporary one with `line`
+// planted at the top of fa2's kernel (for --kernels-dir).
+std::filesystem::path planted_kernels(const std::string& name, const std::string& line) {
+  const auto dir = std::filesystem::temp_directory_path() / name;
+  std::filesystem::remove_all(dir);
+  const kernel_sources embedded = kernel_sources::embedded();  // the files() it lends must outlive the loop
+  for (auto f : embedded.files()) {
+    if (f.name == "fa2.cuh") {
+      const std::string anchor = "  extern __shared__ __align__(128) unsigned char shared_raw[];\n";
+      const auto at = f.text.find(anchor);
+      EXPECT_NE(at, std::string::npos) << "fa2.cuh changed: plant the line elsewhere";
+      if (at != std::string::npos) f.text.insert(at + anchor.size(), line + "\n");
+    }
+    std::filesystem::create_directories((dir / f.name).parent_path());
+    std::ofstream(dir / f.name) << f.text;
+  }
+  return dir;
+}
+
 TEST_F(gpu_test, a_variant_that_kills_the_context_does_not_end_the_run) {
   // Plant a trap in every variant with BLOCK_N = 32: its launch fails and the CUDA context is
   // lost. attn-tune must still verify and time the other variants (in a fresh process when the
@@ -132,19 +154,7 @@ TEST_F(gpu_test, a_variant_that_kills_the_context_does_not_end_the_run) {
     GTEST_SKIP() << "on ROCm a GPU fault normally aborts the whole process (the HSA runtime's default), so the "
                     "in-process recovery this tests does not apply; isolating variants in child processes on HIP "
                     "is not implemented";
-  const auto dir = std::filesystem::temp_directory_path() / "attn-tune-trap-kernels";
-  std::filesystem::remove_all(dir);
-  const kernel_sources embedded = kernel_sources::embedded();  // the files() it lends must outlive the loop
-  for (auto f : embedded.files()) {
-    if (f.name == "fa2.cuh") {
-      const std::string anchor = "  extern __shared__ __align__(128) unsigned char shared_raw[];\n";
-      const auto at = f.text.find(anchor);
-      ASSERT_NE(at, std::string::npos);
-      f.text.insert(at + anchor.size(), "  if (C::BLOCK_N == 32) asm volatile(\"trap;\");\n");
-    }
-    std::filesystem::create_directories((dir / f.name).parent_path());
-    std::ofstream(dir / f.name) << f.text;
-  }
+  const auto dir = planted_kernels("attn-tune-trap-kernels", "  if (C::BLOCK_N == 32) asm volatile(\"trap;\");");
   const auto csv = std::filesystem::temp_directory_path() / "attn-tune-trap.csv";
   std::filesystem::remove(csv);
   const std::string command = std::string(ATTN_TUNE_BINARY) +
@@ -166,6 +176,38 @@ TEST_F(gpu_test, a_variant_that_kills_the_context_does_not_end_the_run) {
     }
   }
   EXPECT_EQ(ok, 2);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_F(gpu_test, a_variant_that_hangs_ends_the_run_and_keeps_what_was_measured) {
+  // Plant an endless loop in every variant with BLOCK_N = 64, which run after the BLOCK_N = 32 ones.
+  // The hang is in a child attn-tune: it exits, and with it the hung kernel, so this process's
+  // GPU is free again afterwards.
+  if (m_gpu.backend == backend::hip) GTEST_SKIP() << "the planted hang is in fa2, a CUDA family";
+  const auto dir = planted_kernels("attn-tune-hang-kernels",
+                                   "  if (C::BLOCK_N == 64) for (;;) asm volatile(\"nanosleep.u32 1000;\");");
+  const auto csv = std::filesystem::temp_directory_path() / "attn-tune-hang.csv";
+  std::filesystem::remove(csv);
+  const std::string command = std::string(ATTN_TUNE_BINARY) +
+                              " --shape 1,4,256,64 --family fa2 --space block_m=64 block_n=32,64 warps=4 stages=1,2 --seed 5"
+                              " --min-reps 2 --max-reps 2 --min-time-ms 0 --kernel-timeout-s 2 --kernels-dir " +
+                              dir.string() + " --out " + csv.string() + " > /dev/null";
+  const auto start = std::chrono::steady_clock::now();
+  const int rc = std::system(command.c_str());
+  ASSERT_TRUE(WIFEXITED(rc)) << command;
+  EXPECT_EQ(WEXITSTATUS(rc), 6) << command;
+  EXPECT_LT(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), 60);
+  const auto rows = read_csv(csv.string());
+  ASSERT_EQ(rows.size(), 4u);  // enumeration order: n32_s1, n32_s2, n64_s1 (hangs), n64_s2
+  for (int i : {0, 1}) {
+    EXPECT_EQ(rows[i].status, status::ok) << name(rows[i].config) << ": " << rows[i].message;
+    EXPECT_GT(rows[i].rank, 0);
+  }
+  EXPECT_EQ(rows[2].status, status::launch_error);
+  EXPECT_NE(rows[2].message.find("hung: not finished after 2 s"), std::string::npos) << rows[2].message;
+  EXPECT_EQ(rows[3].status, status::launch_error);
+  EXPECT_EQ(rows[3].message, "not run: an earlier variant hung");
+  EXPECT_NO_THROW(rt().synchronize_device());
   std::filesystem::remove_all(dir);
 }
 

@@ -27,7 +27,9 @@ class cuda_device_runtime final : public device_runtime {
     ATTN_CUDA_CHECK(cudaMalloc(&p, static_cast<size_t>(bytes)));
     return p;
   }
-  void release(void* p) const noexcept override { cudaFree(p); }
+  void release(void* p) const noexcept override {
+    if (!hung()) cudaFree(p);  // cudaFree waits for the device
+  }
   void copy_to_host(void* dst, const void* src, int64_t bytes) const override {
     ATTN_CUDA_CHECK(cudaMemcpy(dst, src, static_cast<size_t>(bytes), cudaMemcpyDeviceToHost));
   }
@@ -49,6 +51,15 @@ class cuda_device_runtime final : public device_runtime {
   void destroy_stream(stream_t s) const noexcept override { cudaStreamDestroy(cuda_stream(s)); }
   void synchronize(stream_t s) const override { ATTN_CUDA_CHECK(cudaStreamSynchronize(cuda_stream(s))); }
   void synchronize_device() const override { ATTN_CUDA_CHECK(cudaDeviceSynchronize()); }
+  bool finished(stream_t s) const override {
+    const cudaError_t rc = cudaStreamQuery(cuda_stream(s));
+    if (rc != cudaErrorNotReady) {
+      ATTN_CUDA_CHECK(rc);
+      return true;
+    }
+    cudaGetLastError();  // "not ready" is no failure: the next launch's check must not see it
+    return false;
+  }
   event_t create_event() const override {
     cudaEvent_t e = nullptr;
     ATTN_CUDA_CHECK(cudaEventCreate(&e));
@@ -69,7 +80,9 @@ class cuda_device_runtime final : public device_runtime {
     ATTN_CUDA_CHECK(cudaLibraryLoadData(&library, image.data(), nullptr, nullptr, 0, nullptr, nullptr, 0));
     return library;
   }
-  void unload_module(module_t m) const noexcept override { cudaLibraryUnload(static_cast<cudaLibrary_t>(m)); }
+  void unload_module(module_t m) const noexcept override {
+    if (!hung()) cudaLibraryUnload(static_cast<cudaLibrary_t>(m));
+  }
   kernel_t kernel(module_t m, const char* name) const override {
     cudaKernel_t k = nullptr;
     const cudaError_t rc = cudaLibraryGetKernel(&k, static_cast<cudaLibrary_t>(m), name);
