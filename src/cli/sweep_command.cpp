@@ -67,7 +67,9 @@ int compile_sweep(const options& opt, const std::vector<sweep_row>& rows) {
 }  // namespace
 
 int run_sweep(const options& opt) {
-  std::vector<sweep_row> rows = read_sweep_file(opt.sweep_file);
+  std::vector<std::string> repeats;
+  std::vector<sweep_row> rows = distinct_shapes(read_sweep_file(opt.sweep_file), repeats);
+  for (const auto& r : repeats) fmt::print("{}: tuned once\n", r);
   const size_t all_rows = rows.size();
   if (!opt.shard.empty()) rows = take_shard(rows, parse_shard(opt.shard, [](const char* n) { return std::getenv(n); }));
   if (opt.compile_only) return compile_sweep(opt, rows);

@@ -1,5 +1,7 @@
 #include "sweep/sweep_file.hpp"
 
+#include <map>
+
 #include <libfccp/csv.h>
 
 #include <charconv>
@@ -108,6 +110,19 @@ shard_spec parse_shard(const std::string& text, const std::function<const char*(
   if (s.count < 1 || s.index >= s.count)
     throw invalid_input(fmt::format("invalid --shard '{}': need 0 <= k < n (got {}/{})", text, s.index, s.count));
   return s;
+}
+
+std::vector<sweep_row> distinct_shapes(const std::vector<sweep_row>& rows, std::vector<std::string>& repeats) {
+  std::vector<sweep_row> out;
+  std::map<std::string, size_t> first;  // shape key -> index in out
+  for (const auto& r : rows) {
+    const auto [it, fresh] = first.emplace(shape_key(r.problem), out.size());
+    if (fresh) out.push_back(r);
+    else
+      repeats.push_back(fmt::format("{} (line {}) is the shape of {} (line {})", r.name, r.line,
+                                    out[it->second].name, out[it->second].line));
+  }
+  return out;
 }
 
 std::vector<sweep_row> take_shard(const std::vector<sweep_row>& rows, const shard_spec& shard) {

@@ -22,6 +22,11 @@ std::vector<sweep_row> read_sweep_file(const std::string& path);
 /// Identifies a problem in results: "B,H,Hkv,Nq,Nkv,D,causal,dtype,layout".
 std::string shape_key(const shape& s);
 
+/// The rows whose shape no earlier row has (a results file holds one tuning per shape: models
+/// often share one, e.g. Mistral-7B's are Llama-3-8B's). Each row left out is appended to
+/// `repeats` as "name (line N) is the shape of name (line M)".
+std::vector<sweep_row> distinct_shapes(const std::vector<sweep_row>& rows, std::vector<std::string>& repeats);
+
 /// A deterministic share of a sweep: rows i with i % count == index.
 struct shard_spec {
   int index = 0;

@@ -133,6 +133,28 @@ TEST(shard, shards_partition_the_rows) {
   EXPECT_EQ(take_shard(rows, {1, 3}).front().name, "1");  // deterministic: i % n == k
 }
 
+TEST(sweep_file, a_repeated_shape_is_tuned_once) {
+  auto rows = numbered_rows(4);
+  rows[2].problem = rows[0].problem;  // e.g. Mistral-7B's shapes are Llama-3-8B's
+  for (size_t i = 0; i < rows.size(); ++i) rows[i].line = static_cast<int>(i) + 5;
+  std::vector<std::string> repeats;
+  const auto kept = distinct_shapes(rows, repeats);
+  ASSERT_EQ(kept.size(), 3u);
+  EXPECT_EQ(kept[0].name, "0");
+  EXPECT_EQ(kept[1].name, "1");
+  EXPECT_EQ(kept[2].name, "3");
+  ASSERT_EQ(repeats.size(), 1u);
+  EXPECT_EQ(repeats[0], "2 (line 7) is the shape of 0 (line 5)");
+}
+
+TEST(sweep_file, the_shipped_llm_prefill_sweep_repeats_only_mistral) {
+  std::vector<std::string> repeats;
+  const auto kept = distinct_shapes(read_sweep_file(ATTN_TUNE_SOURCE_DIR "/sweeps/llm-prefill.csv"), repeats);
+  EXPECT_EQ(kept.size(), 30u);
+  ASSERT_EQ(repeats.size(), 6u);
+  for (const auto& r : repeats) EXPECT_EQ(r.rfind("mistral-7b-", 0), 0u) << r;
+}
+
 record result_for(const shape& s, const std::string& device = "NVIDIA H200", const std::string& hash = "aa") {
   record r;
   r.shape = s;
