@@ -93,7 +93,8 @@ def lines(args):
     handles, names = flat[0].get_legend_handles_labels()
     fig.legend(handles, names, loc="lower center", ncol=min(len(names), 7), fontsize=8, frameon=False)
     device = rows[0]["device"]
-    fig.suptitle(f"attn-tune fa2 on {device}, {rows[0]['dtype']}: TFLOPS = 4·B·H·N²·D / t (halved if causal)")
+    fams = "+".join(sorted({r.get("family") or "fa2" for r in rows}))
+    fig.suptitle(f"attn-tune {fams} on {device}, {rows[0]['dtype']}: TFLOPS = 4·B·H·N²·D / t (halved if causal)")
     fig.tight_layout(rect=(0, 0.06, 1, 1))
     fig.savefig(args.out, dpi=110)
     print("wrote", args.out)
