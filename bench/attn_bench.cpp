@@ -8,7 +8,6 @@
 #include <fmt/format.h>
 
 #include <cstdio>
-#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -95,9 +94,7 @@ int main(int argc, char** argv) {
     benchmark::Shutdown();
     if (rt.hung()) {  // the benchmarks after the hung one were skipped; exit as attn-tune does (src/main.cpp)
       std::fprintf(stderr, "error: a variant hung (see its error above); the GPU stays busy until attn-bench exits\n");
-      std::fflush(stdout);
-      std::fflush(stderr);
-      std::_Exit(6);
+      return leave_with(exit_hung);
     }
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());

@@ -5,9 +5,6 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include <cstdio>
-#include <cstdlib>
-
 #include "backend/runtime.hpp"
 #include "cli/commands.hpp"
 
@@ -24,18 +21,6 @@ int run(const attn::options& opt) {
   return 3;
 }
 
-// After a hang a kernel runs until the process ends, and the runtime's exit handlers, which tear
-// its context down, could wait for it: the process then ends without them, its output flushed.
-int leave(int code) {
-  const attn::device_runtime* hip = attn::hip_runtime();
-  if (attn::cuda_runtime().hung() || (hip && hip->hung())) {
-    std::fflush(stdout);
-    std::fflush(stderr);
-    std::_Exit(code);
-  }
-  return code;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -50,15 +35,15 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    return leave(run(opt));
+    return attn::leave_with(run(opt));
   } catch (const attn::kernel_hung& e) {
     fmt::print(stderr, "\nerror: {}\n", e.what());
-    return leave(attn::exit_hung);
+    return attn::leave_with(attn::exit_hung);
   } catch (const attn::invalid_input& e) {
     fmt::print(stderr, "\nerror: {}\n", e.what());
-    return leave(2);
+    return attn::leave_with(2);
   } catch (const std::exception& e) {
     fmt::print(stderr, "\nerror: {}\n", e.what());
-    return leave(3);
+    return attn::leave_with(3);
   }
 }

@@ -107,6 +107,14 @@ class device_runtime {
   mutable std::atomic<bool> m_hung{false};
 };
 
+/// The exit status of a process whose variant hung (attn-tune and attn-bench alike).
+constexpr int exit_hung = 6;
+
+/// `code`, or, when kernels of this process hung, the end of the process with `code` at once:
+/// they run until it exits, and the runtimes' exit handlers, which tear their contexts down,
+/// could wait for them. Output is flushed first.
+int leave_with(int code);
+
 /// Asks `done` until it says true (then true) or timeout_s has passed (then false), sleeping
 /// between asks: 50 us at first, so that a short kernel costs no more than that, growing to 5 ms,
 /// so that a long one costs little CPU. What `done` throws goes through.
