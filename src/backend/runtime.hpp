@@ -1,6 +1,6 @@
 #pragma once
 // The device runtime behind one small interface, so that the tuner, verification and timing never
-// call a vendor's runtime directly: CUDA (src/backend/cuda/) and HIP (src/hip/). The vendors'
+// call a vendor's runtime directly: CUDA (src/backend/cuda/) and HIP (src/backend/hip/). The vendors'
 // runtime headers never meet in one translation unit, so handles are opaque pointers here.
 #include <atomic>
 #include <cstdint>

@@ -3,10 +3,10 @@
 
 #include <fmt/format.h>
 
+#include "backend/cuda/nvrtc.hpp"
+#include "backend/hip/hiprtc.hpp"
 #include "cli/command_support.hpp"
 #include "cli/commands.hpp"
-#include "codegen/hiprtc.hpp"
-#include "codegen/nvrtc.hpp"
 #include "report/csv.hpp"
 #include "report/table.hpp"
 

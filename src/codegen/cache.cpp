@@ -7,8 +7,8 @@
 #include <thread>
 #include <algorithm>
 
-#include "codegen/amdgpu_metadata.hpp"
-#include "codegen/hiprtc.hpp"
+#include "backend/hip/amdgpu_metadata.hpp"
+#include "backend/hip/hiprtc.hpp"
 
 #include <fmt/format.h>
 

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "backend/cuda/nvrtc.hpp"
 #include "codegen/family.hpp"
-#include "codegen/nvrtc.hpp"
 
 namespace attn {
 

@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "codegen/nvrtc.hpp"
+#include "backend/cuda/nvrtc.hpp"
 
 namespace attn {
 

@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
+#include "backend/hip/hiprtc.hpp"
 #include "backend/runtime.hpp"
 #include "cli/options.hpp"
 #include "codegen/family.hpp"
-#include "codegen/hiprtc.hpp"
 #include "invalid_input_message.hpp"
 #include "parsed_options.hpp"
 

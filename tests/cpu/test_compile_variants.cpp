@@ -5,9 +5,9 @@
 
 #include <filesystem>
 
+#include "backend/cuda/nvrtc.hpp"
 #include "codegen/compile_pool.hpp"
 #include "codegen/family.hpp"
-#include "codegen/nvrtc.hpp"
 #include "run/tuner.hpp"
 #include "verify/gpu_reference.hpp"
 

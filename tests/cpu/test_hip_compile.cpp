@@ -5,8 +5,8 @@
 
 #include <filesystem>
 
-#include "codegen/amdgpu_metadata.hpp"
-#include "codegen/hiprtc.hpp"
+#include "backend/hip/amdgpu_metadata.hpp"
+#include "backend/hip/hiprtc.hpp"
 #include "run/tuner.hpp"
 #include "verify/gpu_reference.hpp"
 

@@ -3,8 +3,8 @@
 #include <fmt/format.h>
 
 #include "backend/cuda/check.hpp"
+#include "backend/cuda/nvrtc.hpp"
 #include "backend/device_properties.hpp"
-#include "codegen/nvrtc.hpp"
 
 namespace attn {
 

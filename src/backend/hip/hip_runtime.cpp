@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 
 #include "backend/device_properties.hpp"
-#include "codegen/hiprtc.hpp"
+#include "backend/hip/hiprtc.hpp"
 
 namespace attn {
 

@@ -1,5 +1,5 @@
 // hiprtc: compiled only when the HIP headers and libamdhip64 are found (ATTN_TUNE_HAVE_HIP).
-#include "codegen/hiprtc.hpp"
+#include "backend/hip/hiprtc.hpp"
 
 #include <hip/hiprtc.h>
 
@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "codegen/amdgpu_metadata.hpp"
+#include "backend/hip/amdgpu_metadata.hpp"
 #include "codegen/cache.hpp"
 
 namespace attn {

@@ -1,6 +1,6 @@
 // Stand-ins for a build without HIP (no libamdhip64-dev): everything says so.
 #ifndef ATTN_TUNE_HAVE_HIP
-#include "codegen/hiprtc.hpp"
+#include "backend/hip/hiprtc.hpp"
 
 namespace attn {
 

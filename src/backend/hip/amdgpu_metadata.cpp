@@ -1,4 +1,4 @@
-#include "codegen/amdgpu_metadata.hpp"
+#include "backend/hip/amdgpu_metadata.hpp"
 
 namespace attn {
 

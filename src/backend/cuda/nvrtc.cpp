@@ -1,4 +1,4 @@
-#include "codegen/nvrtc.hpp"
+#include "backend/cuda/nvrtc.hpp"
 
 #include <nvrtc.h>
 
