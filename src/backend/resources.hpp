@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "backend/runtime.hpp"
 
@@ -39,6 +40,14 @@ class device_buffer {
   void* m_ptr = nullptr;
   int64_t m_bytes = 0;
 };
+
+/// The whole of b, copied to the host as T.
+template <class T>
+std::vector<T> to_host(const device_runtime& rt, const device_buffer& b) {
+  std::vector<T> out(static_cast<size_t>(b.bytes()) / sizeof(T));
+  rt.copy_to_host(out.data(), b.get(), static_cast<int64_t>(out.size() * sizeof(T)));
+  return out;
+}
 
 /// A loaded cubin / code object and the lookup of its kernels.
 class loaded_module {

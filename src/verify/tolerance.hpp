@@ -5,6 +5,7 @@
 namespace attn {
 
 constexpr double error_floor = 1e-4;
+constexpr double lse_tolerance = 1e-3;  // both sides compute the LSE in fp32
 
 double allowed_error(double naive_low_precision_error, double floor = error_floor);
 /// False for NaN or infinite errors.

@@ -1,0 +1,71 @@
+#include "verify/row_sample.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+#include "report/npy.hpp"
+#include "verify/cpu_reference.hpp"
+#include "verify/tolerance.hpp"
+
+namespace attn {
+
+namespace {
+
+float elem_to_float(dtype t, uint16_t bits) {
+  return t == dtype::bf16 ? bf16_to_float(bits) : half_to_float(bits);
+}
+
+}  // namespace
+
+std::vector<cpu_sample> cpu_samples(const device_runtime& rt, const problem& pr, int count, uint64_t seed) {
+  const shape& s = pr.shp;
+  const auto q = to_host<uint16_t>(rt, pr.q), k = to_host<uint16_t>(rt, pr.k), v = to_host<uint16_t>(rt, pr.v);
+  std::mt19937_64 rng(seed ^ 0x5eed);
+  std::vector<cpu_sample> samples = {{0, 0, 0, {}, 0},
+                                     {s.batch - 1, s.heads - 1, s.q_len - 1, {}, 0}};
+  while (static_cast<int>(samples.size()) < count)
+    samples.push_back({static_cast<int64_t>(rng() % s.batch), static_cast<int64_t>(rng() % s.heads),
+                       static_cast<int64_t>(rng() % s.q_len), {}, 0});
+  const int64_t d = s.head_dim, kvh_count = s.kv_heads;
+  for (auto& smp : samples) {
+    const int64_t kvh = smp.h / (s.heads / s.kv_heads);
+    std::vector<float> qf(d), kf(s.kv_len * d), vf(s.kv_len * d);
+    const int64_t q0 = element_offset(s.layout, s.heads, s.q_len, d, smp.b, smp.h, smp.i);
+    for (int64_t x = 0; x < d; ++x) qf[x] = elem_to_float(s.dtype, q[q0 + x]);
+    for (int64_t j = 0; j < s.kv_len; ++j) {
+      const int64_t k0 = element_offset(s.layout, kvh_count, s.kv_len, d, smp.b, kvh, j);
+      for (int64_t x = 0; x < d; ++x) {
+        kf[j * d + x] = elem_to_float(s.dtype, k[k0 + x]);
+        vf[j * d + x] = elem_to_float(s.dtype, v[k0 + x]);
+      }
+    }
+    smp.out.resize(d);
+    attention_row_fp64(qf.data(), kf.data(), vf.data(), s.kv_len, d, d, 1.0 / std::sqrt(double(d)),
+                       last_visible_key(s, smp.i), smp.out.data(), &smp.lse);
+  }
+  return samples;
+}
+
+double cpu_sample_error(const device_runtime& rt, const problem& pr, const std::vector<cpu_sample>& samples) {
+  const shape& s = pr.shp;
+  const int64_t d = s.head_dim;
+  double worst = 0;
+  std::vector<uint16_t> row(d);
+  for (const auto& smp : samples) {
+    const int64_t o0 = element_offset(s.layout, s.heads, s.q_len, d, smp.b, smp.h, smp.i);
+    rt.copy_to_host(row.data(), pr.o.as<uint16_t>() + o0, d * 2);
+    float lse = 0;
+    rt.copy_to_host(&lse, pr.lse.as<float>() + (smp.b * s.heads + smp.h) * s.q_len + smp.i, sizeof lse);
+    for (int64_t x = 0; x < d; ++x) {
+      const double e = std::fabs(elem_to_float(s.dtype, row[x]) - smp.out[x]);
+      if (!std::isfinite(e)) return NAN;
+      worst = std::max(worst, e);
+    }
+    const bool both_empty = std::isinf(smp.lse) && std::isinf(lse) && smp.lse < 0 && lse < 0;
+    if (!both_empty && !(std::fabs(lse - smp.lse) <= lse_tolerance)) return NAN;
+  }
+  return worst;
+}
+
+}  // namespace attn
