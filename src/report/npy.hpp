@@ -11,12 +11,4 @@ void write_npy_f32(const std::string& path, const float* data, const std::vector
 /// float16 ('<f2'), raw IEEE half bits.
 void write_npy_f16(const std::string& path, const uint16_t* data, const std::vector<int64_t>& dims);
 
-/// bf16 bits -> float32, exact.
-float bf16_to_float(uint16_t bits);
-/// IEEE half bits -> float32, exact (subnormals, inf, NaN included).
-float half_to_float(uint16_t bits);
-/// float -> bf16 / half bits, round to nearest even (NaN stays NaN).
-uint16_t float_to_bf16(float x);
-uint16_t float_to_half(float x);
-
 }  // namespace attn

@@ -4,19 +4,11 @@
 #include <cmath>
 #include <random>
 
-#include "report/npy.hpp"
+#include "plan/numeric.hpp"
 #include "verify/cpu_reference.hpp"
 #include "verify/tolerance.hpp"
 
 namespace attn {
-
-namespace {
-
-float elem_to_float(dtype t, uint16_t bits) {
-  return t == dtype::bf16 ? bf16_to_float(bits) : half_to_float(bits);
-}
-
-}  // namespace
 
 std::vector<cpu_sample> cpu_samples(const device_runtime& rt, const problem& pr, int count, uint64_t seed) {
   const shape& s = pr.shp;

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "plan/numeric.hpp"
 #include "report/npy.hpp"
 
 namespace attn {

@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "gpu_fixture.hpp"
-#include "report/npy.hpp"
+#include "plan/numeric.hpp"
 #include "verify/cpu_reference.hpp"
 #include "verify/gpu_reference.hpp"
 
@@ -21,8 +21,7 @@ std::vector<float> widen(const device_runtime& rt, const device_buffer& b, dtype
   std::vector<uint16_t> bits(b.bytes() / 2);
   rt.copy_to_host(bits.data(), b.get(), b.bytes());
   std::vector<float> out(bits.size());
-  for (size_t i = 0; i < bits.size(); ++i)
-    out[i] = t == dtype::bf16 ? bf16_to_float(bits[i]) : half_to_float(bits[i]);
+  for (size_t i = 0; i < bits.size(); ++i) out[i] = elem_to_float(t, bits[i]);
   return out;
 }
 
