@@ -10,7 +10,10 @@
 // read N-major (transposed) by the tensor cores. Masking, online softmax and the epilogue are
 // fa2's.
 #include "common/attention.cuh"
-#include "common/wgmma_ops.cuh"
+#include "common/hopper_ptx.cuh"
+#include "common/swizzle.cuh"
+#include "hopper/mma.cuh"
+#include "hopper/softmax.cuh"
 
 namespace attn_k {
 
@@ -46,79 +49,6 @@ struct wgmma_config {
   static_assert(STAGES >= 1 && STAGES <= 8, "STAGES in [1, 8]");
 };
 
-// --- wgmma plumbing ----------------------------------------------------------------------------
-
-/// The shared-memory layout of a tile of `rows` rows of D elements, as the tensor cores read it
-/// with a swizzle of W bytes (128 when D is a multiple of 64, else 64 or 32): each row is cut
-/// into W-byte pieces, piece b of every row is stored together (rows x W bytes, row r at r * W),
-/// and the 16-byte chunks of a piece are permuted by XOR with address bits 7 and up (the
-/// hardware's Swizzle<log2(W/16), 4, 3>), so any 8 rows' chunk c sit in distinct banks. Tiles
-/// start 1024-byte aligned, where the pattern repeats.
-template <int D>
-struct swizzle {
-  static constexpr int W = D % 64 == 0 ? 128 : D % 32 == 0 ? 64 : 32;
-  static constexpr int CHUNKS = W / 16;  ///< 16-byte chunks per piece
-  static constexpr unsigned long long MODE = W == 128 ? 1 : W == 64 ? 2 : 3;  ///< descriptor bits 62-63
-};
-/// Byte offset of 16-byte chunk c (of D / 8) of row r.
-template <int D>
-__device__ __forceinline__ unsigned tile_offset(int r, int c, int rows) {
-  using S = swizzle<D>;
-  const unsigned off = (c / S::CHUNKS) * rows * S::W + r * S::W + (c % S::CHUNKS) * 16;
-  return off ^ (((off >> 7) & (S::CHUNKS - 1)) << 4);
-}
-
-/// Shared-memory matrix descriptor with D's swizzle. K-major operands (Q, K): sbo is the stride
-/// of 8-row groups, lbo unused (an instruction's 16 K elements lie inside one piece). MN-major
-/// (V, N = d): lbo is the stride of W-byte pieces along N, sbo that of 8-key groups.
-template <int D>
-__device__ __forceinline__ unsigned long long wg_desc(unsigned addr, unsigned lbo, unsigned sbo) {
-  return static_cast<unsigned long long>((addr & 0x3FFFFu) >> 4) |
-         (static_cast<unsigned long long>(lbo >> 4) << 16) |
-         (static_cast<unsigned long long>(sbo >> 4) << 32) | (swizzle<D>::MODE << 62);
-}
-__device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void wg_wait() {
-  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
-}
-/// cp.async writes are generic-proxy writes; the tensor cores read through the async proxy.
-__device__ __forceinline__ void fence_proxy_async() {
-  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-}
-__device__ __forceinline__ void mbar_init(unsigned bar, unsigned count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
-}
-__device__ __forceinline__ void mbar_arrive(unsigned bar) {
-  asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.shared::cta.b64 st, [%0];\n}\n" ::"r"(bar) : "memory");
-}
-/// Waits until the barrier's phase with this parity has completed.
-__device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity) {
-  unsigned done;
-  do {
-    asm volatile(
-        "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
-        : "=r"(done)
-        : "r"(bar), "r"(parity)
-        : "memory");
-  } while (!done);
-}
-template <int N>
-__device__ __forceinline__ void wg_setmaxnreg_inc() {
-  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
-}
-template <int N>
-__device__ __forceinline__ void wg_setmaxnreg_dec() {
-  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
-}
-/// Keeps the compiler from moving accesses of these registers across a wgmma issue or wait.
-template <int N>
-__device__ __forceinline__ void wg_fence_operand(float (&d)[N]) {
-#pragma unroll
-  for (int i = 0; i < N; ++i) asm volatile("" : "+f"(d[i])::"memory");
-}
-
 /// Copies `rows` rows of D elements into the swizzled layout (tile_offset): consecutive threads
 /// read consecutive 16-byte chunks of a row. Rows at or past `row_end` are zero-filled.
 template <class C>
@@ -130,117 +60,6 @@ __device__ __forceinline__ void load_tile_cm(unsigned smem, const elem_bits* bas
     const bool valid = row0 + r < row_end;
     const elem_bits* src = base + (valid ? (row0 + r) * row_stride + c * 8 : 0);
     cp_async_16(smem + tile_offset<C::D>(r, c, rows), src, valid);
-  }
-}
-
-/// The pieces of one K/V tile for this thread's warpgroup. The S and P V products are issued
-/// asynchronously; the caller decides what runs while they do.
-/// q_wg: this warpgroup's first Q row (64 rows into piece 0 per warpgroup); the k-th 16 columns
-/// are bytes 32 k of a row: piece 32 k / W, 32 k % W into it.
-template <class C>
-__device__ __forceinline__ void wg_issue_s(float (&s)[C::BLOCK_N / 2], unsigned q_wg, unsigned k_smem) {
-  constexpr int W = swizzle<C::D>::W;
-  wg_fence();
-#pragma unroll
-  for (int kk = 0; kk < C::D / 16; ++kk) {
-    const unsigned piece = kk * 32 / W, within = kk * 32 % W;
-    const unsigned long long a = wg_desc<C::D>(q_wg + piece * C::BLOCK_M * W + within, 0, 8 * W);
-    const unsigned long long b = wg_desc<C::D>(k_smem + piece * C::BLOCK_N * W + within, 0, 8 * W);
-    wgmma_op<C::BF16, C::BLOCK_N>::ss(s, a, b, kk > 0);
-  }
-  wg_commit();
-}
-
-/// O += P V. V's tile is [key][d] in the swizzled layout, read MN-major: keys are the K
-/// dimension (16 keys = 16 rows of W bytes per step), d the N dimension (pieces BLOCK_N * W bytes
-/// apart). P's registers must stay untouched until the product has completed.
-template <class C>
-__device__ __forceinline__ void wg_issue_pv(float (&acc)[C::D / 2], const unsigned (&p)[C::BLOCK_N / 16][4],
-                                            unsigned v_smem) {
-  wg_fence_operand(acc);
-  wg_fence();
-#pragma unroll
-  for (int kk = 0; kk < C::BLOCK_N / 16; ++kk) {
-    const unsigned long long b =
-        wg_desc<C::D>(v_smem + kk * 16 * swizzle<C::D>::W, C::BLOCK_N * swizzle<C::D>::W, 8 * swizzle<C::D>::W);
-    wgmma_op<C::BF16, C::D>::rs(acc, p[kk], b, 1);
-  }
-  wg_commit();
-}
-
-/// Online softmax of one tile of S in place (S becomes the unnormalized probabilities, fp32);
-/// alpha: the factor O must be rescaled by; returns whether any row of the warp needs it.
-/// MASK applies the causal / kv_len mask. This is online_softmax_rows (common/attention.cuh)
-/// but for the order of the row sum's last two additions: switching to it changes the wgmma
-/// binaries, so that waits for a GPU run to verify and time it.
-template <class C, bool MASK>
-__device__ __forceinline__ bool wg_softmax(float (&s)[C::BLOCK_N / 2], float (&alpha)[2], float (&row_max)[2],
-                                           float (&row_sum)[2], int n0, int warp_row0, int causal_offset,
-                                           int kv_len, float scale_log2) {
-  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
-  bool any_grow = false;
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int row = warp_row0 + g + h * 8;
-    const int visible = C::CAUSAL ? min(kv_len, row + causal_offset + 1) - n0 - t * 2 : 0;
-    float mx2[2] = {row_max[h], neg_inf()};
-#pragma unroll
-    for (int nf = 0; nf < C::BLOCK_N / 8; ++nf) {
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        float& x = s[nf * 4 + h * 2 + e];
-        if constexpr (MASK && C::CAUSAL) {
-          if (nf * 8 + e >= visible) x = neg_inf();
-        } else if constexpr (MASK) {
-          if (n0 + nf * 8 + t * 2 + e >= kv_len) x = neg_inf();
-        }
-        mx2[e] = fmaxf(mx2[e], x);
-      }
-    }
-    const float mx = quad_max(fmaxf(mx2[0], mx2[1]));
-    // Lazy rescaling, as in fa2: the reference max moves only when the row max grows by > 2^8.
-    const bool grow = (mx - row_max[h]) * scale_log2 > 8.f;
-    const float ref = grow ? mx : row_max[h];
-    alpha[h] = grow ? exp2f((row_max[h] - ref) * scale_log2) : 1.f;
-    any_grow |= grow;
-    row_max[h] = ref;
-    const float mx_scaled = ref == neg_inf() ? 0.f : ref * scale_log2;
-    float sum2[2] = {0.f, 0.f};
-#pragma unroll
-    for (int nf = 0; nf < C::BLOCK_N / 8; ++nf) {
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        float& x = s[nf * 4 + h * 2 + e];
-        x = exp2f(fmaf(x, scale_log2, -mx_scaled));
-        sum2[e] += x;
-      }
-    }
-    row_sum[h] = row_sum[h] * alpha[h] + sum2[0] + sum2[1];
-  }
-  return __any_sync(0xffffffffu, any_grow);
-}
-
-/// P in the element type: the S accumulator layout of two adjacent 8-column chunks is exactly a
-/// 16-wide A fragment of the register-operand wgmma.
-template <class C>
-__device__ __forceinline__ void wg_pack_p(unsigned (&p)[C::BLOCK_N / 16][4], const float (&s)[C::BLOCK_N / 2]) {
-#pragma unroll
-  for (int kk = 0; kk < C::BLOCK_N / 16; ++kk) {
-    p[kk][0] = pack2<C::BF16>(s[8 * kk + 0], s[8 * kk + 1]);
-    p[kk][1] = pack2<C::BF16>(s[8 * kk + 2], s[8 * kk + 3]);
-    p[kk][2] = pack2<C::BF16>(s[8 * kk + 4], s[8 * kk + 5]);
-    p[kk][3] = pack2<C::BF16>(s[8 * kk + 6], s[8 * kk + 7]);
-  }
-}
-
-template <class C>
-__device__ __forceinline__ void wg_rescale(float (&acc)[C::D / 2], const float (&alpha)[2]) {
-#pragma unroll
-  for (int df = 0; df < C::D / 8; ++df) {
-    acc[4 * df + 0] *= alpha[0];
-    acc[4 * df + 1] *= alpha[0];
-    acc[4 * df + 2] *= alpha[1];
-    acc[4 * df + 3] *= alpha[1];
   }
 }
 

@@ -1,0 +1,109 @@
+#pragma once
+// Hopper (sm_90a) instructions as inline PTX, so kernels need no CUDA headers under NVRTC:
+// warpgroup MMA fences and groups, mbarriers (with transaction counts), the bulk tensor copy
+// engine (TMA) in both directions, named barriers and setmaxnreg. Owns no policy: the families
+// decide who waits on what.
+#include "common/device.cuh"
+#include "common/hopper_params.cuh"
+
+namespace attn_k {
+
+// --- wgmma groups ------------------------------------------------------------------------------
+__device__ __forceinline__ void wg_fence() { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void wg_commit() { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void wg_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(N) : "memory");
+}
+/// Keeps the compiler from moving accesses of these registers across a wgmma issue or wait.
+template <int N>
+__device__ __forceinline__ void wg_fence_operand(float (&d)[N]) {
+#pragma unroll
+  for (int i = 0; i < N; ++i) asm volatile("" : "+f"(d[i])::"memory");
+}
+
+/// Ordinary shared-memory writes (st.shared, cp.async) are generic-proxy writes; the tensor cores
+/// and the copy engine read through the async proxy.
+__device__ __forceinline__ void fence_proxy_async() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
+// --- registers ---------------------------------------------------------------------------------
+template <int N>
+__device__ __forceinline__ void wg_setmaxnreg_inc() {
+  asm volatile("setmaxnreg.inc.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+template <int N>
+__device__ __forceinline__ void wg_setmaxnreg_dec() {
+  asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(N));
+}
+
+// --- mbarriers ---------------------------------------------------------------------------------
+__device__ __forceinline__ void mbar_init(unsigned bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" ::"r"(bar), "r"(count) : "memory");
+}
+/// Makes the barriers' initialization visible to the copy engine (and the other threads, after
+/// a block barrier).
+__device__ __forceinline__ void mbar_init_fence() {
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+__device__ __forceinline__ void mbar_arrive(unsigned bar) {
+  asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.shared::cta.b64 st, [%0];\n}\n" ::"r"(bar) : "memory");
+}
+/// One arrival that also announces `bytes` of copies still to land on this barrier's phase.
+__device__ __forceinline__ void mbar_arrive_expect_tx(unsigned bar, unsigned bytes) {
+  asm volatile("{\n.reg .b64 st;\nmbarrier.arrive.expect_tx.shared::cta.b64 st, [%0], %1;\n}\n" ::"r"(bar),
+               "r"(bytes)
+               : "memory");
+}
+/// Waits until the barrier's phase with this parity has completed. A fresh barrier counts its
+/// (never run) phase of parity 1 as completed, so a producer waits on empty slots with the
+/// opposite parity of the consumers' wait on full ones, and its first round passes at once.
+__device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity) {
+  unsigned done;
+  do {
+    asm volatile(
+        "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(bar), "r"(parity)
+        : "memory");
+  } while (!done);
+}
+
+// --- the bulk tensor copy engine (TMA) ----------------------------------------------------------
+
+// The tensor maps (tensor_map, common/hopper_params.cuh) are kernel parameters: pass their addresses.
+__device__ __forceinline__ void tma_prefetch(const tensor_map* map) {
+  asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<unsigned long long>(map)) : "memory");
+}
+/// Copies the box at coordinates {c0 (innermost), c1, c2, c3} into shared memory at `dst`; the
+/// bytes complete on `bar`. Coordinates past the tensor's end read as zeros.
+__device__ __forceinline__ void tma_load_4d(unsigned dst, const tensor_map* map, unsigned bar, int c0, int c1,
+                                            int c2, int c3) {
+  asm volatile(
+      "cp.async.bulk.tensor.4d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5, %6}], "
+      "[%2];\n" ::"r"(dst),
+      "l"(reinterpret_cast<unsigned long long>(map)), "r"(bar), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
+      : "memory");
+}
+/// Copies shared memory at `src` to the box at {c0, c1, c2, c3}; rows past the end are not
+/// written. Completes asynchronously: see bulk_commit / bulk_wait_read.
+__device__ __forceinline__ void tma_store_4d(const tensor_map* map, unsigned src, int c0, int c1, int c2, int c3) {
+  asm volatile("cp.async.bulk.tensor.4d.global.shared::cta.bulk_group [%0, {%2, %3, %4, %5}], [%1];\n" ::"l"(
+                   reinterpret_cast<unsigned long long>(map)),
+               "r"(src), "r"(c0), "r"(c1), "r"(c2), "r"(c3)
+               : "memory");
+}
+__device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+/// Waits until this thread's committed stores have read their shared memory (not until they land).
+__device__ __forceinline__ void bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory"); }
+
+// --- named barriers (id 0 is __syncthreads) ----------------------------------------------------
+__device__ __forceinline__ void named_sync(int id, int threads) {
+  asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+__device__ __forceinline__ void named_arrive(int id, int threads) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
+}  // namespace attn_k

@@ -1,0 +1,46 @@
+#pragma once
+// The two products of one K/V tile for a warpgroup's 64 query rows, issued asynchronously:
+// S = Q K^T (both operands in shared memory, K-major) and O += P V (P from registers, V read
+// N-major). C names D, BLOCK_M, BLOCK_N and BF16; tiles are in common/swizzle.cuh's layout.
+#include "common/hopper_ptx.cuh"
+#include "common/swizzle.cuh"
+#include "common/wgmma_ops.cuh"
+
+namespace attn_k {
+
+/// The pieces of one K/V tile for this thread's warpgroup. The S and P V products are issued
+/// asynchronously; the caller decides what runs while they do.
+/// q_wg: this warpgroup's first Q row (64 rows into piece 0 per warpgroup); the k-th 16 columns
+/// are bytes 32 k of a row: piece 32 k / W, 32 k % W into it.
+template <class C>
+__device__ __forceinline__ void wg_issue_s(float (&s)[C::BLOCK_N / 2], unsigned q_wg, unsigned k_smem) {
+  constexpr int W = swizzle<C::D>::W;
+  wg_fence();
+#pragma unroll
+  for (int kk = 0; kk < C::D / 16; ++kk) {
+    const unsigned piece = kk * 32 / W, within = kk * 32 % W;
+    const unsigned long long a = wg_desc<C::D>(q_wg + piece * C::BLOCK_M * W + within, 0, 8 * W);
+    const unsigned long long b = wg_desc<C::D>(k_smem + piece * C::BLOCK_N * W + within, 0, 8 * W);
+    wgmma_op<C::BF16, C::BLOCK_N>::ss(s, a, b, kk > 0);
+  }
+  wg_commit();
+}
+
+/// O += P V. V's tile is [key][d] in the swizzled layout, read MN-major: keys are the K
+/// dimension (16 keys = 16 rows of W bytes per step), d the N dimension (pieces BLOCK_N * W bytes
+/// apart). P's registers must stay untouched until the product has completed.
+template <class C>
+__device__ __forceinline__ void wg_issue_pv(float (&acc)[C::D / 2], const unsigned (&p)[C::BLOCK_N / 16][4],
+                                            unsigned v_smem) {
+  wg_fence_operand(acc);
+  wg_fence();
+#pragma unroll
+  for (int kk = 0; kk < C::BLOCK_N / 16; ++kk) {
+    const unsigned long long b =
+        wg_desc<C::D>(v_smem + kk * 16 * swizzle<C::D>::W, C::BLOCK_N * swizzle<C::D>::W, 8 * swizzle<C::D>::W);
+    wgmma_op<C::BF16, C::D>::rs(acc, p[kk], b, 1);
+  }
+  wg_commit();
+}
+
+}  // namespace attn_k
