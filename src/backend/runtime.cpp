@@ -10,6 +10,10 @@
 
 namespace attn {
 
+void device_runtime::encode_tensor_map(const tensor_map_args&, void*) const {
+  throw device_error(0, "this runtime has no TMA tensor maps (a CUDA family for sm_90a needs them)");
+}
+
 kernel_hung::kernel_hung(double waited_s)
     : std::runtime_error(
           fmt::format("hung: not finished after {:g} s (the GPU stays busy until this process exits)", waited_s)),

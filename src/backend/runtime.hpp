@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "backend/tensor_map.hpp"
 #include "codegen/family.hpp"
 #include "report/record.hpp"
 
@@ -97,6 +98,10 @@ class device_runtime {
   /// Launches and checks the launch (not the execution: that shows at the next synchronization).
   virtual void launch(kernel_t k, dims3 grid, dims3 block, int shared_bytes, stream_t s,
                       void** args) const = 0;
+
+  /// Encodes a TMA tensor map (CUDA on Hopper: cuTensorMapEncodeTiled through the driver's entry
+  /// point) into the 128 bytes at `out`. Throws device_error; the default has none to encode.
+  virtual void encode_tensor_map(const tensor_map_args& a, void* out) const;
 
   /// After a failure: is the context dead (a sticky error that later work would hit too)?
   virtual bool context_lost() const = 0;

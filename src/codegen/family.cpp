@@ -14,14 +14,15 @@ bool runs_on(const kernel_family& f, int cc_major, int cc_minor) {
 
 std::vector<const kernel_family*> families_of(backend b) {
   if (b == backend::hip) return {&mfma_family()};
-  return {&fa2_family(), &wgmma_family()};
+  return {&fa2_family(), &wgmma_family(), &hopper_family()};
 }
 
 const kernel_family& find_family(const std::string& name) {
   if (name == "fa2") return fa2_family();
   if (name == "wgmma") return wgmma_family();
+  if (name == "hopper") return hopper_family();
   if (name == "mfma") return mfma_family();
-  throw invalid_input(fmt::format("unknown kernel family '{}' (known: fa2, wgmma, mfma)", name));
+  throw invalid_input(fmt::format("unknown kernel family '{}' (known: fa2, wgmma, hopper, mfma)", name));
 }
 
 int64_t padded_tiles_bytes(const tile_config& c, const shape& s) {

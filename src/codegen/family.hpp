@@ -12,6 +12,10 @@
 
 namespace attn {
 
+struct launch_plan;  // run/launch.hpp
+struct problem;      // verify/gpu_reference.hpp
+struct gpu_info;     // backend/runtime.hpp
+
 struct resource_limits {
   int64_t shared_memory_per_block = 227 * 1024;  ///< opt-in maximum of the device
   int max_threads_per_block = 1024;
@@ -40,6 +44,9 @@ struct kernel_family {
   std::vector<std::string> source_files;
   /// Built for an arch-specific target (sm_90a): runs on exactly min_cc_major.0, not newer.
   bool arch_specific = false;
+  /// Adjusts the default launch (fwd_params, one block per BLOCK_M rows of each head) once per
+  /// problem: its own parameter, its grid. nullptr keeps the default. Throws invalid_input.
+  void (*plan_launch)(launch_plan&, const tile_config&, const problem&, const gpu_info&) = nullptr;
 };
 
 /// Whether the family's kernels run on a device of this compute capability (CUDA families).
@@ -48,7 +55,8 @@ bool runs_on(const kernel_family& f, int cc_major, int cc_minor);
 std::vector<const kernel_family*> families_of(backend b);
 
 const kernel_family& fa2_family();
-const kernel_family& wgmma_family();  ///< Hopper (sm_90a) only
+const kernel_family& wgmma_family();   ///< Hopper (sm_90a) only
+const kernel_family& hopper_family();  ///< Hopper (sm_90a) only: TMA, persistent
 const kernel_family& mfma_family();
 /// Throws invalid_input naming the family when it is unknown.
 const kernel_family& find_family(const std::string& name);

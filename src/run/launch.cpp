@@ -19,15 +19,25 @@ loaded_variant load_variant(const device_runtime& rt, const std::string& image, 
   return v;
 }
 
-void launch_variant(const device_runtime& rt, const loaded_variant& v, const record& r, const problem& pr,
-                    stream_t stream) {
-  attn_k::fwd_params p = pr.params();
-  void* args[] = {&p};
+launch_plan plan_launch(const loaded_variant& v, const record& r, const problem& pr, const gpu_info& gpu) {
+  launch_plan plan;
+  plan.kernel = v.kernel;
+  plan.params = pr.params();
   const shape& s = pr.shp;
-  const dims3 grid{static_cast<unsigned>((s.q_len + r.config.block_m - 1) / r.config.block_m),
-                   static_cast<unsigned>(s.heads), static_cast<unsigned>(s.batch)};
-  const int shared_bytes = dynamic_shared_memory(*v.family) ? static_cast<int>(r.shared_memory_bytes) : 0;
-  rt.launch(v.kernel, grid, {static_cast<unsigned>(v.family->threads(r.config))}, shared_bytes, stream, args);
+  plan.grid = {static_cast<unsigned>((s.q_len + r.config.block_m - 1) / r.config.block_m),
+               static_cast<unsigned>(s.heads), static_cast<unsigned>(s.batch)};
+  plan.block = {static_cast<unsigned>(v.family->threads(r.config))};
+  plan.shared_bytes = dynamic_shared_memory(*v.family) ? static_cast<int>(r.shared_memory_bytes) : 0;
+  if (v.family->plan_launch) v.family->plan_launch(plan, r.config, pr, gpu);
+  return plan;
+}
+
+void launch(const device_runtime& rt, const launch_plan& plan, stream_t stream) {
+  // Every family's kernel takes one parameter: the struct itself is copied at launch.
+  void* argument = plan.hopper ? static_cast<void*>(plan.hopper.get())
+                               : const_cast<void*>(static_cast<const void*>(&plan.params));
+  void* args[] = {argument};
+  rt.launch(plan.kernel, plan.grid, plan.block, plan.shared_bytes, stream, args);
 }
 
 }  // namespace attn

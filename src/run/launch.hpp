@@ -1,9 +1,12 @@
 #pragma once
-// A compiled variant loaded for launching, and one launch of it on a problem: grid (query
-// blocks, heads, batch), the family's threads per block and its dynamic shared memory.
+// A compiled variant loaded for launching, and its launches on one problem. The plan is made once
+// per (variant, problem): the family's parameter (fwd_params, or the hopper family's with its
+// tensor maps encoded), grid, threads and dynamic shared memory; each launch then only enqueues.
+#include <memory>
 #include <string>
 
 #include "codegen/family.hpp"
+#include "common/hopper_params.cuh"  // kernels/common, shared with the device code
 #include "report/record.hpp"
 #include "verify/gpu_reference.hpp"
 
@@ -19,7 +22,18 @@ struct loaded_variant {
 /// raises its dynamic shared memory limit where the family needs it. Throws device_error.
 loaded_variant load_variant(const device_runtime& rt, const std::string& image, const record& r, int device);
 
-void launch_variant(const device_runtime& rt, const loaded_variant& v, const record& r, const problem& pr,
-                    stream_t stream);
+struct launch_plan {
+  kernel_t kernel = nullptr;
+  dims3 grid, block;
+  int shared_bytes = 0;
+  attn_k::fwd_params params{};
+  std::shared_ptr<attn_k::hopper_params> hopper;  ///< the hopper family's parameter, when it is one
+};
+
+/// The default: fwd_params, one block per BLOCK_M query rows of each (head, batch); then the
+/// family's own plan_launch, if any. Throws invalid_input (a tensor the family cannot describe)
+/// or device_error.
+launch_plan plan_launch(const loaded_variant& v, const record& r, const problem& pr, const gpu_info& gpu);
+void launch(const device_runtime& rt, const launch_plan& plan, stream_t stream);
 
 }  // namespace attn

@@ -32,8 +32,9 @@ void run_variant(variant& v, const problem& pr, const reference_outputs& ref,
   record& r = v.rec;
   const device_runtime& rt = support.rt;
   const loaded_variant kernel = load_variant(rt, v.cubin, r, gpu.ordinal);
+  const launch_plan plan = plan_launch(kernel, r, pr, gpu);
   poison_outputs(support, pr, stream);
-  launch_variant(rt, kernel, r, pr, stream);
+  launch(rt, plan, stream);
   rt.wait_for_kernels(stream, timing.kernel_timeout_s);
 
   const error_stats o_err = element_error(support, pr.o.get(), ref.o_full.as<float>(), pr.q_elements());
@@ -59,7 +60,7 @@ void run_variant(variant& v, const problem& pr, const reference_outputs& ref,
   }
   if (r.status == status::wrong) return;
 
-  const summary t = time_kernel(rt, [&](stream_t st) { launch_variant(rt, kernel, r, pr, st); }, flusher,
+  const summary t = time_kernel(rt, [&](stream_t st) { launch(rt, plan, st); }, flusher,
                                 timing, stream);
   r.status = status::ok;
   r.reps = t.count;
@@ -281,8 +282,9 @@ void dump_best(const shape& s, const gpu_info& gpu, const compile_cache& cache, 
                                                      family.compile_options, family.backend)
                                       .result.cubin;
   const loaded_variant kernel = load_variant(rt, cubin, r, gpu.ordinal);
+  const launch_plan plan = plan_launch(kernel, r, pr, gpu);
   poison_outputs(*support, pr, nullptr);
-  launch_variant(rt, kernel, r, pr, nullptr);
+  launch(rt, plan, nullptr);
   rt.wait_for_kernels(nullptr, kernel_timeout_s);
 
   const bool q_major = s.layout == layout::bhsd;

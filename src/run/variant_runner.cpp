@@ -21,9 +21,10 @@ variant_runner::variant_runner(const std::string& family, const shape& s, const 
   m_support = load_support(m_rt, cache, s.dtype, gpu.desc.arch);
   m_problem = std::make_unique<problem>(s, *m_support, seed + 1);
   m_kernel = std::make_unique<loaded_variant>(load_variant(m_rt, r.best_cubin, m_record, gpu.ordinal));
+  m_plan = plan_launch(*m_kernel, m_record, *m_problem, gpu);
   m_flusher = std::make_unique<l2_flusher>(m_rt, gpu.l2_bytes);
   m_stream = std::make_unique<device_stream>(m_rt);
-  for (int i = 0; i < 3; ++i) launch_variant(m_rt, *m_kernel, m_record, *m_problem, m_stream->get());  // warm-up
+  for (int i = 0; i < 3; ++i) launch(m_rt, m_plan, m_stream->get());  // warm-up
   m_rt.wait_for_kernels(m_stream->get(), m_kernel_timeout_s);
 }
 
@@ -31,7 +32,7 @@ double variant_runner::time_once() {
   m_flusher->flush(m_stream->get());
   event_pair events(m_rt);
   events.start(m_stream->get());
-  launch_variant(m_rt, *m_kernel, m_record, *m_problem, m_stream->get());
+  launch(m_rt, m_plan, m_stream->get());
   events.stop(m_stream->get());
   m_rt.wait_for_kernels(m_stream->get(), m_kernel_timeout_s);
   return events.elapsed_ms();

@@ -31,6 +31,7 @@ class variant_runner {
   std::unique_ptr<support_kernels> m_support;
   std::unique_ptr<problem> m_problem;
   std::unique_ptr<loaded_variant> m_kernel;
+  launch_plan m_plan;  ///< made once: the hopper family's tensor maps are encoded here
   std::unique_ptr<l2_flusher> m_flusher;
   std::unique_ptr<device_stream> m_stream;
 };

@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "gpu_fixture.hpp"
+#include "codegen/family_hopper.hpp"
 #include "report/csv.hpp"
 #include "run/tuner.hpp"
 
@@ -78,6 +79,18 @@ TEST_P(fa2_correctness, every_wgmma_variant_passes_on_hopper) {
       parse_space({"block_m=64,128", "block_n=64,80", "warps=4,8,12", "stages=1,2,3"}));
 }
 
+// On a Hopper GPU the hopper family too: two and three computing warpgroups, 64/80-key tiles
+// (80: a tile not a power of two), every schedule bit (overlap, ping-pong, persistent grid; 0 is
+// the plain in-order loop, one block per tile).
+TEST_P(fa2_correctness, every_hopper_variant_passes_on_hopper) {
+  if (m_gpu.backend != backend::cuda || !runs_on(hopper_family(), m_gpu.desc.cc_major, m_gpu.desc.cc_minor))
+    GTEST_SKIP() << "hopper runs on sm_90 (Hopper) only; this is " << m_gpu.desc.arch;
+  expect_every_variant_passes(
+      GetParam().s, m_gpu, m_cache, "hopper",
+      parse_space({"block_m=128,192", "block_n=64,80", "warps=12,16", "stages=2", "schedule=0,1,3,4,7"},
+                  hopper_family().default_space));
+}
+
 const dtype bf = dtype::bf16, fp = dtype::fp16;
 const layout bhsd = layout::bhsd, bshd = layout::bshd;
 
@@ -119,6 +132,29 @@ TEST_F(gpu_test, shape_too_large_for_device_memory_is_refused_before_allocating)
     EXPECT_NE(std::string(e.what()).find("GiB of device memory"), std::string::npos) << e.what();
   }
   EXPECT_NO_THROW(rt().synchronize_device());
+}
+
+// The persistent grid on a device that claims 7 SMs: each block walks many tiles, 7 not dividing
+// their number, so K/V ring rounds and Q/O hand-overs continue across tiles and the last round is
+// ragged. Causal (longest first) and not, GQA, O in its own tile (D=128 n64) and staged in Q's
+// (D=128 n176, D=256 n80), a ragged N and heads_per_section cutting the heads unevenly.
+TEST_F(gpu_test, hopper_persistent_schedule_walks_every_tile) {
+  if (m_gpu.backend != backend::cuda || !runs_on(hopper_family(), m_gpu.desc.cc_major, m_gpu.desc.cc_minor))
+    GTEST_SKIP() << "hopper runs on sm_90 (Hopper) only; this is " << m_gpu.desc.arch;
+  gpu_info few_sms = m_gpu;
+  few_sms.desc.sm_count = 7;
+  few_sms.l2_bytes = 3 << 20;  // sections of a few heads
+  for (const shape& s : {make(3, 5, 5, 1000, 1000, 128, true, bf, bhsd), make(2, 6, 2, 900, 900, 128, false, fp, bshd),
+                         make(2, 5, 5, 640, 640, 256, true, bf, bhsd)}) {
+    const int tiles = schedule_for(s, 128, few_sms.l2_bytes, 7, true).tiles;
+    ASSERT_NE(tiles % 7, 0) << describe(s);
+    ASSERT_GT(tiles, 7 * 3) << describe(s);
+    SCOPED_TRACE(describe(s));
+    expect_every_variant_passes(s, few_sms, m_cache, "hopper",
+                                parse_space({"block_m=128", "block_n=64,80,176", "warps=12", "stages=2",
+                                             "schedule=5,7"},
+                                            hopper_family().default_space));
+  }
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include "backend/cuda/check.hpp"
 #include "backend/cuda/device.hpp"
+#include "backend/cuda/tensor_map_encode.hpp"
 
 namespace attn {
 
@@ -100,6 +101,8 @@ class cuda_device_runtime final : public device_runtime {
   }
 
   // Sticky errors (illegal address, ...) survive cudaGetLastError; later work fails too.
+  void encode_tensor_map(const tensor_map_args& a, void* out) const override { encode_cuda_tensor_map(a, out); }
+
   bool context_lost() const override { return cudaDeviceSynchronize() != cudaSuccess; }
 
   // After a sticky error: a new primary context. The driver may need a moment to recover the

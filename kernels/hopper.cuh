@@ -1,0 +1,69 @@
+#pragma once
+// hopper: FlashAttention-3's forward on sm_90a. One producer warpgroup, of which one thread
+// issues every copy (TMA, completing on mbarriers with their byte counts), and two or three
+// consumer warpgroups of 64 query rows each that never wait on a block-wide barrier: they
+// compute on the tensor cores (wgmma), hand each K/V slot back with one arrival per warpgroup,
+// and store O through shared memory with TMA. A block walks tiles from the scheduler, so one
+// launch can be a persistent grid (one block per SM) or one block per tile.
+//
+//   hopper/config.cuh     the compile-time configuration and the shared-memory layout
+//   hopper/scheduler.cuh  which tile a block works on, in an L2-friendly order
+//   hopper/producer.cuh   the copies: Q, K one tile ahead of V
+//   hopper/mainloop.cuh   a consumer's products and softmax over one tile's K/V (overlap, ping-pong)
+//   hopper/mma.cuh, hopper/softmax.cuh   the products and the online softmax (shared with wgmma)
+//   hopper/epilogue.cuh   O through shared memory and a TMA store, the LSE
+//   common/hopper_ptx.cuh the PTX: wgmma groups, mbarriers, TMA, named barriers, setmaxnreg
+#include "hopper/epilogue.cuh"
+#include "hopper/mainloop.cuh"
+#include "hopper/producer.cuh"
+
+namespace attn_k {
+
+template <class C>
+__device__ void hopper_forward(const hopper_params& hp) {
+  extern __shared__ __align__(128) unsigned char shared_raw[];
+  unsigned char* tiles = shared_raw + ((1024u - (smem_addr(shared_raw) & 1023u)) & 1023u);
+  const hopper_smem<C> sm{smem_addr(tiles)};
+  if (threadIdx.x == 0) {
+    mbar_init(sm.q_full(), 1);
+    mbar_init(sm.q_empty(), C::CONSUMERS);
+    for (int s = 0; s < C::STAGES; ++s) {
+      mbar_init(sm.k_full(s), 1);
+      mbar_init(sm.k_empty(s), C::CONSUMERS);
+      mbar_init(sm.v_full(s), 1);
+      mbar_init(sm.v_empty(s), C::CONSUMERS);
+    }
+    mbar_init_fence();
+  }
+  __syncthreads();
+  const int wg = threadIdx.x / 128;
+  if (wg == C::CONSUMERS) {
+    wg_setmaxnreg_dec<C::PRODUCER_REGS>();
+    if (threadIdx.x == C::CONSUMERS * 128) produce<C>(hp, sm);
+    return;
+  }
+  wg_setmaxnreg_inc<C::CONSUMER_REGS>();
+
+  const fwd_params& p = hp.p;
+  const int causal_offset = p.kv_len - p.q_len;  // bottom-right alignment
+  const int warp = threadIdx.x / 32;
+  const unsigned q_wg = sm.q() + wg * 64 * swizzle<C::D>::W;  // this warpgroup's rows of every piece
+  if (C::PINGPONG && wg == C::CONSUMERS - 1) named_arrive(1, 256);  // warpgroup 0 has the first turn
+  tile_state<C> st;
+  int kv_it = 0, tile_it = 0;
+  for (int t = blockIdx.x; t < hp.tiles; t += gridDim.x, ++tile_it) {
+    const tile_coord tc = tile_at<C::CAUSAL>(hp, t);
+    const int m0 = tc.m_block * C::BLOCK_M;
+    const int n = kv_tiles<C::BLOCK_M, C::BLOCK_N, C::CAUSAL>(p, m0, causal_offset);
+    // Tiles [0, n_plain) need no mask for this warpgroup's 64 rows.
+    const int n_plain = unmasked_tiles<C::BLOCK_N, C::CAUSAL>(p, m0 + wg * 64, causal_offset, n);
+    mbar_wait(sm.q_full(), tile_it & 1u);
+    if (C::O_SMEM && n == 0 && threadIdx.x % 128 == 0) mbar_arrive(sm.q_empty());
+    mainloop<C>(st, p, sm, q_wg, kv_it, n, n_plain, m0 + warp * 16, causal_offset, wg);
+    kv_it += n;
+    store_tile<C>(hp, sm, tiles, st, tc, wg);
+  }
+  if (threadIdx.x % 128 == 0) bulk_wait_read();  // the block's shared memory outlives its stores' reads
+}
+
+}  // namespace attn_k

@@ -1,0 +1,63 @@
+#pragma once
+// A consumer warpgroup's epilogue: O normalized into its 64 rows of the O tile (swizzled, as the
+// copy engine reads it), then one TMA store per swizzle span issued by the warpgroup's first
+// thread; the store runs on while the warpgroup starts its next tile. The LSE goes out directly.
+// Before the tile is written again, the previous store must have read it (bulk_wait_read).
+#include "common/hopper_ptx.cuh"
+#include "hopper/config.cuh"
+#include "hopper/mainloop.cuh"
+#include "hopper/scheduler.cuh"
+
+namespace attn_k {
+
+/// Named barriers CONSUMERS + 1 + wg: one per consumer warpgroup, after the ping-pong ones.
+template <class C>
+__device__ __forceinline__ int epilogue_barrier(int wg) {
+  return 1 + C::CONSUMERS + wg;
+}
+
+template <class C>
+__device__ __forceinline__ void store_tile(const hopper_params& hp, const hopper_smem<C>& sm, unsigned char* tiles,
+                                           const tile_state<C>& st, const tile_coord& tc, int wg) {
+  const fwd_params& p = hp.p;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const bool leader = threadIdx.x % 128 == 0;
+  const int m0 = tc.m_block * C::BLOCK_M;
+  unsigned char* o_tile = tiles + (sm.o() - sm.q());
+  if (C::O_SMEM) {  // the last tile's store has read these rows
+    if (leader) bulk_wait_read();
+    named_sync(epilogue_barrier<C>(wg), 128);
+  }
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const float sum = quad_sum(st.row_sum[h]);
+    const float inv = sum > 0.f ? 1.f / sum : 0.f;
+    const int r = warp * 16 + g + h * 8;
+#pragma unroll
+    for (int df = 0; df < C::D / 8; ++df)
+      *reinterpret_cast<unsigned*>(o_tile + tile_offset<C::D>(r, df, C::BLOCK_M) + t * 4) =
+          pack2<C::BF16>(st.acc[4 * df + 2 * h] * inv, st.acc[4 * df + 2 * h + 1] * inv);
+    if (t == 0 && m0 + r < p.q_len) {
+      const float lse = sum > 0.f ? (st.row_max[h] * p.scale_log2 + log2f(sum)) * 0.69314718056f : neg_inf();
+      p.lse[((long long)tc.batch * p.heads + tc.head) * p.q_len + m0 + r] = lse;
+    }
+  }
+  fence_proxy_async();  // the copy engine reads what these generic stores wrote
+  named_sync(epilogue_barrier<C>(wg), 128);
+  if (leader) {
+    const int row0 = m0 + wg * 64;
+    if (row0 < p.q_len) {
+#pragma unroll
+      for (int b = 0; b < C::PIECES; ++b)
+        tma_store_4d(&hp.o_map, sm.o() + b * C::BLOCK_M * swizzle<C::D>::W + wg * 64 * swizzle<C::D>::W,
+                     b * C::SPAN, row0, tc.head, tc.batch);
+      bulk_commit();
+    }
+    if (!C::O_SMEM) {  // O sat in Q's tile: the next Q may come once the store has read it
+      bulk_wait_read();
+      mbar_arrive(sm.q_empty());
+    }
+  }
+}
+
+}  // namespace attn_k

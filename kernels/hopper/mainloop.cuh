@@ -1,0 +1,125 @@
+#pragma once
+// A consumer warpgroup's work on one tile: its 64 query rows against the tile's K/V tiles, O in
+// registers. With OVERLAP, S of tile j+1 is issued before P V of tile j and its softmax runs
+// while that product is on the tensor cores (FlashAttention-3's intra-warpgroup pipelining);
+// without it each tile is S, softmax, P V in order. With PINGPONG the warpgroups take turns to
+// issue their products (named barriers, round robin), so one's softmax runs under the other's
+// products. Each slot is handed back (one arrival per warpgroup) as soon as its product is done.
+#include "common/attention.cuh"
+#include "hopper/config.cuh"
+#include "hopper/mma.cuh"
+#include "hopper/softmax.cuh"
+
+namespace attn_k {
+
+/// Named barriers 1 .. CONSUMERS: warpgroup w issues after bar 1 + w, then opens the next's.
+template <class C>
+__device__ __forceinline__ void turn_wait(int wg) {
+  if constexpr (C::PINGPONG) named_sync(1 + wg, 256);
+}
+template <class C>
+__device__ __forceinline__ void turn_pass(int wg) {
+  if constexpr (C::PINGPONG) named_arrive(1 + (wg + 1) % C::CONSUMERS, 256);
+}
+
+template <class C>
+struct tile_state {
+  float acc[C::D / 2];
+  float row_max[2], row_sum[2];
+};
+
+/// Runs tiles [0, n) of K/V ring iterations kv_it .. kv_it + n - 1. q_wg: this warpgroup's Q rows.
+/// Q is handed back (q_empty) after the last S when O has its own tile; else the epilogue does it.
+template <class C>
+__device__ __forceinline__ void mainloop(tile_state<C>& st, const fwd_params& p, const hopper_smem<C>& sm,
+                                         unsigned q_wg, int kv_it, int n, int n_plain, int warp_row0,
+                                         int causal_offset, int wg) {
+  const bool leader = threadIdx.x % 128 == 0;
+  auto release = [&](unsigned bar) {
+    if (leader) mbar_arrive(bar);
+  };
+  auto release_q_after = [&](int j) {  // S of tile j was the tile's last read of Q
+    if (C::O_SMEM && j == n - 1) release(sm.q_empty());
+  };
+#pragma unroll
+  for (int i = 0; i < C::D / 2; ++i) st.acc[i] = 0.f;
+  st.row_max[0] = st.row_max[1] = neg_inf();
+  st.row_sum[0] = st.row_sum[1] = 0.f;
+  float s[C::BLOCK_N / 2], alpha[2];
+  unsigned pr[C::BLOCK_N / 16][4];
+  auto softmax = [&](int j) {
+    if (j < n_plain)
+      return wg_softmax<C, false>(s, alpha, st.row_max, st.row_sum, j * C::BLOCK_N, warp_row0, causal_offset,
+                                  p.kv_len, p.scale_log2);
+    return wg_softmax<C, true>(s, alpha, st.row_max, st.row_sum, j * C::BLOCK_N, warp_row0, causal_offset,
+                               p.kv_len, p.scale_log2);
+  };
+  if (n == 0) return;
+
+  if constexpr (C::OVERLAP) {
+    {
+      const ring_pos r = ring_at<C::STAGES>(kv_it);
+      mbar_wait(sm.k_full(r.stage), r.phase);
+      turn_wait<C>(wg);
+      wg_issue_s<C>(s, q_wg, sm.k(r.stage));
+      turn_pass<C>(wg);
+      wg_wait<0>();
+      wg_fence_operand(s);
+      release(sm.k_empty(r.stage));
+      release_q_after(0);
+      softmax(0);
+      wg_pack_p<C>(pr, s);
+    }
+    // The last tile is peeled off, so no branch sits between a wgmma's issue and its wait (ptxas
+    // serializes all wgmmas when one path might read an accumulator in flight: warning C7514).
+    for (int j = 0; j + 1 < n; ++j) {
+      const ring_pos rk = ring_at<C::STAGES>(kv_it + j + 1), rv = ring_at<C::STAGES>(kv_it + j);
+      mbar_wait(sm.k_full(rk.stage), rk.phase);
+      mbar_wait(sm.v_full(rv.stage), rv.phase);
+      turn_wait<C>(wg);
+      wg_issue_s<C>(s, q_wg, sm.k(rk.stage));
+      wg_issue_pv<C>(st.acc, pr, sm.v(rv.stage));
+      turn_pass<C>(wg);
+      wg_wait<1>();
+      wg_fence_operand(s);
+      release(sm.k_empty(rk.stage));
+      release_q_after(j + 1);
+      const bool grow = softmax(j + 1);
+      wg_wait<0>();
+      wg_fence_operand(st.acc);
+      release(sm.v_empty(rv.stage));
+      if (grow) wg_rescale<C>(st.acc, alpha);
+      wg_pack_p<C>(pr, s);
+    }
+    const ring_pos rv = ring_at<C::STAGES>(kv_it + n - 1);
+    mbar_wait(sm.v_full(rv.stage), rv.phase);
+    wg_issue_pv<C>(st.acc, pr, sm.v(rv.stage));
+    wg_wait<0>();
+    wg_fence_operand(st.acc);
+    release(sm.v_empty(rv.stage));
+  } else {
+    for (int j = 0; j < n; ++j) {
+      const ring_pos r = ring_at<C::STAGES>(kv_it + j);
+      mbar_wait(sm.k_full(r.stage), r.phase);
+      turn_wait<C>(wg);
+      wg_issue_s<C>(s, q_wg, sm.k(r.stage));
+      turn_pass<C>(wg);
+      wg_wait<0>();
+      wg_fence_operand(s);
+      release(sm.k_empty(r.stage));
+      release_q_after(j);
+      const bool grow = softmax(j);
+      if (grow) wg_rescale<C>(st.acc, alpha);
+      wg_pack_p<C>(pr, s);
+      mbar_wait(sm.v_full(r.stage), r.phase);
+      turn_wait<C>(wg);
+      wg_issue_pv<C>(st.acc, pr, sm.v(r.stage));
+      turn_pass<C>(wg);
+      wg_wait<0>();
+      wg_fence_operand(st.acc);
+      release(sm.v_empty(r.stage));
+    }
+  }
+}
+
+}  // namespace attn_k

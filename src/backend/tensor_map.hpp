@@ -1,0 +1,35 @@
+#pragma once
+// What the copy engine (TMA) is told about one tensor: the arguments of cuTensorMapEncodeTiled
+// for a [batch][head][row][D] tensor of 16-bit elements with any element strides, read or written
+// in boxes of `box_rows` rows by one swizzle span of D (the layout of kernels/common/swizzle.cuh).
+// Pure values, so the encoding is checked on the CPU; the runtime turns them into the 128 bytes.
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace attn {
+
+struct tensor_map_args {
+  const void* base = nullptr;
+  std::array<uint64_t, 4> dims{};     ///< elements: D, rows, heads, batch (innermost first)
+  std::array<uint64_t, 3> strides{};  ///< bytes between consecutive rows, heads, batches
+  std::array<uint32_t, 4> box{};      ///< elements: span, box_rows, 1, 1
+  int swizzle_bytes = 128;            ///< 128, 64 or 32: the span is swizzle_bytes / 2 elements
+  bool bf16 = true;                   ///< else fp16
+};
+
+/// The swizzle the tiles of a head dim use: 128 bytes when D is a multiple of 64, else 64 when a
+/// multiple of 32, else 32 (mirrors kernels/common/swizzle.cuh).
+int swizzle_bytes_for(int64_t head_dim);
+
+/// Strides in elements, as attn_k::fwd_params holds them.
+tensor_map_args tensor_map_for(const void* base, bool bf16, int64_t head_dim, int64_t rows, int64_t heads,
+                               int64_t batch, int64_t row_stride, int64_t head_stride, int64_t batch_stride,
+                               int box_rows);
+
+/// Why TMA cannot describe the tensor (a stride or base address not a multiple of 16 bytes, a box
+/// past 256 rows, a size past 2^32), naming the value; nullopt when it can.
+std::optional<std::string> tensor_map_problem(const tensor_map_args& a);
+
+}  // namespace attn

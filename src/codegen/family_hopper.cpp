@@ -1,0 +1,201 @@
+// The hopper family: kernels/hopper.cuh, FlashAttention-3's forward (TMA, warp-specialized
+// pipeline, ping-pong, persistent tile scheduler), sm_90a only. Its knob is the schedule
+// (kernels/hopper/config.cuh): 1 = intra-warpgroup overlap, 2 = ping-pong, 4 = persistent grid.
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "backend/runtime.hpp"
+#include "backend/tensor_map.hpp"
+#include "codegen/family.hpp"
+#include "codegen/family_hopper.hpp"
+#include "run/launch.hpp"
+
+namespace attn {
+
+namespace {
+
+constexpr int64_t sm90_shared_memory = 227 * 1024;  // the opt-in maximum of every sm_90 part
+constexpr int schedule_overlap = 1, schedule_pingpong = 2, schedule_persistent = 4;
+
+int consumers(const tile_config& c) { return c.block_m / 64; }
+int hopper_threads(const tile_config& c) { return c.warps * 32; }
+
+// Mirrors hopper_config: Q (and O, when it fits beside it) and STAGES K and V tiles, unpadded and
+// swizzled, 2 + 4 x STAGES mbarriers and 1024 bytes to align the tiles.
+int64_t tiles_bytes(const tile_config& c, const shape& s, bool o_smem) {
+  return ((o_smem ? 2LL : 1LL) * c.block_m + 2LL * c.stages * c.block_n) * s.head_dim * element_size(s.dtype) +
+         8LL * (2 + 4 * c.stages) + 1024;
+}
+/// O gets its own tile when that still fits: the next tile's Q then loads during this epilogue.
+bool o_has_own_tile(const tile_config& c, const shape& s) { return tiles_bytes(c, s, true) <= sm90_shared_memory; }
+int64_t hopper_shared_memory(const tile_config& c, const shape& s) {
+  return tiles_bytes(c, s, o_has_own_tile(c, s));
+}
+
+// Registers a computing thread needs beyond its tile state (addresses, loop state, the causal
+// mask): with these margins ptxas reported 0 spills for every config the rule keeps, and spills for
+// the ones next past it (e.g. D=128 192x80 causal with the overlap: 20 bytes).
+int register_margin(const shape& s) { return s.causal ? 24 : 16; }
+
+}  // namespace
+
+hopper_schedule schedule_for(const shape& s, int block_m, int64_t l2_bytes, int sm_count, bool persistent) {
+  hopper_schedule h;
+  h.m_blocks = static_cast<int>((s.q_len + block_m - 1) / block_m);
+  h.batch_heads = static_cast<int>(s.batch * s.heads);
+  // K and V of one query head (heads sharing a kv head share its K and V): half of L2 holds a
+  // section's, so the blocks running together find them there.
+  const int64_t group = s.heads / s.kv_heads;
+  const int64_t per_head = std::max<int64_t>(1, 2 * s.kv_len * s.head_dim * element_size(s.dtype) / group);
+  h.heads_per_section =
+      static_cast<int>(std::clamp<int64_t>(l2_bytes / 2 / per_head, 1, std::max<int64_t>(1, h.batch_heads)));
+  h.tiles = h.m_blocks * h.batch_heads;
+  h.grid = persistent ? std::min(h.tiles, std::max(1, sm_count)) : h.tiles;
+  return h;
+}
+
+std::optional<std::string> tma_stride_problem(const shape& s) {
+  const int64_t d = s.head_dim;
+  const bool bhsd = s.layout == layout::bhsd;
+  // Element strides of Q/O and K/V (as problem::params computes them).
+  const int64_t q_row = bhsd ? d : s.heads * d, q_head = bhsd ? s.q_len * d : d, q_batch = s.heads * s.q_len * d;
+  const int64_t kv_row = bhsd ? d : s.kv_heads * d, kv_head = bhsd ? s.kv_len * d : d,
+                kv_batch = s.kv_heads * s.kv_len * d;
+  const bool bf16 = s.dtype == dtype::bf16;
+  if (auto why = tensor_map_problem(tensor_map_for(nullptr, bf16, d, s.q_len, s.heads, s.batch, q_row, q_head,
+                                                   q_batch, 64)))
+    return "Q/O: " + *why;
+  if (auto why = tensor_map_problem(tensor_map_for(nullptr, bf16, d, s.kv_len, s.kv_heads, s.batch, kv_row,
+                                                   kv_head, kv_batch, 64)))
+    return "K/V: " + *why;
+  return std::nullopt;
+}
+
+int hopper_consumer_registers(const tile_config& c) {
+  const int threads = hopper_threads(c), launch = std::min(256, 65536 / threads / 8 * 8);
+  const int producer = consumers(c) == 2 ? 24 : 32;
+  return std::min(256, (launch * threads - 128 * producer) / (consumers(c) * 128) / 8 * 8);
+}
+
+int hopper_state_registers(const tile_config& c, const shape& s) {
+  // O (64 x D fp32 over 128 threads: D / 2) and what goes with it (its rescale, V's descriptors),
+  // S (64 x BLOCK_N: BLOCK_N / 2) and P (packed: BLOCK_N / 4), live together with the overlap
+  // (the next tile's S beside this tile's P); without it P replaces S. Weights fitted to ptxas's
+  // reports (sm_90a, CUDA 13.0) of block_m {128, 192} x block_n {64 .. 192} x D {64, 128, 256}.
+  const bool overlap = (c.knob & schedule_overlap) != 0;
+  return static_cast<int>(5 * s.head_dim / 8) + (overlap ? 3 * c.block_n / 4 : c.block_n / 2);
+}
+
+namespace {
+
+std::optional<std::string> hopper_reject(const tile_config& c, const shape& s, const resource_limits& limits) {
+  if (limits.cc_major != 9 || limits.cc_minor != 0) return std::string("hopper needs sm_90a (Hopper)");
+  if (c.block_m % 64 != 0 || c.block_m > 256 || c.warps != c.block_m / 16 + 4)
+    return fmt::format("block_m {} over {} warps is not 64 rows per computing warpgroup (up to 4) plus a "
+                       "producer warpgroup", c.block_m, c.warps);
+  if (c.block_n % 16 != 0 || c.block_n > 256)
+    return fmt::format("block_n {} is not a multiple of 16 up to 256", c.block_n);
+  if (c.stages < 2 || c.stages > 8) return fmt::format("stages {} not in [2, 8]", c.stages);
+  if (c.knob < 0 || c.knob > 7) return fmt::format("schedule {} not in [0, 7]", c.knob);
+  if ((c.knob & schedule_pingpong) && consumers(c) < 2)
+    return fmt::format("ping-pong needs two computing warpgroups, block_m {} has one", c.block_m);
+  const int budget = hopper_consumer_registers(c) - register_margin(s);
+  if (const int regs = hopper_state_registers(c, s); regs > budget)
+    return fmt::format("O, S and P need {} registers per thread, over the {} a computing thread gets (less {})",
+                       regs, hopper_consumer_registers(c), register_margin(s));
+  if (hopper_threads(c) > limits.max_threads_per_block)
+    return fmt::format("{} threads exceed the device's {} per block", hopper_threads(c),
+                       limits.max_threads_per_block);
+  if (const int64_t bytes = hopper_shared_memory(c, s); bytes > limits.shared_memory_per_block)
+    return fmt::format("shared memory {} KiB exceeds the device's {} KiB per block", (bytes + 1023) / 1024,
+                       limits.shared_memory_per_block / 1024);
+  if (auto why = tma_stride_problem(s)) return why;
+  return std::nullopt;
+}
+
+std::string hopper_instantiation(const tile_config& c, const shape& s) {
+  // setmaxnreg needs a register cap at entry: __launch_bounds__(threads, 1). The persistent bit
+  // only changes the grid, so it does not reach the source.
+  return fmt::format(
+      "#include \"hopper.cuh\"\n"
+      "extern \"C\" __global__ void __launch_bounds__({threads}, 1) attn_hopper("
+      "const __grid_constant__ attn_k::hopper_params hp) {{\n"
+      "  attn_k::hopper_forward<attn_k::hopper_config<{bf16}, {d}, {bm}, {bn}, {w}, {st}, {causal}, {sched}, "
+      "{o_smem}>>(hp);\n"
+      "}}\n",
+      fmt::arg("threads", hopper_threads(c)), fmt::arg("bf16", s.dtype == dtype::bf16), fmt::arg("d", s.head_dim),
+      fmt::arg("bm", c.block_m), fmt::arg("bn", c.block_n), fmt::arg("w", c.warps), fmt::arg("st", c.stages),
+      fmt::arg("causal", s.causal), fmt::arg("sched", c.knob & (schedule_overlap | schedule_pingpong)),
+      fmt::arg("o_smem", o_has_own_tile(c, s)));
+}
+
+// The tensor maps are encoded once per (variant, problem): boxes of BLOCK_M rows of Q, BLOCK_N
+// of K and V, and 64 of O (each computing warpgroup stores its own rows).
+void hopper_plan(launch_plan& plan, const tile_config& c, const problem& pr, const gpu_info& gpu) {
+  const shape& s = pr.shp;
+  auto hp = std::make_shared<attn_k::hopper_params>();
+  hp->p = pr.params();
+  const attn_k::fwd_params& p = hp->p;
+  const device_runtime& rt = runtime_of(gpu);
+  const bool bf16 = s.dtype == dtype::bf16;
+  auto encode = [&](attn_k::tensor_map& map, const void* base, int64_t rows, int64_t heads, bool q_side,
+                    int box_rows) {
+    const tensor_map_args a =
+        q_side ? tensor_map_for(base, bf16, s.head_dim, rows, heads, s.batch, p.q_row_stride, p.q_head_stride,
+                                p.q_batch_stride, box_rows)
+               : tensor_map_for(base, bf16, s.head_dim, rows, heads, s.batch, p.kv_row_stride, p.kv_head_stride,
+                                p.kv_batch_stride, box_rows);
+    if (auto why = tensor_map_problem(a)) throw invalid_input(*why);
+    rt.encode_tensor_map(a, &map);
+  };
+  encode(hp->q_map, p.q, s.q_len, s.heads, true, c.block_m);
+  encode(hp->k_map, p.k, s.kv_len, s.kv_heads, false, c.block_n);
+  encode(hp->v_map, p.v, s.kv_len, s.kv_heads, false, c.block_n);
+  encode(hp->o_map, p.o, s.q_len, s.heads, true, 64);
+  const hopper_schedule sched = schedule_for(s, c.block_m, gpu.l2_bytes, gpu.desc.sm_count,
+                                             (c.knob & schedule_persistent) != 0);
+  hp->m_blocks = sched.m_blocks;
+  hp->batch_heads = sched.batch_heads;
+  hp->heads_per_section = sched.heads_per_section;
+  hp->tiles = sched.tiles;
+  plan.grid = {static_cast<unsigned>(sched.grid), 1, 1};
+  plan.hopper = std::move(hp);
+}
+
+}  // namespace
+
+/// block_m {128, 192} x block_n {64, 80, 128, 176, 192} with a producer warpgroup (warps 12, 16)
+/// x stages {2, 3} x schedule {3, 5, 6, 7}: ping-pong on one block per tile, and on a persistent
+/// grid with the overlap alone, ping-pong alone (what fits 192x192 at D=64) or both.
+/// FlashAttention-3's tiles (D=64 192x128 and 192x192, D=128 128x128 and 128x176, D=256 128x80)
+/// are in it, next to the wgmma family's winners. Measured on the H200 (kernels/NOTES.md): the
+/// winners came from stages 2 and 3 and schedules 3, 5 and 7.
+search_space hopper_default_space() {
+  search_space space{{128, 192}, {64, 80, 128, 176, 192}, {12, 16}, {2, 3}, {3, 5, 6, 7}};
+  space.knob_name = "schedule";
+  return space;
+}
+
+const kernel_family& hopper_family() {
+  static const kernel_family family{
+      "hopper",
+      backend::cuda,
+      "attn_hopper",
+      9,
+      hopper_default_space(),
+      hopper_shared_memory,
+      hopper_threads,
+      hopper_reject,
+      hopper_instantiation,
+      {"--use_fast_math"},
+      {"common/attention.cuh", "common/device.cuh", "common/params.cuh", "common/hopper_params.cuh",
+       "common/hopper_ptx.cuh", "common/swizzle.cuh", "common/wgmma_ops.cuh", "hopper.cuh", "hopper/config.cuh",
+       "hopper/epilogue.cuh", "hopper/mainloop.cuh", "hopper/mma.cuh", "hopper/producer.cuh",
+       "hopper/scheduler.cuh", "hopper/softmax.cuh", "reference.cuh"},
+      true,  // arch-specific: sm_90a runs on cc 9.0 only
+      hopper_plan};
+  return family;
+}
+
+}  // namespace attn

@@ -1,0 +1,31 @@
+#pragma once
+// The hopper family's host-side formulas, exposed for the tests: its tile schedule, register
+// budget and TMA check. The family itself is hopper_family() (codegen/family.hpp).
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "plan/config.hpp"
+#include "plan/shape.hpp"
+
+namespace attn {
+
+/// The launch of one problem (mirrors kernels/hopper/scheduler.cuh's numbering).
+struct hopper_schedule {
+  int m_blocks = 0;           ///< query blocks per (batch, head)
+  int batch_heads = 0;        ///< B x H
+  int heads_per_section = 0;  ///< (batch, head) pairs whose K and V share half of L2
+  int tiles = 0;              ///< m_blocks x batch_heads
+  int grid = 0;               ///< blocks: min(tiles, SMs) when persistent, else tiles
+};
+hopper_schedule schedule_for(const shape& s, int block_m, int64_t l2_bytes, int sm_count, bool persistent);
+
+/// Registers a computing thread gets after the producer's hand-over (setmaxnreg).
+int hopper_consumer_registers(const tile_config& c);
+/// Registers O, S and P take per computing thread under the config's schedule.
+int hopper_state_registers(const tile_config& c, const shape& s);
+
+/// Why TMA cannot describe the shape's Q/O or K/V (a stride not a multiple of 16 bytes, ...).
+std::optional<std::string> tma_stride_problem(const shape& s);
+
+}  // namespace attn
