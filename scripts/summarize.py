@@ -15,8 +15,9 @@ def main(d):
         for line in open(os.path.join(d, "walltimes.txt")):
             parts = line.split()
             walls[parts[0]] = parts[2].split("=")[1]
-    print("| shape (B,H,N,D) | causal | best config | attn-tune TFLOPS | best per family | SDPA flash (FA2) | ratio | SDPA cuDNN | tune wall s |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print("| shape (B,H,N,D) | causal | best config | attn-tune TFLOPS | best per family | SDPA flash (FA2) | "
+          "SDPA cuDNN | FlexAttention | / cuDNN | / Flex | tune wall s |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for path in sorted(glob.glob(os.path.join(d, "*.csv"))):
         if path.endswith("peers.csv"):
             continue
@@ -30,6 +31,7 @@ def main(d):
         best = ranked[0] if ranked else (min(ok, key=lambda r: float(r["median_ms"])) if ok else None)
         fa2 = peers.get(("sdpa-flash",) + key)
         cudnn = peers.get(("sdpa-cudnn",) + key)
+        flex = peers.get(("flex-autotune",) + key)
         tf = float(best["tflops"]) if best else 0.0
         per_family = {}
         for r in ok:
@@ -39,8 +41,8 @@ def main(d):
         tag = os.path.basename(path)[:-4]
         print(f"| {key[0]},{key[1]},{key[2]},{key[3]} | {'yes' if key[4] else 'no'} | "
               f"{(best.get('family', 'fa2') + ' ' + best['config']) if best else '-'} | {tf:.1f} | {families or '-'} | "
-              f"{fa2 if fa2 else '-'} | "
-              f"{tf / fa2 if fa2 else 0:.2f} | {cudnn if cudnn else '-'} | {walls.get(tag, '-')} |")
+              f"{fa2 if fa2 else '-'} | {cudnn if cudnn else '-'} | {flex if flex else '-'} | "
+              f"{f'{tf / cudnn:.2f}' if cudnn else '-'} | {f'{tf / flex:.2f}' if flex else '-'} | {walls.get(tag, '-')} |")
 
 if __name__ == "__main__":
     main(sys.argv[1])

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Tunes the benchmark table (SHAPES.md: six shapes, causal and not, bf16) and measures the peers
-# (peers.py: PyTorch SDPA backends, optionally Triton) in the same call, on the GPU at hand.
+# (peers.py: PyTorch SDPA backends; PEERS_ARGS="--with-flex" adds FlexAttention) in the same call.
 #   scripts/yardstick.sh BUILD_DIR PEERS_PY OUT_DIR [B,H,N,D ...]
 # Writes OUT_DIR/<shape>.csv per tuning run, OUT_DIR/tune.log, OUT_DIR/peers.csv and prints
 # a summary table (scripts/summarize.py).
@@ -11,7 +11,7 @@ shapes=("$@")
 [ ${#shapes[@]} -gt 0 ] || shapes=(4,32,4096,128 16,16,1024,64 8,16,2048,128 1,32,16384,128 2,16,4096,256 32,32,512,64)
 mkdir -p "$out"
 # Peers first: if the call runs out of time, the comparison is what must survive.
-PYTHONUNBUFFERED=1 python3 "$peers" --csv "$out/peers.csv" > "$out/peers.log" 2>&1 || echo "peers.py failed (see peers.log)"
+PYTHONUNBUFFERED=1 python3 "$peers" ${PEERS_ARGS:-} --csv "$out/peers.csv" > "$out/peers.log" 2>&1 || echo "peers.py failed (see peers.log)"
 for s in "${shapes[@]}"; do
   for causal in "" "--causal"; do
     tag="${s//,/x}${causal:+-causal}"
