@@ -13,7 +13,6 @@
 namespace attn {
 
 struct launch_plan;  // run/launch.hpp
-struct problem;      // verify/gpu_reference.hpp
 struct gpu_info;     // backend/runtime.hpp
 
 struct resource_limits {
@@ -44,9 +43,9 @@ struct kernel_family {
   std::vector<std::string> source_files;
   /// Built for an arch-specific target (sm_90a): runs on exactly min_cc_major.0, not newer.
   bool arch_specific = false;
-  /// Adjusts the default launch (fwd_params, one block per BLOCK_M rows of each head) once per
-  /// problem: its own parameter, its grid. nullptr keeps the default. Throws invalid_input.
-  void (*plan_launch)(launch_plan&, const tile_config&, const problem&, const gpu_info&) = nullptr;
+  /// Adjusts the default launch (plan.params filled in, one block per BLOCK_M rows of each head)
+  /// once per problem: its own parameter, its grid. nullptr keeps the default. Throws invalid_input.
+  void (*plan_launch)(launch_plan&, const tile_config&, const shape&, const gpu_info&) = nullptr;
 };
 
 /// Whether the family's kernels run on a device of this compute capability (CUDA families).

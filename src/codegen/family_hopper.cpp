@@ -132,10 +132,9 @@ std::string hopper_instantiation(const tile_config& c, const shape& s) {
 
 // The tensor maps are encoded once per (variant, problem): boxes of BLOCK_M rows of Q, BLOCK_N
 // of K and V, and 64 of O (each computing warpgroup stores its own rows).
-void hopper_plan(launch_plan& plan, const tile_config& c, const problem& pr, const gpu_info& gpu) {
-  const shape& s = pr.shp;
+void hopper_plan(launch_plan& plan, const tile_config& c, const shape& s, const gpu_info& gpu) {
   auto hp = std::make_shared<attn_k::hopper_params>();
-  hp->p = pr.params();
+  hp->p = plan.params;
   const attn_k::fwd_params& p = hp->p;
   const device_runtime& rt = runtime_of(gpu);
   const bool bf16 = s.dtype == dtype::bf16;

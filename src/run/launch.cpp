@@ -20,15 +20,19 @@ loaded_variant load_variant(const device_runtime& rt, const std::string& image, 
 }
 
 launch_plan plan_launch(const loaded_variant& v, const record& r, const problem& pr, const gpu_info& gpu) {
+  return plan_launch(v, r, pr.shp, pr.params(), gpu);
+}
+
+launch_plan plan_launch(const loaded_variant& v, const record& r, const shape& s, const attn_k::fwd_params& params,
+                        const gpu_info& gpu) {
   launch_plan plan;
   plan.kernel = v.kernel;
-  plan.params = pr.params();
-  const shape& s = pr.shp;
+  plan.params = params;
   plan.grid = {static_cast<unsigned>((s.q_len + r.config.block_m - 1) / r.config.block_m),
                static_cast<unsigned>(s.heads), static_cast<unsigned>(s.batch)};
   plan.block = {static_cast<unsigned>(v.family->threads(r.config))};
   plan.shared_bytes = dynamic_shared_memory(*v.family) ? static_cast<int>(r.shared_memory_bytes) : 0;
-  if (v.family->plan_launch) v.family->plan_launch(plan, r.config, pr, gpu);
+  if (v.family->plan_launch) v.family->plan_launch(plan, r.config, s, gpu);
   return plan;
 }
 
