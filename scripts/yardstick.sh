@@ -11,7 +11,14 @@ shapes=("$@")
 [ ${#shapes[@]} -gt 0 ] || shapes=(4,32,4096,128 16,16,1024,64 8,16,2048,128 1,32,16384,128 2,16,4096,256 32,32,512,64)
 mkdir -p "$out"
 # Peers first: if the call runs out of time, the comparison is what must survive.
-PYTHONUNBUFFERED=1 python3 "$peers" ${PEERS_ARGS:-} --csv "$out/peers.csv" > "$out/peers.log" 2>&1 || echo "peers.py failed (see peers.log)"
+# One process per shape: torch.compile (FlexAttention) stops compiling after a few shapes in one
+# process and falls back to an unfused, materializing implementation.
+: > "$out/peers.csv"
+for s in "${shapes[@]}"; do
+  PYTHONUNBUFFERED=1 python3 "$peers" --shape "$s" ${PEERS_ARGS:-} --csv "$out/peers-$s.csv" >> "$out/peers.log" 2>&1 ||
+    echo "peers.py failed for $s (see peers.log)"
+  cat "$out/peers-$s.csv" >> "$out/peers.csv" 2>/dev/null && rm -f "$out/peers-$s.csv"
+done
 for s in "${shapes[@]}"; do
   for causal in "" "--causal"; do
     tag="${s//,/x}${causal:+-causal}"
