@@ -25,8 +25,10 @@ __device__ void hopper_forward(const hopper_params& hp) {
   unsigned char* tiles = shared_raw + ((1024u - (smem_addr(shared_raw) & 1023u)) & 1023u);
   const hopper_smem<C> sm{smem_addr(tiles)};
   if (threadIdx.x == 0) {
-    mbar_init(sm.q_full(), 1);
-    mbar_init(sm.q_empty(), C::CONSUMERS);
+    for (int b = 0; b < C::Q_BUFS; ++b) {
+      mbar_init(sm.q_full(b), 1);
+      mbar_init(sm.q_empty(b), C::CONSUMERS);
+    }
     for (int s = 0; s < C::STAGES; ++s) {
       mbar_init(sm.k_full(s), 1);
       mbar_init(sm.k_empty(s), C::CONSUMERS);
@@ -47,7 +49,6 @@ __device__ void hopper_forward(const hopper_params& hp) {
   const fwd_params& p = hp.p;
   const int causal_offset = p.kv_len - p.q_len;  // bottom-right alignment
   const int warp = threadIdx.x / 32;
-  const unsigned q_wg = sm.q() + wg * 64 * swizzle<C::D>::W;  // this warpgroup's rows of every piece
   if (C::PINGPONG && wg == C::CONSUMERS - 1) named_arrive(1, 256);  // warpgroup 0 has the first turn
   tile_state<C> st;
   int kv_it = 0, tile_it = 0;
@@ -57,11 +58,13 @@ __device__ void hopper_forward(const hopper_params& hp) {
     const int n = kv_tiles<C::BLOCK_M, C::BLOCK_N, C::CAUSAL>(p, m0, causal_offset);
     // Tiles [0, n_plain) need no mask for this warpgroup's 64 rows.
     const int n_plain = unmasked_tiles<C::BLOCK_N, C::CAUSAL>(p, m0 + wg * 64, causal_offset, n);
-    mbar_wait(sm.q_full(), tile_it & 1u);
-    if (C::O_SMEM && n == 0 && threadIdx.x % 128 == 0) mbar_arrive(sm.q_empty());
-    mainloop<C>(st, p, sm, q_wg, kv_it, n, n_plain, m0 + warp * 16, causal_offset, wg);
+    const ring_pos rq = ring_at<C::Q_BUFS>(tile_it);
+    const unsigned q_wg = sm.q(rq.stage) + wg * 64 * swizzle<C::D>::W;  // this warpgroup's rows of every piece
+    mbar_wait(sm.q_full(rq.stage), rq.phase);
+    if (C::O_SMEM && n == 0 && threadIdx.x % 128 == 0) mbar_arrive(sm.q_empty(rq.stage));
+    mainloop<C>(st, p, sm, q_wg, sm.q_empty(rq.stage), kv_it, n, n_plain, m0 + warp * 16, causal_offset, wg);
     kv_it += n;
-    store_tile<C>(hp, sm, tiles, st, tc, wg);
+    store_tile<C>(hp, sm, tiles, st, tc, wg, rq.stage);
   }
   if (threadIdx.x % 128 == 0) bulk_wait_read();  // the block's shared memory outlives its stores' reads
 }

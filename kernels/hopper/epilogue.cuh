@@ -18,12 +18,13 @@ __device__ __forceinline__ int epilogue_barrier(int wg) {
 
 template <class C>
 __device__ __forceinline__ void store_tile(const hopper_params& hp, const hopper_smem<C>& sm, unsigned char* tiles,
-                                           const tile_state<C>& st, const tile_coord& tc, int wg) {
+                                           const tile_state<C>& st, const tile_coord& tc, int wg, int q_buf) {
   const fwd_params& p = hp.p;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const bool leader = threadIdx.x % 128 == 0;
   const int m0 = tc.m_block * C::BLOCK_M;
-  unsigned char* o_tile = tiles + (sm.o() - sm.q());
+  const unsigned o_smem = sm.o(q_buf);
+  unsigned char* o_tile = tiles + (o_smem - sm.q(0));
   if (C::O_SMEM) {  // the last tile's store has read these rows
     if (leader) bulk_wait_read();
     named_sync(epilogue_barrier<C>(wg), 128);
@@ -49,13 +50,13 @@ __device__ __forceinline__ void store_tile(const hopper_params& hp, const hopper
     if (row0 < p.q_len) {
 #pragma unroll
       for (int b = 0; b < C::PIECES; ++b)
-        tma_store_4d(&hp.o_map, sm.o() + b * C::BLOCK_M * swizzle<C::D>::W + wg * 64 * swizzle<C::D>::W,
+        tma_store_4d(&hp.o_map, o_smem + b * C::BLOCK_M * swizzle<C::D>::W + wg * 64 * swizzle<C::D>::W,
                      b * C::SPAN, row0, tc.head, tc.batch);
       bulk_commit();
     }
     if (!C::O_SMEM) {  // O sat in Q's tile: the next Q may come once the store has read it
       bulk_wait_read();
-      mbar_arrive(sm.q_empty());
+      mbar_arrive(sm.q_empty(q_buf));
     }
   }
 }

@@ -32,14 +32,14 @@ struct tile_state {
 /// Q is handed back (q_empty) after the last S when O has its own tile; else the epilogue does it.
 template <class C>
 __device__ __forceinline__ void mainloop(tile_state<C>& st, const fwd_params& p, const hopper_smem<C>& sm,
-                                         unsigned q_wg, int kv_it, int n, int n_plain, int warp_row0,
-                                         int causal_offset, int wg) {
+                                         unsigned q_wg, unsigned q_empty, int kv_it, int n, int n_plain,
+                                         int warp_row0, int causal_offset, int wg) {
   const bool leader = threadIdx.x % 128 == 0;
   auto release = [&](unsigned bar) {
     if (leader) mbar_arrive(bar);
   };
   auto release_q_after = [&](int j) {  // S of tile j was the tile's last read of Q
-    if (C::O_SMEM && j == n - 1) release(sm.q_empty());
+    if (C::O_SMEM && j == n - 1) release(q_empty);
   };
 #pragma unroll
   for (int i = 0; i < C::D / 2; ++i) st.acc[i] = 0.f;

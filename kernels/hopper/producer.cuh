@@ -1,6 +1,6 @@
 #pragma once
 // The producer: one elected thread of the last warpgroup issues every copy of the block. For each
-// of its tiles: K_0, then Q (once every consumer is done with the last tile's Q), then K_{j+1}
+// of its tiles: K_0, then Q (once every consumer is done with that Q tile's last use), then K_{j+1}
 // before V_j, so the consumers' S of the next tile never waits behind the V they need now. Each
 // copy completes on its slot's full barrier (one arrival with the byte count); a slot is reused
 // once its empty barrier has an arrival from every consumer warpgroup.
@@ -45,9 +45,10 @@ __device__ __forceinline__ void produce(const hopper_params& hp, const hopper_sm
     const int m0 = tc.m_block * C::BLOCK_M, kv_head = tc.head / p.group;
     const int n = kv_tiles<C::BLOCK_M, C::BLOCK_N, C::CAUSAL>(p, m0, causal_offset);
     if (n > 0) load_k(0, kv_head, tc.batch);
-    mbar_wait(sm.q_empty(), (tile_it & 1u) ^ 1u);
-    mbar_arrive_expect_tx(sm.q_full(), C::Q_BYTES);
-    tma_load_tile<C>(sm.q(), &hp.q_map, sm.q_full(), C::BLOCK_M, m0, tc.head, tc.batch);
+    const ring_pos rq = ring_at<C::Q_BUFS>(tile_it);
+    mbar_wait(sm.q_empty(rq.stage), rq.phase ^ 1u);
+    mbar_arrive_expect_tx(sm.q_full(rq.stage), C::Q_BYTES);
+    tma_load_tile<C>(sm.q(rq.stage), &hp.q_map, sm.q_full(rq.stage), C::BLOCK_M, m0, tc.head, tc.batch);
     for (int j = 0; j + 1 < n; ++j) {
       load_k(j + 1, kv_head, tc.batch);
       load_v(j, kv_head, tc.batch);

@@ -1,6 +1,7 @@
 // The hopper family: kernels/hopper.cuh, FlashAttention-3's forward (TMA, warp-specialized
 // pipeline, ping-pong, persistent tile scheduler), sm_90a only. Its knob is the schedule
-// (kernels/hopper/config.cuh): 1 = intra-warpgroup overlap, 2 = ping-pong, 4 = persistent grid.
+// (kernels/hopper/config.cuh): 1 = intra-warpgroup overlap, 2 = ping-pong, 4 = persistent grid,
+// 8 = two Q tiles.
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -16,16 +17,18 @@ namespace attn {
 namespace {
 
 constexpr int64_t sm90_shared_memory = 227 * 1024;  // the opt-in maximum of every sm_90 part
-constexpr int schedule_overlap = 1, schedule_pingpong = 2, schedule_persistent = 4;
+constexpr int schedule_overlap = 1, schedule_pingpong = 2, schedule_persistent = 4, schedule_two_q = 8;
 
 int consumers(const tile_config& c) { return c.block_m / 64; }
 int hopper_threads(const tile_config& c) { return c.warps * 32; }
 
-// Mirrors hopper_config: Q (and O, when it fits beside it) and STAGES K and V tiles, unpadded and
-// swizzled, 2 + 4 x STAGES mbarriers and 1024 bytes to align the tiles.
+// Mirrors hopper_config: one or two Q tiles (and O, when it fits beside them) and STAGES K and V
+// tiles, unpadded and swizzled, 2 per Q tile + 4 x STAGES mbarriers and 1024 bytes to align.
 int64_t tiles_bytes(const tile_config& c, const shape& s, bool o_smem) {
-  return ((o_smem ? 2LL : 1LL) * c.block_m + 2LL * c.stages * c.block_n) * s.head_dim * element_size(s.dtype) +
-         8LL * (2 + 4 * c.stages) + 1024;
+  const int q_tiles = (c.knob & schedule_two_q) ? 2 : 1;
+  return ((q_tiles + (o_smem ? 1LL : 0LL)) * c.block_m + 2LL * c.stages * c.block_n) * s.head_dim *
+             element_size(s.dtype) +
+         8LL * (2 * q_tiles + 4 * c.stages) + 1024;
 }
 /// O gets its own tile when that still fits: the next tile's Q then loads during this epilogue.
 bool o_has_own_tile(const tile_config& c, const shape& s) { return tiles_bytes(c, s, true) <= sm90_shared_memory; }
@@ -97,7 +100,7 @@ std::optional<std::string> hopper_reject(const tile_config& c, const shape& s, c
   if (c.block_n % 16 != 0 || c.block_n > 256)
     return fmt::format("block_n {} is not a multiple of 16 up to 256", c.block_n);
   if (c.stages < 2 || c.stages > 8) return fmt::format("stages {} not in [2, 8]", c.stages);
-  if (c.knob < 0 || c.knob > 7) return fmt::format("schedule {} not in [0, 7]", c.knob);
+  if (c.knob < 0 || c.knob > 15) return fmt::format("schedule {} not in [0, 15]", c.knob);
   if ((c.knob & schedule_pingpong) && consumers(c) < 2)
     return fmt::format("ping-pong needs two computing warpgroups, block_m {} has one", c.block_m);
   const int budget = hopper_consumer_registers(c) - register_margin(s);
@@ -126,7 +129,7 @@ std::string hopper_instantiation(const tile_config& c, const shape& s) {
       "}}\n",
       fmt::arg("threads", hopper_threads(c)), fmt::arg("bf16", s.dtype == dtype::bf16), fmt::arg("d", s.head_dim),
       fmt::arg("bm", c.block_m), fmt::arg("bn", c.block_n), fmt::arg("w", c.warps), fmt::arg("st", c.stages),
-      fmt::arg("causal", s.causal), fmt::arg("sched", c.knob & (schedule_overlap | schedule_pingpong)),
+      fmt::arg("causal", s.causal), fmt::arg("sched", c.knob & (schedule_overlap | schedule_pingpong | schedule_two_q)),
       fmt::arg("o_smem", o_has_own_tile(c, s)));
 }
 

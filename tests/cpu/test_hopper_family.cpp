@@ -114,7 +114,10 @@ TEST(hopper_family, rejects_what_it_cannot_express_and_says_why) {
   EXPECT_FALSE(why(d256, 128, 80, 12, 2, 5).has_value()) << *why(d256, 128, 80, 12, 2, 5);
   EXPECT_NE(why(d128, 128, 128, 8, 2, 5)->find("plus a producer warpgroup"), std::string::npos);
   EXPECT_NE(why(d128, 128, 128, 12, 1, 5)->find("stages 1 not in [2, 8]"), std::string::npos);
-  EXPECT_NE(why(d128, 128, 128, 12, 2, 8)->find("schedule 8 not in [0, 7]"), std::string::npos);
+  EXPECT_NE(why(d128, 128, 128, 12, 2, 16)->find("schedule 16 not in [0, 15]"), std::string::npos);
+  // Two Q tiles (bit 8): D=128 128x128 still fits with O beside them, D=256 128x80 does not at all.
+  EXPECT_FALSE(why(d128, 128, 128, 12, 2, 13).has_value()) << *why(d128, 128, 128, 12, 2, 13);
+  EXPECT_NE(why(d256, 128, 80, 12, 2, 13)->find("shared memory"), std::string::npos);
   EXPECT_NE(why(d128, 64, 128, 8, 2, 3)->find("ping-pong needs two computing warpgroups"), std::string::npos);
   // D=256, 192 rows: O alone is 128 of a consumer's 160 registers.
   EXPECT_NE(why(d256, 192, 80, 16, 2, 5)->find("registers per thread"), std::string::npos);
@@ -136,6 +139,9 @@ TEST(hopper_family, shared_memory_keeps_o_beside_q_when_it_fits) {
   // D=256, 128 x 80: O beside Q would not fit in 227 KiB, so O is staged in Q's tile.
   EXPECT_EQ(f.shared_memory_bytes(tile_config{128, 80, 12, 2, 5}, make(1, 1, 1, 64, 64, 256)),
             (128 + 4 * 80) * 256 * 2 + 10 * 8 + 1024);
+  // Two Q tiles: D=64 128 x 128, 3 stages: 2 Q + O + 6 K/V tiles of 16 KiB, 16 barriers.
+  EXPECT_EQ(f.shared_memory_bytes(tile_config{128, 128, 12, 3, 13}, make(1, 1, 1, 64, 64, 64)),
+            (3 * 128 + 6 * 128) * 64 * 2 + 16 * 8 + 1024);
 }
 
 }  // namespace

@@ -80,14 +80,14 @@ TEST_P(fa2_correctness, every_wgmma_variant_passes_on_hopper) {
 }
 
 // On a Hopper GPU the hopper family too: two and three computing warpgroups, 64/80-key tiles
-// (80: a tile not a power of two), every schedule bit (overlap, ping-pong, persistent grid; 0 is
-// the plain in-order loop, one block per tile).
+// (80: a tile not a power of two), every schedule bit (overlap, ping-pong, persistent grid, two Q
+// tiles; 0 is the plain in-order loop, one block per tile).
 TEST_P(fa2_correctness, every_hopper_variant_passes_on_hopper) {
   if (m_gpu.backend != backend::cuda || !runs_on(hopper_family(), m_gpu.desc.cc_major, m_gpu.desc.cc_minor))
     GTEST_SKIP() << "hopper runs on sm_90 (Hopper) only; this is " << m_gpu.desc.arch;
   expect_every_variant_passes(
       GetParam().s, m_gpu, m_cache, "hopper",
-      parse_space({"block_m=128,192", "block_n=64,80", "warps=12,16", "stages=2", "schedule=0,1,3,4,7"},
+      parse_space({"block_m=128,192", "block_n=64,80", "warps=12,16", "stages=2", "schedule=0,1,3,4,7,15"},
                   hopper_family().default_space));
 }
 
@@ -137,7 +137,8 @@ TEST_F(gpu_test, shape_too_large_for_device_memory_is_refused_before_allocating)
 // The persistent grid on a device that claims 7 SMs: each block walks many tiles, 7 not dividing
 // their number, so K/V ring rounds and Q/O hand-overs continue across tiles and the last round is
 // ragged. Causal (longest first) and not, GQA, O in its own tile (D=128 n64) and staged in Q's
-// (D=128 n176, D=256 n80), a ragged N and heads_per_section cutting the heads unevenly.
+// (D=128 n176, D=256 n80), one and two Q tiles (two alternate from tile to tile), a ragged N and
+// heads_per_section cutting the heads unevenly.
 TEST_F(gpu_test, hopper_persistent_schedule_walks_every_tile) {
   if (m_gpu.backend != backend::cuda || !runs_on(hopper_family(), m_gpu.desc.cc_major, m_gpu.desc.cc_minor))
     GTEST_SKIP() << "hopper runs on sm_90 (Hopper) only; this is " << m_gpu.desc.arch;
@@ -152,7 +153,7 @@ TEST_F(gpu_test, hopper_persistent_schedule_walks_every_tile) {
     SCOPED_TRACE(describe(s));
     expect_every_variant_passes(s, few_sms, m_cache, "hopper",
                                 parse_space({"block_m=128", "block_n=64,80,176", "warps=12", "stages=2",
-                                             "schedule=5,7"},
+                                             "schedule=5,7,13"},
                                             hopper_family().default_space));
   }
 }
