@@ -64,7 +64,7 @@ __device__ void hopper_forward(const hopper_params& hp) {
     if (C::O_SMEM && n == 0 && threadIdx.x % 128 == 0) mbar_arrive(sm.q_empty(rq.stage));
     mainloop<C>(st, p, sm, q_wg, sm.q_empty(rq.stage), kv_it, n, n_plain, m0 + warp * 16, causal_offset, wg);
     kv_it += n;
-    store_tile<C>(hp, sm, tiles, st, tc, wg, rq.stage);
+    store_tile<C>(hp, sm, st, tc, wg, rq.stage);
   }
   if (threadIdx.x % 128 == 0) bulk_wait_read();  // the block's shared memory outlives its stores' reads
 }

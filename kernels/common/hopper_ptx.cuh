@@ -98,6 +98,14 @@ __device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.comm
 /// Waits until this thread's committed stores have read their shared memory (not until they land).
 __device__ __forceinline__ void bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory"); }
 
+/// Stores four 8x8 16-bit matrices: register i holds this thread's pair of matrix i (row lane / 4,
+/// columns 2 (lane % 4) and + 1), lane l gives the 16-byte address of row l % 8 of matrix l / 8.
+__device__ __forceinline__ void stmatrix_x4(unsigned addr, const unsigned (&r)[4]) {
+  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr), "r"(r[0]), "r"(r[1]),
+               "r"(r[2]), "r"(r[3])
+               : "memory");
+}
+
 // --- named barriers (id 0 is __syncthreads) ----------------------------------------------------
 __device__ __forceinline__ void named_sync(int id, int threads) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");

@@ -1,6 +1,7 @@
 #pragma once
 // A consumer warpgroup's epilogue: O normalized into its 64 rows of the O tile (swizzled, as the
-// copy engine reads it), then one TMA store per swizzle span issued by the warpgroup's first
+// copy engine reads it; stmatrix, 16 columns of a warp's 16 rows per instruction), then one TMA
+// store per swizzle span issued by the warpgroup's first
 // thread; the store runs on while the warpgroup starts its next tile. The LSE goes out directly.
 // Before the tile is written again, the previous store must have read it (bulk_wait_read).
 #include "common/hopper_ptx.cuh"
@@ -17,31 +18,37 @@ __device__ __forceinline__ int epilogue_barrier(int wg) {
 }
 
 template <class C>
-__device__ __forceinline__ void store_tile(const hopper_params& hp, const hopper_smem<C>& sm, unsigned char* tiles,
+__device__ __forceinline__ void store_tile(const hopper_params& hp, const hopper_smem<C>& sm,
                                            const tile_state<C>& st, const tile_coord& tc, int wg, int q_buf) {
   const fwd_params& p = hp.p;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const bool leader = threadIdx.x % 128 == 0;
   const int m0 = tc.m_block * C::BLOCK_M;
   const unsigned o_smem = sm.o(q_buf);
-  unsigned char* o_tile = tiles + (o_smem - sm.q(0));
   if (C::O_SMEM) {  // the last tile's store has read these rows
     if (leader) bulk_wait_read();
     named_sync(epilogue_barrier<C>(wg), 128);
   }
+  float inv[2];
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const float sum = quad_sum(st.row_sum[h]);
-    const float inv = sum > 0.f ? 1.f / sum : 0.f;
+    inv[h] = sum > 0.f ? 1.f / sum : 0.f;
     const int r = warp * 16 + g + h * 8;
-#pragma unroll
-    for (int df = 0; df < C::D / 8; ++df)
-      *reinterpret_cast<unsigned*>(o_tile + tile_offset<C::D>(r, df, C::BLOCK_M) + t * 4) =
-          pack2<C::BF16>(st.acc[4 * df + 2 * h] * inv, st.acc[4 * df + 2 * h + 1] * inv);
     if (t == 0 && m0 + r < p.q_len) {
       const float lse = sum > 0.f ? (st.row_max[h] * p.scale_log2 + log2f(sum)) * 0.69314718056f : neg_inf();
       p.lse[((long long)tc.batch * p.heads + tc.head) * p.q_len + m0 + r] = lse;
     }
+  }
+  // Matrices 0-3 of a 16-column step: rows 0-7 and 8-15 of the warp's 16, in chunk df, then df + 1.
+  const int mi = lane / 8, row = warp * 16 + (mi % 2) * 8 + lane % 8;
+#pragma unroll
+  for (int df = 0; df < C::D / 8; df += 2) {
+    const unsigned r[4] = {pack2<C::BF16>(st.acc[4 * df + 0] * inv[0], st.acc[4 * df + 1] * inv[0]),
+                           pack2<C::BF16>(st.acc[4 * df + 2] * inv[1], st.acc[4 * df + 3] * inv[1]),
+                           pack2<C::BF16>(st.acc[4 * df + 4] * inv[0], st.acc[4 * df + 5] * inv[0]),
+                           pack2<C::BF16>(st.acc[4 * df + 6] * inv[1], st.acc[4 * df + 7] * inv[1])};
+    stmatrix_x4(o_smem + tile_offset<C::D>(row, df + mi / 2, C::BLOCK_M), r);
   }
   fence_proxy_async();  // the copy engine reads what these generic stores wrote
   named_sync(epilogue_barrier<C>(wg), 128);

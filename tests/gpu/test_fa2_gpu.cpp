@@ -110,7 +110,11 @@ INSTANTIATE_TEST_SUITE_P(
                       fa2_case{"d32_causal_ragged", make(2, 2, 2, 77, 77, 32, true, fp, bhsd)},
                       // wgmma's 32-byte swizzle (D not a multiple of 32) and a 64-byte one of 5 pieces.
                       fa2_case{"d80_causal", make(1, 3, 3, 150, 150, 80, true, bf, bhsd)},
-                      fa2_case{"d160_fp16", make(1, 2, 2, 140, 140, 160, false, fp, bshd)}),
+                      fa2_case{"d160_fp16", make(1, 2, 2, 140, 140, 160, false, fp, bshd)},
+                      // One query row (decoding) against many keys, and many rows against one key
+                      // (causal: all but the last row see no key: zeros, LSE -inf).
+                      fa2_case{"one_query_gqa", make(2, 4, 2, 1, 300, 128, true, bf, bshd)},
+                      fa2_case{"one_key_causal", make(1, 3, 3, 77, 1, 64, true, fp, bhsd)}),
     [](const ::testing::TestParamInfo<fa2_case>& info) { return std::string(info.param.label); });
 
 }  // namespace
