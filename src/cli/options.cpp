@@ -87,8 +87,9 @@ bool parse_options(int argc, char** argv, options& out) {
       ->capture_default_str();
   app.add_option("--family", out.families,
                  "Kernel families to search, comma-separated: fa2 (NVIDIA sm_80+, mma.sync), wgmma (NVIDIA "
-                 "Hopper sm_90a, warpgroup MMA), mfma (AMD, MFMA). Default: every family of the backend that "
-                 "the device can run (fa2,wgmma on an H100/H200; fa2 elsewhere on NVIDIA; mfma on AMD)")
+                 "Hopper sm_90a, warpgroup MMA), hopper (NVIDIA Hopper sm_90a: TMA, warp-specialized pipeline, "
+                 "ping-pong, persistent grid), mfma (AMD, MFMA). Default: every family of the backend that "
+                 "the device can run (fa2,wgmma,hopper on an H100/H200; fa2 elsewhere on NVIDIA; mfma on AMD)")
       ->delimiter(',');
   app.add_option("--backend", out.backend,
                  "auto, cuda or hip. auto: the --family's backend, else hip for a gfx --arch, else hip "
