@@ -65,6 +65,21 @@ std::vector<variant> build_variants(const kernel_family& family, const shape& s,
   if (to_compile.empty())
     throw invalid_input(fmt::format("no config of the search space can run {}:\n{}", describe(s),
                                     pruning_summary(out)));
+  // Configs whose instantiations are the same text (the hopper family's persistent bit only
+  // changes the launch) are compiled once: the first of them compiles, the rest copy its result.
+  std::vector<std::string> sources(out.size());
+  std::map<std::string, size_t> first_with;
+  std::vector<std::pair<size_t, size_t>> copies;  // (variant, the variant it copies)
+  {
+    std::vector<size_t> unique;
+    for (size_t i : to_compile) {
+      sources[i] = family.instantiation(out[i].rec.config, s);
+      const auto [it, inserted] = first_with.emplace(sources[i], i);
+      if (inserted) unique.push_back(i);
+      else copies.emplace_back(i, it->second);
+    }
+    to_compile = std::move(unique);
+  }
   if (jobs <= 0) jobs = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   jobs = std::min<int>(jobs, static_cast<int>(std::max<size_t>(1, to_compile.size())));
 
@@ -74,8 +89,8 @@ std::vector<variant> build_variants(const kernel_family& family, const shape& s,
   auto worker = [&] {
     for (size_t i; (i = next++) < to_compile.size();) {
       variant& v = out[to_compile[i]];
-      const auto source = family.instantiation(v.rec.config, s);
-      auto compiled = compile_with_cache(cache, source, device.arch, family.compile_options, family.backend);
+      auto compiled =
+          compile_with_cache(cache, sources[to_compile[i]], device.arch, family.compile_options, family.backend);
       v.rec.cached = compiled.cached;
       v.rec.compile_ms = compiled.result.milliseconds;
       v.rec.registers = compiled.result.registers;
@@ -98,6 +113,17 @@ std::vector<variant> build_variants(const kernel_family& family, const shape& s,
   std::vector<std::thread> threads;
   for (int t = 0; t < jobs; ++t) threads.emplace_back(worker);
   for (auto& t : threads) t.join();
+  for (const auto& [i, from] : copies) {
+    const record& r = out[from].rec;
+    variant& v = out[i];
+    v.rec.status = r.status;
+    v.rec.message = r.message;
+    v.rec.cached = r.cached;
+    v.rec.compile_ms = 0;
+    v.rec.registers = r.registers;
+    v.rec.spill_bytes = r.spill_bytes;
+    v.cubin = out[from].cubin;
+  }
   return out;
 }
 
