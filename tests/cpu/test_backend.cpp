@@ -65,13 +65,14 @@ TEST(default_family, fa2_on_cuda_mfma_on_hip) {
 
 using testing::parsed;
 
-TEST(families, a_cuda_run_covers_fa2_and_wgmma_each_with_its_own_space) {
+TEST(families, a_cuda_run_covers_fa2_wgmma_and_hopper_each_with_its_own_space) {
   const options o = parsed({"--compile-only", "--shape", "1,2,64,64"});
-  EXPECT_EQ(o.families, (std::vector<std::string>{"fa2", "wgmma"}));
-  EXPECT_EQ(o.family, "fa2,wgmma");
-  ASSERT_EQ(o.spaces.size(), 2u);
+  EXPECT_EQ(o.families, (std::vector<std::string>{"fa2", "wgmma", "hopper"}));
+  EXPECT_EQ(o.family, "fa2,wgmma,hopper");
+  ASSERT_EQ(o.spaces.size(), 3u);
   EXPECT_EQ(o.spaces[0].enumerate(), fa2_family().default_space.enumerate());
   EXPECT_EQ(o.spaces[1].enumerate(), wgmma_family().default_space.enumerate());
+  EXPECT_EQ(o.spaces[2].enumerate(), hopper_family().default_space.enumerate());
   EXPECT_EQ(families_of(backend::hip).front()->name, "mfma");
 }
 
