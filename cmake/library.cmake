@@ -67,8 +67,8 @@ if(ATTN_TUNE_TESTS)
   target_link_libraries(attn_library_gpu_tests PRIVATE attn_tune GTest::gtest_main ${CUDART_STATIC}
                         Threads::Threads ${CMAKE_DL_LIBS} rt)
   target_include_directories(attn_library_gpu_tests SYSTEM PRIVATE ${CUDA_INCLUDE_DIR})
-  target_compile_definitions(attn_library_gpu_tests PRIVATE ATTN_TUNE_SOURCE_DIR="${CMAKE_SOURCE_DIR}")
-  gtest_discover_tests(attn_library_gpu_tests PROPERTIES LABELS gpu DISCOVERY_TIMEOUT 60)
+  target_compile_definitions(attn_library_gpu_tests PRIVATE ATTN_TUNE_BINARY_DIR="${CMAKE_BINARY_DIR}")
+  gtest_discover_tests(attn_library_gpu_tests PROPERTIES LABELS gpu FIXTURES_REQUIRED bundle_fixture DISCOVERY_TIMEOUT 60)
 
   # The bundle command end to end: a bundle of the fixture's H200 configs (NVRTC, no GPU), read
   # back through the C API by attn_library_tests (LibraryBundle.*) when it exists.
@@ -80,8 +80,8 @@ if(ATTN_TUNE_TESTS)
            COMMAND ${EXPECT} 2 "cannot read '/no/such/table.csv'" $<TARGET_FILE:attn-tune> bundle
                    --table /no/such/table.csv --out ${CMAKE_BINARY_DIR}/bad.attnb)
   add_test(NAME cli_error_bundle_no_entry_for_arch
-           COMMAND ${EXPECT} 2 "holds no configs tuned on a device of sm_80" $<TARGET_FILE:attn-tune> bundle
-                   --table ${CMAKE_SOURCE_DIR}/tests/data/library_export.csv --arch sm_80 --out ${CMAKE_BINARY_DIR}/bad.attnb)
+           COMMAND ${EXPECT} 2 "holds no configs tuned on a device of sm_86" $<TARGET_FILE:attn-tune> bundle
+                   --table ${CMAKE_SOURCE_DIR}/tests/data/library_export.csv --arch sm_86 --out ${CMAKE_BINARY_DIR}/bad.attnb)
   set_tests_properties(cli_error_bundle_missing_table cli_error_bundle_no_entry_for_arch PROPERTIES LABELS cpu)
 
   # The install tree: install into a temporary prefix, then a consumer project finds it with
@@ -89,6 +89,7 @@ if(ATTN_TUNE_TESTS)
   add_test(NAME install_tree_consumer
            COMMAND ${CMAKE_COMMAND} -DBUILD_DIR=${CMAKE_BINARY_DIR} -DSOURCE_DIR=${CMAKE_SOURCE_DIR}
                    -DPREFIX=${CMAKE_BINARY_DIR}/install-test -DPYTHON_DIR=${ATTN_TUNE_PYTHON_DIR}
+                   -DPYTHON=${Python3_EXECUTABLE}
                    -P ${CMAKE_SOURCE_DIR}/tests/install/check_install.cmake)
   set_tests_properties(install_tree_consumer PROPERTIES LABELS cpu TIMEOUT 600)
 
@@ -104,5 +105,9 @@ if(ATTN_TUNE_TESTS)
                      PYTHONPATH=${CMAKE_SOURCE_DIR}/python
                      ${Python3_EXECUTABLE} -m unittest discover -s ${CMAKE_SOURCE_DIR}/tests/python -p "test_*gpu.py" -v)
     set_tests_properties(python_package_gpu PROPERTIES LABELS gpu)
+    add_test(NAME python_pip_install
+             COMMAND ${CMAKE_SOURCE_DIR}/tests/python/pip_install.sh ${Python3_EXECUTABLE} ${CMAKE_SOURCE_DIR}
+                     ${CMAKE_BINARY_DIR}/pip-install-test)
+    set_tests_properties(python_pip_install PROPERTIES LABELS cpu SKIP_RETURN_CODE 77)
   endif()
 endif()

@@ -45,7 +45,9 @@ typedef enum attn_tune_layout { ATTN_TUNE_BHSD = 0, ATTN_TUNE_BSHD = 1 } attn_tu
 typedef enum attn_tune_source {
   ATTN_TUNE_SOURCE_TUNED = 0,   /* the table holds this exact shape (a results CSV / bundle of one) */
   ATTN_TUNE_SOURCE_BUCKET = 1,  /* the table's entry for (dtype, head dim, causal, N_q bucket) */
-  ATTN_TUNE_SOURCE_FALLBACK = 2 /* nothing tuned: fa2 m128_n64_w4_s2 up to D=128, m64_n64_w4_s1 above */
+  /* nothing tuned: fa2 m128_n64_w4_s2 up to D=128, m64_n64_w4_s1 above (and where the former does
+   * not fit the device's shared memory) */
+  ATTN_TUNE_SOURCE_FALLBACK = 2
 } attn_tune_source;
 
 /* One attention forward: O = softmax(Q K^T * scale [+ causal mask]) V, LSE = log-sum-exp per row.

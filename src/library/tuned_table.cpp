@@ -285,7 +285,11 @@ std::vector<tuned_choice> tuned_table::candidates(const device_desc& d, const sh
       out.push_back({e.family, e.config, choice_source::bucket});
       break;
     }
-  out.push_back({"fa2", fallback_config(static_cast<int>(s.head_dim)), choice_source::fallback});
+  // The export's fallback; where its shared memory does not fit (sm_86, sm_89: 99 KiB), the
+  // smallest fa2 tile, which fits every head dim on every sm_80+ device.
+  const tile_config fallback = fallback_config(static_cast<int>(s.head_dim)), smallest{64, 64, 4, 1};
+  out.push_back({"fa2", fallback, choice_source::fallback});
+  if (!(fallback == smallest)) out.push_back({"fa2", smallest, choice_source::fallback});
   return out;
 }
 

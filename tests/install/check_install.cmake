@@ -38,3 +38,12 @@ if(PKG_CONFIG)
     message(FATAL_ERROR "pkg-config --libs attn_tune: '${libs}'")
   endif()
 endif()
+# The installed Python package finds the installed library by itself (prefix/lib).
+if(PYTHON)
+  execute_process(COMMAND ${CMAKE_COMMAND} -E env --unset=ATTN_TUNE_LIBRARY PYTHONPATH=${PREFIX}/${PYTHON_DIR}
+                          ${PYTHON} -c "import attn_tune; print(attn_tune.library_version())"
+                  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+  if(rc OR NOT out MATCHES "0\\.1\\.0")
+    message(FATAL_ERROR "the installed Python package does not load the installed library: ${out} ${err}")
+  endif()
+endif()
