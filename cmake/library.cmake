@@ -31,6 +31,11 @@ set_target_properties(attn_tune_static PROPERTIES OUTPUT_NAME attn_tune EXPORT_N
 add_library(attn_tune::attn_tune ALIAS attn_tune)
 add_library(attn_tune::attn_tune_static ALIAS attn_tune_static)
 
+# The C++ example (examples/cpp), built here too so that CI keeps it compiling.
+add_executable(attn_tune_example ${CMAKE_SOURCE_DIR}/examples/cpp/forward_example.cpp)
+target_link_libraries(attn_tune_example PRIVATE attn_tune ${CUDART_STATIC} Threads::Threads ${CMAKE_DL_LIBS} rt)
+target_include_directories(attn_tune_example SYSTEM PRIVATE ${CUDA_INCLUDE_DIR})
+
 # --- install -------------------------------------------------------------------------------
 find_package(Python3 COMPONENTS Interpreter)
 set(ATTN_TUNE_PYTHON_DIR "${CMAKE_INSTALL_LIBDIR}/python${Python3_VERSION_MAJOR}.${Python3_VERSION_MINOR}/site-packages"
@@ -67,8 +72,12 @@ if(ATTN_TUNE_TESTS)
   target_link_libraries(attn_library_gpu_tests PRIVATE attn_tune GTest::gtest_main ${CUDART_STATIC}
                         Threads::Threads ${CMAKE_DL_LIBS} rt)
   target_include_directories(attn_library_gpu_tests SYSTEM PRIVATE ${CUDA_INCLUDE_DIR})
+  target_include_directories(attn_library_gpu_tests PRIVATE ${CMAKE_SOURCE_DIR}/examples/cpp)
   target_compile_definitions(attn_library_gpu_tests PRIVATE ATTN_TUNE_BINARY_DIR="${CMAKE_BINARY_DIR}")
   gtest_discover_tests(attn_library_gpu_tests PROPERTIES LABELS gpu FIXTURES_REQUIRED bundle_fixture DISCOVERY_TIMEOUT 60)
+
+  add_test(NAME library_example_forward COMMAND attn_tune_example 2,8,512,64 --causal)
+  set_tests_properties(library_example_forward PROPERTIES LABELS gpu)
 
   # The bundle command end to end: a bundle of the fixture's H200 configs (NVRTC, no GPU), read
   # back through the C API by attn_library_tests (LibraryBundle.*) when it exists.

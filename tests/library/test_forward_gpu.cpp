@@ -13,33 +13,9 @@
 #include <cuda_runtime_api.h>
 
 #include "attn_tune/attn_tune.hpp"
+#include "reference.hpp"  // examples/cpp
 
 namespace {
-
-uint16_t to_bits(float x, bool bf16) {
-  if (bf16) {
-    uint32_t u;
-    std::memcpy(&u, &x, 4);
-    u += 0x7fff + ((u >> 16) & 1);  // round to nearest even
-    return static_cast<uint16_t>(u >> 16);
-  }
-  const _Float16 h = static_cast<_Float16>(x);
-  uint16_t b;
-  std::memcpy(&b, &h, 2);
-  return b;
-}
-float round_to(float x, bool bf16) {
-  const uint16_t b = to_bits(x, bf16);
-  if (bf16) {
-    const uint32_t u = static_cast<uint32_t>(b) << 16;
-    float f;
-    std::memcpy(&f, &u, 4);
-    return f;
-  }
-  _Float16 h;
-  std::memcpy(&h, &b, 2);
-  return static_cast<float>(h);
-}
 
 struct device_buffer {
   void* p = nullptr;
@@ -47,26 +23,22 @@ struct device_buffer {
   ~device_buffer() { cudaFree(p); }
 };
 
-int64_t offset(bool bshd, int64_t heads, int64_t n, int64_t d, int64_t b, int64_t h, int64_t i) {
-  return bshd ? ((b * n + i) * heads + h) * d : ((b * heads + h) * n + i) * d;
-}
-
 // Runs one forward and returns (max error, allowed error) against float64 and the naive rule.
 std::pair<double, double> run_and_compare(attn_tune::context& ctx, const attn_tune::problem& p, uint32_t seed,
                                           cudaStream_t stream = nullptr, attn_tune::choice* ran = nullptr) {
-  const bool bf16 = p.dtype == ATTN_TUNE_BF16, bshd = p.layout == ATTN_TUNE_BSHD;
+  const bool bf16 = p.dtype == ATTN_TUNE_BF16;
   const int64_t B = p.batch, H = p.heads, Hk = p.kv_heads, N = p.q_len, M = p.kv_len, D = p.head_dim;
   std::mt19937 rng(seed);
   std::normal_distribution<float> normal;
   auto make = [&](int64_t count) {
     std::vector<float> v(count);
-    for (auto& x : v) x = round_to(normal(rng), bf16);
+    for (auto& x : v) x = example::round_to(normal(rng), bf16);
     return v;
   };
   const auto q = make(B * H * N * D), k = make(B * Hk * M * D), v = make(B * Hk * M * D);
   auto upload = [&](const std::vector<float>& host, device_buffer& dev) {
     std::vector<uint16_t> bits(host.size());
-    for (size_t i = 0; i < host.size(); ++i) bits[i] = to_bits(host[i], bf16);
+    for (size_t i = 0; i < host.size(); ++i) bits[i] = example::to_bits(host[i], bf16);
     EXPECT_EQ(cudaMemcpy(dev.p, bits.data(), bits.size() * 2, cudaMemcpyHostToDevice), cudaSuccess);
   };
   device_buffer dq(q.size() * 2), dk(k.size() * 2), dv(v.size() * 2), dout(q.size() * 2), dlse(B * H * N * 4);
@@ -77,55 +49,8 @@ std::pair<double, double> run_and_compare(attn_tune::context& ctx, const attn_tu
   std::vector<uint16_t> out_bits(q.size());
   EXPECT_EQ(cudaMemcpy(out_bits.data(), dout.p, out_bits.size() * 2, cudaMemcpyDeviceToHost), cudaSuccess);
 
-  const double scale = 1.0 / std::sqrt(static_cast<double>(D));
-  double error = 0, naive_error = 0;
-  std::vector<double> s(M), s_naive(M);
-  for (int64_t b = 0; b < B; ++b)
-    for (int64_t h = 0; h < H; ++h)
-      for (int64_t i = 0; i < N; ++i) {
-        const int64_t kh = h / (H / Hk), last = p.causal ? i + M - N : M - 1;
-        const float* qr = &q[offset(bshd, H, N, D, b, h, i)];
-        double mx = -INFINITY, mx_naive = -INFINITY;
-        for (int64_t j = 0; j < M; ++j) {
-          const float* kr = &k[offset(bshd, Hk, M, D, b, kh, j)];
-          double dot = 0;
-          float dot_naive = 0;
-          for (int64_t c = 0; c < D; ++c) {
-            dot += static_cast<double>(qr[c]) * kr[c];
-            dot_naive += round_to(static_cast<float>(qr[c] * scale), bf16) * kr[c];
-          }
-          s[j] = j <= last ? dot * scale : -INFINITY;
-          s_naive[j] = j <= last ? round_to(dot_naive, bf16) : -INFINITY;
-          mx = std::max(mx, s[j]), mx_naive = std::max(mx_naive, s_naive[j]);
-        }
-        double sum = 0, sum_naive = 0;
-        for (int64_t j = 0; j < M; ++j) {
-          s[j] = j <= last ? std::exp(s[j] - mx) : 0, sum += s[j];
-          s_naive[j] = j <= last ? std::exp(s_naive[j] - mx_naive) : 0, sum_naive += s_naive[j];
-        }
-        for (int64_t c = 0; c < D; ++c) {
-          double o = 0, o_naive = 0;
-          for (int64_t j = 0; j <= std::min(last, M - 1); ++j) {
-            const float vj = v[offset(bshd, Hk, M, D, b, kh, j) + c];
-            o += s[j] / sum * vj;
-            o_naive += round_to(static_cast<float>(s_naive[j] / sum_naive), bf16) * vj;
-          }
-          if (last < 0) o = o_naive = 0;
-          const uint16_t bits = out_bits[offset(bshd, H, N, D, b, h, i) + c];
-          float got;
-          if (bf16) {
-            const uint32_t u = static_cast<uint32_t>(bits) << 16;
-            std::memcpy(&got, &u, 4);
-          } else {
-            _Float16 x;
-            std::memcpy(&x, &bits, 2);
-            got = static_cast<float>(x);
-          }
-          error = std::max(error, std::isnan(got) ? INFINITY : std::abs(got - o));
-          naive_error = std::max(naive_error, std::abs(round_to(static_cast<float>(o_naive), bf16) - o));
-        }
-      }
-  return {error, 2 * naive_error + 1e-4};
+  const example::comparison r = example::compare(p, q, k, v, out_bits);
+  return {r.error, r.allowed};
 }
 
 class LibraryForward : public testing::Test {
