@@ -16,7 +16,9 @@ target_include_directories(attn_tune PUBLIC $<BUILD_INTERFACE:${CMAKE_SOURCE_DIR
                                              $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
 # Only the attn_tune_* functions are exported; attn_core, fmt and cudart stay inside.
 set_target_properties(attn_tune PROPERTIES CXX_VISIBILITY_PRESET hidden VERSION ${PROJECT_VERSION} SOVERSION 0)
-target_link_options(attn_tune PRIVATE -Wl,--exclude-libs,ALL -Wl,--no-undefined)
+target_link_options(attn_tune PRIVATE -Wl,--exclude-libs,ALL -Wl,--no-undefined
+                    -Wl,--version-script=${CMAKE_SOURCE_DIR}/cmake/attn_tune.map)
+set_target_properties(attn_tune PROPERTIES LINK_DEPENDS ${CMAKE_SOURCE_DIR}/cmake/attn_tune.map)
 
 # The static library holds attn_core's objects too, so a consumer links one archive (and the
 # toolkit's libraries, which its imported target names).

@@ -18,6 +18,7 @@ import torch
 
 import attn_tune
 from attn_tune.tensors import describe, make_problem
+from timing import median_ms
 
 
 def shapes_of(path):
@@ -68,21 +69,14 @@ def reference_error(q, k, v, o, causal, dtype):
 def python_ms(q, k, v, causal, table, reps=40):
     flush = torch.empty(2 * torch.cuda.get_device_properties(0).L2_cache_size // 4 + 1, dtype=torch.float32,
                         device="cuda")
-    for _ in range(3):
-        attn_tune.forward(q, k, v, causal=causal, table=table)
-    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    times = []
-    for _ in range(reps):
+
+    def before():
         # Keep the GPU busy while Python enqueues (as the tool's launches are enqueued ahead of the
         # GPU), so the events measure the kernel, not the interpreter: a sleep, then the L2 flush.
         torch.cuda._sleep(1_000_000)
         flush.fill_(1.0)
-        start.record()
-        attn_tune.forward(q, k, v, causal=causal, table=table)
-        stop.record()
-        stop.synchronize()
-        times.append(start.elapsed_time(stop))
-    return sorted(times)[len(times) // 2]
+
+    return median_ms(lambda: attn_tune.forward(q, k, v, causal=causal, table=table), reps, before=before)
 
 
 def main():

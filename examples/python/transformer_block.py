@@ -11,6 +11,7 @@ import torch
 import torch.nn.functional as F
 
 import attn_tune
+from timing import median_ms
 
 
 class Block(torch.nn.Module):
@@ -33,20 +34,6 @@ class Block(torch.nn.Module):
         o = self.attention(q, k, v)
         x = x + self.proj(o.transpose(1, 2).reshape(b, n, -1))
         return x + self.mlp(self.norm2(x))
-
-
-def time_ms(fn, x, reps=20):
-    for _ in range(3):
-        fn(x)
-    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    times = []
-    for _ in range(reps):
-        start.record()
-        fn(x)
-        stop.record()
-        stop.synchronize()
-        times.append(start.elapsed_time(stop))
-    return sorted(times)[len(times) // 2]
 
 
 def main():
@@ -77,7 +64,7 @@ def main():
         a, b = reference(x), ours(x)
         print(f"max |SDPA - attn_tune| = {(a.float() - b.float()).abs().max().item():.3e} "
               f"(output scale {a.float().abs().max().item():.2f})")
-        t_ref, t_ours = time_ms(reference, x), time_ms(ours, x)
+        t_ref, t_ours = median_ms(lambda: reference(x)), median_ms(lambda: ours(x))
     print(f"block: SDPA {t_ref:.3f} ms, attn_tune {t_ours:.3f} ms ({t_ref / t_ours:.2f}x)")
 
 

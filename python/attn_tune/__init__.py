@@ -10,6 +10,7 @@ with a fake implementation, so torch.compile traces through it. Importing needs 
 a GPU nor the library: the first call loads libattn_tune.so (see attn_tune._capi.candidates).
 """
 import ctypes
+import sys
 import threading
 
 from . import _capi
@@ -39,7 +40,8 @@ class Context:
         self._lib, self._handle, self.device = lib, handle, device
 
     def __del__(self):
-        if getattr(self, "_handle", None):
+        # At interpreter exit the CUDA runtime may be torn down first: leave the context to the OS.
+        if getattr(self, "_handle", None) and not sys.is_finalizing():
             self._lib.attn_tune_context_destroy(self._handle)
             self._handle = None
 

@@ -121,8 +121,13 @@ void check_bundle_target(const bundle& b, const std::string& device_arch, const 
                                    "`attn-tune bundle --arch {}`",
                                    what, b.arch, device_arch, device_arch));
   for (const auto& [family_name, hash] : b.source_hashes) {
-    const kernel_family& f = find_family(family_name);
-    const std::string mine = fmt::format("{:016x}", kernels.hash_of(f.source_files));
+    const kernel_family* f = nullptr;
+    try {
+      f = &find_family(family_name);
+    } catch (const invalid_input& e) {
+      throw bundle_error(fmt::format("bundle '{}' holds kernels of a family this library lacks: {}", what, e.what()));
+    }
+    const std::string mine = fmt::format("{:016x}", kernels.hash_of(f->source_files));
     if (mine != hash)
       throw bundle_error(fmt::format("bundle '{}' was built from other {} kernel sources ({}) than this library's "
                                      "({}): rebuild it with this version of attn-tune",

@@ -195,7 +195,7 @@ std::vector<record> parse_results_csv(const std::string& text, const std::string
     });
     rec.median_ms = r.real("median_ms");
     rec.tflops = r.real("tflops");
-    rec.rank = static_cast<int>(r.integer("rank"));
+    rec.rank = csv.column.count("rank") ? static_cast<int>(r.integer("rank")) : 0;  // schema 1: no ranks
     out.push_back(rec);
   }
   return out;

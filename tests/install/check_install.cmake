@@ -12,6 +12,18 @@ foreach(f bin/attn-tune include/attn_tune/attn_tune.h include/attn_tune/attn_tun
     message(FATAL_ERROR "the install tree lacks ${f}")
   endif()
 endforeach()
+# The shared library exports the C API and nothing else (attn_core, fmt, cudart stay inside).
+find_program(NM nm)
+if(NM)
+  execute_process(COMMAND ${NM} -D --defined-only ${PREFIX}/lib/libattn_tune.so OUTPUT_VARIABLE symbols)
+  string(REGEX REPLACE "\n$" "" symbols "${symbols}")
+  string(REPLACE "\n" ";" symbols "${symbols}")
+  foreach(line ${symbols})
+    if(NOT line MATCHES " attn_tune_" AND NOT line MATCHES " A ")
+      message(FATAL_ERROR "libattn_tune.so exports more than the C API: ${line}")
+    endif()
+  endforeach()
+endif()
 set(consumer_build ${PREFIX}-consumer)
 file(REMOVE_RECURSE ${consumer_build})
 execute_process(COMMAND ${CMAKE_COMMAND} -S ${SOURCE_DIR}/tests/install/consumer -B ${consumer_build} -G Ninja
