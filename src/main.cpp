@@ -24,6 +24,7 @@ int run(const attn::options& opt) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == "bundle") return attn::run_bundle_main(argc - 1, argv + 1);
   attn::options opt;
   try {
     if (!attn::parse_options(argc, argv, opt)) return 0;

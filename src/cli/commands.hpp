@@ -9,5 +9,7 @@ int run_sweep(const options& opt);
 int run_export(const options& opt);
 int run_check(const options& opt);
 int run_merge(const options& opt);
+/// `attn-tune bundle ...` (argv from "bundle" on): parses its own options, returns the exit code.
+int run_bundle_main(int argc, char** argv);
 
 }  // namespace attn

@@ -1,0 +1,135 @@
+/* attn_tune.h: run attn-tune's tuned attention kernels from your own program (C API).
+ *
+ * Stable and versioned: every struct the caller fills starts with `struct_size` (set it to
+ * sizeof the struct; a later version only appends fields), every call returns an attn_tune_status,
+ * and attn_tune_last_error() gives the message of the calling thread's last failure. Nothing here
+ * prints, exits or synchronizes the device unless asked (attn_tune_synchronize).
+ *
+ * A context serves one device: it holds a kernel cache folder, a tuned table (an export of
+ * `attn-tune export` as CSV or JSON, a results CSV of the tuner, a bundle, or none) and the
+ * kernels compiled or loaded so far. Several threads may call attn_tune_forward on one context. */
+#ifndef ATTN_TUNE_H
+#define ATTN_TUNE_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(ATTN_TUNE_BUILDING)
+#define ATTN_TUNE_API __attribute__((visibility("default")))
+#else
+#define ATTN_TUNE_API
+#endif
+
+#define ATTN_TUNE_API_VERSION 1 /* bumped when a struct gains a field or a call is added */
+
+typedef enum attn_tune_status {
+  ATTN_TUNE_OK = 0,
+  ATTN_TUNE_ERROR_INVALID_ARGUMENT = 1, /* null pointer, bad size, dtype, layout, stride, alignment */
+  ATTN_TUNE_ERROR_UNSUPPORTED = 2,      /* a problem no kernel family can run on this device */
+  ATTN_TUNE_ERROR_TABLE = 3,            /* the tuned table cannot be read or is for another device */
+  ATTN_TUNE_ERROR_BUNDLE = 4,           /* a corrupt bundle, or one for another architecture */
+  ATTN_TUNE_ERROR_NO_DEVICE = 5,        /* no CUDA device (or driver), or the ordinal is out of range */
+  ATTN_TUNE_ERROR_COMPILE = 6,          /* NVRTC failed to compile the chosen kernel */
+  ATTN_TUNE_ERROR_DEVICE = 7,           /* a CUDA runtime call failed */
+  ATTN_TUNE_ERROR_INTERNAL = 8
+} attn_tune_status;
+
+typedef enum attn_tune_dtype { ATTN_TUNE_BF16 = 0, ATTN_TUNE_FP16 = 1 } attn_tune_dtype;
+/* BHSD: [B, H, N, D]; BSHD: [B, N, H, D]. Only used for strides left at 0. */
+typedef enum attn_tune_layout { ATTN_TUNE_BHSD = 0, ATTN_TUNE_BSHD = 1 } attn_tune_layout;
+
+/* Where the launched config came from. */
+typedef enum attn_tune_source {
+  ATTN_TUNE_SOURCE_TUNED = 0,   /* the table holds this exact shape (a results CSV / bundle of one) */
+  ATTN_TUNE_SOURCE_BUCKET = 1,  /* the table's entry for (dtype, head dim, causal, N_q bucket) */
+  /* nothing tuned: fa2 m128_n64_w4_s2 up to D=128, m64_n64_w4_s1 above (and where the former does
+   * not fit the device's shared memory) */
+  ATTN_TUNE_SOURCE_FALLBACK = 2
+} attn_tune_source;
+
+/* One attention forward: O = softmax(Q K^T * scale [+ causal mask]) V, LSE = log-sum-exp per row.
+ * Q and O are [B, H, N_q, D], K and V [B, kv_heads, N_kv, D] (in the layout's order, or the
+ * strides'); LSE is float32 [B, H, N_q], contiguous. Strides are in elements; D is contiguous.
+ * Causal masks are aligned bottom-right (key j hidden from query i when j > i + N_kv - N_q). */
+typedef struct attn_tune_problem {
+  uint32_t struct_size; /* sizeof(attn_tune_problem) */
+  int64_t batch, heads, kv_heads, q_len, kv_len, head_dim;
+  int32_t dtype;  /* attn_tune_dtype */
+  int32_t layout; /* attn_tune_layout */
+  int32_t causal; /* 0 or 1 */
+  float softmax_scale; /* 0: 1/sqrt(head_dim) */
+  /* Q's (and O's) and K's (and V's) batch, head and row strides; all three 0: contiguous in layout. */
+  int64_t q_strides[3];
+  int64_t kv_strides[3];
+} attn_tune_problem;
+
+/* What attn_tune_forward launched. */
+typedef struct attn_tune_choice {
+  uint32_t struct_size; /* sizeof(attn_tune_choice) */
+  int32_t source;       /* attn_tune_source */
+  char family[16];      /* "fa2", "wgmma", "hopper" */
+  char config[32];      /* "m128_n64_w4_s2" */
+  int32_t from_bundle;  /* 1: the kernel came from the bundle, 0: compiled (or the disk cache) */
+} attn_tune_choice;
+
+typedef struct attn_tune_context_options {
+  uint32_t struct_size; /* sizeof(attn_tune_context_options) */
+  int32_t device;       /* CUDA device ordinal */
+  const char* cache_dir; /* NULL: $ATTN_TUNE_CACHE_DIR, else ~/.cache/attn-tune; "": no disk cache */
+  /* NULL or "": no table (the fallback for every shape). Else a path: an export (.csv, .json), a
+   * results CSV of attn-tune, or a bundle (.attnb, also given by `bundle`). */
+  const char* table;
+  const char* bundle; /* NULL: none. A bundle of `attn-tune bundle`: cubins loaded without NVRTC */
+} attn_tune_context_options;
+
+typedef struct attn_tune_context attn_tune_context;
+
+/* ATTN_TUNE_API_VERSION of the library; the library's version as "0.1.0". */
+ATTN_TUNE_API int attn_tune_api_version(void);
+ATTN_TUNE_API const char* attn_tune_version_string(void);
+/* The message of this thread's last failed call ("" when none). Valid until its next call. */
+ATTN_TUNE_API const char* attn_tune_last_error(void);
+ATTN_TUNE_API const char* attn_tune_status_name(attn_tune_status status);
+
+/* A problem with all fields set to defaults: batch etc. 1, head_dim 64, bf16, bhsd. */
+ATTN_TUNE_API attn_tune_problem attn_tune_default_problem(void);
+
+ATTN_TUNE_API attn_tune_status attn_tune_context_create(const attn_tune_context_options* options,
+                                                        attn_tune_context** out);
+ATTN_TUNE_API void attn_tune_context_destroy(attn_tune_context* ctx);
+
+/* Checks every argument as attn_tune_forward does (no device needed): null or misaligned pointers
+ * (16 bytes for q, k, v, o; 4 for lse), sizes, dtype, layout and strides (multiples of 8 elements). */
+ATTN_TUNE_API attn_tune_status attn_tune_check(const void* q, const void* k, const void* v, const void* o,
+                                               const float* lse, const attn_tune_problem* problem);
+
+/* Picks the config for the problem (see attn_tune_source), compiles it once into the cache (or takes
+ * it from the bundle), and launches it on `stream` (a cudaStream_t; NULL: the default stream).
+ * `choice` may be NULL. On any error nothing is launched. */
+ATTN_TUNE_API attn_tune_status attn_tune_forward(attn_tune_context* ctx, const void* q, const void* k,
+                                                 const void* v, void* o, float* lse,
+                                                 const attn_tune_problem* problem, void* stream,
+                                                 attn_tune_choice* choice);
+/* Only the choice, without launching or compiling. */
+ATTN_TUNE_API attn_tune_status attn_tune_choose(attn_tune_context* ctx, const attn_tune_problem* problem,
+                                                attn_tune_choice* choice);
+/* Waits for `stream`'s work; the only call that synchronizes. */
+ATTN_TUNE_API attn_tune_status attn_tune_synchronize(attn_tune_context* ctx, void* stream);
+
+/* A tuned table without a device: load it, then ask which config a device would run. */
+typedef struct attn_tune_table attn_tune_table;
+ATTN_TUNE_API attn_tune_status attn_tune_table_load(const char* path, attn_tune_table** out);
+ATTN_TUNE_API void attn_tune_table_destroy(attn_tune_table* table);
+/* The device as the table names it: "NVIDIA H200", compute capability 9.0, 132 SMs. Fails with
+ * ATTN_TUNE_ERROR_TABLE when the table holds entries but none for this device. */
+ATTN_TUNE_API attn_tune_status attn_tune_table_lookup(const attn_tune_table* table, const char* device_name,
+                                                      int cc_major, int cc_minor, int sm_count,
+                                                      const attn_tune_problem* problem, attn_tune_choice* choice);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ATTN_TUNE_H */

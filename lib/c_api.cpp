@@ -1,0 +1,232 @@
+// The C API of libattn_tune (include/attn_tune/attn_tune.h) over the engine (src/library/):
+// arguments are checked here, exceptions become status codes and this thread's last message.
+#include <cstring>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "attn_tune/attn_tune.h"
+#include "codegen/cache.hpp"
+#include "codegen/compile_pool.hpp"
+#include "library/engine.hpp"
+#include "library/errors.hpp"
+#include "library/forward_args.hpp"
+
+struct attn_tune_context {
+  std::unique_ptr<attn::engine> engine;
+};
+struct attn_tune_table {
+  std::unique_ptr<attn::tuned_source> table;
+};
+
+namespace {
+
+thread_local std::string last_error;
+
+attn_tune_status fail(attn_tune_status status, const std::string& message) {
+  last_error = message;
+  return status;
+}
+
+// Runs f; every exception becomes its status code and message. Nothing escapes into C.
+template <class F>
+attn_tune_status guarded(F&& f) {
+  last_error.clear();
+  try {
+    f();
+    return ATTN_TUNE_OK;
+  } catch (const attn::invalid_input& e) {
+    return fail(ATTN_TUNE_ERROR_INVALID_ARGUMENT, e.what());
+  } catch (const attn::unsupported_problem& e) {
+    return fail(ATTN_TUNE_ERROR_UNSUPPORTED, e.what());
+  } catch (const attn::table_error& e) {
+    return fail(ATTN_TUNE_ERROR_TABLE, e.what());
+  } catch (const attn::bundle_error& e) {
+    return fail(ATTN_TUNE_ERROR_BUNDLE, e.what());
+  } catch (const attn::compile_failure& e) {
+    return fail(ATTN_TUNE_ERROR_COMPILE, e.what());
+  } catch (const attn::device_error& e) {
+    const bool no_device = std::strstr(e.what(), "no CUDA device") || std::strstr(e.what(), "does not exist");
+    return fail(no_device ? ATTN_TUNE_ERROR_NO_DEVICE : ATTN_TUNE_ERROR_DEVICE, e.what());
+  } catch (const std::exception& e) {
+    return fail(ATTN_TUNE_ERROR_INTERNAL, e.what());
+  } catch (...) {
+    return fail(ATTN_TUNE_ERROR_INTERNAL, "unknown error");
+  }
+}
+
+void require(const void* p, const char* name) {
+  if (p == nullptr) throw attn::invalid_input(fmt::format("{} is NULL", name));
+}
+
+template <class S>
+void require_struct(const S* p, const char* name) {
+  require(p, name);
+  if (p->struct_size < sizeof(S))
+    throw attn::invalid_input(fmt::format("{}->struct_size {} is less than sizeof = {} (set it to sizeof)", name,
+                                          p->struct_size, sizeof(S)));
+}
+
+attn::shape to_shape(const attn_tune_problem& p) {
+  attn::shape s;
+  s.batch = p.batch;
+  s.heads = p.heads;
+  s.kv_heads = p.kv_heads;
+  s.q_len = p.q_len;
+  s.kv_len = p.kv_len;
+  s.head_dim = p.head_dim;
+  if (p.dtype != ATTN_TUNE_BF16 && p.dtype != ATTN_TUNE_FP16)
+    throw attn::invalid_input(fmt::format("unknown dtype {} (ATTN_TUNE_BF16 = 0, ATTN_TUNE_FP16 = 1)", p.dtype));
+  s.dtype = p.dtype == ATTN_TUNE_BF16 ? attn::dtype::bf16 : attn::dtype::fp16;
+  if (p.layout != ATTN_TUNE_BHSD && p.layout != ATTN_TUNE_BSHD)
+    throw attn::invalid_input(fmt::format("unknown layout {} (ATTN_TUNE_BHSD = 0, ATTN_TUNE_BSHD = 1)", p.layout));
+  s.layout = p.layout == ATTN_TUNE_BHSD ? attn::layout::bhsd : attn::layout::bshd;
+  if (p.causal != 0 && p.causal != 1) throw attn::invalid_input(fmt::format("causal {} is not 0 or 1", p.causal));
+  s.causal = p.causal == 1;
+  attn::validate(s);
+  return s;
+}
+
+attn_k::fwd_params to_params(const attn::shape& s, const void* q, const void* k, const void* v, const void* o,
+                             const float* lse, const attn_tune_problem& p) {
+  const attn::forward_tensors t{q, k, v, const_cast<void*>(o), const_cast<float*>(lse)};
+  return attn::make_fwd_params(s, t, {p.q_strides[0], p.q_strides[1], p.q_strides[2]},
+                               {p.kv_strides[0], p.kv_strides[1], p.kv_strides[2]}, p.softmax_scale);
+}
+
+void fill_choice(attn_tune_choice* out, const attn::tuned_choice& c, bool from_bundle) {
+  if (out == nullptr) return;
+  require_struct(out, "choice");
+  out->source = c.source == attn::choice_source::tuned    ? ATTN_TUNE_SOURCE_TUNED
+                : c.source == attn::choice_source::bucket ? ATTN_TUNE_SOURCE_BUCKET
+                                                          : ATTN_TUNE_SOURCE_FALLBACK;
+  std::snprintf(out->family, sizeof out->family, "%s", c.family.c_str());
+  std::snprintf(out->config, sizeof out->config, "%s", attn::name(c.config).c_str());
+  out->from_bundle = from_bundle ? 1 : 0;
+}
+
+}  // namespace
+
+extern "C" {
+
+int attn_tune_api_version(void) { return ATTN_TUNE_API_VERSION; }
+const char* attn_tune_version_string(void) { return ATTN_TUNE_VERSION; }
+const char* attn_tune_last_error(void) { return last_error.c_str(); }
+
+const char* attn_tune_status_name(attn_tune_status status) {
+  switch (status) {
+    case ATTN_TUNE_OK: return "ok";
+    case ATTN_TUNE_ERROR_INVALID_ARGUMENT: return "invalid argument";
+    case ATTN_TUNE_ERROR_UNSUPPORTED: return "unsupported problem";
+    case ATTN_TUNE_ERROR_TABLE: return "table error";
+    case ATTN_TUNE_ERROR_BUNDLE: return "bundle error";
+    case ATTN_TUNE_ERROR_NO_DEVICE: return "no device";
+    case ATTN_TUNE_ERROR_COMPILE: return "compile error";
+    case ATTN_TUNE_ERROR_DEVICE: return "device error";
+    case ATTN_TUNE_ERROR_INTERNAL: return "internal error";
+  }
+  return "unknown status";
+}
+
+attn_tune_problem attn_tune_default_problem(void) {
+  attn_tune_problem p{};
+  p.struct_size = sizeof p;
+  p.batch = p.heads = p.kv_heads = p.q_len = p.kv_len = 1;
+  p.head_dim = 64;
+  return p;
+}
+
+attn_tune_status attn_tune_context_create(const attn_tune_context_options* options, attn_tune_context** out) {
+  return guarded([&] {
+    require(out, "out");
+    *out = nullptr;
+    require_struct(options, "options");
+    attn::engine_options e;
+    e.device = options->device;
+    e.cache_dir = options->cache_dir ? options->cache_dir : attn::default_cache_dir();
+    e.table = options->table ? options->table : "";
+    e.bundle = options->bundle ? options->bundle : "";
+    auto ctx = std::make_unique<attn_tune_context>();
+    ctx->engine = std::make_unique<attn::engine>(e);
+    *out = ctx.release();
+  });
+}
+
+void attn_tune_context_destroy(attn_tune_context* ctx) { delete ctx; }
+
+attn_tune_status attn_tune_check(const void* q, const void* k, const void* v, const void* o, const float* lse,
+                                 const attn_tune_problem* problem) {
+  return guarded([&] {
+    require_struct(problem, "problem");
+    to_params(to_shape(*problem), q, k, v, o, lse, *problem);
+  });
+}
+
+attn_tune_status attn_tune_forward(attn_tune_context* ctx, const void* q, const void* k, const void* v, void* o,
+                                   float* lse, const attn_tune_problem* problem, void* stream,
+                                   attn_tune_choice* choice) {
+  return guarded([&] {
+    require(ctx, "ctx");
+    require_struct(problem, "problem");
+    if (choice) require_struct(choice, "choice");
+    const attn::shape s = to_shape(*problem);
+    const attn_k::fwd_params params = to_params(s, q, k, v, o, lse, *problem);
+    const attn::forward_choice c = ctx->engine->forward(s, params, stream);
+    fill_choice(choice, c.choice, c.from_bundle);
+  });
+}
+
+attn_tune_status attn_tune_choose(attn_tune_context* ctx, const attn_tune_problem* problem, attn_tune_choice* choice) {
+  return guarded([&] {
+    require(ctx, "ctx");
+    require_struct(problem, "problem");
+    require(choice, "choice");
+    fill_choice(choice, ctx->engine->choose(to_shape(*problem)), false);
+  });
+}
+
+attn_tune_status attn_tune_synchronize(attn_tune_context* ctx, void* stream) {
+  return guarded([&] {
+    require(ctx, "ctx");
+    ctx->engine->synchronize(stream);
+  });
+}
+
+attn_tune_status attn_tune_table_load(const char* path, attn_tune_table** out) {
+  return guarded([&] {
+    require(out, "out");
+    *out = nullptr;
+    require(path, "path");
+    auto t = std::make_unique<attn_tune_table>();
+    const std::string text = attn::read_file_text(path);
+    if (attn::looks_like_bundle(text))
+      t->table = std::make_unique<attn::tuned_table>(
+          attn::tuned_table::parse(attn::parse_bundle(text, path).table, path));
+    else
+      t->table = attn::open_tuned_source(path);
+    *out = t.release();
+  });
+}
+
+void attn_tune_table_destroy(attn_tune_table* table) { delete table; }
+
+attn_tune_status attn_tune_table_lookup(const attn_tune_table* table, const char* device_name, int cc_major,
+                                        int cc_minor, int sm_count, const attn_tune_problem* problem,
+                                        attn_tune_choice* choice) {
+  return guarded([&] {
+    require(table, "table");
+    require(device_name, "device_name");
+    require_struct(problem, "problem");
+    require(choice, "choice");
+    attn::device_desc d;
+    d.name = device_name;
+    d.cc_major = cc_major;
+    d.cc_minor = cc_minor;
+    d.sm_count = sm_count;
+    table->table->check_device(d);
+    const std::string arch = fmt::format("sm_{}{}{}", cc_major, cc_minor, cc_major == 9 && cc_minor == 0 ? "a" : "");
+    fill_choice(choice, attn::choose_config(*table->table, d, attn::limits_for_arch(arch), to_shape(*problem)), false);
+  });
+}
+
+}  // extern "C"

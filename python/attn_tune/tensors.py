@@ -1,0 +1,93 @@
+"""From tensors (PyTorch, or anything with __cuda_array_interface__) to the C API's problem.
+
+Tensors are [B, H, N, D] in index order, as torch.nn.functional.scaled_dot_product_attention takes
+them; their memory may be [B, H, N, D] (bhsd) or [B, N, H, D] (bshd, a transposed view): the
+strides say which. K and V have kv_heads heads (GQA when fewer than Q's). D must be contiguous.
+"""
+import ctypes
+import math
+
+from . import _capi
+
+_ELEMENT_SIZE = 2  # bf16 and fp16
+
+
+class TensorInfo:
+    """Pointer, shape, strides (in elements), dtype code and device of one tensor."""
+
+    def __init__(self, pointer, shape, strides, dtype, device):
+        self.pointer, self.shape, self.strides, self.dtype, self.device = pointer, tuple(shape), tuple(strides), dtype, device
+
+
+def _torch_dtype_code(dtype):
+    name = str(dtype)
+    if name == "torch.bfloat16":
+        return _capi.BF16
+    if name == "torch.float16":
+        return _capi.FP16
+    raise TypeError(f"dtype {name} is not supported: use torch.bfloat16 or torch.float16")
+
+
+def _cai_dtype_code(typestr):
+    # __cuda_array_interface__ has no bfloat16 code in its typestr; "<f2" is fp16, "<V2" is taken as bf16.
+    if typestr in ("<f2", "=f2"):
+        return _capi.FP16
+    if typestr in ("<V2", "|V2", "=V2"):
+        return _capi.BF16
+    raise TypeError(f"__cuda_array_interface__ typestr {typestr!r} is not supported: fp16 ('<f2') or bf16 ('<V2')")
+
+
+def describe(t, name):
+    """TensorInfo of a torch.Tensor or a __cuda_array_interface__ object; TypeError/ValueError naming it."""
+    if hasattr(t, "data_ptr") and hasattr(t, "stride") and hasattr(t, "is_cuda"):
+        if not t.is_cuda:
+            raise ValueError(f"{name} is on {t.device}, not on a CUDA device")
+        return TensorInfo(t.data_ptr(), t.shape, t.stride(), _torch_dtype_code(t.dtype), t.device.index or 0)
+    cai = getattr(t, "__cuda_array_interface__", None)
+    if cai is None:
+        raise TypeError(f"{name} is a {type(t).__name__}: expected a torch.Tensor or an object with "
+                        "__cuda_array_interface__ (CuPy)")
+    shape = tuple(cai["shape"])
+    if cai.get("strides") is None:  # C-contiguous
+        strides, run = [], 1
+        for n in reversed(shape):
+            strides.insert(0, run)
+            run *= n
+    else:
+        if any(s % _ELEMENT_SIZE for s in cai["strides"]):
+            raise ValueError(f"{name}'s strides {cai['strides']} are not whole elements")
+        strides = [s // _ELEMENT_SIZE for s in cai["strides"]]
+    return TensorInfo(cai["data"][0], shape, strides, _cai_dtype_code(cai["typestr"]), None)
+
+
+def make_problem(q, k, v, causal, softmax_scale=None):
+    """The C API's problem for TensorInfos q, k, v; ValueError naming the mismatch."""
+    for info, name in ((q, "q"), (k, "k"), (v, "v")):
+        if len(info.shape) != 4:
+            raise ValueError(f"{name} has shape {list(info.shape)}: expected 4 dimensions [B, H, N, D]")
+        if info.strides[3] != 1:
+            raise ValueError(f"{name}'s head dim is not contiguous (stride {info.strides[3]})")
+    b, h, n_q, d = q.shape
+    bk, h_kv, n_kv, dk = k.shape
+    if (bk, dk) != (b, d):
+        raise ValueError(f"k has shape {list(k.shape)}: batch and head dim must match q's {list(q.shape)}")
+    if v.shape != k.shape:
+        raise ValueError(f"v has shape {list(v.shape)}, k {list(k.shape)}: they must match")
+    if v.strides != k.strides:
+        raise ValueError(f"v's strides {list(v.strides)} differ from k's {list(k.strides)}: they must match")
+    if not (q.dtype == k.dtype == v.dtype):
+        raise TypeError("q, k and v must have the same dtype")
+    if h % h_kv:
+        raise ValueError(f"q has {h} heads, not a multiple of k's and v's {h_kv}")
+    p = _capi.Problem()
+    p.struct_size = ctypes.sizeof(_capi.Problem)
+    p.batch, p.heads, p.kv_heads, p.q_len, p.kv_len, p.head_dim = b, h, h_kv, n_q, n_kv, d
+    p.dtype = q.dtype
+    p.layout = _capi.BSHD if q.strides[1] < q.strides[2] else _capi.BHSD
+    p.causal = 1 if causal else 0
+    p.softmax_scale = 0.0 if softmax_scale is None else float(softmax_scale)
+    if softmax_scale is not None and not (math.isfinite(softmax_scale) and softmax_scale > 0):
+        raise ValueError(f"softmax_scale {softmax_scale} is not a positive finite number")
+    p.q_strides[:] = [q.strides[0], q.strides[1], q.strides[2]]
+    p.kv_strides[:] = [k.strides[0], k.strides[1], k.strides[2]]
+    return p

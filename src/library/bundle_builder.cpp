@@ -1,0 +1,81 @@
+#include "library/bundle_builder.hpp"
+
+#include <set>
+
+#include <fmt/format.h>
+
+#include "codegen/compile_pool.hpp"
+#include "library/errors.hpp"
+
+namespace attn {
+
+std::vector<bundle_target> bundle_targets(const tuned_table& table, const std::string& arch,
+                                          std::vector<std::string>& skipped) {
+  const resource_limits limits = limits_for_arch(arch);
+  std::vector<bundle_target> out;
+  std::set<std::string> seen;
+  auto add = [&](const std::string& family_name, const tile_config& c, const shape& s) {
+    const kernel_family& f = find_family(family_name);
+    const std::string label = fmt::format("{} {} ({})", family_name, name(c), describe(s));
+    if (f.backend != backend::cuda || !runs_on(f, limits.cc_major, limits.cc_minor)) {
+      skipped.push_back(fmt::format("{}: the family does not run on {}", label, arch));
+      return;
+    }
+    if (auto why = f.reject_reason(c, s, limits)) {
+      skipped.push_back(fmt::format("{}: {}", label, *why));
+      return;
+    }
+    const std::string key = instantiation_key(f, c, s);
+    if (seen.insert(family_name + " " + key).second) out.push_back({&f, c, s, key});
+  };
+  std::vector<shape> kinds;  // one shape per (dtype, head dim, causal), for the fallbacks
+  auto note_kind = [&](const shape& s) {
+    for (const auto& k : kinds)
+      if (k.dtype == s.dtype && k.head_dim == s.head_dim && k.causal == s.causal) return;
+    kinds.push_back(s);
+  };
+  bool any = false;
+  for (const auto& e : table.exact()) {
+    if (e.device.cc_major != limits.cc_major || e.device.cc_minor != limits.cc_minor) continue;
+    any = true;
+    add(e.family, e.config, e.shape);
+    note_kind(e.shape);
+  }
+  for (const auto& e : table.buckets()) {
+    if (e.cc_major != limits.cc_major || e.cc_minor != limits.cc_minor) continue;
+    any = true;
+    shape s;
+    s.q_len = s.kv_len = e.seq_max;
+    s.head_dim = e.head_dim;
+    s.dtype = e.type;
+    s.causal = e.causal;
+    add(e.family, e.config, s);
+    note_kind(s);
+  }
+  if (!any)
+    throw invalid_input(fmt::format("the table '{}' holds no configs tuned on a device of {} (cc {}.{})",
+                                    table.origin(), arch, limits.cc_major, limits.cc_minor));
+  for (const auto& s : kinds) add("fa2", fallback_config(static_cast<int>(s.head_dim)), s);
+  return out;
+}
+
+bundle build_bundle(const tuned_table& table, const std::vector<bundle_target>& targets, const std::string& arch,
+                    const compile_cache& cache) {
+  bundle b;
+  b.arch = arch;
+  b.version = ATTN_TUNE_VERSION;
+  b.table = table.text();
+  for (const auto& t : targets) {
+    b.source_hashes[t.family->name] = fmt::format("{:016x}", cache.kernels().hash_of(t.family->source_files));
+    const auto compiled = compile_with_cache(cache, t.family->instantiation(t.config, t.shape), arch,
+                                             t.family->compile_options, t.family->backend);
+    if (!compiled.result.ok)
+      throw compile_failure(fmt::format("{} {} ({}) does not compile for {}: {}", t.family->name, name(t.config),
+                                        describe(t.shape), arch, compiled.result.log));
+    b.kernels.push_back({t.family->name, t.key, name(t.config), t.family->shared_memory_bytes(t.config, t.shape),
+                         compiled.result.cubin});
+  }
+  return b;
+}
+
+}  // namespace attn

@@ -1,0 +1,128 @@
+#include "library/engine.hpp"
+
+#include <cstring>
+
+#include <cuda_runtime_api.h>
+#include <fmt/format.h>
+
+#include "library/errors.hpp"
+
+namespace attn {
+
+namespace {
+
+constexpr size_t max_cached_plans = 4096;  // a plan holds pointers: a new buffer is a new plan
+
+// The plan cache's key: the shape and the parameter bytes (pointers, strides, scale); the
+// kernel follows from the shape (the table and the device are the context's).
+std::string plan_key(const shape& s, const attn_k::fwd_params& p) {
+  std::string key = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|", s.batch, s.heads, s.kv_heads, s.q_len,
+                                s.kv_len, s.head_dim, s.causal, static_cast<int>(s.dtype), static_cast<int>(s.layout));
+  key.append(reinterpret_cast<const char*>(&p), sizeof p);
+  return key;
+}
+
+}  // namespace
+
+device_guard::device_guard(int device) : m_device(device) {
+  if (cudaGetDevice(&m_previous) != cudaSuccess) m_previous = -1;
+  if (m_previous != m_device) {
+    const cudaError_t e = cudaSetDevice(m_device);
+    if (e != cudaSuccess)
+      throw device_error(e, fmt::format("cudaSetDevice({}): {}", m_device, cudaGetErrorString(e)));
+  }
+}
+
+device_guard::~device_guard() {
+  if (m_previous >= 0 && m_previous != m_device) cudaSetDevice(m_previous);
+}
+
+engine::engine(const engine_options& options) : m_rt(cuda_runtime()), m_cache(options.cache_dir) {
+  std::string why;
+  const int count = m_rt.device_count(&why);
+  if (count == 0) throw device_error(0, fmt::format("no CUDA device available: {}", why));
+  if (options.device < 0 || options.device >= count)
+    throw device_error(0, fmt::format("device {} does not exist: this machine has {} CUDA device(s)", options.device,
+                                      count));
+  {
+    device_guard guard(options.device);
+    m_gpu = m_rt.open_device(options.device);
+  }
+  std::string table = options.table, bundle_path = options.bundle;
+  if (!table.empty() && bundle_path.empty() && looks_like_bundle(read_file_text(table).substr(0, 8)))
+    std::swap(table, bundle_path);
+  if (!bundle_path.empty()) {
+    m_bundle = parse_bundle(read_file_text(bundle_path), bundle_path);
+    check_bundle_target(*m_bundle, m_gpu.desc.arch, m_cache.kernels(), bundle_path);
+  }
+  if (!table.empty()) m_table = open_tuned_source(table);
+  else if (m_bundle) m_table = std::make_unique<tuned_table>(tuned_table::parse(m_bundle->table, bundle_path));
+  else m_table = std::make_unique<tuned_table>();
+  m_table->check_device(m_gpu.desc);
+}
+
+tuned_choice engine::choose(const shape& s) const {
+  return choose_config(*m_table, m_gpu.desc, m_gpu.limits, s);
+}
+
+engine::kernel_slot& engine::kernel_for(const tuned_choice& c, const kernel_family& f, const shape& s) {
+  const std::string key = instantiation_key(f, c.config, s);
+  kernel_slot* slot = nullptr;
+  {
+    std::lock_guard lock(m_mutex);
+    auto& entry = m_kernels[f.name + " " + key];
+    if (!entry) entry = std::make_unique<kernel_slot>();
+    slot = entry.get();
+  }
+  std::lock_guard lock(slot->mutex);  // one thread loads; the others wait for it
+  if (slot->variant) return *slot;
+  record& r = slot->rec;
+  r.device = m_gpu.desc;
+  r.shape = s;
+  r.family = f.name;
+  r.config = c.config;
+  r.shared_memory_bytes = f.shared_memory_bytes(c.config, s);
+  std::string cubin;
+  if (const bundle_kernel* k = m_bundle ? m_bundle->find(f.name, key) : nullptr) {
+    cubin = k->cubin;
+    slot->from_bundle = true;
+  } else {
+    const auto compiled = compile_with_cache(m_cache, f.instantiation(c.config, s), m_gpu.desc.arch,
+                                             f.compile_options, f.backend);
+    if (!compiled.result.ok)
+      throw compile_failure(fmt::format("{} {} for {} does not compile: {}", f.name, name(c.config), describe(s),
+                                        compiled.result.log));
+    cubin = compiled.result.cubin;
+  }
+  slot->variant.emplace(load_variant(m_rt, cubin, r, m_gpu.ordinal));
+  return *slot;
+}
+
+forward_choice engine::forward(const shape& s, const attn_k::fwd_params& params, stream_t stream) {
+  device_guard guard(m_gpu.ordinal);
+  const std::string key = plan_key(s, params);
+  cached_plan cached;
+  bool found = false;
+  {
+    std::lock_guard lock(m_mutex);
+    if (auto it = m_plans.find(key); it != m_plans.end()) cached = it->second, found = true;
+  }
+  if (!found) {  // the first call of this (shape, tensors): choose, compile or load, plan
+    const tuned_choice c = choose(s);
+    const kernel_family& f = find_family(c.family);
+    kernel_slot& slot = kernel_for(c, f, s);
+    cached = {plan_launch(*slot.variant, slot.rec, s, params, m_gpu), {c, slot.from_bundle}};
+    std::lock_guard lock(m_mutex);
+    if (m_plans.size() >= max_cached_plans) m_plans.clear();
+    m_plans.emplace(key, cached);
+  }
+  launch(m_rt, cached.plan, stream);
+  return cached.choice;
+}
+
+void engine::synchronize(stream_t stream) const {
+  device_guard guard(m_gpu.ordinal);
+  m_rt.synchronize(stream);
+}
+
+}  // namespace attn

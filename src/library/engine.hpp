@@ -1,0 +1,81 @@
+#pragma once
+// What a libattn_tune context is: one device, a compile cache, a tuned table (and a bundle's
+// cubins), the kernels loaded so far and the launch plans made so far. forward() may be called
+// from several threads at once; it never synchronizes.
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+
+#include "backend/runtime.hpp"
+#include "codegen/cache.hpp"
+#include "library/bundle.hpp"
+#include "library/tuned_table.hpp"
+#include "run/launch.hpp"
+
+namespace attn {
+
+struct engine_options {
+  int device = 0;
+  std::string cache_dir;  ///< empty: no disk cache
+  std::string table;      ///< empty: none; a bundle's path is taken as `bundle`
+  std::string bundle;     ///< empty: none
+};
+
+struct forward_choice {
+  tuned_choice choice;
+  bool from_bundle = false;
+};
+
+class engine {
+ public:
+  /// Throws device_error (no device), table_error, bundle_error.
+  explicit engine(const engine_options& options);
+  engine(const engine&) = delete;
+  engine& operator=(const engine&) = delete;
+
+  /// The config for s (pure: no compile). Throws unsupported_problem.
+  tuned_choice choose(const shape& s) const;
+  /// Compiles or loads the kernel once, makes the plan once per (kernel, shape, params), and
+  /// launches it on `stream`. Throws invalid_input, unsupported_problem, compile_failure, device_error.
+  forward_choice forward(const shape& s, const attn_k::fwd_params& params, stream_t stream);
+  void synchronize(stream_t stream) const;
+  const gpu_info& gpu() const { return m_gpu; }
+
+ private:
+  struct kernel_slot {
+    std::mutex mutex;
+    std::optional<loaded_variant> variant;
+    record rec;
+    bool from_bundle = false;
+  };
+  struct cached_plan {
+    launch_plan plan;
+    forward_choice choice;
+  };
+  kernel_slot& kernel_for(const tuned_choice& c, const kernel_family& f, const shape& s);
+
+  const device_runtime& m_rt;
+  gpu_info m_gpu;
+  compile_cache m_cache;
+  std::unique_ptr<tuned_source> m_table;
+  std::optional<attn::bundle> m_bundle;
+  std::mutex m_mutex;  ///< guards m_kernels and m_plans (a slot's own mutex guards its loading)
+  std::map<std::string, std::unique_ptr<kernel_slot>> m_kernels;
+  std::map<std::string, cached_plan> m_plans;
+};
+
+/// RAII: makes `device` current for the calling thread and restores the previous one.
+class device_guard {
+ public:
+  explicit device_guard(int device);
+  ~device_guard();
+  device_guard(const device_guard&) = delete;
+  device_guard& operator=(const device_guard&) = delete;
+
+ private:
+  int m_previous = -1, m_device;
+};
+
+}  // namespace attn

@@ -1,0 +1,79 @@
+#include "library/forward_args.hpp"
+
+#include <climits>
+#include <cmath>
+
+#include <fmt/format.h>
+
+namespace attn {
+
+tensor_strides contiguous_strides(const shape& s, bool kv) {
+  const int64_t n = kv ? s.kv_len : s.q_len, h = kv ? s.kv_heads : s.heads, d = s.head_dim;
+  if (s.layout == layout::bhsd) return {h * n * d, n * d, d};
+  return {n * h * d, d, h * d};
+}
+
+namespace {
+
+void check_pointer(const void* p, const char* name, int64_t alignment) {
+  if (p == nullptr) throw invalid_input(fmt::format("{} is NULL", name));
+  const auto address = reinterpret_cast<uintptr_t>(p);
+  if (address % static_cast<uintptr_t>(alignment) != 0)
+    throw invalid_input(fmt::format("{} = {} is not {}-byte aligned", name, p, alignment));
+}
+
+void check_strides(const tensor_strides& t, const char* name, int64_t head_dim, int elem) {
+  const int64_t per_load = tensor_alignment / elem;
+  const std::pair<const char*, int64_t> all[] = {{"batch", t.batch}, {"head", t.head}, {"row", t.row}};
+  for (const auto& [which, value] : all) {
+    if (value <= 0 || value % per_load != 0)
+      throw invalid_input(fmt::format("{} {} stride {} is not a positive multiple of {} elements ({} bytes)", name,
+                                      which, value, per_load, tensor_alignment));
+  }
+  if (t.row < head_dim)
+    throw invalid_input(fmt::format("{} row stride {} is less than the head dim {}: rows would overlap", name,
+                                    t.row, head_dim));
+}
+
+}  // namespace
+
+attn_k::fwd_params make_fwd_params(const shape& s, const forward_tensors& t, tensor_strides q_strides,
+                                   tensor_strides kv_strides, float softmax_scale) {
+  validate(s);
+  if (s.q_len > INT_MAX || s.kv_len > INT_MAX || s.heads > INT_MAX)
+    throw invalid_input(fmt::format("{}: N_q, N_kv and heads must fit in 32 bits", describe(s)));
+  check_pointer(t.q, "q", tensor_alignment);
+  check_pointer(t.k, "k", tensor_alignment);
+  check_pointer(t.v, "v", tensor_alignment);
+  check_pointer(t.o, "o", tensor_alignment);
+  check_pointer(t.lse, "lse", alignof(float));
+  if (q_strides.unset()) q_strides = contiguous_strides(s, false);
+  if (kv_strides.unset()) kv_strides = contiguous_strides(s, true);
+  check_strides(q_strides, "q", s.head_dim, element_size(s.dtype));
+  check_strides(kv_strides, "kv", s.head_dim, element_size(s.dtype));
+  if (softmax_scale != 0 && !(std::isfinite(softmax_scale) && softmax_scale > 0))
+    throw invalid_input(fmt::format("softmax_scale {} is not a positive finite number (0: 1/sqrt(D))", softmax_scale));
+
+  attn_k::fwd_params p{};
+  p.q = t.q;
+  p.k = t.k;
+  p.v = t.v;
+  p.o = t.o;
+  p.lse = t.lse;
+  p.q_batch_stride = q_strides.batch;
+  p.q_head_stride = q_strides.head;
+  p.q_row_stride = q_strides.row;
+  p.kv_batch_stride = kv_strides.batch;
+  p.kv_head_stride = kv_strides.head;
+  p.kv_row_stride = kv_strides.row;
+  p.q_len = static_cast<int>(s.q_len);
+  p.kv_len = static_cast<int>(s.kv_len);
+  p.heads = static_cast<int>(s.heads);
+  p.group = static_cast<int>(s.heads / s.kv_heads);
+  const double scale = softmax_scale != 0 ? softmax_scale : 1.0 / std::sqrt(static_cast<double>(s.head_dim));
+  p.softmax_scale = static_cast<float>(scale);
+  p.scale_log2 = static_cast<float>(scale * M_LOG2E);
+  return p;
+}
+
+}  // namespace attn

@@ -1,0 +1,37 @@
+#pragma once
+// A caller's forward call checked where it enters the library: the tensors' pointers, the sizes
+// and the strides become the kernels' fwd_params, or invalid_input naming the bad value.
+#include <cstdint>
+
+#include "common/params.cuh"  // kernels/common, shared with the device code
+#include "plan/shape.hpp"
+
+namespace attn {
+
+struct forward_tensors {
+  const void* q = nullptr;
+  const void* k = nullptr;
+  const void* v = nullptr;
+  void* o = nullptr;
+  float* lse = nullptr;
+};
+
+/// Batch, head and row strides in elements; all three 0 means contiguous in s.layout.
+struct tensor_strides {
+  int64_t batch = 0, head = 0, row = 0;
+  bool unset() const { return batch == 0 && head == 0 && row == 0; }
+};
+
+/// The contiguous strides of Q/O (kv = false) or K/V (kv = true) in s.layout.
+tensor_strides contiguous_strides(const shape& s, bool kv);
+
+/// Bytes a kernel loads at once (cp.async, TMA): pointers and row strides must keep it aligned.
+constexpr int64_t tensor_alignment = 16;
+
+/// Checks sizes (validate(), and N_q, N_kv and heads within int), the pointers (none null; q, k,
+/// v and o 16-byte aligned, lse 4), the strides (positive multiples of 8 elements, rows of at
+/// least D) and the scale (0 = 1/sqrt(D), else finite and positive). Throws invalid_input.
+attn_k::fwd_params make_fwd_params(const shape& s, const forward_tensors& t, tensor_strides q_strides,
+                                   tensor_strides kv_strides, float softmax_scale);
+
+}  // namespace attn

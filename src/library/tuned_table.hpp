@@ -1,0 +1,81 @@
+#pragma once
+// The tuned configs a library context runs: read from an export of `attn-tune export` (CSV or
+// JSON), or from a results CSV of the tuner (whose rank-1 rows are exact tuned shapes), and the
+// choice for one problem: the exact tuned shape, then the export's bucket, then the fallback.
+//
+// Hook for the tuned-results database (issue 10): a source is anything with the three functions
+// of tuned_source; tuned_table is the one for files. open_tuned_source() is where a database path
+// is recognized (today it is refused with a message saying so).
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "codegen/family.hpp"
+#include "report/export.hpp"
+#include "report/record.hpp"
+
+namespace attn {
+
+enum class choice_source { tuned, bucket, fallback };
+std::string to_string(choice_source s);  ///< "tuned", "bucket", "fallback"
+
+struct tuned_choice {
+  std::string family = "fa2";
+  tile_config config;
+  choice_source source = choice_source::fallback;
+};
+
+/// A tuned shape of a results CSV: the tuner's choice (rank 1) for exactly this problem.
+struct tuned_shape {
+  device_desc device;
+  attn::shape shape;
+  std::string family;
+  tile_config config;
+  double median_ms = 0;
+};
+
+class tuned_source {
+ public:
+  virtual ~tuned_source() = default;
+  virtual bool empty() const = 0;
+  /// Throws table_error naming the devices the source holds when it has none for `d`.
+  virtual void check_device(const device_desc& d) const = 0;
+  /// In order of preference: the exact tuned shape, the bucket (each when there is one), the fallback.
+  virtual std::vector<tuned_choice> candidates(const device_desc& d, const shape& s) const = 0;
+};
+
+class tuned_table : public tuned_source {
+ public:
+  tuned_table() = default;
+  /// The text of an export CSV, an export JSON or a results CSV (told apart by their first line);
+  /// `what` names it in messages. Throws table_error.
+  static tuned_table parse(const std::string& text, const std::string& what);
+  static tuned_table load(const std::string& path);
+
+  bool empty() const override { return m_exact.empty() && m_buckets.empty(); }
+  void check_device(const device_desc& d) const override;
+  std::vector<tuned_choice> candidates(const device_desc& d, const shape& s) const override;
+
+  const std::vector<tuned_shape>& exact() const { return m_exact; }
+  const std::vector<export_entry>& buckets() const { return m_buckets; }
+  const std::string& text() const { return m_text; }  ///< what it was read from (for bundles)
+  const std::string& origin() const { return m_what; }  ///< its path, as messages name it
+
+ private:
+  std::string m_what, m_text;
+  std::vector<tuned_shape> m_exact;
+  std::vector<export_entry> m_buckets;
+};
+
+/// Reads a file into a string; throws table_error naming the path.
+std::string read_file_text(const std::string& path);
+/// A table file, or (issue 10) the tuned-results database. Empty path: an empty table.
+std::unique_ptr<tuned_source> open_tuned_source(const std::string& path);
+
+/// The first candidate that a family accepts for this shape on a device with these limits (a
+/// tuned config the device cannot run falls through to the next). Throws unsupported_problem
+/// with every candidate's reason when none can run.
+tuned_choice choose_config(const tuned_source& table, const device_desc& d, const resource_limits& limits,
+                           const shape& s);
+
+}  // namespace attn

@@ -1,0 +1,133 @@
+// libattn_tune's pure pieces: the bundle format (round trip, refusals), what a bundle holds, the
+// config choice falling through a config the device cannot run, and the caller's strides.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include "codegen/compile_pool.hpp"
+#include "library/bundle.hpp"
+#include "library/bundle_builder.hpp"
+#include "library/errors.hpp"
+#include "library/forward_args.hpp"
+#include "library/tuned_table.hpp"
+
+namespace attn {
+namespace {
+
+bundle sample_bundle() {
+  bundle b;
+  b.arch = "sm_90a";
+  b.version = "0.1.0";
+  b.source_hashes["fa2"] = fmt::format("{:016x}", kernel_sources::embedded().hash_of(fa2_family().source_files));
+  b.table = "device,cc\n";
+  b.kernels.push_back({"fa2", "0123456789abcdef", "m64_n64_w4_s2", 36864, std::string("\x7f" "ELF\0\n\nbinary", 13)});
+  return b;
+}
+
+TEST(Bundle, RoundTrip) {
+  const bundle b = parse_bundle(serialize_bundle(sample_bundle()), "t.attnb");
+  EXPECT_EQ(b.arch, "sm_90a");
+  EXPECT_EQ(b.table, "device,cc\n");
+  ASSERT_EQ(b.kernels.size(), 1u);
+  EXPECT_EQ(b.kernels[0].cubin, std::string("\x7f" "ELF\0\n\nbinary", 13));
+  EXPECT_EQ(b.kernels[0].shared_memory_bytes, 36864);
+  EXPECT_NE(b.find("fa2", "0123456789abcdef"), nullptr);
+  EXPECT_EQ(b.find("wgmma", "0123456789abcdef"), nullptr);
+  EXPECT_NO_THROW(check_bundle_target(b, "sm_90a", kernel_sources::embedded(), "t.attnb"));
+}
+
+TEST(Bundle, RefusesAnotherArchitecture) {
+  const bundle b = sample_bundle();
+  try {
+    check_bundle_target(b, "sm_80", kernel_sources::embedded(), "t.attnb");
+    FAIL();
+  } catch (const bundle_error& e) {
+    EXPECT_STREQ(e.what(), "bundle 't.attnb' holds cubins for sm_90a, but this device is sm_80: build one with "
+                           "`attn-tune bundle --arch sm_80`");
+  }
+}
+
+TEST(Bundle, RefusesOtherKernelSources) {
+  bundle b = sample_bundle();
+  b.source_hashes["fa2"] = "00000000deadbeef";
+  EXPECT_THROW(check_bundle_target(b, "sm_90a", kernel_sources::embedded(), "t.attnb"), bundle_error);
+}
+
+TEST(Bundle, RefusesCorruptTruncatedAndOtherVersions) {
+  std::string bytes = serialize_bundle(sample_bundle());
+  std::string flipped = bytes;
+  flipped[20] ^= 1;
+  EXPECT_THROW(parse_bundle(flipped, "t"), bundle_error);
+  EXPECT_THROW(parse_bundle(bytes.substr(0, bytes.size() - 3), "t"), bundle_error);
+  EXPECT_THROW(parse_bundle("ELF", "t"), bundle_error);
+  std::string v2 = bytes;
+  v2[6] = '2';
+  try {
+    parse_bundle(v2, "t");
+    FAIL();
+  } catch (const bundle_error& e) {
+    EXPECT_STREQ(e.what(), "bundle 't' has format version 2; this library reads version 1");
+  }
+}
+
+TEST(BundleTargets, TableEntriesAndFallbacksForTheArch) {
+  const tuned_table t = tuned_table::load(std::string(ATTN_TUNE_SOURCE_DIR) + "/tests/data/library_export.csv");
+  std::vector<std::string> skipped;
+  const auto targets = bundle_targets(t, "sm_90a", skipped);
+  // Two H200 entries (D=128, D=64 causal) and the fallback of each; the A100 entry is not sm_90a's.
+  ASSERT_EQ(targets.size(), 4u);
+  EXPECT_EQ(name(targets[0].config), "m256_n64_w8_s2");
+  EXPECT_EQ(name(targets[2].config), "m128_n64_w4_s2");
+  EXPECT_TRUE(skipped.empty());
+  EXPECT_EQ(bundle_targets(t, "sm_80", skipped).size(), 2u);  // the A100's and its fallback
+  EXPECT_THROW(bundle_targets(t, "sm_86", skipped), invalid_input);
+}
+
+TEST(ChooseConfig, AConfigTheDeviceCannotRunFallsThrough) {
+  // A bucket entry with more shared memory than an sm_86 block has: the fallback runs instead.
+  const tuned_table t = tuned_table::parse(
+      "device,cc,sm_count,dtype,head_dim,causal,seq_min_exclusive,seq_max,family,block_m,block_n,warps,stages,knob,"
+      "tflops,tuned_shapes\n\"RTX\",8.6,84,bf16,128,0,512,1024,fa2,128,128,8,4,0,1,1\n",
+      "t.csv");
+  device_desc d;
+  d.name = "RTX", d.cc_major = 8, d.cc_minor = 6, d.sm_count = 84;
+  shape s;
+  s.q_len = s.kv_len = 1024, s.head_dim = 128;
+  tuned_choice c = choose_config(t, d, limits_for_arch("sm_86"), s);
+  EXPECT_EQ(c.source, choice_source::fallback);
+  EXPECT_EQ(name(c.config), "m64_n64_w4_s1");  // the export's fallback (102 KiB) does not fit either
+  d.cc_minor = 0;
+  d.name = "A100";
+  c = choose_config(tuned_table(), d, limits_for_arch("sm_80"), s);
+  EXPECT_EQ(name(c.config), "m128_n64_w4_s2");
+}
+
+TEST(ChooseConfig, NoKernelForTheShapeIsUnsupported) {
+  device_desc d;
+  shape s;
+  s.head_dim = 256;
+  resource_limits tiny;
+  tiny.shared_memory_per_block = 16 * 1024;
+  tiny.cc_major = 8;
+  EXPECT_THROW(choose_config(tuned_table(), d, tiny, s), unsupported_problem);
+}
+
+TEST(ForwardArgs, ContiguousStridesPerLayout) {
+  shape s;
+  s.heads = 8, s.kv_heads = 2, s.q_len = 128, s.kv_len = 256, s.head_dim = 64;
+  auto q = contiguous_strides(s, false);
+  EXPECT_EQ(std::vector<int64_t>({q.batch, q.head, q.row}), std::vector<int64_t>({8 * 128 * 64, 128 * 64, 64}));
+  s.layout = layout::bshd;
+  auto kv = contiguous_strides(s, true);
+  EXPECT_EQ(std::vector<int64_t>({kv.batch, kv.head, kv.row}), std::vector<int64_t>({256 * 2 * 64, 64, 2 * 64}));
+  forward_tensors t{reinterpret_cast<void*>(0x1000), reinterpret_cast<void*>(0x2000),
+                    reinterpret_cast<void*>(0x3000), reinterpret_cast<void*>(0x4000),
+                    reinterpret_cast<float*>(0x5000)};
+  const auto p = make_fwd_params(s, t, {}, {}, 0);
+  EXPECT_EQ(p.kv_row_stride, 128);
+  EXPECT_EQ(p.group, 4);
+  EXPECT_FLOAT_EQ(p.softmax_scale, 0.125f);
+}
+
+}  // namespace
+}  // namespace attn

@@ -1,0 +1,234 @@
+// The C API through libattn_tune.so, without a device: argument checks and their messages, the
+// table lookup (tuned shape, bucket, fallback, another device) and bundles read back.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <fstream>
+#include <iterator>
+#include <string>
+
+#include "attn_tune/attn_tune.hpp"
+
+namespace {
+
+const std::string data = std::string(ATTN_TUNE_SOURCE_DIR) + "/tests/data/";
+
+// Aligned stand-ins: the checks look at pointers, never behind them.
+void* fake(uintptr_t address) { return reinterpret_cast<void*>(address); }
+struct tensors {
+  void* q = fake(0x10000);
+  void* k = fake(0x20000);
+  void* v = fake(0x30000);
+  void* o = fake(0x40000);
+  float* lse = static_cast<float*>(fake(0x50000));
+};
+
+attn_tune_status check(const attn_tune_problem& p, const tensors& t = {}) {
+  return attn_tune_check(t.q, t.k, t.v, t.o, t.lse, &p);
+}
+
+std::string error() { return attn_tune_last_error(); }
+
+TEST(LibraryArguments, AValidProblemPasses) {
+  EXPECT_EQ(check(attn_tune::make_problem(2, 8, 2, 256, 512, 128, ATTN_TUNE_FP16, true, ATTN_TUNE_BSHD)), ATTN_TUNE_OK);
+  EXPECT_EQ(error(), "");
+}
+
+TEST(LibraryArguments, NullPointersAreNamed) {
+  const auto p = attn_tune::make_problem(1, 1, 1, 64, 64, 64);
+  for (int which = 0; which < 5; ++which) {
+    tensors t;
+    void** slots[] = {&t.q, &t.k, &t.v, &t.o, reinterpret_cast<void**>(&t.lse)};
+    *slots[which] = nullptr;
+    EXPECT_EQ(check(p, t), ATTN_TUNE_ERROR_INVALID_ARGUMENT);
+    const char* names[] = {"q", "k", "v", "o", "lse"};
+    EXPECT_EQ(error(), std::string(names[which]) + " is NULL");
+  }
+  EXPECT_EQ(attn_tune_check(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr), ATTN_TUNE_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(error(), "problem is NULL");
+}
+
+TEST(LibraryArguments, MisalignedPointerIsNamed) {
+  tensors t;
+  t.k = fake(0x20008);
+  EXPECT_EQ(check(attn_tune::make_problem(1, 1, 1, 64, 64, 64), t), ATTN_TUNE_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(error(), "k = 0x20008 is not 16-byte aligned");
+}
+
+TEST(LibraryArguments, BadSizesDtypeLayoutAndStrides) {
+  auto p = attn_tune::make_problem(1, 1, 1, 64, 64, 100);
+  EXPECT_EQ(check(p), ATTN_TUNE_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(error().find("head dim 100"), std::string::npos) << error();
+  p = attn_tune::make_problem(1, 6, 4, 64, 64, 64);
+  EXPECT_EQ(check(p), ATTN_TUNE_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(error().find("kv-heads 4"), std::string::npos) << error();
+  p = attn_tune::make_problem(0, 1, 1, 64, 64, 64);
+  EXPECT_EQ(check(p), ATTN_TUNE_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(error().find("0"), std::string::npos) << error();
+  p = attn_tune::make_problem(1, 1, 1, 64, 64, 64);
+  p.dtype = 7;
+  EXPECT_EQ(check(p), ATTN_TUNE_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(error(), "unknown dtype 7 (ATTN_TUNE_BF16 = 0, ATTN_TUNE_FP16 = 1)");
+  p.dtype = ATTN_TUNE_BF16;
+  p.layout = 3;
+  EXPECT_EQ(check(p), ATTN_TUNE_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(error(), "unknown layout 3 (ATTN_TUNE_BHSD = 0, ATTN_TUNE_BSHD = 1)");
+  p.layout = ATTN_TUNE_BHSD;
+  p.q_strides[0] = 64 * 64, p.q_strides[1] = 64 * 64, p.q_strides[2] = 68;
+  EXPECT_EQ(check(p), ATTN_TUNE_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(error(), "q row stride 68 is not a positive multiple of 8 elements (16 bytes)");
+  p.q_strides[2] = 32;
+  EXPECT_EQ(check(p), ATTN_TUNE_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(error(), "q row stride 32 is less than the head dim 64: rows would overlap");
+  p = attn_tune::make_problem(1, 1, 1, 64, 64, 64);
+  p.softmax_scale = -1;
+  EXPECT_EQ(check(p), ATTN_TUNE_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(error().find("softmax_scale -1"), std::string::npos) << error();
+  p = attn_tune::make_problem(1, 1, 1, 64, 64, 64);
+  p.struct_size = 8;
+  EXPECT_EQ(check(p), ATTN_TUNE_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(error().find("problem->struct_size 8"), std::string::npos) << error();
+}
+
+TEST(LibraryArguments, NoContextNoLaunch) {
+  const auto p = attn_tune::make_problem(1, 1, 1, 64, 64, 64);
+  const tensors t;
+  EXPECT_EQ(attn_tune_forward(nullptr, t.q, t.k, t.v, t.o, t.lse, &p, nullptr, nullptr),
+            ATTN_TUNE_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(error(), "ctx is NULL");
+  EXPECT_EQ(attn_tune_context_create(nullptr, nullptr), ATTN_TUNE_ERROR_INVALID_ARGUMENT);
+}
+
+TEST(LibraryArguments, StatusNamesAndVersion) {
+  EXPECT_STREQ(attn_tune_status_name(ATTN_TUNE_ERROR_BUNDLE), "bundle error");
+  EXPECT_EQ(attn_tune_api_version(), ATTN_TUNE_API_VERSION);
+  EXPECT_STRNE(attn_tune_version_string(), "");
+}
+
+TEST(LibraryContext, WithoutADeviceSaysSo) {
+  attn_tune_context_options o{};
+  o.struct_size = sizeof o;
+  attn_tune_context* ctx = nullptr;
+  const attn_tune_status s = attn_tune_context_create(&o, &ctx);
+  if (s == ATTN_TUNE_OK) {
+    attn_tune_context_destroy(ctx);
+    GTEST_SKIP() << "this machine has a CUDA device";
+  }
+  EXPECT_EQ(s, ATTN_TUNE_ERROR_NO_DEVICE);
+  EXPECT_NE(error().find("no CUDA device"), std::string::npos) << error();
+  EXPECT_EQ(ctx, nullptr);
+}
+
+// --- the table ---------------------------------------------------------------------------
+
+attn_tune::choice lookup(const std::string& table, const attn_tune::problem& p, const std::string& device = "NVIDIA H200",
+                         int major = 9, int minor = 0, int sms = 132) {
+  return attn_tune::table(table).lookup(device, major, minor, sms, p);
+}
+
+TEST(LibraryTable, ExactTunedShapeFromAResultsCsv) {
+  const auto c = lookup(data + "export_fixture.csv", attn_tune::make_problem(4, 32, 32, 4096, 4096, 128));
+  EXPECT_EQ(c.source, ATTN_TUNE_SOURCE_TUNED);
+  EXPECT_STREQ(c.family, "fa2");
+  EXPECT_STREQ(c.config, "m256_n64_w8_s2");
+}
+
+TEST(LibraryTable, BucketForAShapeNotTuned) {
+  // B and H differ, N_q 3000 is in the (2048, 4096] bucket of D=128.
+  for (const char* table : {"export_fixture.csv", "library_export.csv"}) {
+    const auto c = lookup(data + table, attn_tune::make_problem(1, 8, 8, 3000, 3000, 128));
+    EXPECT_EQ(c.source, ATTN_TUNE_SOURCE_BUCKET) << table;
+    EXPECT_STREQ(c.config, "m256_n64_w8_s2") << table;
+  }
+}
+
+TEST(LibraryTable, JsonExportReadsLikeTheCsv) {
+  const std::string json = testing::TempDir() + "library_export.json";
+  std::ofstream(json) << R"({
+  "schema": 1,
+  "entries": [
+    {"device": "NVIDIA H200", "cc": "9.0", "sm_count": 132, "dtype": "bf16", "head_dim": 64, "causal": true,
+     "seq_min_exclusive": 512, "seq_max": 1024, "config": {"family": "fa2", "block_m": 64, "block_n": 64,
+     "warps": 4, "stages": 2, "knob": 0}, "tflops": 199.7, "tuned_shapes": 1}
+  ]
+})";
+  const auto c = lookup(json, attn_tune::make_problem(2, 4, 4, 1024, 1024, 64, ATTN_TUNE_BF16, true));
+  EXPECT_EQ(c.source, ATTN_TUNE_SOURCE_BUCKET);
+  EXPECT_STREQ(c.config, "m64_n64_w4_s2");
+}
+
+TEST(LibraryTable, FallbackOutsideTheBuckets) {
+  auto c = lookup(data + "library_export.csv", attn_tune::make_problem(1, 8, 8, 100, 100, 128));
+  EXPECT_EQ(c.source, ATTN_TUNE_SOURCE_FALLBACK);
+  EXPECT_STREQ(c.config, "m128_n64_w4_s2");
+  c = lookup(data + "library_export.csv", attn_tune::make_problem(1, 8, 8, 100, 100, 256));
+  EXPECT_STREQ(c.config, "m64_n64_w4_s1");
+}
+
+TEST(LibraryTable, AnotherDeviceIsRefusedByName) {
+  attn_tune_table* t = nullptr;
+  ASSERT_EQ(attn_tune_table_load((data + "library_export.csv").c_str(), &t), ATTN_TUNE_OK);
+  attn_tune_choice c{};
+  c.struct_size = sizeof c;
+  const auto p = attn_tune::make_problem(1, 8, 8, 3000, 3000, 128);
+  EXPECT_EQ(attn_tune_table_lookup(t, "NVIDIA H100 80GB HBM3", 9, 0, 132, &p, &c), ATTN_TUNE_ERROR_TABLE);
+  EXPECT_NE(error().find("not tuned on this device, NVIDIA H100 80GB HBM3 (cc 9.0, 132 SMs)"), std::string::npos)
+      << error();
+  EXPECT_NE(error().find("NVIDIA A100-SXM4-80GB (cc 8.0, 108 SMs)"), std::string::npos) << error();
+  attn_tune_table_destroy(t);
+}
+
+TEST(LibraryTable, EntriesOfEachDeviceStayApart) {
+  const auto c = lookup(data + "library_export.csv", attn_tune::make_problem(1, 8, 8, 4096, 4096, 128, ATTN_TUNE_FP16),
+                        "NVIDIA A100-SXM4-80GB", 8, 0, 108);
+  EXPECT_EQ(c.source, ATTN_TUNE_SOURCE_BUCKET);
+  EXPECT_STREQ(c.config, "m128_n64_w4_s3");
+}
+
+TEST(LibraryTable, UnreadableTablesAreNamed) {
+  attn_tune_table* t = nullptr;
+  EXPECT_EQ(attn_tune_table_load("/no/such/table.csv", &t), ATTN_TUNE_ERROR_TABLE);
+  EXPECT_EQ(error(), "cannot read '/no/such/table.csv'");
+  const std::string bad = testing::TempDir() + "not_a_table.csv";
+  std::ofstream(bad) << "hello,world\n1,2\n";
+  EXPECT_EQ(attn_tune_table_load(bad.c_str(), &t), ATTN_TUNE_ERROR_TABLE);
+  EXPECT_NE(error().find("not a table of attn-tune"), std::string::npos) << error();
+  const std::string db = testing::TempDir() + "tuned.db";
+  std::ofstream(db) << std::string("SQLite format 3\0", 16);
+  EXPECT_EQ(attn_tune_table_load(db.c_str(), &t), ATTN_TUNE_ERROR_TABLE);
+  EXPECT_NE(error().find("tuned-results database"), std::string::npos) << error();
+  EXPECT_EQ(t, nullptr);
+}
+
+// --- bundles (tests/data/library_bundle_table.csv, bundled by the cli_bundle_fixture test) ---
+
+std::string bundle_path() { return std::string(ATTN_TUNE_BINARY_DIR) + "/fixture.attnb"; }
+
+std::string read(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
+
+TEST(LibraryBundle, ItsTableIsReadBack) {
+  if (read(bundle_path()).empty()) GTEST_SKIP() << "no " << bundle_path() << " (run the cli_bundle_fixture test)";
+  const auto c = lookup(bundle_path(), attn_tune::make_problem(2, 4, 4, 1000, 1000, 64, ATTN_TUNE_BF16, true));
+  EXPECT_EQ(c.source, ATTN_TUNE_SOURCE_BUCKET);
+  EXPECT_STREQ(c.config, "m64_n64_w4_s2");
+}
+
+TEST(LibraryBundle, ACorruptOneIsRefused) {
+  std::string bytes = read(bundle_path());
+  if (bytes.empty()) GTEST_SKIP() << "no " << bundle_path();
+  bytes[bytes.size() / 2] ^= 0x5a;
+  const std::string corrupt = testing::TempDir() + "corrupt.attnb";
+  std::ofstream(corrupt, std::ios::binary) << bytes;
+  attn_tune_table* t = nullptr;
+  EXPECT_EQ(attn_tune_table_load(corrupt.c_str(), &t), ATTN_TUNE_ERROR_BUNDLE);
+  EXPECT_NE(error().find("is corrupt: checksum"), std::string::npos) << error();
+  const std::string truncated = testing::TempDir() + "truncated.attnb";
+  std::ofstream(truncated, std::ios::binary) << read(bundle_path()).substr(0, bytes.size() - 40);
+  EXPECT_EQ(attn_tune_table_load(truncated.c_str(), &t), ATTN_TUNE_ERROR_BUNDLE);
+  EXPECT_NE(error().find("is corrupt"), std::string::npos) << error();
+}
+
+}  // namespace

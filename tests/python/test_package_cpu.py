@@ -1,0 +1,119 @@
+"""The Python package without a GPU (ctest python_package_cpu): it imports without PyTorch, a GPU or
+the library, says clearly what is missing, and passes arguments through the C API correctly.
+ATTN_TUNE_TEST_LIBRARY names the built libattn_tune.so."""
+import importlib
+import os
+import subprocess
+import sys
+import unittest
+
+import attn_tune
+from attn_tune import _capi, tensors
+
+LIBRARY = os.environ.get("ATTN_TUNE_TEST_LIBRARY", "")
+DATA = os.path.join(os.path.dirname(__file__), "..", "data")
+
+
+class FakeArray:
+    """A stand-in for a CuPy array: only __cuda_array_interface__ (no memory behind it)."""
+
+    def __init__(self, shape, strides=None, typestr="<f2", pointer=0x10000):
+        self.__cuda_array_interface__ = {"shape": shape, "strides": strides, "typestr": typestr,
+                                         "data": (pointer, False), "version": 3}
+
+
+class WithoutTheLibrary(unittest.TestCase):
+    def test_import_needs_nothing(self):
+        code = "import attn_tune, sys; print('torch' in sys.modules)"
+        env = dict(os.environ, ATTN_TUNE_LIBRARY="/no/such/libattn_tune.so")
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+        self.assertIn(out.stdout.strip(), ("True", "False"))
+
+    def test_missing_library_is_a_clear_error(self):
+        code = ("import attn_tune\n"
+                "try:\n    attn_tune.library_version()\n"
+                "except attn_tune.LibraryNotFoundError as e:\n    print(e)\n")
+        env = dict(os.environ, ATTN_TUNE_LIBRARY="/no/such/libattn_tune.so")
+        env.pop("LD_LIBRARY_PATH", None)
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+        self.assertIn("set ATTN_TUNE_LIBRARY", out.stdout)
+        self.assertIn("/no/such/libattn_tune.so (no such file)", out.stdout)
+
+
+class Problems(unittest.TestCase):
+    def test_contiguous_bhsd(self):
+        q = tensors.describe(FakeArray((2, 8, 128, 64)), "q")
+        k = tensors.describe(FakeArray((2, 2, 256, 64)), "k")
+        p = tensors.make_problem(q, k, k, causal=True)
+        self.assertEqual((p.batch, p.heads, p.kv_heads, p.q_len, p.kv_len, p.head_dim), (2, 8, 2, 128, 256, 64))
+        self.assertEqual(p.layout, _capi.BHSD)
+        self.assertEqual(list(p.q_strides), [8 * 128 * 64, 128 * 64, 64])
+        self.assertEqual(list(p.kv_strides), [2 * 256 * 64, 256 * 64, 64])
+        self.assertEqual((p.dtype, p.causal), (_capi.FP16, 1))
+
+    def test_bshd_by_strides(self):
+        # A [B, N, H, D] buffer seen as [B, H, N, D]: strides in bytes, as CuPy gives them.
+        b, n, h, d = 2, 128, 8, 64
+        q = tensors.describe(FakeArray((b, h, n, d), strides=(n * h * d * 2, d * 2, h * d * 2, 2)), "q")
+        p = tensors.make_problem(q, q, q, causal=False)
+        self.assertEqual(p.layout, _capi.BSHD)
+        self.assertEqual(list(p.q_strides), [n * h * d, d, h * d])
+
+    def test_mismatches_are_named(self):
+        q = tensors.describe(FakeArray((2, 8, 128, 64)), "q")
+        with self.assertRaisesRegex(ValueError, r"q has 8 heads, not a multiple of k's and v's 3"):
+            k = tensors.describe(FakeArray((2, 3, 128, 64)), "k")
+            tensors.make_problem(q, k, k, False)
+        with self.assertRaisesRegex(ValueError, r"expected 4 dimensions"):
+            tensors.make_problem(tensors.describe(FakeArray((8, 128, 64)), "q"), q, q, False)
+        with self.assertRaisesRegex(TypeError, r"typestr '<f4' is not supported"):
+            tensors.describe(FakeArray((1, 1, 64, 64), typestr="<f4"), "q")
+        with self.assertRaisesRegex(TypeError, r"q is a list"):
+            tensors.describe([1, 2], "q")
+
+
+@unittest.skipUnless(LIBRARY, "ATTN_TUNE_TEST_LIBRARY is not set")
+class WithTheLibrary(unittest.TestCase):
+    def setUp(self):
+        os.environ["ATTN_TUNE_LIBRARY"] = LIBRARY
+        _capi._library = None
+
+    def test_version(self):
+        self.assertEqual(attn_tune.library_version(), "0.1.0")
+
+    def test_lookup_from_a_table(self):
+        c = attn_tune.lookup(os.path.join(DATA, "export_fixture.csv"), "NVIDIA H200", "9.0", 132,
+                             batch=4, heads=32, q_len=4096, head_dim=128)
+        self.assertEqual(c, {"source": "tuned", "family": "fa2", "config": "m256_n64_w8_s2", "from_bundle": False})
+        c = attn_tune.lookup(os.path.join(DATA, "library_export.csv"), "NVIDIA H200", "9.0", 132,
+                             batch=1, heads=8, q_len=100, head_dim=128)
+        self.assertEqual(c["source"], "fallback")
+
+    def test_other_device_and_bad_dtype(self):
+        with self.assertRaises(attn_tune.AttnTuneError) as e:
+            attn_tune.lookup(os.path.join(DATA, "library_export.csv"), "Tesla V100", "7.0", 80,
+                             batch=1, heads=8, q_len=100, head_dim=128)
+        self.assertEqual(e.exception.status, _capi.TABLE)
+        self.assertIn("not tuned on this device, Tesla V100", str(e.exception))
+        with self.assertRaisesRegex(attn_tune.AttnTuneError, "unknown dtype 99"):
+            attn_tune.lookup(os.path.join(DATA, "library_export.csv"), "NVIDIA H200", "9.0", 132,
+                             batch=1, heads=8, q_len=100, head_dim=128, dtype="fp8")
+
+    def test_forward_without_a_gpu(self):
+        q = FakeArray((1, 2, 64, 64))
+        try:
+            importlib.import_module("cupy")
+            self.skipTest("CuPy is installed: the GPU tests cover it")
+        except ImportError:
+            pass
+        with self.assertRaises(attn_tune.AttnTuneError) as e:
+            attn_tune.forward(q, q, q, out=FakeArray((1, 2, 64, 64), pointer=0x20000),
+                              lse=FakeArray((1, 2, 64), typestr="<f4", pointer=0x30000), stream=0)
+        if e.exception.status == _capi.NO_DEVICE:
+            self.assertIn("no CUDA device", str(e.exception))
+        else:
+            self.skipTest(f"this machine has a GPU ({e.exception})")
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,87 @@
+"""The Python package on a GPU (ctest python_package_gpu, label gpu; skips without PyTorch or CUDA):
+attn_tune.forward against a float64 reference under FlashAttention's rule, both layouts, GQA,
+cross-attention, causal (bottom-right), fp16; the custom op under torch.compile equals eager."""
+import unittest
+
+try:
+    import torch
+except ImportError:
+    torch = None
+
+import attn_tune
+
+HAVE_GPU = torch is not None and torch.cuda.is_available()
+
+
+def reference(q, k, v, causal, dtype):
+    """float64 attention, and the same math done naively in `dtype` (FlashAttention's yardstick)."""
+    group = q.shape[1] // k.shape[1]
+    k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
+    n_q, n_kv = q.shape[2], k.shape[2]
+    mask = None
+    if causal:  # bottom-right: key j hidden from query i when j > i + n_kv - n_q
+        i = torch.arange(n_q, device=q.device)[:, None]
+        j = torch.arange(n_kv, device=q.device)[None, :]
+        mask = j > i + n_kv - n_q
+
+    def attend(q, k, v, low):
+        scale = q.shape[-1] ** -0.5
+        s = (q * scale) @ k.transpose(-1, -2) if low else (q @ k.transpose(-1, -2)) * scale
+        if mask is not None:
+            s = s.masked_fill(mask, float("-inf"))
+        p = torch.nan_to_num(torch.softmax(s.float() if low else s, dim=-1))
+        return (p.to(dtype) @ v) if low else p @ v
+
+    return attend(q.double(), k.double(), v.double(), False), attend(q, k, v, True)
+
+
+@unittest.skipUnless(HAVE_GPU, "no PyTorch with CUDA")
+class Forward(unittest.TestCase):
+    def check(self, b, h, h_kv, n_q, n_kv, d, causal=False, dtype=None, bshd=False):
+        dtype = dtype or torch.bfloat16
+        g = torch.Generator(device="cuda").manual_seed(0)
+
+        def make(heads, n):
+            if bshd:
+                return torch.randn(b, n, heads, d, device="cuda", dtype=dtype, generator=g).transpose(1, 2)
+            return torch.randn(b, heads, n, d, device="cuda", dtype=dtype, generator=g)
+
+        q, k, v = make(h, n_q), make(h_kv, n_kv), make(h_kv, n_kv)
+        o = attn_tune.forward(q, k, v, causal=causal)
+        exact, naive = reference(q, k, v, causal, dtype)
+        error = (o.double() - exact).abs().max().item()
+        allowed = 2 * (naive.double() - exact).abs().max().item() + 1e-4
+        self.assertLessEqual(error, allowed, f"B{b} H{h}/{h_kv} N{n_q}x{n_kv} D{d} causal={causal} bshd={bshd}")
+        self.assertEqual(o.stride(), q.stride())
+
+    def test_layouts(self):
+        self.check(2, 8, 8, 256, 256, 64)
+        self.check(2, 8, 8, 256, 256, 128, bshd=True)
+
+    def test_gqa_cross_causal_fp16(self):
+        self.check(1, 8, 2, 128, 128, 64)
+        self.check(1, 4, 4, 128, 512, 128)
+        self.check(1, 4, 1, 300, 300, 64, causal=True)
+        self.check(1, 4, 2, 128, 320, 64, causal=True, dtype=torch.float16)
+
+    def test_errors_are_named(self):
+        q = torch.randn(1, 4, 64, 64, device="cuda", dtype=torch.float32)
+        with self.assertRaisesRegex(TypeError, "torch.float32 is not supported"):
+            attn_tune.forward(q, q, q)
+
+    def test_torch_compile_matches_eager(self):
+        q = torch.randn(1, 4, 256, 64, device="cuda", dtype=torch.bfloat16)
+
+        def block(x):
+            return attn_tune.forward(x * 2, x, x, causal=True) + 1
+
+        eager = block(q)
+        compiled = torch.compile(block, fullgraph=True)(q)
+        torch.testing.assert_close(compiled, eager, rtol=0, atol=0)
+
+    def test_the_op_is_registered(self):
+        self.assertTrue(hasattr(torch.ops.attn_tune, "forward"))
+
+
+if __name__ == "__main__":
+    unittest.main()
