@@ -11,6 +11,7 @@ import argparse
 import csv
 import math
 import os
+import shlex
 import subprocess
 import tempfile
 
@@ -84,6 +85,7 @@ def main():
     ap.add_argument("--tool", default="build/attn-tune")
     ap.add_argument("--shapes", default="sweeps/ci-smoke.csv")
     ap.add_argument("--extra", default="4,32,4096,128", help="B,H,N,D shapes beside the file's (';' between)")
+    ap.add_argument("--tool-args", default="", help="more attn-tune options, e.g. '--family hopper'")
     args = ap.parse_args()
     shapes = list(shapes_of(args.shapes))
     for text in filter(None, args.extra.split(";")):
@@ -93,7 +95,8 @@ def main():
     print(f"{'shape':40} {'config':22} {'tool ms':>9} {'python ms':>9} {'ratio':>6} {'error':>9} {'allowed':>9}")
     for i, s in enumerate(shapes):
         out = os.path.join(work, f"shape{i}.csv")
-        subprocess.run([args.tool, *tool_args(s), "--out", out], check=True, stdout=subprocess.DEVNULL)
+        subprocess.run([args.tool, *tool_args(s), *shlex.split(args.tool_args), "--out", out], check=True,
+                       stdout=subprocess.DEVNULL)
         config, tool_ms = winner(out)
         dtype = torch.bfloat16 if s["dtype"] == "bf16" else torch.float16
 
