@@ -9,5 +9,6 @@ int run_sweep(const options& opt);
 int run_export(const options& opt);
 int run_check(const options& opt);
 int run_merge(const options& opt);
+int run_db(const options& opt);
 
 }  // namespace attn

@@ -12,6 +12,8 @@
 
 #include "cli/command_support.hpp"
 #include "cli/commands.hpp"
+#include "cli/db_support.hpp"
+#include "db/shapes_to_tune.hpp"
 #include "report/best_table.hpp"
 #include "report/csv.hpp"
 #include "run/tuner.hpp"
@@ -95,13 +97,31 @@ int run_sweep(const options& opt) {
     }
   }
   check_writable(out);
-  const std::vector<bool> done = rows_done(rows, results);
+  std::vector<bool> done = rows_done(rows, results);
+  // Shapes the database answers (tuned on this device, with these kernels and this space) are
+  // skipped, their entry's records going into the results; --retune tunes them again.
+  std::optional<tuned_db> db = open_run_db(opt);
+  const compile_cache key_cache = make_cache(opt);
+  const searched_space space = searched_space_of(opt);
+  auto key_of = [&](const shape& s) { return make_tuning_key(first.desc, s, space, key_cache.kernels()); };
+  std::vector<shape> shapes;
+  for (const auto& row : rows) shapes.push_back(row.problem);
+  std::vector<bool> from_db(rows.size());
+  const auto answered = shapes_to_tune(shapes, db ? &*db : nullptr, key_of, opt.retune);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (done[i] || !answered[i]) continue;
+    from_db[i] = true;
+    fmt::print("[{}/{}] {}: in the database (tuned {}), skipped; --retune measures it again\n", i + 1, rows.size(),
+               rows[i].name, answered[i]->tuned_at);
+    results.insert(results.end(), answered[i]->records.begin(), answered[i]->records.end());
+    done[i] = true;
+  }
   const size_t todo = static_cast<size_t>(std::count(done.begin(), done.end(), false));
   fmt::print("sweep {}: {} of {} rows{}, {} already in {}, on {} GPU(s) ({})\n", opt.sweep_file, rows.size(),
              all_rows, opt.shard.empty() ? "" : fmt::format(" (shard {})", opt.shard), rows.size() - todo, out,
              devices.size(), first.desc.name);
   for (size_t i = 0; i < rows.size(); ++i)
-    if (done[i]) fmt::print("[{}/{}] {}: already in {}, skipped\n", i + 1, rows.size(), rows[i].name, out);
+    if (done[i] && !from_db[i]) fmt::print("[{}/{}] {}: already in {}, skipped\n", i + 1, rows.size(), rows[i].name, out);
 
   const compile_cache cache = make_cache(opt);
   const bool one_gpu = devices.size() == 1;
@@ -145,6 +165,7 @@ int run_sweep(const options& opt) {
         continue;
       }
       results.insert(results.end(), r->records.begin(), r->records.end());
+      if (db && r->best && !r->hung) db->put(key_of(row.problem), r->records, utc_now());
       if (r->hung)
         hangs.push_back(hang_report(r->records[*r->hung], fmt::format("what it measured is in {} (--resume goes "
                                                                       "on with the shapes not in it yet)", out)));

@@ -1,0 +1,35 @@
+#include "cli/db_support.hpp"
+
+#include <fmt/format.h>
+
+#include "report/csv.hpp"
+
+namespace attn {
+
+std::optional<tuned_db> open_run_db(const options& opt) {
+  if (opt.no_db) return std::nullopt;
+  return tuned_db::open(opt.db_path);
+}
+
+searched_space searched_space_of(const options& opt) {
+  searched_space s;
+  s.families = opt.families;
+  s.spaces = opt.spaces;
+  s.configs = opt.configs;
+  s.search = parse_search(opt.search);
+  s.samples = opt.samples;
+  s.seed = opt.seed;
+  return s;
+}
+
+std::vector<record> read_results(const std::string& path) {
+  if (!looks_like_sqlite(path)) return read_csv(path);
+  return tuned_db::open(path).all_records();
+}
+
+std::string from_db_note(const tuning_entry& e) {
+  return fmt::format("from the database, tuned {} (attn-tune {}, entry {}); --retune to measure again",
+                     e.tuned_at, e.version, e.id);
+}
+
+}  // namespace attn
