@@ -143,7 +143,7 @@ std::vector<std::string> child_arguments(const options& opt, const std::string& 
                                    "--search", opt.search,
                                    "--kernel-timeout-s", fmt::format("{}", opt.kernel_timeout_s),
                                    "--device", std::to_string(device),
-                                   "--jobs", std::to_string(opt.jobs), "--top", "0", "--out", csv};
+                                   "--jobs", std::to_string(opt.jobs), "--top", "0", "--out", csv, "--no-db"};
   if (s.causal) args.push_back("--causal");
   if (opt.cache_dir.empty()) args.push_back("--no-cache");
   else args.insert(args.end(), {"--cache-dir", opt.cache_dir});

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include "report/csv.hpp"
+#include "run/nvml.hpp"
 
 namespace attn {
 
@@ -20,6 +21,11 @@ searched_space searched_space_of(const options& opt) {
   s.samples = opt.samples;
   s.seed = opt.seed;
   return s;
+}
+
+device_desc with_driver(device_desc d, const nvml_monitor& nvml) {
+  if (!nvml.driver_version().empty()) d.cuda_version += ", driver " + nvml.driver_version();
+  return d;
 }
 
 std::vector<record> read_results(const std::string& path) {

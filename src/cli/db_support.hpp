@@ -16,6 +16,9 @@ namespace attn {
 std::optional<tuned_db> open_run_db(const options& opt);
 /// The families, spaces, configs and search of the run.
 searched_space searched_space_of(const options& opt);
+/// The device as the database keys it: with the driver's release (NVML's, "580.65.06") added to
+/// the CUDA version when NVML can say it, so a driver update is a new key.
+device_desc with_driver(device_desc d, const class nvml_monitor& nvml);
 /// Records from a results CSV or, when the file is an SQLite database, every entry of it.
 std::vector<record> read_results(const std::string& path);
 /// "from the database, tuned <date>; --retune to measure again" and what the entry says.

@@ -16,6 +16,7 @@
 #include "db/shapes_to_tune.hpp"
 #include "report/best_table.hpp"
 #include "report/csv.hpp"
+#include "run/nvml.hpp"
 #include "run/tuner.hpp"
 #include "sweep/merge.hpp"
 #include "sweep/sweep_file.hpp"
@@ -103,7 +104,10 @@ int run_sweep(const options& opt) {
   std::optional<tuned_db> db = open_run_db(opt);
   const compile_cache key_cache = make_cache(opt);
   const searched_space space = searched_space_of(opt);
-  auto key_of = [&](const shape& s) { return make_tuning_key(first.desc, s, space, key_cache.kernels()); };
+  const nvml_monitor first_nvml = nvml_monitor::open(first.pci_bus_id, first.ordinal);
+  if (!first_nvml.available() && first.backend == backend::cuda) fmt::print(stderr, "{}\n", first_nvml.note());
+  const device_desc keyed = with_driver(first.desc, first_nvml);
+  auto key_of = [&](const shape& s) { return make_tuning_key(keyed, s, space, key_cache.kernels()); };
   std::vector<shape> shapes;
   for (const auto& row : rows) shapes.push_back(row.problem);
   std::vector<bool> from_db(rows.size());
@@ -135,12 +139,14 @@ int run_sweep(const options& opt) {
   // shape, atomically, so an interrupted sweep loses at most the shapes in flight.
   auto worker = [&](int device) {
     const gpu_info gpu = open_device(opt, device);  // the thread's current device
+    const nvml_monitor nvml = nvml_monitor::open(gpu.pci_bus_id, gpu.ordinal);
     bool context_dead = false;
     for (size_t i; (i = next++) < rows.size();) {
       if (done[i]) continue;
       if (runtime_of(gpu).hung()) break;  // a hang on any GPU ends the run: hung kernels keep running
       const sweep_row& row = rows[i];
       tune_options t = make_tune_options(opt, progress);
+      t.clocks = &nvml;
       t.progress = [&](const std::string& line) {
         if (!one_gpu) return;
         std::lock_guard lock(mutex);
@@ -166,6 +172,7 @@ int run_sweep(const options& opt) {
       }
       results.insert(results.end(), r->records.begin(), r->records.end());
       if (db && r->best && !r->hung) db->put(key_of(row.problem), r->records, utc_now());
+      if (const std::string w = throttle_warning(r->records); !w.empty()) fmt::print(stderr, "{}: {}\n", where, w);
       if (r->hung)
         hangs.push_back(hang_report(r->records[*r->hung], fmt::format("what it measured is in {} (--resume goes "
                                                                       "on with the shapes not in it yet)", out)));

@@ -10,6 +10,7 @@
 #include "cli/db_support.hpp"
 #include "report/csv.hpp"
 #include "report/phases.hpp"
+#include "run/nvml.hpp"
 #include "report/table.hpp"
 
 namespace attn {
@@ -72,7 +73,9 @@ int run_tune(const options& opt) {
                gpu.desc.name, gpu.desc.arch, gpu.desc.sm_count, gpu.desc.cuda_version, gpu.desc.nvrtc_version,
                opt.seed);
   std::optional<tuned_db> db = open_run_db(opt);
-  const tuning_key key = make_tuning_key(gpu.desc, opt.problem, searched_space_of(opt), cache.kernels());
+  const nvml_monitor nvml = nvml_monitor::open(gpu.pci_bus_id, gpu.ordinal);
+  const tuning_key key = make_tuning_key(with_driver(gpu.desc, nvml), opt.problem, searched_space_of(opt),
+                                         cache.kernels());
   if (db && !opt.retune)
     if (const auto hit = db->find(key)) {
       write_csv(out, hit->records);
@@ -81,10 +84,13 @@ int run_tune(const options& opt) {
                  hit->best_config, hit->median_ms, 100 * hit->noise, hit->tflops, hit->max_error, out);
       return 0;
     }
+  if (!nvml.available() && gpu.backend == backend::cuda) fmt::print(stderr, "{}\n", nvml.note());
+  t.clocks = &nvml;
   bool context_dead = false;
   const tune_result r = tune_families(opt, opt.problem, gpu, cache, t, context_dead);
   progress.done();
   write_csv(out, r.records);
+  if (const std::string w = throttle_warning(r.records); !w.empty()) fmt::print(stderr, "{}\n", w);
   // A complete tuning is remembered (a hung one is not: its space was not all measured).
   if (db && r.best && !r.hung) {
     db->put(key, r.records, utc_now());

@@ -14,6 +14,7 @@
 #include "verify/row_sample.hpp"
 #include "verify/tolerance.hpp"
 #include "run/launch.hpp"
+#include "run/nvml.hpp"
 
 namespace attn {
 
@@ -61,12 +62,16 @@ void verify_variant(variant& v, const problem& pr, const reference_outputs& ref,
 
 // Times a verified variant with these options; the record keeps the last measurement.
 void time_variant(variant& v, const problem& pr, const support_kernels& support, const gpu_info& gpu,
-                  l2_flusher& flusher, const timing_options& timing, stream_t stream) {
+                  l2_flusher& flusher, const timing_options& timing, const nvml_monitor* clocks,
+                  stream_t stream) {
   record& r = v.rec;
   const device_runtime& rt = support.rt;
   const loaded_variant kernel = load_variant(rt, v.cubin, r, gpu.ordinal);
   const launch_plan plan = plan_launch(kernel, r, pr, gpu);
+  const std::optional<gpu_state> before = clocks ? clocks->read() : std::nullopt;
   const summary t = time_kernel(rt, [&](stream_t st) { launch(rt, plan, st); }, flusher, timing, stream);
+  const std::optional<gpu_state> after = clocks ? clocks->read() : std::nullopt;
+  if (before && after) r.clocks = clocks_of(*before, *after);
   r.status = status::ok;
   r.reps = t.count;
   r.median_ms = t.median;
@@ -301,7 +306,8 @@ tune_result tune(const shape& s, const gpu_info& gpu, const compile_cache& cache
     }
     say(fmt::format("timing {} ({}): {}", ++timed, &timing == &settings.full ? "full" : "screen", name(v.rec.config)));
     try {
-      time_variant(v, *state->pr, *state->support, gpu, *state->flusher, timing, state->stream->get());
+      time_variant(v, *state->pr, *state->support, gpu, *state->flusher, timing, options.clocks,
+                   state->stream->get());
     } catch (const std::exception& e) {
       fail(v, e);
       return std::nullopt;

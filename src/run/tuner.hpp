@@ -26,6 +26,9 @@ struct tune_options {
   int samples = 32;  ///< --search random: configs drawn from the space
   /// --budget-s: nothing more is verified or timed after this (the best so far stands).
   std::optional<std::chrono::steady_clock::time_point> deadline;
+  /// Reads the GPU's clocks before and after each timing (record::clocks); nullptr or unavailable:
+  /// not recorded.
+  const class nvml_monitor* clocks = nullptr;
   uint64_t seed = 0;
   int64_t reference_chunk_bytes = int64_t(1) << 30;
   int cpu_check_rows = 8;

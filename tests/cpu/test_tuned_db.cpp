@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/db_support.hpp"
 #include "db/shapes_to_tune.hpp"
 #include "db/tuned_db.hpp"
 #include "db/tuning_key.hpp"
@@ -268,6 +269,15 @@ void concurrent_writers(const std::string& file, int writers, int each) {
 
 TEST_F(tuned_db_test, two_concurrent_writer_processes) { concurrent_writers(path(), 2, 25); }
 TEST_F(tuned_db_test, four_concurrent_writer_processes) { concurrent_writers(path(), 4, 25); }
+
+TEST_F(tuned_db_test, export_and_check_read_a_database_as_they_read_a_csv) {
+  { tuned_db::open(path()).put(key(), tuning(1.5), utc_now()); }
+  { tuned_db::open(path()).put(key(2), tuning(0.9), utc_now()); }
+  const auto from_db = read_results(path());
+  EXPECT_EQ(from_db.size(), 6u);
+  write_csv(path("r.csv"), tuning(1.5));
+  EXPECT_EQ(read_results(path("r.csv")).size(), 3u);
+}
 
 TEST(tuning_key, names_the_space_the_search_and_each_familys_sources) {
   searched_space s;
