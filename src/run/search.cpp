@@ -8,13 +8,14 @@
 
 #include <fmt/format.h>
 
+#include "plan/enum_names.hpp"
 #include "plan/shape.hpp"
 
 namespace attn {
 
 namespace {
 
-constexpr std::array<std::pair<search_kind, const char*>, 4> search_names{{
+constexpr enum_table<search_kind, 4> search_names{{
     {search_kind::exhaustive, "exhaustive"},
     {search_kind::screen, "screen"},
     {search_kind::halving, "halving"},
@@ -67,15 +68,10 @@ int count_of(const search_outcome& out, measurement m) {
 
 }  // namespace
 
-std::string to_string(search_kind k) {
-  for (const auto& [value, text] : search_names)
-    if (value == k) return text;
-  return "unknown";
-}
+std::string to_string(search_kind k) { return name_in(search_names, k, "unknown"); }
 
 search_kind parse_search(const std::string& text) {
-  for (const auto& [value, name] : search_names)
-    if (text == name) return value;
+  if (const auto k = value_in(search_names, text)) return *k;
   throw invalid_input(fmt::format("invalid --search '{}': expected screen, exhaustive, halving or random", text));
 }
 
