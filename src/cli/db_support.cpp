@@ -28,6 +28,15 @@ device_desc with_driver(device_desc d, const nvml_monitor& nvml) {
   return d;
 }
 
+void remember(tuned_db& db, const tuning_key& key, const std::vector<record>& records) {
+  try {
+    db.put(key, records, utc_now());
+    fmt::print("stored in the database {}\n", db.path());
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "warning: the tuning was not stored in the database: {}\n", e.what());
+  }
+}
+
 std::vector<record> read_results(const std::string& path) {
   if (!looks_like_sqlite(path)) return read_csv(path);
   return tuned_db::open(path).all_records();

@@ -146,7 +146,7 @@ int run_sweep(const options& opt) {
       if (runtime_of(gpu).hung()) break;  // a hang on any GPU ends the run: hung kernels keep running
       const sweep_row& row = rows[i];
       tune_options t = make_tune_options(opt, progress);
-      t.clocks = &nvml;
+      if (gpu.backend == backend::cuda) t.clocks = &nvml;
       t.progress = [&](const std::string& line) {
         if (!one_gpu) return;
         std::lock_guard lock(mutex);
@@ -171,7 +171,7 @@ int run_sweep(const options& opt) {
         continue;
       }
       results.insert(results.end(), r->records.begin(), r->records.end());
-      if (db && r->best && !r->hung) db->put(key_of(row.problem), r->records, utc_now());
+      if (db && r->best && !r->hung) remember(*db, key_of(row.problem), r->records);
       if (const std::string w = throttle_warning(r->records); !w.empty()) fmt::print(stderr, "{}: {}\n", where, w);
       if (r->hung)
         hangs.push_back(hang_report(r->records[*r->hung], fmt::format("what it measured is in {} (--resume goes "

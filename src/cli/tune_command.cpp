@@ -84,18 +84,17 @@ int run_tune(const options& opt) {
                  hit->best_config, hit->median_ms, 100 * hit->noise, hit->tflops, hit->max_error, out);
       return 0;
     }
-  if (!nvml.available() && gpu.backend == backend::cuda) fmt::print(stderr, "{}\n", nvml.note());
-  t.clocks = &nvml;
+  if (gpu.backend == backend::cuda) {  // NVML knows NVIDIA GPUs only
+    if (!nvml.available()) fmt::print(stderr, "{}\n", nvml.note());
+    t.clocks = &nvml;
+  }
   bool context_dead = false;
   const tune_result r = tune_families(opt, opt.problem, gpu, cache, t, context_dead);
   progress.done();
   write_csv(out, r.records);
   if (const std::string w = throttle_warning(r.records); !w.empty()) fmt::print(stderr, "{}\n", w);
   // A complete tuning is remembered (a hung one is not: its space was not all measured).
-  if (db && r.best && !r.hung) {
-    db->put(key, r.records, utc_now());
-    fmt::print("stored in the database {}\n", db->path());
-  }
+  if (db && r.best && !r.hung) remember(*db, key, r.records);
   print_summary(opt, r, out);
   fmt::print("reference: naive {} error {:.3e}, allowed error 2x that + {:.0e} = {:.3e}; {}\n",
              to_string(opt.problem.dtype), r.lowp_error, 1e-4, r.allowed_error, timing_summary(t.timing, t.search));
