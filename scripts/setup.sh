@@ -8,7 +8,7 @@ if [ ! -f "$cuda/include/nvrtc.h" ]; then
   echo "error: no CUDA toolkit at $cuda (need NVRTC and the CUDA runtime; set CUDA_ROOT)" >&2
   exit 1
 fi
-packages=(cmake ninja-build g++ libcli11-dev libfmt-dev libfccp-dev libgtest-dev libbenchmark-dev
+packages=(cmake ninja-build g++ libcli11-dev libfmt-dev libfccp-dev libgtest-dev libbenchmark-dev libsqlite3-dev
           libamdhip64-dev libhiprtc-builtins5 python3 python3-pip python3-setuptools python3-wheel pkg-config)
 missing=()
 for p in "${packages[@]}"; do

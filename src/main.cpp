@@ -17,6 +17,7 @@ int run(const attn::options& opt) {
     case attn::command::export_table: return attn::run_export(opt);
     case attn::command::check: return attn::run_check(opt);
     case attn::command::merge: return attn::run_merge(opt);
+    case attn::command::db: return attn::run_db(opt);
   }
   return 3;
 }

@@ -48,6 +48,7 @@ struct gpu_info {
   int64_t total_memory = 0;
   std::string driver_version;  ///< "13.0"
   int clock_mhz = 0, memory_clock_mhz = 0;
+  std::string pci_bus_id;  ///< "0000:19:00.0" (CUDA), for finding the same GPU in NVML; may be empty
 };
 
 /// Every call that can fail throws device_error; the ones marked noexcept only release.

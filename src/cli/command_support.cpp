@@ -107,6 +107,13 @@ tune_result merge_families(std::vector<tune_result> parts) {
     all.total_seconds += p.total_seconds;
     all.compiled += p.compiled;
     all.cached += p.cached;
+    all.verified += p.verified;
+    all.screened += p.screened;
+    all.refined += p.refined;
+    all.verify_seconds += p.verify_seconds;
+    all.screen_seconds += p.screen_seconds;
+    all.refine_seconds += p.refine_seconds;
+    all.budget_spent = all.budget_spent || p.budget_spent;
   }
   all.best = choose_best(all.records);
   assign_ranks(all.records, all.best);
@@ -131,9 +138,12 @@ std::vector<std::string> child_arguments(const options& opt, const std::string& 
                                    "--family", family, "--seed", std::to_string(seed),
                                    "--min-reps", std::to_string(opt.min_reps), "--max-reps", std::to_string(opt.max_reps),
                                    "--min-time-ms", fmt::format("{}", opt.min_time_ms),
+                                   "--max-time-ms", fmt::format("{}", opt.max_time_ms),
+                                   "--max-noise", fmt::format("{}", opt.max_noise),
+                                   "--search", opt.search,
                                    "--kernel-timeout-s", fmt::format("{}", opt.kernel_timeout_s),
                                    "--device", std::to_string(device),
-                                   "--jobs", std::to_string(opt.jobs), "--top", "0", "--out", csv};
+                                   "--jobs", std::to_string(opt.jobs), "--top", "0", "--out", csv, "--no-db"};
   if (s.causal) args.push_back("--causal");
   if (opt.cache_dir.empty()) args.push_back("--no-cache");
   else args.insert(args.end(), {"--cache-dir", opt.cache_dir});
@@ -185,6 +195,13 @@ tune_options make_tune_options(const options& opt, progress_line& progress) {
   t.timing.min_reps = opt.min_reps;
   t.timing.max_reps = opt.max_reps;
   t.timing.min_total_ms = opt.min_time_ms;
+  t.timing.max_total_ms = opt.max_time_ms;
+  t.timing.max_noise = opt.max_noise;
+  t.search = parse_search(opt.search);
+  t.samples = opt.samples;
+  if (opt.budget_s > 0)
+    t.deadline = std::chrono::steady_clock::now() +
+                 std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(opt.budget_s));
   t.timing.kernel_timeout_s = opt.kernel_timeout_s;
   t.progress = [&progress](const std::string& line) { progress(line); };
   for (const auto& c : opt.configs) t.configs.push_back(parse_config_name(c));

@@ -11,5 +11,6 @@ int run_check(const options& opt);
 int run_merge(const options& opt);
 /// `attn-tune bundle ...` (argv from "bundle" on): parses its own options, returns the exit code.
 int run_bundle_main(int argc, char** argv);
+int run_db(const options& opt);
 
 }  // namespace attn

@@ -7,6 +7,7 @@
 
 #include "cli/command_support.hpp"
 #include "cli/commands.hpp"
+#include "cli/db_support.hpp"
 #include "check/verdict.hpp"
 #include "report/best_table.hpp"
 #include "report/csv.hpp"
@@ -16,7 +17,7 @@ namespace attn {
 
 int run_export(const options& opt) {
   if (!std::filesystem::exists(opt.input)) throw invalid_input(fmt::format("export: no such file '{}'", opt.input));
-  const auto entries = export_entries(best_table(read_csv(opt.input)));
+  const auto entries = export_entries(best_table(read_results(opt.input)));
   if (entries.empty()) throw invalid_input(fmt::format("'{}' has no shape with an ok variant to export", opt.input));
   const std::string text = opt.format == "json"     ? export_json(entries)
                            : opt.format == "header" ? export_header(entries, opt.input)
@@ -40,7 +41,7 @@ int run_export(const options& opt) {
 int run_check(const options& opt) {
   if (!std::filesystem::exists(opt.baseline))
     throw invalid_input(fmt::format("check: no such baseline '{}'", opt.baseline));
-  const auto baseline = best_table(read_csv(opt.baseline));
+  const auto baseline = best_table(read_results(opt.baseline));
   if (baseline.empty()) throw invalid_input(fmt::format("baseline '{}' has no shape with an ok variant", opt.baseline));
   if (!have_device(opt)) return 4;
   const gpu_info gpu = open_device(opt, opt.device);

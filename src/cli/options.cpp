@@ -10,6 +10,8 @@
 #include "backend/runtime.hpp"
 #include "codegen/cache.hpp"
 #include "codegen/family.hpp"
+#include "db/tuned_db.hpp"
+#include "run/search.hpp"
 
 namespace attn {
 
@@ -122,7 +124,31 @@ bool parse_options(int argc, char** argv, options& out) {
   app.add_option("--min-reps", out.min_reps, "Timed repetitions per variant, at least")->capture_default_str();
   app.add_option("--max-reps", out.max_reps, "Timed repetitions per variant, at most")->capture_default_str();
   app.add_option("--min-time-ms", out.min_time_ms,
-                 "Repeat until the timed kernels add up to this many ms")->capture_default_str();
+                 "Repeat at least until the timed kernels add up to this many ms")->capture_default_str();
+  app.add_option("--max-time-ms", out.max_time_ms,
+                 "Stop repeating once the timed kernels add up to this many ms, however noisy")
+      ->capture_default_str();
+  app.add_option("--max-noise", out.max_noise,
+                 "Stop repeating once the median is known to this relative precision: the half-width of "
+                 "its 95% confidence interval (order statistics) over the median, e.g. 0.01 = 1%; 0 = "
+                 "only --max-time-ms and --max-reps stop")
+      ->capture_default_str();
+  app.add_option("--search", out.search,
+                 "screen: verify every variant, screen each with a short measurement, then measure to full "
+                 "precision only those that can still win (within the screening's noise of the best, at least "
+                 "the top 3); exhaustive: measure every verified variant to full precision; halving: "
+                 "successive halving (the faster half, twice the precision, until 3 are left); random: "
+                 "--samples configs drawn from the space (compiled, verified, screened)")
+      ->capture_default_str();
+  app.add_option("--budget-s", out.budget_s,
+                 "Stop verifying and timing after this many seconds (from the start of the tuning) and report "
+                 "the best found so far (default: no budget)");
+  app.add_option("--samples", out.samples, "Configs per family that --search random draws")->capture_default_str();
+  app.add_option("--db", out.db_path,
+                 "Tuned-results database (SQLite; env ATTN_TUNE_DB; default ~/.cache/attn-tune/tuned.sqlite): a "
+                 "shape already tuned on this device with these kernel sources and space is answered from it");
+  app.add_flag("--no-db", out.no_db, "Neither read nor write the tuned-results database");
+  app.add_flag("--retune", out.retune, "Measure again even when the database has the answer, and replace it");
   app.add_option("--kernel-timeout-s", out.kernel_timeout_s,
                  "Seconds a variant's kernels may take (its verification run, or a batch of up to 10 timed "
                  "launches) before they count as hung: a hung kernel keeps the GPU busy until attn-tune "
@@ -156,6 +182,12 @@ bool parse_options(int argc, char** argv, options& out) {
   check->add_option("--csv", out.csv_report, "Also write the side-by-side table as CSV");
   check->add_option("--markdown", out.markdown_report, "Also write it as Markdown (for a CI summary page)");
   check->fallthrough();
+  auto* db = app.add_subcommand("db", "See and edit the tuned-results database: list, show ID..., forget ID..., path");
+  db->add_option("action", out.db_action, "list, show, forget or path")
+      ->required()
+      ->check(CLI::IsMember({"list", "show", "forget", "path"}));
+  db->add_option("ids", out.db_ids, "Entry ids (from db list), for show and forget");
+  db->fallthrough();
 
   try {
     app.parse(argc, argv);
@@ -174,6 +206,8 @@ bool parse_options(int argc, char** argv, options& out) {
   if (exp->parsed()) out.command = command::export_table;
   if (check->parsed()) out.command = command::check;
   if (merge->parsed()) out.command = command::merge;
+  if (db->parsed()) out.command = command::db;
+  if (out.db_path.empty()) out.db_path = default_db_path();
   for (int d : out.devices)
     if (d < 0) throw invalid_input(fmt::format("invalid --devices: {} is not a device ordinal", d));
   if (exp->parsed() && out.format != "csv" && out.format != "json" && out.format != "header")
@@ -234,9 +268,17 @@ bool parse_options(int argc, char** argv, options& out) {
     throw invalid_input(fmt::format("invalid --min-reps {} / --max-reps {}: need 1 <= min <= max",
                                     out.min_reps, out.max_reps));
   if (!(out.min_time_ms >= 0)) throw invalid_input(fmt::format("invalid --min-time-ms {}", out.min_time_ms));
+  if (!(out.max_time_ms > 0))
+    throw invalid_input(fmt::format("invalid --max-time-ms {}: must be a positive number of ms", out.max_time_ms));
+  if (!(out.max_noise >= 0 && out.max_noise < 1))
+    throw invalid_input(fmt::format("invalid --max-noise {}: expected a fraction such as 0.01", out.max_noise));
   if (!(out.kernel_timeout_s > 0))
     throw invalid_input(
         fmt::format("invalid --kernel-timeout-s {}: must be a positive number of seconds", out.kernel_timeout_s));
+  parse_search(out.search);  // throws naming a bad one
+  if (!(out.budget_s >= 0))
+    throw invalid_input(fmt::format("invalid --budget-s {}: must be a non-negative number of seconds", out.budget_s));
+  if (out.samples < 1) throw invalid_input(fmt::format("invalid --samples {}: must be at least 1", out.samples));
   if (out.top < 0) throw invalid_input(fmt::format("invalid --top {}", out.top));
   if (out.device < 0) throw invalid_input(fmt::format("invalid --device {}", out.device));
   if (seed_text.empty()) {

@@ -11,7 +11,7 @@
 
 namespace attn {
 
-enum class command { tune, sweep, export_table, check, merge };
+enum class command { tune, sweep, export_table, check, merge, db };
 
 struct options {
   attn::command command = command::tune;
@@ -33,7 +33,12 @@ struct options {
   uint64_t seed = 0;
   int max_reps = 300;
   int min_reps = 20;
-  double min_time_ms = 250;
+  double min_time_ms = 0;     ///< a floor: repeat at least this long
+  double max_time_ms = 250;   ///< the cap: stop after this long, however noisy
+  double max_noise = 0.01;    ///< stop once the median's 95% CI half-width is within this fraction
+  std::string search = "screen";  ///< screen, exhaustive, halving or random (run/search.hpp)
+  double budget_s = 0;            ///< 0 = no budget
+  int samples = 32;               ///< --search random
   double kernel_timeout_s = 60;  ///< a variant whose kernels run longer has hung
   int top = 25;
   // sweep
@@ -42,6 +47,12 @@ struct options {
   std::vector<std::string> configs;  ///< --configs: exactly these, instead of the space
   std::string shard;  ///< "k/n", "auto" or empty
   std::vector<int> devices;  ///< GPUs of this host to spread a sweep over; empty = --device
+  // the tuned-results database
+  std::string db_path;  ///< --db, else ATTN_TUNE_DB, else the default (tuned_db.hpp)
+  bool no_db = false;   ///< --no-db: neither read nor write it
+  bool retune = false;  ///< measure even when the database has the answer, and replace it
+  std::string db_action;             ///< db list|show|forget|path
+  std::vector<std::string> db_ids;   ///< db show/forget
   // merge
   std::vector<std::string> merge_inputs;
   // export

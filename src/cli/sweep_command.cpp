@@ -12,8 +12,11 @@
 
 #include "cli/command_support.hpp"
 #include "cli/commands.hpp"
+#include "cli/db_support.hpp"
+#include "db/shapes_to_tune.hpp"
 #include "report/best_table.hpp"
 #include "report/csv.hpp"
+#include "run/nvml.hpp"
 #include "run/tuner.hpp"
 #include "sweep/merge.hpp"
 #include "sweep/sweep_file.hpp"
@@ -95,13 +98,34 @@ int run_sweep(const options& opt) {
     }
   }
   check_writable(out);
-  const std::vector<bool> done = rows_done(rows, results);
+  std::vector<bool> done = rows_done(rows, results);
+  // Shapes the database answers (tuned on this device, with these kernels and this space) are
+  // skipped, their entry's records going into the results; --retune tunes them again.
+  std::optional<tuned_db> db = open_run_db(opt);
+  const compile_cache key_cache = make_cache(opt);
+  const searched_space space = searched_space_of(opt);
+  const nvml_monitor first_nvml = nvml_monitor::open(first.pci_bus_id, first.ordinal);
+  if (!first_nvml.available() && first.backend == backend::cuda) fmt::print(stderr, "{}\n", first_nvml.note());
+  const device_desc keyed = with_driver(first.desc, first_nvml);
+  auto key_of = [&](const shape& s) { return make_tuning_key(keyed, s, space, key_cache.kernels()); };
+  std::vector<shape> shapes;
+  for (const auto& row : rows) shapes.push_back(row.problem);
+  std::vector<bool> from_db(rows.size());
+  const auto answered = shapes_to_tune(shapes, db ? &*db : nullptr, key_of, opt.retune);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (done[i] || !answered[i]) continue;
+    from_db[i] = true;
+    fmt::print("[{}/{}] {}: in the database (tuned {}), skipped; --retune measures it again\n", i + 1, rows.size(),
+               rows[i].name, answered[i]->tuned_at);
+    results.insert(results.end(), answered[i]->records.begin(), answered[i]->records.end());
+    done[i] = true;
+  }
   const size_t todo = static_cast<size_t>(std::count(done.begin(), done.end(), false));
   fmt::print("sweep {}: {} of {} rows{}, {} already in {}, on {} GPU(s) ({})\n", opt.sweep_file, rows.size(),
              all_rows, opt.shard.empty() ? "" : fmt::format(" (shard {})", opt.shard), rows.size() - todo, out,
              devices.size(), first.desc.name);
   for (size_t i = 0; i < rows.size(); ++i)
-    if (done[i]) fmt::print("[{}/{}] {}: already in {}, skipped\n", i + 1, rows.size(), rows[i].name, out);
+    if (done[i] && !from_db[i]) fmt::print("[{}/{}] {}: already in {}, skipped\n", i + 1, rows.size(), rows[i].name, out);
 
   const compile_cache cache = make_cache(opt);
   const bool one_gpu = devices.size() == 1;
@@ -115,12 +139,14 @@ int run_sweep(const options& opt) {
   // shape, atomically, so an interrupted sweep loses at most the shapes in flight.
   auto worker = [&](int device) {
     const gpu_info gpu = open_device(opt, device);  // the thread's current device
+    const nvml_monitor nvml = nvml_monitor::open(gpu.pci_bus_id, gpu.ordinal);
     bool context_dead = false;
     for (size_t i; (i = next++) < rows.size();) {
       if (done[i]) continue;
       if (runtime_of(gpu).hung()) break;  // a hang on any GPU ends the run: hung kernels keep running
       const sweep_row& row = rows[i];
       tune_options t = make_tune_options(opt, progress);
+      if (gpu.backend == backend::cuda) t.clocks = &nvml;
       t.progress = [&](const std::string& line) {
         if (!one_gpu) return;
         std::lock_guard lock(mutex);
@@ -145,6 +171,8 @@ int run_sweep(const options& opt) {
         continue;
       }
       results.insert(results.end(), r->records.begin(), r->records.end());
+      if (db && r->best && !r->hung) remember(*db, key_of(row.problem), r->records);
+      if (const std::string w = throttle_warning(r->records); !w.empty()) fmt::print(stderr, "{}: {}\n", where, w);
       if (r->hung)
         hangs.push_back(hang_report(r->records[*r->hung], fmt::format("what it measured is in {} (--resume goes "
                                                                       "on with the shapes not in it yet)", out)));

@@ -7,7 +7,10 @@
 #include "backend/hip/hiprtc.hpp"
 #include "cli/command_support.hpp"
 #include "cli/commands.hpp"
+#include "cli/db_support.hpp"
 #include "report/csv.hpp"
+#include "report/phases.hpp"
+#include "run/nvml.hpp"
 #include "report/table.hpp"
 
 namespace attn {
@@ -16,8 +19,7 @@ namespace {
 
 void print_summary(const options& opt, const tune_result& r, const std::string& out_path) {
   fmt::print("{}\n\n{}\n", r.pruning, format_table(r.records, static_cast<size_t>(opt.top)));
-  fmt::print("compiled {} variants ({} from cache) in {:.1f} s; total {:.1f} s\n", r.compiled,
-             r.cached, r.compile_seconds, r.total_seconds);
+  fmt::print("{}\n", phase_summary(r));
   fmt::print("wrote {}\n", out_path);
 }
 
@@ -70,18 +72,37 @@ int run_tune(const options& opt) {
     fmt::print("attn-tune {}: {} on {} ({}, {} CUs, {}, hiprtc {}), seed {}\n", opt.family, describe(opt.problem),
                gpu.desc.name, gpu.desc.arch, gpu.desc.sm_count, gpu.desc.cuda_version, gpu.desc.nvrtc_version,
                opt.seed);
+  std::optional<tuned_db> db = open_run_db(opt);
+  const nvml_monitor nvml = nvml_monitor::open(gpu.pci_bus_id, gpu.ordinal);
+  const tuning_key key = make_tuning_key(with_driver(gpu.desc, nvml), opt.problem, searched_space_of(opt),
+                                         cache.kernels());
+  if (db && !opt.retune)
+    if (const auto hit = db->find(key)) {
+      write_csv(out, hit->records);
+      fmt::print("{}\n\n{}", from_db_note(*hit), format_table(hit->records, static_cast<size_t>(opt.top)));
+      fmt::print("best: {} {}  {:.4f} ms (+-{:.1f}%)  {:.1f} TFLOPS  max error {:.2e}; wrote {}\n", hit->best_family,
+                 hit->best_config, hit->median_ms, 100 * hit->noise, hit->tflops, hit->max_error, out);
+      return 0;
+    }
+  if (gpu.backend == backend::cuda) {  // NVML knows NVIDIA GPUs only
+    if (!nvml.available()) fmt::print(stderr, "{}\n", nvml.note());
+    t.clocks = &nvml;
+  }
   bool context_dead = false;
   const tune_result r = tune_families(opt, opt.problem, gpu, cache, t, context_dead);
   progress.done();
   write_csv(out, r.records);
+  if (const std::string w = throttle_warning(r.records); !w.empty()) fmt::print(stderr, "{}\n", w);
+  // A complete tuning is remembered (a hung one is not: its space was not all measured).
+  if (db && r.best && !r.hung) remember(*db, key, r.records);
   print_summary(opt, r, out);
-  fmt::print("reference: naive {} error {:.3e}, allowed error 2x that + {:.0e} = {:.3e}; timing: median of >= {} reps "
-             "(and >= {:.0f} ms), L2 flushed before each\n",
-             to_string(opt.problem.dtype), r.lowp_error, 1e-4, r.allowed_error, opt.min_reps, opt.min_time_ms);
+  fmt::print("reference: naive {} error {:.3e}, allowed error 2x that + {:.0e} = {:.3e}; {}\n",
+             to_string(opt.problem.dtype), r.lowp_error, 1e-4, r.allowed_error, timing_summary(t.timing, t.search));
   if (r.best) {
     const record& b = r.records[*r.best];
-    fmt::print("best: {} {}  {:.4f} ms (IQR {:.4f}, {} reps)  {:.1f} TFLOPS  max error {:.2e}\n",
-               b.family, name(b.config), b.median_ms, b.iqr_ms, b.reps, b.tflops, b.max_error);
+    fmt::print("best: {} {}  {:.4f} ms (+-{:.1f}%, IQR {:.4f}, {} reps)  {:.1f} TFLOPS  max error {:.2e}{}\n",
+               b.family, name(b.config), b.median_ms, 100 * b.noise, b.iqr_ms, b.reps, b.tflops, b.max_error,
+               b.tied ? "  (tied: within the noise of a faster one, and simpler)" : "");
     fmt::print("memory: a materializing attention needs {} extra (fp32 scores + {} probabilities); "
                "the fused kernel needs {} (its LSE, measured): {:.0f}x less\n",
                human_bytes(double(b.materialized_bytes)), to_string(opt.problem.dtype),

@@ -20,7 +20,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr size_t column_count = 40;
+constexpr size_t column_count = 48;
+// Schema 3 files end before "noise"; the columns from there on are read when present.
+constexpr size_t schema3_columns = 40;
 
 // clang-format off
 const std::array<const char*, column_count> column_names{
@@ -29,7 +31,9 @@ const std::array<const char*, column_count> column_names{
     "causal", "config", "block_m", "block_n", "warps", "stages", "status", "message",
     "compile_ms", "cached", "registers", "spill_bytes", "shared_memory_bytes", "reps",
     "median_ms", "iqr_ms", "tflops", "max_error", "allowed_error", "materialized_bytes",
-    "fused_extra_bytes", "memory_saving_ratio", "rank", "kernel_hash"};
+    "fused_extra_bytes", "memory_saving_ratio", "rank", "kernel_hash",
+    "noise", "measured", "sm_clock_before_mhz", "sm_clock_after_mhz", "temperature_c", "power_w",
+    "throttle", "tied"};
 // clang-format on
 
 // fast-cpp-csv-parser splits the input into lines before it looks at quotes, so a quoted
@@ -98,8 +102,8 @@ record parse_record(const std::array<std::string, column_count>& f) {
   };
 
   const int version = integer();
-  if (version != csv_schema_version)
-    throw invalid_input(fmt::format("unknown schema_version {} (this build reads version {})",
+  if (version != csv_schema_version && version != 3)
+    throw invalid_input(fmt::format("unknown schema_version {} (this build reads versions 3 and {})",
                                     version, csv_schema_version));
   record r;
   r.device.name = next();
@@ -156,6 +160,15 @@ record parse_record(const std::array<std::string, column_count>& f) {
   r.memory_saving_ratio = real();
   r.rank = integer();
   r.kernel_hash = next();
+  if (version == 3) return r;
+  r.noise = real();
+  r.measured = parse_measurement(next());
+  r.clocks.sm_clock_before_mhz = integer();
+  r.clocks.sm_clock_after_mhz = integer();
+  r.clocks.temperature_c = integer();
+  r.clocks.power_w = real();
+  r.clocks.throttle = parse_number<uint64_t>(next(), column());
+  r.tied = flag();
   return r;
 }
 
@@ -184,14 +197,16 @@ std::string csv_row(const record& r) {
   const auto& c = r.config;
   return fmt::format(
       "{},{},{},{}.{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},"
-      "{},{},{},{},{},{},{},{},{},{},{},{}",
+      "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
       csv_schema_version, csv_field(d.name), csv_field(d.arch), d.cc_major, d.cc_minor, d.sm_count,
       csv_field(d.cuda_version), csv_field(d.nvrtc_version), csv_field(r.family), s.batch, s.heads,
       s.kv_heads, s.q_len, s.kv_len, s.head_dim, to_string(s.dtype), to_string(s.layout),
       s.causal ? 1 : 0, name(c), c.block_m, c.block_n, c.warps, c.stages, to_string(r.status),
       csv_field(r.message), r.compile_ms, r.cached ? 1 : 0, r.registers, r.spill_bytes,
       r.shared_memory_bytes, r.reps, r.median_ms, r.iqr_ms, r.tflops, r.max_error, r.allowed_error,
-      r.materialized_bytes, r.fused_extra_bytes, r.memory_saving_ratio, r.rank, csv_field(r.kernel_hash));
+      r.materialized_bytes, r.fused_extra_bytes, r.memory_saving_ratio, r.rank, csv_field(r.kernel_hash),
+      r.noise, to_string(r.measured), r.clocks.sm_clock_before_mhz, r.clocks.sm_clock_after_mhz,
+      r.clocks.temperature_c, r.clocks.power_w, r.clocks.throttle, r.tied ? 1 : 0);
 }
 
 void write_csv(const std::string& path, const std::vector<record>& rows) {
@@ -223,15 +238,24 @@ void write_csv(const std::string& path, const std::vector<record>& rows) {
   }
 }
 
-std::vector<record> read_csv(const std::string& path) {
+namespace {
+
+// `source...` names the file (and, for text held in memory, its first and last byte).
+template <class... Source>
+std::vector<record> read_records(const std::string& path, Source... source) {
   std::vector<record> rows;
   try {
     io::CSVReader<column_count, io::trim_chars<' ', '\t'>, io::double_quote_escape<',', '"'>>
-        reader(path);
+        reader(path, source...);
     // Columns may come in any order, but every one must be there and none may be extra:
     // a file from another schema should fail here rather than load half-filled records.
-    std::apply([&](auto... names) { reader.read_header(io::ignore_no_column, names...); },
+    std::apply([&](auto... names) { reader.read_header(io::ignore_missing_column, names...); },
                column_names);
+    // A schema 3 file lacks the columns from "noise" on; any other missing column is an error.
+    const bool newer = reader.has_column(column_names[schema3_columns]);
+    for (size_t i = 0; i < column_count; ++i)
+      if (!reader.has_column(column_names[i]) && (i < schema3_columns || newer))
+        throw read_error(path, fmt::format("the header lacks column '{}'", column_names[i]));
     std::array<std::string, column_count> fields;
     while (std::apply([&](auto&... f) { return reader.read_row(f...); }, fields)) {
       try {
@@ -244,6 +268,23 @@ std::vector<record> read_csv(const std::string& path) {
     throw read_error(path, e.what());
   }
   return rows;
+}
+
+}  // namespace
+
+std::vector<record> read_csv(const std::string& path) { return read_records(path); }
+
+std::vector<record> read_csv_text(const std::string& text, const std::string& origin) {
+  return read_records(origin, text.data(), text.data() + text.size());
+}
+
+std::string csv_text(const std::vector<record>& rows) {
+  std::string out;
+  const auto& columns = csv_columns();
+  for (size_t i = 0; i < columns.size(); ++i) out += (i ? "," : "") + columns[i];
+  out += '\n';
+  for (const record& r : rows) out += csv_row(r) + '\n';
+  return out;
 }
 
 void check_writable(const std::string& path) {

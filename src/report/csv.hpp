@@ -19,6 +19,10 @@ void write_csv(const std::string& path, const std::vector<record>& rows);
 /// Throws std::runtime_error naming the file (and line) on a missing file, wrong header,
 /// unknown schema version or bad field.
 std::vector<record> read_csv(const std::string& path);
+/// The same for CSV text held in memory (a database entry); `origin` names it in errors.
+std::vector<record> read_csv_text(const std::string& text, const std::string& origin);
+/// Header + rows, as write_csv writes them.
+std::string csv_text(const std::vector<record>& rows);
 /// Checks that `path` can be written (creating parent directories) without leaving a file
 /// behind; throws std::runtime_error naming the path if not.
 void check_writable(const std::string& path);

@@ -1,14 +1,13 @@
 #include "report/record.hpp"
 
-#include <array>
-#include <utility>
+#include "plan/enum_names.hpp"
 
 namespace attn {
 
 namespace {
 
 // One table for both directions, so a new status cannot be printable but unparsable.
-constexpr std::array<std::pair<status, const char*>, 6> status_names{{
+constexpr enum_table<status, 6> status_names{{
     {status::ok, "ok"},
     {status::wrong, "wrong"},
     {status::compile_error, "compile_error"},
@@ -17,17 +16,25 @@ constexpr std::array<std::pair<status, const char*>, 6> status_names{{
     {status::compiled, "compiled"},
 }};
 
+constexpr enum_table<measurement, 3> measurement_names{{
+    {measurement::none, ""},
+    {measurement::screened, "screened"},
+    {measurement::full, "full"},
+}};
+
 }  // namespace
 
-std::string to_string(status s) {
-  for (const auto& [value, text] : status_names)
-    if (value == s) return text;
-  return "unknown";
+std::string to_string(measurement m) { return name_in(measurement_names, m, ""); }
+
+measurement parse_measurement(const std::string& text) {
+  if (const auto m = value_in(measurement_names, text)) return *m;
+  throw invalid_input("unknown measurement '" + text + "' (expected screened, full or nothing)");
 }
 
+std::string to_string(status s) { return name_in(status_names, s, "unknown"); }
+
 status parse_status(const std::string& text) {
-  for (const auto& [value, name] : status_names)
-    if (text == name) return value;
+  if (const auto s = value_in(status_names, text)) return *s;
   throw invalid_input("unknown status '" + text +
                       "' (expected ok, wrong, compile_error, pruned, launch_error or compiled)");
 }

@@ -8,7 +8,9 @@
 
 namespace attn {
 
-constexpr int csv_schema_version = 3;  // 2: added "rank"; 3: added "kernel_hash"
+// 2: added "rank"; 3: added "kernel_hash"; 4: added "noise", "measured" and the clocks (sm_clock_*,
+// temperature_c, power_w, throttle) at the end. Version 3 files are still read.
+constexpr int csv_schema_version = 4;
 
 struct device_desc {
   std::string name;          ///< "NVIDIA H200", or "(compile-only)"
@@ -17,6 +19,23 @@ struct device_desc {
   int sm_count = 0;
   std::string cuda_version;  ///< runtime/driver, "13.0"
   std::string nvrtc_version;  ///< "13.0"
+};
+
+/// How a variant was timed: not at all, by the short screening only, or to full precision.
+enum class measurement { none, screened, full };
+std::string to_string(measurement m);            ///< "", "screened", "full"
+measurement parse_measurement(const std::string& text);  ///< throws invalid_input
+
+/// NVML's "GPU idle" throttle reason: the only one that says nothing about the measurement.
+constexpr uint64_t throttle_idle = 0x1;
+
+/// The GPU's state around one variant's timing, read through NVML (run/nvml.hpp); all 0 when
+/// NVML is absent.
+struct clock_state {
+  int sm_clock_before_mhz = 0, sm_clock_after_mhz = 0;
+  int temperature_c = 0;       ///< after
+  double power_w = 0;          ///< after
+  uint64_t throttle = 0;       ///< NVML's throttle (clocks event) reason bits set before or after
 };
 
 enum class status { ok, wrong, compile_error, pruned, launch_error, compiled };
@@ -43,6 +62,11 @@ struct record {
   double memory_saving_ratio = 0;  ///< materialized_bytes / fused_extra_bytes
   int rank = 0;  ///< 1 = the tuner's choice, then the other ok variants by median; 0 = not ranked
   std::string kernel_hash;  ///< hash of the kernels/ sources compiled (16 hex digits)
+  double noise = 0;  ///< relative 95% CI half-width of median_ms (run/noise.hpp), 0.01 = 1%
+  attn::measurement measured = measurement::none;
+  clock_state clocks;
+  /// Rank 1 by the tie rule (within the noise of a faster median, and simpler), not by its median.
+  bool tied = false;
 };
 
 }  // namespace attn

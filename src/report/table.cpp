@@ -46,10 +46,11 @@ struct column {
 
 // Numbers sit one space apart (their titles are mostly wider than the values), which leaves
 // room for a useful part of the message within the table width.
-constexpr std::array<column, 10> columns{{
+constexpr std::array<column, 11> columns{{
     {"#", align::right, 0},
     {"config", align::left, 2},
     {"ms", align::right, 2},
+    {"+-%", align::right, 1},
     {"IQR", align::right, 1},
     {"TFLOPS", align::right, 1},
     {"error", align::right, 1},
@@ -79,6 +80,7 @@ cells make_cells(const record& r, size_t ok_rank) {
       ok_rank ? fmt::format("{}", ok_rank) : "-",
       r.family + " " + name(r.config),
       timed ? fmt::format("{:.4f}", r.median_ms) : "-",
+      timed && r.noise > 0 ? fmt::format("{:.1f}", 100 * r.noise) : "-",
       timed ? fmt::format("{:.4f}", r.iqr_ms) : "-",
       timed ? fmt::format("{:.1f}", r.tflops) : "-",
       checked ? fmt::format("{:.2e}", r.max_error) : "-",
@@ -87,11 +89,20 @@ cells make_cells(const record& r, size_t ok_rank) {
       r.shared_memory_bytes > 0
           ? fmt::format("{:.1f}", static_cast<double>(r.shared_memory_bytes) / 1024.0)
           : "-",
-      to_string(r.status),
+      // How an ok variant was timed: to full precision, or by the short screening only.
+      to_string(r.status) + (r.measured == measurement::screened ? " screen"
+                             : r.measured == measurement::full   ? " full"
+                                                                 : ""),
   };
 }
 
-void append_line(std::string& out, const cells& row, const std::array<size_t, 10>& widths,
+// Rank 1 slower than a later rank needs its reason beside it.
+std::string message_of(const record& r) {
+  if (!r.tied) return r.message;
+  return "tied: within the noise of a faster one, simpler" + (r.message.empty() ? "" : "; " + r.message);
+}
+
+void append_line(std::string& out, const cells& row, const std::array<size_t, columns.size()>& widths,
                  const std::string& message) {
   std::string line;
   for (size_t i = 0; i < columns.size(); ++i) {
@@ -156,7 +167,7 @@ std::string format_table(const std::vector<record>& rows, size_t limit) {
   out += std::string(std::min(used + message_width, table_width), '-');
   out += '\n';
   for (size_t k = 0; k < shown; ++k)
-    append_line(out, body[k], widths, shorten(rows[order[k]].message, message_width));
+    append_line(out, body[k], widths, shorten(message_of(rows[order[k]]), message_width));
   if (shown < order.size()) {
     const size_t left_out = order.size() - shown;
     out += fmt::format("({} more row{} not shown)\n", left_out, left_out == 1 ? "" : "s");

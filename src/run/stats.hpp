@@ -7,6 +7,7 @@ namespace attn {
 struct summary {
   int count = 0;
   double median = 0, q1 = 0, q3 = 0, iqr = 0, min = 0, max = 0;
+  double noise = 0;  ///< relative_median_noise (run/noise.hpp), set by time_kernel
 };
 
 /// Quantile with linear interpolation between order statistics (numpy's default).

@@ -4,6 +4,7 @@
 #include <functional>
 
 #include "backend/resources.hpp"
+#include "run/noise.hpp"
 #include "run/stats.hpp"
 
 namespace attn {
@@ -12,7 +13,11 @@ struct timing_options {
   int warmup = 3;
   int min_reps = 20;         ///< always at least this many
   int max_reps = 300;        ///< never more
-  double min_total_ms = 250; ///< keep repeating until the timed kernels add up to this
+  double min_total_ms = 0;   ///< keep repeating until the timed kernels add up to this
+  double max_total_ms = 250; ///< stop once they add up to this (the time cap), however noisy
+  /// Stop once the median's 95% confidence half-width is within this fraction of it
+  /// (relative_median_noise); 0: only the caps stop.
+  double max_noise = 0.01;
   /// One wait for a variant's kernels (its verification run, its warm-up, a batch of up to 10
   /// timed launches) that lasts longer is a hang: kernel_hung.
   double kernel_timeout_s = 60;
@@ -48,7 +53,11 @@ class event_pair {
   event_t m_start = nullptr, m_stop = nullptr;
 };
 
-/// Times `launch` (which enqueues one kernel on the stream). Throws device_error on failure,
+/// The stopping rule of these options (noise.hpp).
+stopping_rule stopping_rule_of(const timing_options& options);
+
+/// Times `launch` (which enqueues one kernel on the stream) until enough_samples(); the summary's
+/// noise is relative_median_noise of the samples. Throws device_error on failure,
 /// kernel_hung when the kernels do not finish.
 summary time_kernel(const device_runtime& rt, const std::function<void(stream_t)>& launch, l2_flusher& flusher,
                     const timing_options& options, stream_t stream);

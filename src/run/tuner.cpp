@@ -14,6 +14,7 @@
 #include "verify/row_sample.hpp"
 #include "verify/tolerance.hpp"
 #include "run/launch.hpp"
+#include "run/nvml.hpp"
 
 namespace attn {
 
@@ -24,11 +25,10 @@ double seconds_since(clock_type::time_point t) {
   return std::chrono::duration<double>(clock_type::now() - t).count();
 }
 
-// Verifies one compiled variant, then times it if it is right.
-void run_variant(variant& v, const problem& pr, const reference_outputs& ref,
-                 const std::vector<cpu_sample>& samples, const support_kernels& support,
-                 const gpu_info& gpu, l2_flusher& flusher, const timing_options& timing,
-                 double allowed, stream_t stream) {
+// Verifies one compiled variant; timing comes later (run_search), for those that pass.
+void verify_variant(variant& v, const problem& pr, const reference_outputs& ref,
+                    const std::vector<cpu_sample>& samples, const support_kernels& support,
+                    const gpu_info& gpu, const timing_options& timing, double allowed, stream_t stream) {
   record& r = v.rec;
   const device_runtime& rt = support.rt;
   const loaded_variant kernel = load_variant(rt, v.cubin, r, gpu.ordinal);
@@ -58,14 +58,25 @@ void run_variant(variant& v, const problem& pr, const reference_outputs& ref,
     r.message = fmt::format("float64 CPU check of {} sampled rows failed (error {:.3e})",
                             samples.size(), cpu_err);
   }
-  if (r.status == status::wrong) return;
+}
 
-  const summary t = time_kernel(rt, [&](stream_t st) { launch(rt, plan, st); }, flusher,
-                                timing, stream);
+// Times a verified variant with these options; the record keeps the last measurement.
+void time_variant(variant& v, const problem& pr, const support_kernels& support, const gpu_info& gpu,
+                  l2_flusher& flusher, const timing_options& timing, const nvml_monitor* clocks,
+                  stream_t stream) {
+  record& r = v.rec;
+  const device_runtime& rt = support.rt;
+  const loaded_variant kernel = load_variant(rt, v.cubin, r, gpu.ordinal);
+  const launch_plan plan = plan_launch(kernel, r, pr, gpu);
+  const std::optional<gpu_state> before = clocks ? clocks->read() : std::nullopt;
+  const summary t = time_kernel(rt, [&](stream_t st) { launch(rt, plan, st); }, flusher, timing, stream);
+  const std::optional<gpu_state> after = clocks ? clocks->read() : std::nullopt;
+  if (before && after) r.clocks = clocks_of(*before, *after);
   r.status = status::ok;
   r.reps = t.count;
   r.median_ms = t.median;
   r.iqr_ms = t.iqr;
+  r.noise = t.noise;
   r.tflops = tflops(pr.shp, t.median);
 }
 
@@ -79,13 +90,32 @@ void check_grid_limits(const shape& s) {
 }  // namespace
 
 std::vector<tile_config> configs_of(const tune_options& options) {
-  return options.configs.empty() ? options.space.enumerate() : options.configs;
+  if (!options.configs.empty()) return options.configs;
+  const auto all = options.space.enumerate();
+  return options.search == search_kind::random ? sample_configs(all, options.samples, options.seed) : all;
 }
 
+namespace {
+
+// An ok record that can win: when any ok record was measured to full precision, only those (a
+// screened-only median is too coarse to beat one); else every ok record.
+std::vector<bool> contenders(const std::vector<record>& rows) {
+  const bool any_full = std::any_of(rows.begin(), rows.end(), [](const record& r) {
+    return r.status == status::ok && r.measured == measurement::full;
+  });
+  std::vector<bool> out(rows.size());
+  for (size_t i = 0; i < rows.size(); ++i)
+    out[i] = rows[i].status == status::ok && (!any_full || rows[i].measured != measurement::screened);
+  return out;
+}
+
+}  // namespace
+
 std::optional<size_t> choose_best(const std::vector<record>& rows) {
+  const std::vector<bool> can_win = contenders(rows);
   std::optional<size_t> fastest;
   for (size_t i = 0; i < rows.size(); ++i)
-    if (rows[i].status == status::ok && (!fastest || rows[i].median_ms < rows[*fastest].median_ms))
+    if (can_win[i] && (!fastest || rows[i].median_ms < rows[*fastest].median_ms))
       fastest = i;
   if (!fastest) return std::nullopt;
   // The fastest's IQR is the noise, but never less than 1% nor more than 2% of its median: a
@@ -94,7 +124,7 @@ std::optional<size_t> choose_best(const std::vector<record>& rows) {
   const double window = std::clamp(rows[*fastest].iqr_ms, 0.01 * median, 0.02 * median);
   size_t best = *fastest;
   for (size_t i = 0; i < rows.size(); ++i)
-    if (rows[i].status == status::ok && rows[i].median_ms <= rows[*fastest].median_ms + window &&
+    if (can_win[i] && rows[i].median_ms <= rows[*fastest].median_ms + window &&
         simpler_than(rows[i].config, rows[best].config))
       best = i;
   return best;
@@ -104,12 +134,22 @@ void assign_ranks(std::vector<record>& rows, std::optional<size_t> best) {
   std::vector<size_t> ok;
   for (size_t i = 0; i < rows.size(); ++i) {
     rows[i].rank = 0;
+    rows[i].tied = false;
     if (rows[i].status == status::ok && (!best || i != *best)) ok.push_back(i);
   }
-  std::stable_sort(ok.begin(), ok.end(),
-                   [&](size_t a, size_t b) { return rows[a].median_ms < rows[b].median_ms; });
+  // Fully measured variants before screened-only ones (contenders()), each by median.
+  const std::vector<bool> can_win = contenders(rows);
+  std::stable_sort(ok.begin(), ok.end(), [&](size_t a, size_t b) {
+    if (can_win[a] != can_win[b]) return bool(can_win[a]);
+    return rows[a].median_ms < rows[b].median_ms;
+  });
   int next = 1;
-  if (best) rows[*best].rank = next++;
+  if (best) {
+    rows[*best].rank = next++;
+    rows[*best].tied = std::any_of(ok.begin(), ok.end(), [&](size_t i) {
+      return can_win[i] && rows[i].median_ms < rows[*best].median_ms;
+    });
+  }
   for (size_t i : ok) rows[i].rank = next++;
 }
 
@@ -187,6 +227,38 @@ tune_result tune(const shape& s, const gpu_info& gpu, const compile_cache& cache
   int ran = 0;
   bool lost = false;
   const char* vendor = gpu.backend == backend::cuda ? "CUDA" : "HIP";
+  auto budget_spent = [&] { return options.deadline && clock_type::now() >= *options.deadline; };
+  const std::string budget_note = "not timed: the --budget-s budget was spent first";
+  // A variant that failed on the device: its record says why; a lost context is reset (the
+  // checking state rebuilt) or, when it cannot be, the run's remaining variants are not run here.
+  auto fail = [&](variant& v, const std::exception& e) {
+    record& r = v.rec;
+    r.status = status::launch_error;
+    r.message = e.what();
+    if (dynamic_cast<const kernel_hung*>(&e)) {
+      result.hung = static_cast<size_t>(&v - variants.data());
+      return;
+    }
+    if (!rt.context_lost()) return;
+    state.reset();
+    if (rt.reset_device(gpu.ordinal)) {
+      r.message += fmt::format(" (the {} context was lost; the device was reset and the run goes on)", vendor);
+      state = make_state();
+    } else {
+      r.message += fmt::format(" (the {} context was lost and the device could not be reset)", vendor);
+      lost = true;
+    }
+  };
+  auto not_run_here = [&](variant& v) {
+    v.rec.status = status::launch_error;
+    v.rec.message = fmt::format(
+        "not run: an earlier variant lost the {} context and the device could not be reset", vendor);
+    result.not_run.push_back(static_cast<size_t>(&v - variants.data()));
+  };
+
+  // Phase 1: every variant that compiled is verified; nothing is timed before it passes.
+  const auto verify_start = clock_type::now();
+  std::vector<size_t> passed;  // indices into variants
   for (auto& v : variants) {
     record& r = v.rec;
     r.fused_extra_bytes = fused_extra;
@@ -200,35 +272,70 @@ tune_result tune(const shape& s, const gpu_info& gpu, const compile_cache& cache
       continue;
     }
     if (lost) {
-      r.status = status::launch_error;
-      r.message = fmt::format("not run: an earlier variant lost the {} context and the device could not be reset",
-                              vendor);
-      result.not_run.push_back(static_cast<size_t>(&v - variants.data()));
+      not_run_here(v);
       continue;
     }
-    say(fmt::format("verifying and timing {}/{}: {}", ++ran, to_run, name(r.config)));
+    if (budget_spent()) {
+      result.budget_spent = true;
+      r.message = "not verified: the --budget-s budget was spent first";
+      continue;
+    }
+    say(fmt::format("verifying {}/{}: {}", ++ran, to_run, name(r.config)));
     try {
-      run_variant(v, *state->pr, state->ref, state->samples, *state->support, gpu, *state->flusher, options.timing,
-                  result.allowed_error, state->stream->get());
-    } catch (const kernel_hung& e) {
-      r.status = status::launch_error;
-      r.message = e.what();
-      result.hung = static_cast<size_t>(&v - variants.data());
+      verify_variant(v, *state->pr, state->ref, state->samples, *state->support, gpu, options.timing,
+                     result.allowed_error, state->stream->get());
+      if (r.status == status::compiled) passed.push_back(static_cast<size_t>(&v - variants.data()));
     } catch (const std::exception& e) {
-      r.status = status::launch_error;
-      r.message = e.what();
-      if (rt.context_lost()) {
-        state.reset();
-        if (rt.reset_device(gpu.ordinal)) {
-          r.message += fmt::format(" (the {} context was lost; the device was reset and the run goes on)", vendor);
-          state = make_state();
-        } else {
-          r.message += fmt::format(" (the {} context was lost and the device could not be reset)", vendor);
-          lost = true;
-        }
-      }
+      fail(v, e);
     }
   }
+  result.verify_seconds = seconds_since(verify_start);
+  result.verified = static_cast<int>(passed.size());
+
+  // Phase 2: timing, as the search decides (screening, then full precision for the contenders).
+  search_settings settings;
+  settings.kind = options.search;
+  settings.full = options.timing;
+  settings.keep_top = options.keep_top;
+  int timed = 0;
+  auto measure = [&](size_t k, const timing_options& timing) -> std::optional<summary> {
+    variant& v = variants[passed[k]];
+    if (lost) {
+      not_run_here(v);
+      return std::nullopt;
+    }
+    say(fmt::format("timing {} ({}): {}", ++timed, &timing == &settings.full ? "full" : "screen", name(v.rec.config)));
+    try {
+      time_variant(v, *state->pr, *state->support, gpu, *state->flusher, timing, options.clocks,
+                   state->stream->get());
+    } catch (const std::exception& e) {
+      fail(v, e);
+      return std::nullopt;
+    }
+    summary t;
+    t.count = v.rec.reps;
+    t.median = v.rec.median_ms;
+    t.iqr = v.rec.iqr_ms;
+    t.noise = v.rec.noise;
+    return t;
+  };
+  const search_outcome searched = run_search(
+      passed.size(), settings, measure, budget_spent, [&] { return result.hung.has_value(); },
+      [&] { return seconds_since(start); });
+  for (size_t k = 0; k < passed.size(); ++k) {
+    record& r = variants[passed[k]].rec;
+    if (searched.failed[k]) continue;
+    r.measured = searched.measured[k];
+    if (r.measured == measurement::none && r.status == status::compiled) {
+      r.message = result.hung ? "not timed: an earlier variant hung" : budget_note;
+      if (result.hung) r.status = status::launch_error;
+    }
+  }
+  result.screened = searched.screened;
+  result.refined = searched.refined;
+  result.screen_seconds = searched.screen_seconds;
+  result.refine_seconds = searched.refine_seconds;
+  result.budget_spent = result.budget_spent || searched.budget_spent;
   state.reset();
   for (auto& v : variants) result.records.push_back(v.rec);
   result.best = choose_best(result.records);

@@ -1,6 +1,7 @@
 #pragma once
 // The candidate loop for one shape: build the variants, verify each against the reference on
 // fresh random inputs, time the ones that pass, choose the best.
+#include <chrono>
 #include <functional>
 #include <optional>
 #include <string>
@@ -9,6 +10,7 @@
 #include "backend/runtime.hpp"
 #include "codegen/cache.hpp"
 #include "codegen/compile_pool.hpp"
+#include "run/search.hpp"
 #include "run/timer.hpp"
 
 namespace attn {
@@ -18,7 +20,15 @@ struct tune_options {
   search_space space = default_space();
   std::vector<tile_config> configs;  ///< when not empty: exactly these, instead of `space`
   int jobs = 0;  ///< compile threads; 0 = all cores
-  timing_options timing;
+  timing_options timing;  ///< the full-precision measurement
+  search_kind search = search_kind::screen;
+  int keep_top = 3;  ///< the screening refines at least this many
+  int samples = 32;  ///< --search random: configs drawn from the space
+  /// --budget-s: nothing more is verified or timed after this (the best so far stands).
+  std::optional<std::chrono::steady_clock::time_point> deadline;
+  /// Reads the GPU's clocks before and after each timing (record::clocks); nullptr or unavailable:
+  /// not recorded.
+  const class nvml_monitor* clocks = nullptr;
   uint64_t seed = 0;
   int64_t reference_chunk_bytes = int64_t(1) << 30;
   int cpu_check_rows = 8;
@@ -31,6 +41,9 @@ struct tune_result {
   double lowp_error = 0, allowed_error = 0;
   double compile_seconds = 0, total_seconds = 0;
   int compiled = 0, cached = 0;
+  int verified = 0, screened = 0, refined = 0;  ///< verified: passed the checks
+  double verify_seconds = 0, screen_seconds = 0, refine_seconds = 0;
+  bool budget_spent = false;  ///< --budget-s ran out before every variant was measured
   std::string pruning;  ///< pruning_summary()
   std::string best_cubin;
   /// Indices of records not run because an earlier variant lost the device context and the device
@@ -42,13 +55,17 @@ struct tune_result {
   std::optional<size_t> hung;
 };
 
-/// The configs a run covers: options.configs if given, else options.space.enumerate().
+/// The configs a run covers: options.configs if given, else options.space.enumerate() (with
+/// --search random, options.samples of them drawn with options.seed).
 std::vector<tile_config> configs_of(const tune_options& options);
 
 /// Near-ties go to the simpler config: among ok records whose median is within the fastest's
-/// IQR of it (clamped to 1%..2% of its median), the simplest (simpler_than) wins.
+/// IQR of it (clamped to 1%..2% of its median), the simplest (simpler_than) wins. When any ok
+/// record was measured in full, screened-only ones (measurement::screened) cannot win.
 std::optional<size_t> choose_best(const std::vector<record>& rows);
-/// Sets record::rank: 1 for `best`, then 2, 3, ... for the other ok records by median.
+/// Sets record::rank: 1 for `best`, then 2, 3, ... for the other ok records by median (fully
+/// measured ones before screened-only ones); record::tied on `best` when a record ranked after
+/// it has a faster median.
 void assign_ranks(std::vector<record>& rows, std::optional<size_t> best);
 
 /// Device memory a tuning run of s needs (inputs, outputs, reference, L2 flush buffer).

@@ -68,3 +68,25 @@ TEST(assign_ranks, best_first_then_by_median) {
 
 }  // namespace
 }  // namespace attn
+
+namespace attn {
+namespace {
+
+TEST(assign_ranks, a_tied_winner_slower_than_rank_two_is_marked) {
+  std::vector<record> rows(2);
+  for (auto& r : rows) r.status = status::ok, r.measured = measurement::full;
+  rows[0].config = {128, 64, 4, 3}, rows[0].median_ms = 1.000, rows[0].iqr_ms = 0.0001;
+  rows[1].config = {128, 64, 4, 2}, rows[1].median_ms = 1.005, rows[1].iqr_ms = 0.0001;
+  const auto best = choose_best(rows);
+  ASSERT_EQ(best, 1u);  // the simpler one, within 1%
+  assign_ranks(rows, best);
+  EXPECT_TRUE(rows[1].tied);
+  EXPECT_FALSE(rows[0].tied);
+  // A winner that is also the fastest is not tied.
+  rows[1].median_ms = 0.99;
+  assign_ranks(rows, choose_best(rows));
+  EXPECT_FALSE(rows[1].tied);
+}
+
+}  // namespace
+}  // namespace attn

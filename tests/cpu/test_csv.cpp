@@ -69,6 +69,10 @@ record make_record(int i) {
   r.memory_saving_ratio = 16384.5 + i;
   r.rank = 7 + i;
   r.kernel_hash = "00000000deadbeef";
+  r.noise = 0.0125 + 0.001 * i;
+  r.measured = i % 3 == 0 ? measurement::full : i % 3 == 1 ? measurement::screened : measurement::none;
+  r.clocks = {1980 - i, 1755 + i, 61 + i, 412.5 + i, uint64_t{1} << (i + 2)};
+  r.tied = i % 2 == 0;
   return r;
 }
 
@@ -125,6 +129,14 @@ void expect_same(const record& a, const record& b) {
   EXPECT_EQ(a.memory_saving_ratio, b.memory_saving_ratio);
   EXPECT_EQ(a.rank, b.rank);
   EXPECT_EQ(a.kernel_hash, b.kernel_hash);
+  EXPECT_EQ(a.noise, b.noise);
+  EXPECT_EQ(a.measured, b.measured);
+  EXPECT_EQ(a.clocks.sm_clock_before_mhz, b.clocks.sm_clock_before_mhz);
+  EXPECT_EQ(a.clocks.sm_clock_after_mhz, b.clocks.sm_clock_after_mhz);
+  EXPECT_EQ(a.clocks.temperature_c, b.clocks.temperature_c);
+  EXPECT_EQ(a.clocks.power_w, b.clocks.power_w);
+  EXPECT_EQ(a.clocks.throttle, b.clocks.throttle);
+  EXPECT_EQ(a.tied, b.tied);
 }
 
 std::string read_text(const std::string& p) {
@@ -182,7 +194,9 @@ TEST(csv, columns_are_the_documented_ones) {
       "causal", "config", "block_m", "block_n", "warps", "stages", "status", "message",
       "compile_ms", "cached", "registers", "spill_bytes", "shared_memory_bytes", "reps",
       "median_ms", "iqr_ms", "tflops", "max_error", "allowed_error", "materialized_bytes",
-      "fused_extra_bytes", "memory_saving_ratio", "rank", "kernel_hash"};
+      "fused_extra_bytes", "memory_saving_ratio", "rank", "kernel_hash",
+      "noise", "measured", "sm_clock_before_mhz", "sm_clock_after_mhz", "temperature_c", "power_w",
+      "throttle", "tied"};
   // clang-format on
   EXPECT_EQ(csv_columns(), expected);
 }
@@ -203,7 +217,8 @@ TEST(csv, row_format) {
   r.message = "a,b";
   const std::string row = csv_row(r);
   EXPECT_EQ(row.rfind(std::to_string(csv_schema_version) + ",NVIDIA H200 #0,sm_90,9.0,", 0), 0u) << row;
-  EXPECT_NE(row.find(",7,00000000deadbeef"), std::string::npos) << row;  // rank, kernel hash last
+  EXPECT_NE(row.find(",7,00000000deadbeef,0.0125,full,1980,1755,61,412.5,4,1"), std::string::npos)
+      << row;  // rank, kernel hash, then (schema 4) noise, measured, clocks, tied
   EXPECT_NE(row.find(",bf16,bshd,0,m128_n64_w4_s2,128,64,4,2,"), std::string::npos) << row;
   EXPECT_NE(row.find(",\"a,b\","), std::string::npos) << row;
   EXPECT_EQ(row.find('\n'), std::string::npos);
@@ -226,6 +241,28 @@ TEST_F(csv_test, round_trip) {
     if (i == 1) expected.message = "error 0.5, allowed \"0.01\" second line";  // newline -> space
     expect_same(back[i], expected);
   }
+}
+
+TEST_F(csv_test, schema_3_files_are_still_read) {
+  // A file written before the noise and clock columns: the first 40 columns, version 3.
+  fs::create_directories(dir_);
+  const auto& columns = csv_columns();
+  std::string header, row = csv_row(make_record(0));
+  for (size_t i = 0; i < 40; ++i) header += (i ? "," : "") + columns[i];
+  row = "3" + row.substr(row.find(','));
+  for (int cut = 0; cut < 8; ++cut) row.erase(row.rfind(','));
+  std::ofstream(path("v3.csv")) << header << "\n" << row << "\n";
+  const auto back = read_csv(path("v3.csv"));
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_EQ(back[0].kernel_hash, "00000000deadbeef");
+  EXPECT_EQ(back[0].measured, measurement::none);
+  EXPECT_EQ(back[0].noise, 0.0);
+  // A schema 4 header that lacks one of the new columns is refused, naming it.
+  std::string partial;
+  for (size_t i = 0; i < columns.size() - 1; ++i) partial += (i ? "," : "") + columns[i];
+  std::ofstream(path("partial.csv")) << partial << "\n";
+  const std::string msg = error_of([&] { read_csv(path("partial.csv")); });
+  EXPECT_NE(msg.find("tied"), std::string::npos) << msg;
 }
 
 TEST_F(csv_test, nan_survives) {

@@ -106,6 +106,25 @@ TEST(table, long_message_shortened_and_width_kept) {
   for (const auto& line : lines_of(text)) EXPECT_LE(line.size(), 120u) << line;
 }
 
+TEST(table, shows_noise_how_it_was_timed_and_a_tied_winner) {
+  std::vector<record> rows(2);
+  for (auto& r : rows) r.status = status::ok;
+  rows[0].config = {128, 64, 4, 2}, rows[0].median_ms = 1.005, rows[0].rank = 1, rows[0].tied = true;
+  rows[0].noise = 0.0042, rows[0].measured = measurement::full;
+  rows[1].config = {128, 64, 4, 3}, rows[1].median_ms = 1.000, rows[1].rank = 2;
+  rows[1].measured = measurement::screened;
+  const std::string text = format_table(rows);
+  EXPECT_NE(text.find("+-%"), std::string::npos) << text;
+  EXPECT_NE(text.find(" 0.4 "), std::string::npos) << text;  // 0.42% beside the median
+  const auto lines = lines_of(text);
+  ASSERT_EQ(lines.size(), 4u) << text;
+  EXPECT_NE(lines[2].find("full"), std::string::npos) << text;
+  EXPECT_NE(lines[2].find("tied"), std::string::npos) << text;  // rank 1, slower: says why
+  EXPECT_NE(lines[3].find("screen"), std::string::npos) << text;
+  EXPECT_EQ(lines[3].find("tied"), std::string::npos) << text;
+  for (const auto& line : lines) EXPECT_LE(line.size(), 120u) << line;
+}
+
 TEST(table, empty_rows_give_header_only) {
   const std::string text = format_table({});
   EXPECT_NE(text.find("config"), std::string::npos);

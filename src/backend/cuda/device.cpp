@@ -55,6 +55,9 @@ gpu_info open_cuda_device(int ordinal) {
   if (clock_rc != cudaSuccess || memory_rc != cudaSuccess) cudaGetLastError();
   info.clock_mhz = clock_khz / 1000;
   info.memory_clock_mhz = memory_khz / 1000;
+  char bus_id[32] = {};
+  if (cudaDeviceGetPCIBusId(bus_id, sizeof bus_id, ordinal) == cudaSuccess) info.pci_bus_id = bus_id;
+  else cudaGetLastError();
   return info;
 }
 

@@ -1,0 +1,263 @@
+#include "db/tuned_db.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "report/csv.hpp"
+
+namespace attn {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr const char* schema_v1 = R"(
+CREATE TABLE tunings (
+  id INTEGER PRIMARY KEY,
+  device TEXT NOT NULL, cc TEXT NOT NULL, sm_count INTEGER NOT NULL,
+  cuda_version TEXT NOT NULL, nvrtc_version TEXT NOT NULL, kernel_hashes TEXT NOT NULL,
+  batch INTEGER NOT NULL, heads INTEGER NOT NULL, kv_heads INTEGER NOT NULL, q_len INTEGER NOT NULL,
+  kv_len INTEGER NOT NULL, head_dim INTEGER NOT NULL, dtype TEXT NOT NULL, layout TEXT NOT NULL,
+  causal INTEGER NOT NULL, space TEXT NOT NULL,
+  best_family TEXT NOT NULL, best_config TEXT NOT NULL, tflops REAL NOT NULL, median_ms REAL NOT NULL,
+  noise REAL NOT NULL, max_error REAL NOT NULL, runner_up TEXT NOT NULL,
+  tuned_at TEXT NOT NULL, version TEXT NOT NULL, records_csv TEXT NOT NULL,
+  UNIQUE (device, cc, sm_count, cuda_version, nvrtc_version, kernel_hashes, batch, heads, kv_heads,
+          q_len, kv_len, head_dim, dtype, layout, causal, space));
+PRAGMA user_version = 1;
+)";
+
+// Each step takes schema version i to i + 1.
+constexpr const char* migrations[] = {
+    R"(ALTER TABLE tunings ADD COLUMN sm_clock_min_mhz INTEGER NOT NULL DEFAULT 0;
+       ALTER TABLE tunings ADD COLUMN sm_clock_max_mhz INTEGER NOT NULL DEFAULT 0;
+       ALTER TABLE tunings ADD COLUMN throttled INTEGER NOT NULL DEFAULT 0;
+       PRAGMA user_version = 2;)",
+};
+static_assert(std::size(migrations) == db_schema_version - 1);
+
+constexpr const char* key_where =
+    "device = ?1 AND cc = ?2 AND sm_count = ?3 AND cuda_version = ?4 AND nvrtc_version = ?5 AND "
+    "kernel_hashes = ?6 AND batch = ?7 AND heads = ?8 AND kv_heads = ?9 AND q_len = ?10 AND kv_len = ?11 AND "
+    "head_dim = ?12 AND dtype = ?13 AND layout = ?14 AND causal = ?15 AND space = ?16";
+
+constexpr const char* entry_columns =
+    "id, device, cc, sm_count, cuda_version, nvrtc_version, kernel_hashes, batch, heads, kv_heads, q_len, "
+    "kv_len, head_dim, dtype, layout, causal, space, best_family, best_config, tflops, median_ms, noise, "
+    "max_error, runner_up, tuned_at, version, sm_clock_min_mhz, sm_clock_max_mhz, throttled";
+
+void bind_key(sqlite_statement& q, const tuning_key& k) {
+  q.bind(1, k.device).bind(2, k.cc).bind(3, int64_t{k.sm_count}).bind(4, k.cuda_version).bind(5, k.nvrtc_version);
+  q.bind(6, k.kernel_hashes).bind(7, k.shape.batch).bind(8, k.shape.heads).bind(9, k.shape.kv_heads);
+  q.bind(10, k.shape.q_len).bind(11, k.shape.kv_len).bind(12, k.shape.head_dim);
+  q.bind(13, to_string(k.shape.dtype)).bind(14, to_string(k.shape.layout)).bind(15, int64_t{k.shape.causal});
+  q.bind(16, k.space);
+}
+
+tuning_entry entry_of(const sqlite_statement& q) {
+  tuning_entry e;
+  int c = 0;
+  e.id = q.integer(c++);
+  tuning_key& k = e.key;
+  k.device = q.text(c++);
+  k.cc = q.text(c++);
+  k.sm_count = static_cast<int>(q.integer(c++));
+  k.cuda_version = q.text(c++);
+  k.nvrtc_version = q.text(c++);
+  k.kernel_hashes = q.text(c++);
+  k.shape.batch = q.integer(c++);
+  k.shape.heads = q.integer(c++);
+  k.shape.kv_heads = q.integer(c++);
+  k.shape.q_len = q.integer(c++);
+  k.shape.kv_len = q.integer(c++);
+  k.shape.head_dim = q.integer(c++);
+  k.shape.dtype = parse_dtype(q.text(c++));
+  k.shape.layout = parse_layout(q.text(c++));
+  k.shape.causal = q.integer(c++) != 0;
+  k.space = q.text(c++);
+  e.best_family = q.text(c++);
+  e.best_config = q.text(c++);
+  e.tflops = q.real(c++);
+  e.median_ms = q.real(c++);
+  e.noise = q.real(c++);
+  e.max_error = q.real(c++);
+  e.runner_up = q.text(c++);
+  e.tuned_at = q.text(c++);
+  e.version = q.text(c++);
+  e.sm_clock_min_mhz = static_cast<int>(q.integer(c++));
+  e.sm_clock_max_mhz = static_cast<int>(q.integer(c++));
+  e.throttled = static_cast<int>(q.integer(c++));
+  return e;
+}
+
+invalid_input not_ours(const std::string& path, const std::string& why) {
+  return invalid_input(fmt::format(
+      "'{}' is not an attn-tune database ({}); nothing was changed. Move it away (mv '{}' '{}.old'), or "
+      "choose another file with --db PATH (or ATTN_TUNE_DB), or run with --no-db",
+      path, why, path, path));
+}
+
+int read_version(sqlite_connection& c) {
+  auto q = c.prepare("PRAGMA user_version");
+  q.step();
+  return static_cast<int>(q.integer(0));
+}
+
+// Creates or migrates to db_schema_version inside one write transaction; another process may
+// have done it meanwhile, so the version is read again under the lock.
+void upgrade(sqlite_connection& c) {
+  sqlite_transaction tx(c);
+  int version = read_version(c);
+  if (version == 0) {
+    auto q = c.prepare("SELECT count(*) FROM sqlite_master");
+    q.step();
+    if (q.integer(0) > 0) throw not_ours(c.path(), "an SQLite database with other tables and no schema version");
+    c.exec(schema_v1);
+    version = 1;
+  }
+  for (; version < db_schema_version; ++version) c.exec(migrations[version - 1]);
+  tx.commit();
+}
+
+}  // namespace
+
+std::string default_db_path() {
+  if (const char* d = std::getenv("ATTN_TUNE_DB"); d && *d) return d;
+  if (const char* d = std::getenv("XDG_CACHE_HOME"); d && *d) return std::string(d) + "/attn-tune/tuned.sqlite";
+  if (const char* d = std::getenv("HOME"); d && *d) return std::string(d) + "/.cache/attn-tune/tuned.sqlite";
+  return "/tmp/attn-tune-cache/tuned.sqlite";
+}
+
+bool looks_like_sqlite(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  char magic[16] = {};
+  in.read(magic, sizeof magic);
+  return in.gcount() == 16 && std::string(magic, 16) == std::string("SQLite format 3\0", 16);
+}
+
+const char* db_schema_v1_sql() { return schema_v1; }
+
+std::string utc_now() {
+  const std::time_t now = std::time(nullptr);
+  std::tm utc{};
+  gmtime_r(&now, &utc);
+  char text[32];
+  std::strftime(text, sizeof text, "%Y-%m-%d %H:%M:%S", &utc);
+  return text;
+}
+
+tuned_db tuned_db::open(const std::string& path) {
+  std::error_code ec;
+  if (fs::is_directory(path, ec)) throw not_ours(path, "it is a directory");
+  if (fs::exists(path, ec) && fs::file_size(path, ec) > 0 && !looks_like_sqlite(path))
+    throw not_ours(path, "not an SQLite file");
+  if (const fs::path parent = fs::path(path).parent_path(); !parent.empty()) fs::create_directories(parent, ec);
+  try {
+    sqlite_connection c(path, true);
+    c.exec("PRAGMA busy_timeout = 60000");
+    const int version = read_version(c);  // SQLite reads the file first here
+    if (version > db_schema_version)
+      throw invalid_input(fmt::format(
+          "'{}' has database schema version {}, newer than the {} this attn-tune reads (a newer attn-tune wrote "
+          "it); nothing was changed. Use that attn-tune, or move the file away (mv '{}' '{}.old'), or choose "
+          "another file with --db PATH (or ATTN_TUNE_DB), or run with --no-db",
+          path, version, db_schema_version, path, path));
+    c.exec("PRAGMA journal_mode = WAL");
+    if (version < db_schema_version) upgrade(c);
+    return tuned_db(std::move(c));
+  } catch (const sqlite_error& e) {
+    if (e.code == 26 || e.code == 11) throw not_ours(path, e.what());  // SQLITE_NOTADB, SQLITE_CORRUPT
+    throw;
+  }
+}
+
+int tuned_db::schema_version() const { return read_version(m_connection); }
+
+std::optional<tuning_entry> tuned_db::find(const tuning_key& key) const {
+  auto q = m_connection.prepare(fmt::format("SELECT {}, records_csv FROM tunings WHERE {}", entry_columns, key_where));
+  bind_key(q, key);
+  if (!q.step()) return std::nullopt;
+  tuning_entry e = entry_of(q);
+  e.records = read_csv_text(q.text(29), fmt::format("{} entry {}", path(), e.id));
+  return e;
+}
+
+std::optional<tuning_entry> tuned_db::get(int64_t id) const {
+  auto q = m_connection.prepare(fmt::format("SELECT {}, records_csv FROM tunings WHERE id = ?1", entry_columns));
+  q.bind(1, id);
+  if (!q.step()) return std::nullopt;
+  tuning_entry e = entry_of(q);
+  e.records = read_csv_text(q.text(29), fmt::format("{} entry {}", path(), e.id));
+  return e;
+}
+
+int64_t tuned_db::put(const tuning_key& key, const std::vector<record>& records, const std::string& tuned_at) {
+  const record* best = nullptr;
+  const record* second = nullptr;
+  int clock_min = 0, clock_max = 0, throttled = 0;
+  for (const record& r : records) {
+    if (r.rank == 1) best = &r;
+    if (r.rank == 2) second = &r;
+    if (r.status != status::ok) continue;
+    for (int mhz : {r.clocks.sm_clock_before_mhz, r.clocks.sm_clock_after_mhz}) {
+      if (mhz <= 0) continue;
+      clock_min = clock_min ? std::min(clock_min, mhz) : mhz;
+      clock_max = std::max(clock_max, mhz);
+    }
+    throttled += (r.clocks.throttle & ~throttle_idle) != 0;
+  }
+  if (!best) throw std::invalid_argument("tuned_db::put: no record of rank 1");
+  sqlite_transaction tx(m_connection);
+  auto drop = m_connection.prepare(fmt::format("DELETE FROM tunings WHERE {}", key_where));
+  bind_key(drop, key);
+  drop.step();
+  auto q = m_connection.prepare(
+      "INSERT INTO tunings (device, cc, sm_count, cuda_version, nvrtc_version, kernel_hashes, batch, heads, "
+      "kv_heads, q_len, kv_len, head_dim, dtype, layout, causal, space, best_family, best_config, tflops, "
+      "median_ms, noise, max_error, runner_up, tuned_at, version, records_csv, sm_clock_min_mhz, "
+      "sm_clock_max_mhz, throttled) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, "
+      "?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29)");
+  bind_key(q, key);
+  q.bind(17, best->family).bind(18, name(best->config)).bind(19, best->tflops).bind(20, best->median_ms);
+  q.bind(21, best->noise).bind(22, best->max_error);
+  q.bind(23, second ? second->family + " " + name(second->config) : std::string());
+  q.bind(24, tuned_at).bind(25, std::string(ATTN_TUNE_VERSION)).bind(26, csv_text(records));
+  q.bind(27, int64_t{clock_min}).bind(28, int64_t{clock_max}).bind(29, int64_t{throttled});
+  q.step();
+  const int64_t id = m_connection.last_insert_id();
+  tx.commit();
+  return id;
+}
+
+std::vector<tuning_entry> tuned_db::list() const {
+  auto q = m_connection.prepare(fmt::format("SELECT {} FROM tunings ORDER BY id", entry_columns));
+  std::vector<tuning_entry> out;
+  while (q.step()) out.push_back(entry_of(q));
+  return out;
+}
+
+bool tuned_db::forget(int64_t id) {
+  auto q = m_connection.prepare("DELETE FROM tunings WHERE id = ?1");
+  q.bind(1, id);
+  q.step();
+  auto n = m_connection.prepare("SELECT changes()");
+  n.step();
+  return n.integer(0) > 0;
+}
+
+std::vector<record> tuned_db::all_records() const {
+  auto q = m_connection.prepare("SELECT id, records_csv FROM tunings ORDER BY id");
+  std::vector<record> out;
+  while (q.step()) {
+    auto part = read_csv_text(q.text(1), fmt::format("{} entry {}", path(), q.integer(0)));
+    out.insert(out.end(), part.begin(), part.end());
+  }
+  return out;
+}
+
+}  // namespace attn

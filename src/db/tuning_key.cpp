@@ -1,0 +1,43 @@
+#include "db/tuning_key.hpp"
+
+#include <fmt/format.h>
+
+#include "codegen/family.hpp"
+
+namespace attn {
+
+std::string describe_space(const searched_space& s) {
+  std::string out = to_string(s.search);
+  if (s.search == search_kind::random) out += fmt::format(" {} seed {}", s.samples, s.seed);
+  if (!s.configs.empty()) return fmt::format("{}; {}: configs={}", out, fmt::join(s.families, ","), fmt::join(s.configs, ","));
+  for (size_t i = 0; i < s.families.size() && i < s.spaces.size(); ++i) {
+    const search_space& sp = s.spaces[i];
+    out += fmt::format("; {}: block_m={} block_n={} warps={} stages={}", s.families[i], fmt::join(sp.block_m, ","),
+                       fmt::join(sp.block_n, ","), fmt::join(sp.warps, ","), fmt::join(sp.stages, ","));
+    if (!sp.knob_name.empty()) out += fmt::format(" {}={}", sp.knob_name, fmt::join(sp.knob, ","));
+  }
+  return out;
+}
+
+std::string kernel_hashes(const std::vector<std::string>& families, const kernel_sources& sources) {
+  std::string out;
+  for (const auto& f : families)
+    out += fmt::format("{}{}={:016x}", out.empty() ? "" : ",", f, sources.hash_of(find_family(f).source_files));
+  return out;
+}
+
+tuning_key make_tuning_key(const device_desc& device, const shape& s, const searched_space& space,
+                           const kernel_sources& sources) {
+  tuning_key k;
+  k.device = device.name;
+  k.cc = fmt::format("{}.{}", device.cc_major, device.cc_minor);
+  k.sm_count = device.sm_count;
+  k.cuda_version = device.cuda_version;
+  k.nvrtc_version = device.nvrtc_version;
+  k.kernel_hashes = kernel_hashes(space.families, sources);
+  k.shape = s;
+  k.space = describe_space(space);
+  return k;
+}
+
+}  // namespace attn
