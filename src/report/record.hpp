@@ -8,7 +8,9 @@
 
 namespace attn {
 
-constexpr int csv_schema_version = 3;  // 2: added "rank"; 3: added "kernel_hash"
+constexpr int csv_schema_version = 4;  // 2: added "rank"; 3: added "kernel_hash"; 4: the "#end" line
+/// The same columns, written before the "#end" line existed: read with a warning.
+constexpr int csv_schema_version_without_end_line = 3;
 
 struct device_desc {
   std::string name;          ///< "NVIDIA H200", or "(compile-only)"

@@ -9,6 +9,7 @@
 #include "codegen/compile_pool.hpp"
 #include "codegen/family.hpp"
 #include "run/tuner.hpp"
+#include "temp_dir.hpp"
 #include "verify/gpu_reference.hpp"
 
 namespace attn {
@@ -29,10 +30,8 @@ TEST_P(compile_default_space, every_variant_compiles) {
   s.batch = 2, s.heads = 4, s.kv_heads = 4, s.q_len = s.kv_len = 1024, s.head_dim = d;
   s.causal = causal;
   // A fresh, empty cache: everything is really compiled.
-  const auto dir = std::filesystem::temp_directory_path() /
-                   ("attn-tune-compile-test-" + std::string(family) + std::string(arch) + std::to_string(d) + std::to_string(causal));
-  std::filesystem::remove_all(dir);
-  const compile_cache cache(dir.string());
+  const temp_dir dir("attn-tune-compile-test");  // unique: two ctest runs on one machine never share it
+  const compile_cache cache(dir.path().string());
   tune_options t;
   t.family = family;
   t.space = find_family(family).default_space;
@@ -57,7 +56,6 @@ TEST_P(compile_default_space, every_variant_compiles) {
   // A second run of the same space compiles nothing.
   const tune_result again = compile_only(s, arch, cache, t);
   EXPECT_EQ(again.cached, compiled);
-  std::filesystem::remove_all(dir);
 }
 
 INSTANTIATE_TEST_SUITE_P(
