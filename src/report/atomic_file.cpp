@@ -68,7 +68,13 @@ mode_t new_file_mode() {
   return mode;
 }
 
+// Exists (through any links, /proc's magic ones included: stat follows them) and is neither a
+// regular file nor a directory: a FIFO, a device, a socket, /dev/stdout on a pipe.
 bool is_special(const fs::path& p) {
+  // An open descriptor's name (/dev/stdout, /dev/fd/N, /proc/self/fd/N) is written in place even
+  // when it is a regular file: a shell's `> log` must keep getting what is written there.
+  for (const char* prefix : {"/dev/stdout", "/dev/stderr", "/dev/fd/", "/proc/self/fd/"})
+    if (p.string().rfind(prefix, 0) == 0) return true;
   std::error_code ec;
   const auto st = fs::status(p, ec);
   return !ec && fs::exists(st) && !fs::is_regular_file(st) && !fs::is_directory(st);
@@ -102,6 +108,7 @@ void write_file_atomically(const std::string& path, std::string_view text) {
     if (!write_all(g_data_stdout, text)) throw write_error("-", errno_text(errno));
     return;
   }
+  if (is_special(path)) return write_in_place(path, path, text);  // before resolving: /dev/stdout's link
   const fs::path target = resolve(path);
   std::error_code ec;
   if (fs::is_directory(target, ec)) throw write_error(path, "it is a directory");
@@ -136,13 +143,13 @@ void write_file_atomically(const std::string& path, std::string_view text) {
 
 void check_writable(const std::string& path) {
   if (path == "-") return;
+  if (is_special(path)) {
+    if (::access(path.c_str(), W_OK) != 0) throw write_error(path, errno_text(errno));
+    return;
+  }
   const fs::path target = resolve(path);
   std::error_code ec;
   if (fs::is_directory(target, ec)) throw write_error(path, "it is a directory");
-  if (is_special(target)) {
-    if (::access(target.c_str(), W_OK) != 0) throw write_error(path, errno_text(errno));
-    return;
-  }
   create_parent(path, target);
   // What write_file_atomically needs: a new file in the folder (the target itself is untouched).
   std::string probe = (target.parent_path() / ("." + target.filename().string() + ".probe-XXXXXX")).string();

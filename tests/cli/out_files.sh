@@ -20,6 +20,8 @@ wait $reader
 grep -q '^#end,rows=1,' from-pipe || fail "the FIFO did not get the CSV"
 "$bin" "${one[@]}" --shape 1,8,512,64 --out /dev/null >/dev/null 2>&1 || fail "writing /dev/null"
 [ -c /dev/null ] || fail "/dev/null is no longer a device"
+through=$("$bin" "${one[@]}" --shape 1,8,512,64 --out /dev/stdout 2>/dev/null | cat)
+grep -q '^#end,rows=1,' <<<"$through" || fail "--out /dev/stdout on a pipe"
 ln -s real.csv link.csv
 "$bin" "${one[@]}" --shape 1,8,512,64 --out link.csv >/dev/null 2>&1 || fail "writing through a symlink"
 [ -L link.csv ] && [ -f real.csv ] || fail "the symlink was replaced"

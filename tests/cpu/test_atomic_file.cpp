@@ -1,6 +1,7 @@
 // write_file_atomically: what --out points at is written, never replaced by something else, and
 // nothing is left behind (issue 11, items 1 and 5).
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -135,6 +136,25 @@ TEST(atomic_file, refuse_overwrite_only_replaces_with_force) {
   refuse_overwrite(d / "a.csv", true, "--force overwrites it");
   refuse_overwrite(d / "new.csv", false, "--force overwrites it");
   refuse_overwrite("/dev/null", false, "--force overwrites it");
+}
+
+}  // namespace
+}  // namespace attn
+
+namespace attn {
+namespace {
+
+TEST(atomic_file, a_descriptor_name_is_written_in_place_even_on_a_regular_file) {
+  temp_dir d;
+  const std::string log = d / "log.txt";
+  const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  ASSERT_GE(fd, 0);
+  write_file_atomically("/proc/self/fd/" + std::to_string(fd), "through the descriptor\n");
+  ::close(fd);
+  EXPECT_EQ(slurp(log), "through the descriptor\n");
+  size_t n = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(d.path())) ++n;
+  EXPECT_EQ(n, 1u);  // nothing renamed over it, nothing left beside it
 }
 
 }  // namespace
