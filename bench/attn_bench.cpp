@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "backend/runtime.hpp"
+#include "report/bench_name.hpp"
 #include "report/best_table.hpp"
 #include "report/csv.hpp"
 #include "run/variant_runner.hpp"
@@ -51,21 +52,30 @@ void run_one(benchmark::State& state, const record& tuned, const gpu_info& gpu, 
 }  // namespace
 
 int main(int argc, char** argv) {
-  benchmark::Initialize(&argc, argv);
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: attn-bench RESULTS.csv [--benchmark_* options]\n");
+  bench_arguments args;
+  try {
+    args = parse_bench_arguments(std::vector<std::string>(argv + 1, argv + argc));
+  } catch (const invalid_input& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
     return 2;
   }
+  benchmark::Initialize(&argc, argv);
   try {
-    const auto table = best_table(read_csv(argv[1]));
+    refuse_best_table(args.results);
+    const auto table = best_table(read_csv(args.results));
     const device_runtime& rt = runtime_for(detect_backend());
     const bool hip = rt.kind() == backend::hip;
     std::string why;
-    if (rt.device_count(&why) == 0) {
+    const int devices = rt.device_count(&why);
+    if (devices == 0) {
       std::fprintf(stderr, "error: no CUDA device (%s): attn-bench times kernels on a GPU\n", why.c_str());
       return 4;
     }
-    static const gpu_info gpu = rt.open_device(0);
+    if (args.device >= devices) {
+      std::fprintf(stderr, "error: invalid --device %d: %d device(s) found\n", args.device, devices);
+      return 2;
+    }
+    static const gpu_info gpu = rt.open_device(args.device);
     static const compile_cache cache(default_cache_dir());
     benchmark::AddCustomContext("device", gpu.desc.name);
     benchmark::AddCustomContext("arch", gpu.desc.arch);
@@ -75,7 +85,7 @@ int main(int argc, char** argv) {
     benchmark::AddCustomContext(hip ? "hip_driver" : "cuda_driver", gpu.driver_version);
     benchmark::AddCustomContext(hip ? "hip_runtime" : "cuda_runtime", gpu.desc.cuda_version);
     benchmark::AddCustomContext(hip ? "hiprtc" : "nvrtc", gpu.desc.nvrtc_version);
-    benchmark::AddCustomContext("results", argv[1]);
+    benchmark::AddCustomContext("results", args.results);
     static std::vector<record> tuned;
     for (const auto& row : table)
       if (find_family(row.best.family).backend == gpu.backend) tuned.push_back(row.best);
@@ -84,11 +94,11 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "note: %s was tuned on %s, running on %s\n", describe(r.shape).c_str(),
                      r.device.name.c_str(), gpu.desc.name.c_str());
       // Names are stable across commits so that compare.py pairs them: shape and config.
-      benchmark::RegisterBenchmark(fmt::format("{}/{}/{}", r.family, describe(r.shape), name(r.config)).c_str(),
-                                   [&r](benchmark::State& st) { run_one(st, r, gpu, cache); })
-          ->UseManualTime()
-          ->Unit(benchmark::kMillisecond)
-          ->MinTime(0.2);
+      auto* b = benchmark::RegisterBenchmark(benchmark_name(r).c_str(),
+                                             [&r](benchmark::State& st) { run_one(st, r, gpu, cache); })
+                    ->UseManualTime()
+                    ->Unit(benchmark::kMillisecond);
+      if (!args.min_time_given) b->MinTime(0.2);  // a given --benchmark_min_time wins
     }
     benchmark::RunSpecifiedBenchmarks();
     benchmark::Shutdown();
@@ -96,6 +106,9 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "error: a variant hung (see its error above); the GPU stays busy until attn-bench exits\n");
       return leave_with(exit_hung);
     }
+  } catch (const invalid_input& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 3;

@@ -4,7 +4,7 @@
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
-set(ATTN_TUNE_LIB_DEPS fmt::fmt ${CUDART_STATIC} ${NVRTC_LIB} Threads::Threads ${CMAKE_DL_LIBS} rt)
+set(ATTN_TUNE_LIB_DEPS fmt::fmt SQLite::SQLite3 ${XXHASH_LIB} ${CUDART_STATIC} ${NVRTC_LIB} Threads::Threads ${CMAKE_DL_LIBS} rt)
 if(ATTN_TUNE_HAVE_HIP)
   list(APPEND ATTN_TUNE_LIB_DEPS ${AMDHIP_LIB})
 endif()

@@ -9,6 +9,7 @@ if [ ! -f "$cuda/include/nvrtc.h" ]; then
   exit 1
 fi
 packages=(cmake ninja-build g++ libcli11-dev libfmt-dev libfccp-dev libgtest-dev libbenchmark-dev libsqlite3-dev
+          libxxhash-dev nlohmann-json3-dev clang
           libamdhip64-dev libhiprtc-builtins5 python3 python3-pip python3-setuptools python3-wheel pkg-config)
 missing=()
 for p in "${packages[@]}"; do

@@ -21,7 +21,7 @@ def main(d):
     for path in sorted(glob.glob(os.path.join(d, "*.csv"))):
         if path.endswith("peers.csv"):
             continue
-        rows = list(csv.DictReader(open(path)))
+        rows = list(csv.DictReader(l for l in open(path) if not l.startswith("#")))  # skips the "#end" line
         ok = [r for r in rows if r["status"] == "ok"]
         if not rows:
             continue

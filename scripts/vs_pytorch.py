@@ -25,7 +25,8 @@ DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
 
 
 def best_rows(path):
-    rows = [r for r in csv.DictReader(open(path)) if r["status"] == "ok"]
+    # the last line of a results CSV is its "#end" line (row count and checksum)
+    rows = [r for r in csv.DictReader(l for l in open(path) if not l.startswith("#")) if r["status"] == "ok"]
     by = collections.OrderedDict()
     for r in rows:
         key = tuple(r[k] for k in ("batch", "heads", "kv_heads", "q_len", "kv_len", "head_dim", "dtype", "layout", "causal"))

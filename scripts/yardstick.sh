@@ -23,7 +23,7 @@ for s in "${shapes[@]}"; do
   for causal in "" "--causal"; do
     tag="${s//,/x}${causal:+-causal}"
     start=$(date +%s.%N)
-    "$build/attn-tune" --shape "$s" $causal --out "$out/$tag.csv" --top 5 ${ATTN_TUNE_ARGS:-} >>"$out/tune.log" 2>&1
+    "$build/attn-tune" --shape "$s" $causal --out "$out/$tag.csv" --force --top 5 ${ATTN_TUNE_ARGS:-} >>"$out/tune.log" 2>&1
     rc=$?
     end=$(date +%s.%N)
     echo "$tag rc=$rc wall_s=$(awk "BEGIN{printf \"%.1f\", $end - $start}")" | tee -a "$out/walltimes.txt"

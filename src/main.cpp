@@ -7,8 +7,14 @@
 
 #include "backend/runtime.hpp"
 #include "cli/commands.hpp"
+#include "cli/terminal.hpp"
 
 namespace {
+
+// "error:", in red on a terminal (unless NO_COLOR).
+std::string error_tag() {
+  return attn::styled(attn::colour_for(stderr), fmt::emphasis::bold | fg(fmt::terminal_color::red), "error:");
+}
 
 int run(const attn::options& opt) {
   switch (opt.command) {
@@ -30,22 +36,22 @@ int main(int argc, char** argv) {
   try {
     if (!attn::parse_options(argc, argv, opt)) return 0;
   } catch (const CLI::ParseError& e) {
-    fmt::print(stderr, "error: {}\nRun with --help for usage.\n", e.what());
+    fmt::print(stderr, "{} {}\nRun with --help for usage.\n", error_tag(), e.what());
     return 2;
   } catch (const attn::invalid_input& e) {
-    fmt::print(stderr, "error: {}\n", e.what());
+    fmt::print(stderr, "{} {}\n", error_tag(), e.what());
     return 2;
   }
   try {
     return attn::leave_with(run(opt));
   } catch (const attn::kernel_hung& e) {
-    fmt::print(stderr, "\nerror: {}\n", e.what());
+    fmt::print(stderr, "\n{} {}\n", error_tag(), e.what());
     return attn::leave_with(attn::exit_hung);
   } catch (const attn::invalid_input& e) {
-    fmt::print(stderr, "\nerror: {}\n", e.what());
+    fmt::print(stderr, "\n{} {}\n", error_tag(), e.what());
     return attn::leave_with(2);
   } catch (const std::exception& e) {
-    fmt::print(stderr, "\nerror: {}\n", e.what());
+    fmt::print(stderr, "\n{} {}\n", error_tag(), e.what());
     return attn::leave_with(3);
   }
 }

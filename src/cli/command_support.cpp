@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "cli/option_checks.hpp"
 #include "report/csv.hpp"
 
 extern char** environ;
@@ -157,11 +158,13 @@ std::vector<std::string> child_arguments(const options& opt, const std::string& 
   return args;
 }
 
-progress_line::progress_line() : m_tty(isatty(fileno(stderr)) != 0) {}
+progress_line::progress_line(verbosity v) : m_tty(isatty(fileno(stderr)) != 0), m_verbosity(v) {}
 
 void progress_line::operator()(const std::string& text) {
-  if (m_tty) {
-    fmt::print(stderr, "\r\033[K{}", text);
+  if (m_verbosity == verbosity::quiet) return;
+  if (m_tty && m_verbosity == verbosity::normal) {
+    // Cut to the terminal's width: a wrapped line would not be rewritten in place.
+    fmt::print(stderr, "\r\033[K{}", fit_width(text, terminal_width(stderr) - 1));
     m_open = true;
   } else {
     fmt::print(stderr, "{}\n", text);
@@ -218,11 +221,21 @@ bool have_device(const options& opt) {
   std::string why = "this attn-tune was built without HIP: install libamdhip64-dev and libhiprtc-builtins5, "
                     "then rebuild";
   if (rt && rt->device_count(&why) > 0) return true;
-  fmt::print(stderr,
-             "error: no {} device available ({}).\nTiming needs a GPU. Without one, compile the "
-             "space and see registers/spills/shared memory with:\n  attn-tune --compile-only {}--shape {},{},{},{}\n",
-             hip ? "HIP" : "CUDA", why, hip ? "--backend hip --arch gfx90a " : "--arch sm_90a ", opt.problem.batch,
-             opt.problem.heads, opt.problem.q_len, opt.problem.head_dim);
+  const std::vector<std::string> target =
+      hip ? std::vector<std::string>{"--backend", "hip", "--arch", "gfx90a"} : std::vector<std::string>{"--arch", "sm_90a"};
+  if (opt.command == command::tune || opt.command == command::sweep) {
+    // The user's own command, compiled instead of timed.
+    std::vector<std::string> args{"--compile-only"};
+    const bool has_arch = std::find(opt.arguments.begin(), opt.arguments.end(), "--arch") != opt.arguments.end();
+    if (!has_arch) args.insert(args.end(), target.begin(), target.end());
+    args.insert(args.end(), opt.arguments.begin(), opt.arguments.end());
+    fmt::print(stderr,
+               "error: no {} device available ({}).\nTiming needs a GPU. Without one, compile the same run and "
+               "see registers/spills/shared memory with:\n  attn-tune {}\n",
+               hip ? "HIP" : "CUDA", why, shell_words(args));
+  } else {
+    fmt::print(stderr, "error: no {} device available ({}); this command needs a GPU.\n", hip ? "HIP" : "CUDA", why);
+  }
   return false;
 }
 

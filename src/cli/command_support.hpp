@@ -7,6 +7,7 @@
 #include "backend/runtime.hpp"
 #include "cli/options.hpp"
 #include "codegen/cache.hpp"
+#include "report/json_report.hpp"
 #include "run/tuner.hpp"
 
 namespace attn {
@@ -14,12 +15,14 @@ namespace attn {
 // Progress on stderr: rewritten in place on a terminal, one line per step otherwise.
 class progress_line {
  public:
-  progress_line();
+  /// quiet: says nothing; verbose: every line kept; on a terminal a line is cut to its width.
+  explicit progress_line(verbosity v = verbosity::normal);
   void operator()(const std::string& text);
   void done();  ///< clears an open line before other output
 
  private:
   bool m_tty = false, m_open = false;
+  verbosity m_verbosity = verbosity::normal;
 };
 
 std::string human_bytes(double bytes);
@@ -34,6 +37,12 @@ const device_runtime* runtime_of(const options& opt);
 bool have_device(const options& opt);
 /// Opens device `ordinal` of the backend (have_device first). Throws device_error.
 gpu_info open_device(const options& opt, int ordinal);
+/// The run's metadata for --json (gpu: nullptr for --compile-only).
+run_metadata metadata_of(const options& opt, const gpu_info* gpu);
+/// Writes --json's text when --json was given (checked writable first by prepare_json).
+void write_json(const options& opt, const std::string& text);
+/// Before the run: --json - reserves standard output; a --json file must be writable.
+void prepare_json(const options& opt);
 /// "x.best.csv" beside "x.csv".
 std::string best_path_for(const std::string& out);
 /// The line on stderr after a variant hung: which one, `kept` (where what was measured went), and

@@ -1,6 +1,5 @@
 // export (tuned configs as a dispatch table) and check (the CI performance gate).
 #include <filesystem>
-#include <fstream>
 #include <optional>
 
 #include <fmt/format.h>
@@ -17,23 +16,18 @@ namespace attn {
 
 int run_export(const options& opt) {
   if (!std::filesystem::exists(opt.input)) throw invalid_input(fmt::format("export: no such file '{}'", opt.input));
+  refuse_best_table(opt.input);
   const auto entries = export_entries(best_table(read_results(opt.input)));
   if (entries.empty()) throw invalid_input(fmt::format("'{}' has no shape with an ok variant to export", opt.input));
   const std::string text = opt.format == "json"     ? export_json(entries)
                            : opt.format == "header" ? export_header(entries, opt.input)
                                                     : export_csv(entries);
-  if (opt.out.empty()) {
-    fmt::print("{}", text);
+  if (opt.out.empty() || opt.out == "-") {
+    write_file_atomically("-", text);
     return 0;
   }
   check_writable(opt.out);
-  const std::string tmp = opt.out + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::trunc);
-    f << text;
-    if (!f) throw std::runtime_error(fmt::format("cannot write '{}'", tmp));
-  }
-  std::filesystem::rename(tmp, opt.out);
+  write_file_atomically(opt.out, text);
   fmt::print(stderr, "wrote {} entries ({}) to {}\n", entries.size(), opt.format, opt.out);
   return 0;
 }
@@ -41,12 +35,18 @@ int run_export(const options& opt) {
 int run_check(const options& opt) {
   if (!std::filesystem::exists(opt.baseline))
     throw invalid_input(fmt::format("check: no such baseline '{}'", opt.baseline));
+  refuse_best_table(opt.baseline);
   const auto baseline = best_table(read_results(opt.baseline));
   if (baseline.empty()) throw invalid_input(fmt::format("baseline '{}' has no shape with an ok variant", opt.baseline));
+  prepare_json(opt);
+  for (const auto* report : {&opt.csv_report, &opt.markdown_report}) {
+    if (*report == "-") reserve_stdout_for_data();
+    if (!report->empty()) check_writable(*report);
+  }
   if (!have_device(opt)) return 4;
   const gpu_info gpu = open_device(opt, opt.device);
   const compile_cache cache = make_cache(opt);
-  progress_line progress;
+  progress_line progress(opt.verbosity);
 
   struct line {
     const record* base;
@@ -98,6 +98,7 @@ int run_check(const options& opt) {
   if (change) md += fmt::format("Note: {}.\n\n", *change);
   md += fmt::format("| shape | config | baseline ms | now ms | ratio | verdict | why |\n|---|---|---|---|---|---|---|\n");
   std::string csv = "shape,config,baseline_ms,now_ms,ratio,verdict,why\n";
+  std::vector<check_line> json_lines;
   fmt::print("\n{:<40} {:<16} {:>11} {:>11} {:>7}  {}\n", "shape", "config", "baseline ms", "now ms", "ratio", "verdict");
   for (const auto& l : lines) {
     const std::string shp = describe(l.base->shape);
@@ -107,16 +108,18 @@ int run_check(const options& opt) {
                ratio, to_string(l.j.v), l.j.why.empty() ? "" : ": " + l.j.why);
     md += fmt::format("| {} | {} | {:.4f} | {} | {} | {} | {} |\n", shp, name(l.base->config), l.base->median_ms,
                       now, ratio, to_string(l.j.v), l.j.why);
-    csv += fmt::format("\"{}\",{},{:.6f},{},{},{},\"{}\"\n", shp, name(l.base->config), l.base->median_ms, now,
-                       ratio, to_string(l.j.v), l.j.why);
+    json_lines.push_back({shp, l.base->family, name(l.base->config), to_string(l.j.v), l.j.why, l.base->median_ms,
+                          l.now && l.now->status == status::ok ? std::optional(l.now->median_ms) : std::nullopt,
+                          l.j.ratio > 0 ? std::optional(l.j.ratio) : std::nullopt});
+    csv += fmt::format("{},{},{:.6f},{},{},{},{}\n", csv_field(shp, true), name(l.base->config), l.base->median_ms,
+                       now, ratio, to_string(l.j.v), csv_field(l.j.why, true));
   }
   if (change) fmt::print("note: {}\n", *change);
   auto save = [](const std::string& path, const std::string& text) {
-    if (path.empty()) return;
-    check_writable(path);
-    std::ofstream(path, std::ios::trunc) << text;
+    if (!path.empty()) write_file_atomically(path, text);
   };
   save(opt.csv_report, csv);
+  write_json(opt, check_json(metadata_of(opt, &gpu), opt.baseline, json_lines, change));
   save(opt.markdown_report, md);
   if (hung) {
     fmt::print(stderr, "{}\n", hang_report(*hung, fmt::format("the {} shape(s) before it are compared above",

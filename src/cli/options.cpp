@@ -8,6 +8,7 @@
 #include <chrono>
 
 #include "backend/runtime.hpp"
+#include "cli/option_checks.hpp"
 #include "codegen/cache.hpp"
 #include "codegen/family.hpp"
 #include "db/tuned_db.hpp"
@@ -71,7 +72,7 @@ bool parse_options(int argc, char** argv, options& out) {
   CLI::App app{description, "attn-tune"};
   app.get_formatter()->column_width(34);
   std::string shape_text = "4,32,4096,128", dtype_text = "bf16", layout_text = "bhsd";
-  int64_t kv_len = 0, kv_heads = 0;
+  std::string kv_len_text, kv_heads_text;  // parsed by option_checks: CLI11 would clamp huge values
   bool causal = false, no_cache = false;
   std::vector<std::string> space_tokens;
   std::string seed_text;
@@ -82,8 +83,8 @@ bool parse_options(int argc, char** argv, options& out) {
   app.add_flag("--causal", causal,
                "Causal mask, aligned bottom-right when N != kv-len (key j is hidden from query i "
                "when j > i + kv_len - N; PyTorch's is_causal is top-left)");
-  app.add_option("--kv-len", kv_len, "Key/value length for cross-attention (default: N)");
-  app.add_option("--kv-heads", kv_heads, "Key/value heads for GQA/MQA; H must be divisible by it (default: H)");
+  app.add_option("--kv-len", kv_len_text, "Key/value length for cross-attention (default: N)");
+  app.add_option("--kv-heads", kv_heads_text, "Key/value heads for GQA/MQA; H must be divisible by it (default: H)");
   app.add_option("--dtype", dtype_text, "Element type: bf16 or fp16")->capture_default_str();
   app.add_option("--layout", layout_text, "bhsd = [B,H,N,D] contiguous, bshd = [B,N,H,D]")
       ->capture_default_str();
@@ -106,6 +107,13 @@ bool parse_options(int argc, char** argv, options& out) {
                  "Run exactly these configs instead of a space, e.g. m128_n64_w4_s2,m64_n64_w4_s1")
       ->delimiter(',');
   app.add_option("--out", out.out, "CSV with one row per variant (default: results/<device>-<shape>.csv)");
+  app.add_option("--json", out.json_out,
+                 "Also write the run as JSON (device, clocks, versions, seed; every variant; the best) to this "
+                 "file, or - for standard output (tune, sweep, check)");
+  bool quiet = false, verbose = false;
+  app.add_flag("-q,--quiet", quiet, "Print only the best line and errors");
+  app.add_flag("-v,--verbose", verbose, "Print every variant's compile log and measurement, and keep every progress line");
+  app.add_flag("--force", out.force, "Overwrite an existing --out results CSV (never replaced otherwise)");
   app.add_option("--dump", out.dump_dir, "Write q, k, v and the best variant's o and lse as .npy files here");
   app.add_flag("--compile-only", out.compile_only,
                "No GPU needed: compile the whole space for --arch and report registers, spills, "
@@ -172,6 +180,7 @@ bool parse_options(int argc, char** argv, options& out) {
   auto* merge = app.add_subcommand("merge", "Combine the CSVs of sweep shards into one table (same device and kernel sources only)");
   merge->add_option("files", out.merge_inputs, "Shard CSVs")->required()->expected(1, -1);
   merge->add_option("--out", out.out, "Merged CSV (the best table goes beside it)")->required();
+  merge->add_flag("--force", out.force, "Overwrite an existing --out (also one of the inputs)");
   auto* exp = app.add_subcommand("export", "Write tuned configs as a dispatch table: csv, json or a C++ header with lookup()");
   exp->add_option("results", out.input, "Results CSV (per-variant rows, from attn-tune or a sweep)")->required();
   exp->add_option("--format", out.format, "csv, json or header")->capture_default_str();
@@ -216,15 +225,17 @@ bool parse_options(int argc, char** argv, options& out) {
     throw invalid_input(fmt::format("invalid --tolerance {}: expected a fraction such as 0.10", out.tolerance));
 
   shape s = parse_shape(shape_text);
-  if (app.count("--kv-len")) {
-    if (kv_len <= 0) throw invalid_input(fmt::format("invalid --kv-len {}: must be a positive integer", kv_len));
-    s.kv_len = kv_len;
-  }
-  if (app.count("--kv-heads")) {
-    if (kv_heads <= 0)
-      throw invalid_input(fmt::format("invalid --kv-heads {}: must be a positive integer", kv_heads));
-    s.kv_heads = kv_heads;
-  }
+  if (app.count("--kv-len")) s.kv_len = parse_positive_count(kv_len_text, "--kv-len");
+  if (app.count("--kv-heads")) s.kv_heads = parse_positive_count(kv_heads_text, "--kv-heads");
+  for (int i = 1; i < argc; ++i) out.arguments.emplace_back(argv[i]);
+  if (app.count("--arch") && out.arch.empty()) throw invalid_input("invalid --arch '': name a target such as sm_90a");
+  if (quiet && verbose) throw invalid_input("-q/--quiet and -v/--verbose exclude each other");
+  out.verbosity = quiet ? verbosity::quiet : verbose ? verbosity::verbose : verbosity::normal;
+  if (out.json_out == "-" && out.out == "-")
+    throw invalid_input("--out - and --json - cannot both go to standard output");
+  if (out.compile_only && !out.dump_dir.empty())
+    throw invalid_input("--dump writes the best variant's outputs, which needs a GPU run: it does nothing with "
+                        "--compile-only");
   s.causal = causal;
   s.dtype = parse_dtype(dtype_text);
   s.layout = parse_layout(layout_text);
@@ -258,6 +269,7 @@ bool parse_options(int argc, char** argv, options& out) {
     if (out.spaces.back().enumerate().empty()) throw invalid_input("--space is empty");
   }
   for (const auto& c : out.configs) parse_config_name(c);  // throws naming a bad one
+  check_distinct(out.configs);
   if (!out.configs.empty() && !space_tokens.empty())
     throw invalid_input("--configs and --space exclude each other");
   if (!out.configs.empty() && names.size() != 1)
@@ -284,13 +296,7 @@ bool parse_options(int argc, char** argv, options& out) {
   if (seed_text.empty()) {
     out.seed = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
   } else {
-    try {
-      size_t used = 0;
-      out.seed = std::stoull(seed_text, &used);
-      if (used != seed_text.size()) throw std::invalid_argument("junk");
-    } catch (const std::exception&) {
-      throw invalid_input(fmt::format("invalid --seed '{}': expected a non-negative integer", seed_text));
-    }
+    out.seed = parse_seed(seed_text);
   }
   return true;
 }

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/terminal.hpp"
 #include "codegen/family.hpp"
 #include "plan/config.hpp"
 #include "plan/shape.hpp"
@@ -62,6 +63,9 @@ struct options {
   std::string baseline;
   double tolerance = 0.10;
   std::string csv_report, markdown_report;
+  attn::verbosity verbosity = verbosity::normal;  ///< -q / -v
+  std::string json_out;  ///< --json: FILE or "-"; empty = none
+  std::vector<std::string> arguments;  ///< as given, after the program's name (for hints)
 };
 
 /// Parses argv. Returns false after printing --help/--version (exit 0). Throws invalid_input

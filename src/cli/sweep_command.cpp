@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -25,17 +26,48 @@ namespace attn {
 
 namespace {
 
+// What a sweep writing `out` starts from: nothing for a new file, the file's records with --resume
+// (each must pass `check`, which returns why a record does not belong). An existing file is never
+// replaced without --resume or --force, and the sweep file never is.
+std::vector<record> results_so_far(const options& opt, const std::string& out,
+                                   const std::function<std::string(const record&)>& check) {
+  if (same_file(out, opt.sweep_file))
+    throw invalid_input(fmt::format("--out '{}' is the sweep file itself: name a results CSV", out));
+  std::vector<record> results;
+  if (is_existing_file(out)) {
+    if (opt.resume) {
+      results = read_csv(out);
+      for (const auto& r : results)
+        if (const std::string why = check(r); !why.empty())
+          throw invalid_input(fmt::format("--resume: '{}' {}", out, why));
+    } else {
+      refuse_overwrite(out, opt.force, "--resume continues that sweep, --force overwrites it");
+    }
+  }
+  check_writable(out);
+  return results;
+}
+
 // No GPU: every shape's space compiled for --arch (a whole workload checked in CI), one CSV.
 int compile_sweep(const options& opt, const std::vector<sweep_row>& rows) {
   const std::string out = !opt.out.empty() ? opt.out
                                            : fmt::format("results/compile-only-{}-{}.csv", opt.arch,
                                                          std::filesystem::path(opt.sweep_file).stem().string());
-  check_writable(out);
+  std::vector<record> results = results_so_far(opt, out, [&](const record& r) {
+    return r.device.name == "(compile-only)" && r.device.arch == opt.arch
+               ? std::string()
+               : fmt::format("holds results of {} ({}), not of a compile-only sweep for {}", r.device.name,
+                             r.device.arch, opt.arch);
+  });
+  const std::vector<bool> done = rows_done(rows, results);
   const compile_cache cache = make_cache(opt);
-  progress_line progress;
-  std::vector<record> results;
+  progress_line progress(opt.verbosity);
   int failed = 0;
   for (size_t i = 0; i < rows.size(); ++i) {
+    if (done[i]) {
+      fmt::print("[{}/{}] {}: already in {}, skipped\n", i + 1, rows.size(), rows[i].name, out);
+      continue;
+    }
     tune_options t = make_tune_options(opt, progress);
     t.progress = [&](const std::string& line) {
       progress(fmt::format("shape {}/{} {}: {}", i + 1, rows.size(), rows[i].name, line));
@@ -60,8 +92,10 @@ int compile_sweep(const options& opt, const std::vector<sweep_row>& rows) {
                              [](const record& x) { return x.status == status::pruned; }),
                errors);
     results.insert(results.end(), r.records.begin(), r.records.end());
-    write_csv(out, results);
+    if (out != "-") write_csv(out, results);
   }
+  if (out == "-") write_csv(out, results);
+  write_json(opt, results_json(metadata_of(opt, nullptr), results));
   fmt::print("compile-only sweep for {}: {} shapes, {} with compile errors or skipped; wrote {}\n", opt.arch,
              rows.size(), failed, out);
   return failed > 0 ? 1 : 0;
@@ -70,11 +104,18 @@ int compile_sweep(const options& opt, const std::vector<sweep_row>& rows) {
 }  // namespace
 
 int run_sweep(const options& opt) {
+  if (opt.out == "-") reserve_stdout_for_data();
+  prepare_json(opt);
   std::vector<std::string> repeats;
   std::vector<sweep_row> rows = distinct_shapes(read_sweep_file(opt.sweep_file), repeats);
   for (const auto& r : repeats) fmt::print("{}: tuned once\n", r);
   const size_t all_rows = rows.size();
   if (!opt.shard.empty()) rows = take_shard(rows, parse_shard(opt.shard, [](const char* n) { return std::getenv(n); }));
+  if (rows.empty()) {  // e.g. shard 5/8 of a 4-row file: said, and no file is written
+    fmt::print(stderr, "sweep {}: shard {} of its {} rows is empty: nothing to tune, no file written\n", opt.sweep_file,
+               opt.shard, all_rows);
+    return 0;
+  }
   if (opt.compile_only) return compile_sweep(opt, rows);
   if (!have_device(opt)) return 4;
   std::vector<int> devices = opt.devices.empty() ? std::vector<int>{opt.device} : opt.devices;
@@ -85,19 +126,13 @@ int run_sweep(const options& opt) {
   const std::string stem = std::filesystem::path(opt.sweep_file).stem().string();
   const std::string out = !opt.out.empty() ? opt.out
                                            : fmt::format("results/{}/{}.csv", device_slug(first.desc.name), stem);
-  std::vector<record> results;
-  if (std::filesystem::exists(out)) {
-    if (opt.resume) {
-      results = read_csv(out);
-      for (const auto& r : results)
-        if (r.device.name != first.desc.name || r.device.sm_count != first.desc.sm_count)
-          throw invalid_input(fmt::format("--resume: '{}' holds results from {} ({} SMs), this is {} ({} SMs)",
-                                          out, r.device.name, r.device.sm_count, first.desc.name, first.desc.sm_count));
-    } else if (!opt.force) {
-      throw invalid_input(fmt::format("'{}' exists: --resume continues that sweep, --force overwrites it", out));
-    }
-  }
-  check_writable(out);
+  const std::vector<record> kept = results_so_far(opt, out, [&](const record& r) {
+    return r.device.name == first.desc.name && r.device.sm_count == first.desc.sm_count
+               ? std::string()
+               : fmt::format("holds results from {} ({} SMs), this is {} ({} SMs)", r.device.name,
+                             r.device.sm_count, first.desc.name, first.desc.sm_count);
+  });
+  std::vector<record> results = kept;
   std::vector<bool> done = rows_done(rows, results);
   // Shapes the database answers (tuned on this device, with these kernels and this space) are
   // skipped, their entry's records going into the results; --retune tunes them again.
@@ -129,7 +164,7 @@ int run_sweep(const options& opt) {
 
   const compile_cache cache = make_cache(opt);
   const bool one_gpu = devices.size() == 1;
-  progress_line progress;
+  progress_line progress(opt.verbosity);
   std::mutex mutex;  // guards results, the files, the counters and the terminal
   std::atomic<size_t> next{0};
   const auto start = std::chrono::steady_clock::now();
@@ -177,8 +212,10 @@ int run_sweep(const options& opt) {
         hangs.push_back(hang_report(r->records[*r->hung], fmt::format("what it measured is in {} (--resume goes "
                                                                       "on with the shapes not in it yet)", out)));
       ++tuned;
-      write_csv(out, results);
-      write_best_csv(best_path_for(out), best_table(results));
+      if (out != "-") {  // standard output gets the whole file once, at the end
+        write_csv(out, results);
+        write_best_csv(best_path_for(out), best_table(results));
+      }
       if (r->best) {
         const record& b = r->records[*r->best];
         fmt::print("{} ({}): {} {:.1f} TFLOPS, {:.4f} ms\n", where, describe(row.problem), name(b.config),
@@ -202,6 +239,8 @@ int run_sweep(const options& opt) {
   for (auto& w : workers) w.join();
   for (size_t w = 0; w < devices.size(); ++w)
     if (!worker_errors[w].empty()) throw std::runtime_error(fmt::format("GPU {}: {}", devices[w], worker_errors[w]));
+  if (out == "-") write_csv(out, results);
+  write_json(opt, results_json(metadata_of(opt, &first), results));
   const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   fmt::print("sweep done: {} shapes tuned, {} failed, {:.1f} s; wrote {} and {}\n", tuned, failed, total,
              out, best_path_for(out));
@@ -211,6 +250,7 @@ int run_sweep(const options& opt) {
 }
 
 int run_merge(const options& opt) {
+  if (opt.out == "-") reserve_stdout_for_data();
   std::vector<std::vector<record>> parts;
   for (size_t i = 0; i < opt.merge_inputs.size(); ++i)
     for (size_t j = 0; j < i; ++j)
@@ -222,10 +262,14 @@ int run_merge(const options& opt) {
   }
   const auto merged = merge_results(parts, opt.merge_inputs);
   if (opt.out.empty()) throw invalid_input("merge needs --out");
+  for (const auto& path : opt.merge_inputs)
+    if (same_file(opt.out, path) && !opt.force)
+      throw invalid_input(fmt::format("--out '{}' is one of the inputs: --force replaces it with the merged table", path));
+  refuse_overwrite(opt.out, opt.force, "--force overwrites it");
   check_writable(opt.out);
   write_csv(opt.out, merged);
   const auto best = best_table(merged);
-  write_best_csv(best_path_for(opt.out), best);
+  if (opt.out != "-") write_best_csv(best_path_for(opt.out), best);
   fmt::print("merged {} files, {} rows ({} shapes) into {}\n", parts.size(), merged.size(),
              best.size(), opt.out);
   return 0;

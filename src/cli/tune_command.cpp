@@ -18,7 +18,13 @@ namespace attn {
 namespace {
 
 void print_summary(const options& opt, const tune_result& r, const std::string& out_path) {
+  if (opt.verbosity == verbosity::quiet) return;
   fmt::print("{}\n\n{}\n", r.pruning, format_table(r.records, static_cast<size_t>(opt.top)));
+  if (opt.verbosity == verbosity::verbose)  // every variant, with its whole message (the compile log)
+    for (const record& x : r.records)
+      fmt::print("{} {}: {}, {} registers, {} spill bytes, {:.4f} ms ({} reps), max error {:.3e}{}{}\n", x.family,
+                 name(x.config), to_string(x.status), x.registers, x.spill_bytes, x.median_ms, x.reps, x.max_error,
+                 x.message.empty() ? "" : "\n    ", x.message);
   fmt::print("{}\n", phase_summary(r));
   fmt::print("wrote {}\n", out_path);
 }
@@ -26,8 +32,10 @@ void print_summary(const options& opt, const tune_result& r, const std::string& 
 }  // namespace
 
 int run_tune(const options& opt) {
+  if (opt.out == "-") reserve_stdout_for_data();
+  prepare_json(opt);
   const compile_cache cache = make_cache(opt);
-  progress_line progress;
+  progress_line progress(opt.verbosity);
   tune_options t = make_tune_options(opt, progress);
 
   const bool hip = opt.backend == "hip";
@@ -44,12 +52,15 @@ int run_tune(const options& opt) {
       throw invalid_input(fmt::format("NVRTC {} cannot compile for --arch {}", nvrtc_version(), opt.arch));
     }
     const std::string out = opt.out.empty() ? default_out_path("compile-only-" + opt.arch, opt.problem) : opt.out;
+    refuse_overwrite(out, opt.force, "--force overwrites it");
     check_writable(out);
-    fmt::print("attn-tune {} --compile-only: {} for {} ({} {}); timing needs a GPU\n", opt.family,
-               describe(opt.problem), opt.arch, hip ? "hiprtc" : "NVRTC", hip ? hiprtc_version() : nvrtc_version());
+    if (opt.verbosity != verbosity::quiet)
+      fmt::print("attn-tune {} --compile-only: {} for {} ({} {}); timing needs a GPU\n", opt.family,
+                 describe(opt.problem), opt.arch, hip ? "hiprtc" : "NVRTC", hip ? hiprtc_version() : nvrtc_version());
     const tune_result r = compile_families(opt, opt.problem, cache, t);
     progress.done();
     write_csv(out, r.records);
+    write_json(opt, results_json(metadata_of(opt, nullptr), r.records));
     print_summary(opt, r, out);
     const auto failed = std::count_if(r.records.begin(), r.records.end(),
                                       [](const record& x) { return x.status == status::compile_error; });
@@ -63,8 +74,10 @@ int run_tune(const options& opt) {
   if (!have_device(opt)) return 4;
   const gpu_info gpu = open_device(opt, opt.device);
   const std::string out = opt.out.empty() ? default_out_path(gpu.desc.name, opt.problem) : opt.out;
+  refuse_overwrite(out, opt.force, "--force overwrites it");
   check_writable(out);
-  if (gpu.backend == backend::cuda)
+  if (opt.verbosity == verbosity::quiet) {
+  } else if (gpu.backend == backend::cuda)
     fmt::print("attn-tune {}: {} on {} ({}, {} SMs, CUDA {}, NVRTC {}), seed {}\n", opt.family,
                describe(opt.problem), gpu.desc.name, gpu.desc.arch, gpu.desc.sm_count,
                gpu.desc.cuda_version, gpu.desc.nvrtc_version, opt.seed);
@@ -95,15 +108,20 @@ int run_tune(const options& opt) {
   if (const std::string w = throttle_warning(r.records); !w.empty()) fmt::print(stderr, "{}\n", w);
   // A complete tuning is remembered (a hung one is not: its space was not all measured).
   if (db && r.best && !r.hung) remember(*db, key, r.records);
+  write_json(opt, results_json(metadata_of(opt, &gpu), r.records));
   print_summary(opt, r, out);
-  fmt::print("reference: naive {} error {:.3e}, allowed error 2x that + {:.0e} = {:.3e}; {}\n",
-             to_string(opt.problem.dtype), r.lowp_error, 1e-4, r.allowed_error, timing_summary(t.timing, t.search));
+  const bool quiet = opt.verbosity == verbosity::quiet;
+  if (!quiet)
+    fmt::print("reference: naive {} error {:.3e}, allowed error 2x that + {:.0e} = {:.3e}; {}\n",
+               to_string(opt.problem.dtype), r.lowp_error, 1e-4, r.allowed_error, timing_summary(t.timing, t.search));
   if (r.best) {
     const record& b = r.records[*r.best];
-    fmt::print("best: {} {}  {:.4f} ms (+-{:.1f}%, IQR {:.4f}, {} reps)  {:.1f} TFLOPS  max error {:.2e}{}\n",
-               b.family, name(b.config), b.median_ms, 100 * b.noise, b.iqr_ms, b.reps, b.tflops, b.max_error,
+    fmt::print("{} {} {}  {:.4f} ms (+-{:.1f}%, IQR {:.4f}, {} reps)  {:.1f} TFLOPS  max error {:.2e}{}\n",
+               styled(colour_for(stdout), fmt::emphasis::bold | fg(fmt::terminal_color::green), "best:"), b.family,
+               name(b.config), b.median_ms, 100 * b.noise, b.iqr_ms, b.reps, b.tflops, b.max_error,
                b.tied ? "  (tied: within the noise of a faster one, and simpler)" : "");
-    fmt::print("memory: a materializing attention needs {} extra (fp32 scores + {} probabilities); "
+    if (!quiet)
+      fmt::print("memory: a materializing attention needs {} extra (fp32 scores + {} probabilities); "
                "the fused kernel needs {} (its LSE, measured): {:.0f}x less\n",
                human_bytes(double(b.materialized_bytes)), to_string(opt.problem.dtype),
                human_bytes(double(b.fused_extra_bytes)), b.memory_saving_ratio);

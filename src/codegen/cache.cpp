@@ -4,11 +4,13 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-#include <thread>
 #include <algorithm>
 
 #include "backend/hip/amdgpu_metadata.hpp"
 #include "backend/hip/hiprtc.hpp"
+#include "codegen/cache_entry.hpp"
+#include "plan/digest.hpp"
+#include "report/atomic_file.hpp"
 
 #include <fmt/format.h>
 
@@ -34,15 +36,19 @@ std::string default_cache_dir() {
 }
 
 compile_cache::compile_cache(std::string dir, kernel_sources kernels)
-    : m_dir(std::move(dir)), m_kernels(std::move(kernels)) {}
+    : m_dir(std::move(dir)), m_kernels(std::move(kernels)) {
+  std::string all;
+  for (const auto& f : m_kernels.files()) all += f.name + '\0' + f.text + '\0';
+  m_sources_digest = xxh3_128_hex(all);
+}
 
 std::string compile_cache::key(const std::string& source, const std::string& arch,
                                const std::vector<std::string>& options, backend b) const {
   const bool cuda = b == backend::cuda;
-  std::string text = fmt::format("{:016x}\n{} {}\n{}\n{}\n", m_kernels.hash(), cuda ? "nvrtc" : "hiprtc",
+  std::string text = fmt::format("{}\n{} {}\n{}\n{}\n", m_sources_digest, cuda ? "nvrtc" : "hiprtc",
                                  cuda ? nvrtc_version() : hiprtc_version(), arch, source);
   for (const auto& o : cuda ? nvrtc_options(arch, options) : hiprtc_options(arch, options)) text += o + '\n';
-  return fmt::format("{}-{:016x}", arch, fnv1a64(text));
+  return fmt::format("{}-{}", arch, xxh3_128_hex(text));
 }
 
 namespace {
@@ -53,39 +59,41 @@ std::optional<std::string> read_file(const fs::path& p) {
   ss << in.rdbuf();
   return ss.str();
 }
-// Written under a unique temporary name, then renamed: readers never see half a file.
-bool write_file_atomic(const fs::path& p, const std::string& data) {
-  const fs::path tmp = p.string() + fmt::format(".tmp{}", std::hash<std::thread::id>{}(std::this_thread::get_id()));
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    if (!out.write(data.data(), static_cast<std::streamsize>(data.size()))) return false;
-  }
-  std::error_code ec;
-  fs::rename(tmp, p, ec);
-  return !ec;
-}
 }  // namespace
+
+std::string compile_cache::entry_path(const std::string& key) const {
+  return (fs::path(m_dir) / (key + ".entry")).string();
+}
 
 std::optional<compile_result> compile_cache::load(const std::string& key) const {
   if (m_dir.empty()) return std::nullopt;
-  auto cubin = read_file(fs::path(m_dir) / (key + ".cubin"));
-  auto log = read_file(fs::path(m_dir) / (key + ".log"));
-  if (!cubin || !log || cubin->empty()) return std::nullopt;
+  const std::string path = entry_path(key);
+  auto bytes = read_file(path);
+  if (!bytes) return std::nullopt;
+  std::string why;
+  auto entry = decode_cache_entry(*bytes, why);
+  if (!entry) {
+    fmt::print(stderr, "warning: cache entry '{}' is damaged ({}): compiling it again\n", path, why);
+    return std::nullopt;
+  }
   compile_result r;
   r.ok = true;
-  r.cubin = std::move(*cubin);
-  r.log = std::move(*log);
+  r.cubin = std::move(entry->binary);
+  r.log = std::move(entry->log);
   return r;
 }
 
 void compile_cache::store(const std::string& key, const compile_result& result) const {
   if (m_dir.empty() || !result.ok) return;
-  std::error_code ec;
-  fs::create_directories(m_dir, ec);
-  if (ec) return;
-  // The log first: a cubin without its log is never found, the reverse is harmless.
-  if (write_file_atomic(fs::path(m_dir) / (key + ".log"), result.log))
-    write_file_atomic(fs::path(m_dir) / (key + ".cubin"), result.cubin);
+  try {
+    write_file_atomically(entry_path(key), encode_cache_entry({result.cubin, result.log}));
+  } catch (const std::exception& e) {
+    if (!m_said_unwritable->exchange(true))
+      fmt::print(stderr,
+                 "warning: the compile cache '{}' cannot be written ({}): every run compiles again; give "
+                 "--cache-dir a writable folder, or --no-cache\n",
+                 m_dir, e.what());
+  }
 }
 
 void read_resources(compile_result& r, backend b) {
@@ -107,7 +115,10 @@ cached_compile compile_with_cache(const compile_cache& cache, const std::string&
   const std::string k = cache.key(source, arch, options, b);
   if (auto hit = cache.load(k)) {
     read_resources(*hit, b);
-    return {std::move(*hit), true};
+    // NVRTC's log always holds ptxas's report; without one the entry cannot be trusted either.
+    if (b == backend::hip || hit->registers > 0) return {std::move(*hit), true};
+    fmt::print(stderr, "warning: cache entry '{}' has no register report in its log: compiling it again\n",
+               cache.entry_path(k));
   }
   cached_compile out{b == backend::cuda ? compile_cubin(source, arch, options, cache.kernels())
                                         : compile_code_object(source, arch, options, cache.kernels()),

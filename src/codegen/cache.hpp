@@ -1,7 +1,11 @@
 #pragma once
 // On-disk cache of compiled cubins, keyed by everything that determines the binary: the kernel
-// sources NVRTC sees, the instantiation, the options, the NVRTC version and the architecture.
+// sources NVRTC sees, the instantiation, the options, the NVRTC version and the architecture
+// (XXH3-128 of all of it). Each entry is one file carrying the XXH3-128 checksum of its contents
+// (codegen/cache_entry.hpp): a damaged entry is compiled again, with a warning.
+#include <atomic>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -21,18 +25,27 @@ class compile_cache {
  public:
   /// An empty dir disables the cache.
   explicit compile_cache(std::string dir, kernel_sources kernels = kernel_sources::embedded());
+  /// "<arch>-<32 hex digits>": XXH3-128 of the kernel sources, compiler and version, arch,
+  /// instantiation and options.
   std::string key(const std::string& source, const std::string& arch,
                   const std::vector<std::string>& options, backend b = backend::cuda) const;
-  /// The binary and its log; the resource report is for the caller to read (by backend).
+  /// The binary and its log; the resource report is for the caller to read (by backend). A
+  /// missing entry is nullopt; so is a damaged one (wrong checksum, cut short, junk), after a
+  /// warning on stderr naming it.
   std::optional<compile_result> load(const std::string& key) const;
-  /// Best effort: a cache that cannot be written only costs a recompile next time.
+  /// Best effort: a cache that cannot be written only costs a recompile next time, and is said
+  /// once (per cache) on stderr with the reason.
   void store(const std::string& key, const compile_result& result) const;
+  /// The file of an entry (tests damage it).
+  std::string entry_path(const std::string& key) const;
   const std::string& dir() const { return m_dir; }
   const kernel_sources& kernels() const { return m_kernels; }
 
  private:
   std::string m_dir;
   kernel_sources m_kernels;
+  std::string m_sources_digest;  ///< XXH3-128 of every kernel file's name and text
+  std::shared_ptr<std::atomic<bool>> m_said_unwritable = std::make_shared<std::atomic<bool>>(false);
 };
 
 /// Compiles through the cache: a hit costs no compile (milliseconds = 0, cached = true).

@@ -128,18 +128,22 @@ std::vector<variant> build_variants(const kernel_family& family, const shape& s,
 }
 
 std::string pruning_summary(const std::vector<variant>& variants) {
-  std::map<std::string, int> reasons;
+  std::map<std::string, std::pair<int, const record*>> reasons;  // kind -> (count, first example)
   int pruned = 0;
   for (const auto& v : variants) {
     if (v.rec.status != status::pruned) continue;
     ++pruned;
-    // Group by the reason's kind, not its numbers.
+    // Group by the reason's kind, not its numbers; the first of each kind shows its numbers.
     const std::string kind = std::regex_replace(v.rec.message, std::regex(R"(\d+)"), "N");
-    ++reasons[kind];
+    auto& [count, example] = reasons[kind];
+    if (count++ == 0) example = &v.rec;
   }
   std::string text = fmt::format("{} configs: {} to compile, {} pruned", variants.size(),
                                  variants.size() - pruned, pruned);
-  for (const auto& [kind, count] : reasons) text += fmt::format("\n  pruned {:3} x {}", count, kind);
+  for (const auto& [kind, seen] : reasons) {
+    text += fmt::format("\n  pruned {:3} x {}", seen.first, kind);
+    if (kind != seen.second->message) text += fmt::format("; e.g. {}: {}", name(seen.second->config), seen.second->message);
+  }
   return text;
 }
 

@@ -33,14 +33,27 @@ bool take_field(std::string_view& text, char prefix, int& value) {
 }
 
 // The four axes as (name, member) pairs, so parsing and error messages share one list.
+// `largest` bounds what the resource models multiply (tiles, threads, bytes) well inside int.
 struct axis {
   const char* name;
   std::vector<int> search_space::*values;
+  int largest;
 };
-constexpr axis axes[] = {{"block_m", &search_space::block_m},
-                         {"block_n", &search_space::block_n},
-                         {"warps", &search_space::warps},
-                         {"stages", &search_space::stages}};
+constexpr axis axes[] = {{"block_m", &search_space::block_m, 1024},
+                         {"block_n", &search_space::block_n, 1024},
+                         {"warps", &search_space::warps, 32},
+                         {"stages", &search_space::stages, 16}};
+constexpr int largest_knob = 64;
+
+// "" when c is within every axis's bound, else why not (names the value and the bound).
+std::string out_of_range(const tile_config& c) {
+  const int values[] = {c.block_m, c.block_n, c.warps, c.stages};
+  for (size_t i = 0; i < 4; ++i)
+    if (values[i] > axes[i].largest)
+      return fmt::format("{} {} is over the largest supported, {}", axes[i].name, values[i], axes[i].largest);
+  if (c.knob > largest_knob) return fmt::format("knob {} is over the largest supported, {}", c.knob, largest_knob);
+  return "";
+}
 
 }  // namespace
 
@@ -61,6 +74,8 @@ tile_config parse_config_name(const std::string& text) {
     throw invalid_input(fmt::format(
         "invalid config name '{}': expected m<block_m>_n<block_n>_w<warps>_s<stages>[_k<knob>]", text));
   }
+  if (const std::string why = out_of_range(c); !why.empty())
+    throw invalid_input(fmt::format("invalid config name '{}': {}", text, why));
   return c;
 }
 
@@ -123,6 +138,9 @@ search_space parse_space(const std::vector<std::string>& tokens, const search_sp
       } else if (!parse_positive(item, value)) {
         throw fail(fmt::format("'{}' is not a {} integer", item, is_knob ? "non-negative" : "positive"));
       }
+      const int largest = is_knob ? largest_knob : found->largest;
+      if (value > largest)
+        throw fail(fmt::format("{} {} is over the largest supported, {}", axis_name, value, largest));
       // A repeated value would time the same config twice and skew the ranking's tie-breaks.
       if (std::find(values.begin(), values.end(), value) != values.end()) {
         throw fail(fmt::format("value {} listed twice", value));

@@ -1,11 +1,12 @@
 #include "report/best_table.hpp"
 
-#include <filesystem>
 #include <fstream>
 #include <map>
 
 #include <fmt/format.h>
 
+#include "report/atomic_file.hpp"
+#include "report/csv.hpp"
 #include "sweep/sweep_file.hpp"
 
 namespace attn {
@@ -39,31 +40,38 @@ std::vector<best_row> best_table(const std::vector<record>& rows) {
 }
 
 void write_best_csv(const std::string& path, const std::vector<best_row>& rows) {
-  const std::filesystem::path p(path);
-  if (p.has_parent_path()) std::filesystem::create_directories(p.parent_path());
-  const std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << "batch,heads,kv_heads,q_len,kv_len,head_dim,dtype,layout,causal,device,cc,sm_count,"
-           "family,best_config,tflops,median_ms,max_error,memory_saving_ratio,runner_up,"
-           "runner_up_gap,kernel_hash\n";
-    for (const auto& row : rows) {
-      const record& b = row.best;
-      const shape& s = b.shape;
-      out << fmt::format("{},{},{},{},{},{},{},{},{},\"{}\",{}.{},{},{},{},{:.2f},{:.6f},{:.3e},{:.1f},{},{},{}\n",
-                         s.batch, s.heads, s.kv_heads, s.q_len, s.kv_len, s.head_dim,
-                         to_string(s.dtype), to_string(s.layout), s.causal ? 1 : 0, b.device.name,
-                         b.device.cc_major, b.device.cc_minor, b.device.sm_count, b.family,
-                         name(b.config), b.tflops, b.median_ms, b.max_error, b.memory_saving_ratio,
-                         // The runner-up's family is named when it is not the winner's.
-                         !row.runner_up ? ""
-                         : row.runner_up->family == b.family ? name(row.runner_up->config)
-                                                              : row.runner_up->family + " " + name(row.runner_up->config),
-                         row.runner_up ? fmt::format("{:.4f}", row.runner_up_gap) : "", b.kernel_hash);
-    }
-    if (!out) throw std::runtime_error(fmt::format("cannot write '{}'", tmp));
+  std::string out =
+      "batch,heads,kv_heads,q_len,kv_len,head_dim,dtype,layout,causal,device,cc,sm_count,"
+      "family,best_config,tflops,median_ms,max_error,memory_saving_ratio,runner_up,"
+      "runner_up_gap,kernel_hash\n";
+  for (const auto& row : rows) {
+    const record& b = row.best;
+    const shape& s = b.shape;
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{}.{},{},{},{},{:.2f},{:.6f},{:.3e},{:.1f},{},{},{}\n",
+                       s.batch, s.heads, s.kv_heads, s.q_len, s.kv_len, s.head_dim, to_string(s.dtype),
+                       to_string(s.layout), s.causal ? 1 : 0, csv_field(b.device.name, true), b.device.cc_major,
+                       b.device.cc_minor, b.device.sm_count, csv_field(b.family), name(b.config), b.tflops,
+                       b.median_ms, b.max_error, b.memory_saving_ratio,
+                       // The runner-up's family is named when it is not the winner's.
+                       !row.runner_up                      ? ""
+                       : row.runner_up->family == b.family ? name(row.runner_up->config)
+                                                           : row.runner_up->family + " " + name(row.runner_up->config),
+                       row.runner_up ? fmt::format("{:.4f}", row.runner_up_gap) : "", csv_field(b.kernel_hash));
   }
-  std::filesystem::rename(tmp, path);
+  write_file_atomically(path, out);
+}
+
+void refuse_best_table(const std::string& path) {
+  std::ifstream in(path);
+  std::string header;
+  if (!std::getline(in, header) || header.find(",best_config,") == std::string::npos) return;
+  const std::string suffix = ".best.csv";
+  const bool named = path.size() > suffix.size() && path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0;
+  throw invalid_input(fmt::format("'{}' is a best table (one row per shape), not a per-variant results CSV: pass {}",
+                                  path,
+                                  named ? fmt::format("'{}', the results it was made from",
+                                                      path.substr(0, path.size() - suffix.size()) + ".csv")
+                                        : "the results CSV it was made from (x.csv beside x.best.csv)"));
 }
 
 }  // namespace attn

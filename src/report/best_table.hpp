@@ -21,5 +21,8 @@ std::vector<best_row> best_table(const std::vector<record>& rows);
 /// Columns: name-free shape fields, dtype, causal, device, best config, TFLOPS, ms, error,
 /// memory saving ratio, runner-up config and gap. Atomic write like write_csv.
 void write_best_csv(const std::string& path, const std::vector<best_row>& rows);
+/// Throws invalid_input when `path` is a best table (its header has best_config): the readers of
+/// per-variant results say so, and which file to pass instead (x.csv beside x.best.csv).
+void refuse_best_table(const std::string& path);
 
 }  // namespace attn

@@ -14,6 +14,9 @@
 #include <system_error>
 #include <tuple>
 
+#include "report/atomic_file.hpp"
+#include "report/csv_trailer.hpp"
+
 namespace attn {
 
 namespace {
@@ -36,28 +39,8 @@ const std::array<const char*, column_count> column_names{
     "throttle", "tied"};
 // clang-format on
 
-// fast-cpp-csv-parser splits the input into lines before it looks at quotes, so a quoted
-// newline would break the row in two. Line breaks in text are therefore written as spaces:
-// read_csv gives back the message with spaces where the newlines were.
-std::string csv_field(const std::string& text) {
-  std::string flat = text;
-  for (char& c : flat)
-    if (c == '\n' || c == '\r') c = ' ';
-  // The reader trims unquoted spaces and tabs, so edge whitespace must be quoted to survive.
-  const bool edge_space = !flat.empty() && (flat.front() == ' ' || flat.front() == '\t' ||
-                                            flat.back() == ' ' || flat.back() == '\t');
-  if (!edge_space && flat.find_first_of(",\"") == std::string::npos) return flat;
-  std::string quoted = "\"";
-  for (char c : flat) {
-    if (c == '"') quoted += '"';
-    quoted += c;
-  }
-  quoted += '"';
-  return quoted;
-}
-
-std::runtime_error read_error(const std::string& path, const std::string& detail) {
-  return std::runtime_error(fmt::format("cannot read results CSV '{}': {}", path, detail));
+invalid_input read_error(const std::string& path, const std::string& detail) {
+  return invalid_input(fmt::format("cannot read results CSV '{}': {}", path, detail));
 }
 
 // fccp's own float parser accumulates rounding error, so numbers are taken as text and parsed
@@ -102,9 +85,9 @@ record parse_record(const std::array<std::string, column_count>& f) {
   };
 
   const int version = integer();
-  if (version != csv_schema_version && version != 3)
-    throw invalid_input(fmt::format("unknown schema_version {} (this build reads versions 3 and {})",
-                                    version, csv_schema_version));
+  if (version != csv_schema_version && version != csv_schema_version_without_end_line)
+    throw invalid_input(fmt::format("unknown schema_version {} (this build reads versions {} and {})", version,
+                                    csv_schema_version_without_end_line, csv_schema_version));
   record r;
   r.device.name = next();
   r.device.arch = next();
@@ -172,19 +155,27 @@ record parse_record(const std::array<std::string, column_count>& f) {
   return r;
 }
 
-std::string tmp_path(const std::string& path) { return path + ".tmp"; }
-
-void create_parent(const std::string& path) {
-  const fs::path parent = fs::path(path).parent_path();
-  if (parent.empty()) return;
-  std::error_code ec;
-  fs::create_directories(parent, ec);
-  if (ec)
-    throw std::runtime_error(fmt::format("cannot write '{}': cannot create directory '{}': {}",
-                                         path, parent.string(), ec.message()));
-}
-
 }  // namespace
+
+// fast-cpp-csv-parser splits the input into lines before it looks at quotes, so a quoted
+// newline would break the row in two. Line breaks in text are therefore written as spaces:
+// read_csv gives back the message with spaces where the newlines were.
+std::string csv_field(const std::string& text, bool always_quote) {
+  std::string flat = text;
+  for (char& c : flat)
+    if (c == '\n' || c == '\r') c = ' ';
+  // The reader trims unquoted spaces and tabs, so edge whitespace must be quoted to survive.
+  const bool edge_space = !flat.empty() && (flat.front() == ' ' || flat.front() == '\t' ||
+                                            flat.back() == ' ' || flat.back() == '\t');
+  if (!always_quote && !edge_space && flat.find_first_of(",\"") == std::string::npos) return flat;
+  std::string quoted = "\"";
+  for (char c : flat) {
+    if (c == '"') quoted += '"';
+    quoted += c;
+  }
+  quoted += '"';
+  return quoted;
+}
 
 const std::vector<std::string>& csv_columns() {
   static const std::vector<std::string> columns(column_names.begin(), column_names.end());
@@ -210,43 +201,34 @@ std::string csv_row(const record& r) {
 }
 
 void write_csv(const std::string& path, const std::vector<record>& rows) {
-  create_parent(path);
-  const std::string tmp = tmp_path(path);
-  // Written in full beside the target and renamed over it, so an interrupted run never
-  // leaves a truncated CSV where the previous complete one was.
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out)
-      throw std::runtime_error(fmt::format("cannot write '{}': cannot create '{}'", path, tmp));
-    const auto& columns = csv_columns();
-    for (size_t i = 0; i < columns.size(); ++i) out << (i ? "," : "") << columns[i];
-    out << '\n';
-    for (const record& r : rows) out << csv_row(r) << '\n';
-    out.close();
-    if (!out) {
-      std::error_code ignored;
-      fs::remove(tmp, ignored);
-      throw std::runtime_error(fmt::format("cannot write '{}': writing '{}' failed", path, tmp));
-    }
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    std::error_code ignored;
-    fs::remove(tmp, ignored);
-    throw std::runtime_error(fmt::format("cannot write '{}': {}", path, ec.message()));
-  }
+  std::string text;
+  const auto& columns = csv_columns();
+  for (size_t i = 0; i < columns.size(); ++i) text += (i ? "," : "") + columns[i];
+  text += '\n';
+  for (const record& r : rows) text += csv_row(r) + '\n';
+  text += csv_trailer(text, rows.size());
+  write_file_atomically(path, text);
 }
 
 namespace {
 
-// `source...` names the file (and, for text held in memory, its first and last byte).
-template <class... Source>
-std::vector<record> read_records(const std::string& path, Source... source) {
+// The header and rows of `text`; `path` names them in errors. A file's end line (`body`) says how
+// many rows it holds, and a file without one cannot be told from one cut short: refused for the
+// schema that writes one, read with a warning for the one before it. Text from the database has
+// no end line and needs none (it was stored whole, in one transaction): body is null.
+std::vector<record> read_records(const std::string& path, std::string_view text, const csv_body* body) {
+  const size_t last_line = last_line_number(text);
+  const bool check_end = body != nullptr, has_end = body && body->rows;
+  auto cut_short = [&](const std::string& detail) {
+    return read_error(path, fmt::format("line {} is its last and there is no '#end' line: the file is incomplete "
+                                        "(cut short while it was written or copied){}",
+                                        last_line, detail));
+  };
   std::vector<record> rows;
+  bool any_current = false;
   try {
-    io::CSVReader<column_count, io::trim_chars<' ', '\t'>, io::double_quote_escape<',', '"'>>
-        reader(path, source...);
+    io::CSVReader<column_count, io::trim_chars<' ', '\t'>, io::double_quote_escape<',', '"'>> reader(
+        path, text.data(), text.data() + text.size());
     // Columns may come in any order, but every one must be there and none may be extra:
     // a file from another schema should fail here rather than load half-filled records.
     std::apply([&](auto... names) { reader.read_header(io::ignore_missing_column, names...); },
@@ -261,21 +243,45 @@ std::vector<record> read_records(const std::string& path, Source... source) {
       try {
         rows.push_back(parse_record(fields));
       } catch (const std::exception& e) {
-        throw read_error(path, fmt::format("line {}: {}", reader.get_file_line(), e.what()));
+        const std::string where = fmt::format("line {}: {}", reader.get_file_line(), e.what());
+        if (check_end && !has_end && reader.get_file_line() == last_line) throw cut_short(fmt::format("; {}", where));
+        throw read_error(path, where);
       }
+      any_current |= fields[0] == std::to_string(csv_schema_version);
     }
   } catch (const io::error::base& e) {
+    if (check_end && !has_end && !rows.empty()) throw cut_short(fmt::format("; {}", e.what()));
     throw read_error(path, e.what());
   }
+  if (!check_end) return rows;
+  if (has_end && *body->rows != rows.size())
+    throw read_error(path, fmt::format("line {} (its end line) says {} rows, the file has {}", last_line + 1,
+                                       *body->rows, rows.size()));
+  if (!has_end && any_current) throw cut_short("");
+  if (!has_end)
+    fmt::print(stderr,
+               "warning: '{}' has no '#end' line (schema_version {}, from before attn-tune checked its files), so "
+               "a copy cut short cannot be told from the whole; rewrite it (e.g. merge it alone) to add one\n",
+               path, csv_schema_version_without_end_line);
   return rows;
 }
 
 }  // namespace
 
-std::vector<record> read_csv(const std::string& path) { return read_records(path); }
+std::vector<record> read_csv(const std::string& path) {
+  std::string file_text;
+  {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw read_error(path, std::error_code(errno, std::generic_category()).message());
+    file_text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    if (in.bad()) throw read_error(path, "read failed");
+  }
+  const csv_body body = split_trailer(path, file_text);
+  return read_records(path, body.text, &body);
+}
 
 std::vector<record> read_csv_text(const std::string& text, const std::string& origin) {
-  return read_records(origin, text.data(), text.data() + text.size());
+  return read_records(origin, text, nullptr);
 }
 
 std::string csv_text(const std::vector<record>& rows) {
@@ -285,27 +291,6 @@ std::string csv_text(const std::vector<record>& rows) {
   out += '\n';
   for (const record& r : rows) out += csv_row(r) + '\n';
   return out;
-}
-
-void check_writable(const std::string& path) {
-  create_parent(path);
-  std::error_code ec;
-  if (fs::is_directory(path, ec))
-    throw std::runtime_error(fmt::format("cannot write '{}': it is a directory", path));
-  // write_csv creates the temporary file and renames it, so that is exactly what is probed;
-  // the target itself is left untouched.
-  const std::string tmp = tmp_path(path);
-  const bool existed = fs::exists(tmp, ec);
-  std::FILE* probe = std::fopen(tmp.c_str(), "ab");
-  if (!probe) {
-    const std::error_code why(errno, std::generic_category());
-    throw std::runtime_error(fmt::format("cannot write '{}': {}", path, why.message()));
-  }
-  std::fclose(probe);
-  if (!existed) {
-    std::error_code ignored;
-    fs::remove(tmp, ignored);
-  }
 }
 
 }  // namespace attn

@@ -1,9 +1,14 @@
 #include "report/export.hpp"
 
+#include <cmath>
 #include <map>
+#include <regex>
 #include <tuple>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "report/csv.hpp"
 
 namespace attn {
 
@@ -71,7 +76,7 @@ std::string export_csv(const std::vector<export_entry>& entries) {
       "device,cc,sm_count,dtype,head_dim,causal,seq_min_exclusive,seq_max,family,block_m,block_n,warps,"
       "stages,knob,tflops,tuned_shapes\n";
   for (const auto& e : entries)
-    out += fmt::format("\"{}\",{}.{},{},{},{},{},{},{},{},{},{},{},{},{},{:.1f},{}\n", e.device, e.cc_major,
+    out += fmt::format("{},{}.{},{},{},{},{},{},{},{},{},{},{},{},{},{:.1f},{}\n", csv_field(e.device, true), e.cc_major,
                        e.cc_minor, e.sm_count, to_string(e.type), e.head_dim, e.causal ? 1 : 0,
                        e.seq_min, e.seq_max, e.family, e.config.block_m, e.config.block_n, e.config.warps,
                        e.config.stages, e.config.knob, e.tflops, e.shapes);
@@ -82,37 +87,55 @@ std::string export_csv(const std::vector<export_entry>& entries) {
 }
 
 std::string export_json(const std::vector<export_entry>& entries) {
-  std::string out = "{\n  \"schema\": 1,\n  \"key\": [\"device\", \"cc\", \"sm_count\", \"dtype\", "
-                    "\"head_dim\", \"causal\", \"seq_len in (seq_min_exclusive, seq_max]\"],\n";
+  using nlohmann::ordered_json;
   auto cfg = [](const std::string& family, const tile_config& c) {
-    return fmt::format(
-        "{{\"family\": \"{}\", \"block_m\": {}, \"block_n\": {}, \"warps\": {}, \"stages\": {}, \"knob\": {}}}",
-        family, c.block_m, c.block_n, c.warps, c.stages, c.knob);
+    return ordered_json{{"family", family}, {"block_m", c.block_m}, {"block_n", c.block_n},
+                        {"warps", c.warps},   {"stages", c.stages},   {"knob", c.knob}};
   };
-  out += fmt::format("  \"fallback\": {{\"head_dim_le_128\": {}, \"head_dim_gt_128\": {}}},\n",
-                     cfg("fa2", fallback_config(128)), cfg("fa2", fallback_config(256)));
-  out += "  \"entries\": [";
-  for (size_t i = 0; i < entries.size(); ++i) {
-    const auto& e = entries[i];
-    std::string device;
-    for (char c : e.device) device += (c == '"' || c == '\\') ? std::string("\\") + c : std::string(1, c);
-    out += fmt::format(
-        "{}\n    {{\"device\": \"{}\", \"cc\": \"{}.{}\", \"sm_count\": {}, \"dtype\": \"{}\", "
-        "\"head_dim\": {}, \"causal\": {}, \"seq_min_exclusive\": {}, \"seq_max\": {}, \"config\": {}, "
-        "\"tflops\": {:.1f}, \"tuned_shapes\": {}}}",
-        i ? "," : "", device, e.cc_major, e.cc_minor, e.sm_count, to_string(e.type), e.head_dim,
-        e.causal ? "true" : "false", e.seq_min, e.seq_max, cfg(e.family, e.config), e.tflops, e.shapes);
+  ordered_json list = ordered_json::array();
+  for (const auto& e : entries)
+    list.push_back({{"device", e.device},
+                    {"cc", fmt::format("{}.{}", e.cc_major, e.cc_minor)},
+                    {"sm_count", e.sm_count},
+                    {"dtype", to_string(e.type)},
+                    {"head_dim", e.head_dim},
+                    {"causal", e.causal},
+                    {"seq_min_exclusive", e.seq_min},
+                    {"seq_max", e.seq_max},
+                    {"config", cfg(e.family, e.config)},
+                    {"tflops", std::round(e.tflops * 10) / 10},
+                    {"tuned_shapes", e.shapes}});
+  const ordered_json doc = {
+      {"schema", 1},
+      {"key", {"device", "cc", "sm_count", "dtype", "head_dim", "causal", "seq_len in (seq_min_exclusive, seq_max]"}},
+      {"fallback",
+       {{"head_dim_le_128", cfg("fa2", fallback_config(128))}, {"head_dim_gt_128", cfg("fa2", fallback_config(256))}}},
+      {"entries", list}};
+  return doc.dump(2) + "\n";
+}
+
+namespace {
+
+// text as a C++ string literal's contents: the header is C++ source, so a device name holding a
+// quote or a backslash must not end the literal early.
+std::string cpp_escaped(const std::string& text) {
+  std::string out;
+  for (unsigned char c : text) {
+    if (c == '"' || c == '\\') out += fmt::format("\\{}", static_cast<char>(c));
+    else if (c < 0x20 || c == 0x7f) out += fmt::format("\\{:03o}", c);
+    else out += static_cast<char>(c);
   }
-  out += "\n  ]\n}\n";
   return out;
 }
+
+}  // namespace
 
 std::string export_header(const std::vector<export_entry>& entries, const std::string& source) {
   std::string rows;
   for (const auto& e : entries)
-    rows += fmt::format("    {{\"{}\", {}, {}, {}, \"{}\", {}, {}, {}, {}, {{\"{}\", {}, {}, {}, {}{}}}}},\n", e.device,
+    rows += fmt::format("    {{\"{}\", {}, {}, {}, \"{}\", {}, {}, {}, {}, {{\"{}\", {}, {}, {}, {}{}}}}},\n", cpp_escaped(e.device),
                         e.cc_major, e.cc_minor, e.sm_count, to_string(e.type), e.head_dim,
-                        e.causal ? "true" : "false", e.seq_min, e.seq_max, e.family, e.config.block_m,
+                        e.causal ? "true" : "false", e.seq_min, e.seq_max, cpp_escaped(e.family), e.config.block_m,
                         e.config.block_n, e.config.warps, e.config.stages,
                         e.config.knob ? fmt::format(", {}", e.config.knob) : "");
   const tile_config small = fallback_config(128), large = fallback_config(256);
@@ -175,7 +198,7 @@ inline config lookup(const char* device, int cc_major, int cc_minor, int sm_coun
 
 }}  // namespace attn_tuned
 )",
-                     fmt::arg("source", source), fmt::arg("rows", rows), fmt::arg("sbm", small.block_m),
+                     fmt::arg("source", std::regex_replace(source, std::regex("[\r\n]"), " ")), fmt::arg("rows", rows), fmt::arg("sbm", small.block_m),
                      fmt::arg("sbn", small.block_n), fmt::arg("sw", small.warps), fmt::arg("ss", small.stages),
                      fmt::arg("lbm", large.block_m), fmt::arg("lbn", large.block_n), fmt::arg("lw", large.warps),
                      fmt::arg("ls", large.stages));

@@ -9,8 +9,10 @@
 namespace attn {
 
 // 2: added "rank"; 3: added "kernel_hash"; 4: added "noise", "measured" and the clocks (sm_clock_*,
-// temperature_c, power_w, throttle) at the end. Version 3 files are still read.
+// temperature_c, power_w, throttle) at the end, and the "#end" line. Version 3 files are still read.
 constexpr int csv_schema_version = 4;
+/// The columns before version 4, written before the "#end" line existed: read with a warning.
+constexpr int csv_schema_version_without_end_line = 3;
 
 struct device_desc {
   std::string name;          ///< "NVIDIA H200", or "(compile-only)"

@@ -1,5 +1,7 @@
 #include "sweep/sweep_file.hpp"
 
+#include <algorithm>
+#include <fstream>
 #include <map>
 
 #include <libfccp/csv.h>
@@ -26,14 +28,35 @@ bool flag(const std::string& text, const std::string& where) {
   throw invalid_input(fmt::format("{}: column 'causal': '{}' is not 0/1", where, text));
 }
 
+// A '#' after leading blanks starts a comment too: such a line is blanked (kept, so line
+// numbers stay those of the file) before the CSV reader, which only knows '#' in column 1.
+void blank_comment_lines(std::string& text) {
+  std::string out;
+  for (size_t start = 0; start < text.size();) {
+    const size_t end = std::min(text.find('\n', start), text.size());
+    const size_t first = text.find_first_not_of(" \t", start);
+    if (!(first < end && text[first] == '#')) out.append(text, start, end - start);
+    if (end < text.size()) out += '\n';
+    start = end + 1;
+  }
+  text = std::move(out);
+}
+
 }  // namespace
 
 std::vector<sweep_row> read_sweep_file(const std::string& path) {
   std::vector<sweep_row> rows;
+  std::string text;
+  {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw invalid_input(fmt::format("cannot read sweep file '{}': no such file or not readable", path));
+    text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  }
+  blank_comment_lines(text);
   try {
     io::CSVReader<10, io::trim_chars<' ', '\t'>, io::double_quote_escape<',', '"'>, io::throw_on_overflow,
                   io::single_and_empty_line_comment<'#'>>
-        reader(path);
+        reader(path, text.data(), text.data() + text.size());
     reader.read_header(io::ignore_no_column, "name", "B", "H", "kv_heads", "N", "kv_len", "D",
                        "causal", "dtype", "layout");
     std::string name, b, h, hkv, n, nkv, d, causal, dt, lay;
@@ -107,6 +130,9 @@ shard_spec parse_shard(const std::string& text, const std::function<const char*(
     s.index = number(text.substr(0, slash), "k");
     s.count = number(text.substr(slash + 1), "n");
   }
+  if (s.index < 0)
+    throw invalid_input(fmt::format("invalid --shard '{}': SLURM_ARRAY_TASK_ID {} is below SLURM_ARRAY_TASK_MIN {}",
+                                    text, env("SLURM_ARRAY_TASK_ID"), env("SLURM_ARRAY_TASK_MIN")));
   if (s.count < 1 || s.index >= s.count)
     throw invalid_input(fmt::format("invalid --shard '{}': need 0 <= k < n (got {}/{})", text, s.index, s.count));
   return s;

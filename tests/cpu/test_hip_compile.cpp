@@ -8,6 +8,7 @@
 #include "backend/hip/amdgpu_metadata.hpp"
 #include "backend/hip/hiprtc.hpp"
 #include "run/tuner.hpp"
+#include "temp_dir.hpp"
 #include "verify/gpu_reference.hpp"
 
 namespace attn {
@@ -15,8 +16,10 @@ namespace {
 
 TEST(amdgpu_metadata, reads_msgpack_integers_after_their_keys) {
   // fixint, uint8 (0xcc), uint16 (0xcd) as the metadata note encodes them.
-  const std::string note = std::string("\xab.vgpr_count\x10\xab.agpr_count\xcc\x80\xb9.group_segment_fixed_size\xcd\xcc\x00", 59) +
-                           std::string("\xb1.vgpr_spill_count\x00", 19);
+  // The literals' own lengths (sizeof less the terminator): their last byte is a 0 value.
+  static constexpr char sizes[] = "\xab.vgpr_count\x10\xab.agpr_count\xcc\x80\xb9.group_segment_fixed_size\xcd\xcc\x00";
+  static constexpr char spills[] = "\xb1.vgpr_spill_count\x00";
+  const std::string note = std::string(sizes, sizeof sizes - 1) + std::string(spills, sizeof spills - 1);
   const auto r = parse_amdgpu_resources(note);
   EXPECT_EQ(r.vgprs, 16);
   EXPECT_EQ(r.agprs, 128);
@@ -39,9 +42,8 @@ TEST_P(mfma_default_space, every_variant_compiles_for_gfx90a) {
   shape s;
   s.batch = 2, s.heads = 8, s.kv_heads = 2, s.q_len = s.kv_len = 1024, s.head_dim = d;
   s.causal = causal, s.dtype = type;
-  const auto dir = std::filesystem::temp_directory_path() / ("attn-tune-hip-test-" + std::to_string(d));
-  std::filesystem::remove_all(dir);
-  const compile_cache cache(dir.string());
+  const temp_dir dir("attn-tune-hip-test-" + std::to_string(d));  // unique: parallel runs never share it
+  const compile_cache cache(dir.path().string());
   tune_options t;
   t.family = "mfma";
   t.space = mfma_family().default_space;
@@ -59,7 +61,6 @@ TEST_P(mfma_default_space, every_variant_compiles_for_gfx90a) {
   const tune_result again = compile_only(s, "gfx90a", cache, t);  // the cache works for HIP too
   EXPECT_EQ(again.cached, compiled);
   EXPECT_EQ(again.records.front().registers, r.records.front().registers);
-  std::filesystem::remove_all(dir);
 }
 
 INSTANTIATE_TEST_SUITE_P(gfx90a, mfma_default_space,

@@ -2,12 +2,14 @@
 // reference check on shapes that cover causal and not, ragged N, GQA, cross-attention, D 32 to
 // 256 (for wgmma: each of its swizzle widths), both dtypes and both layouts.
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
+#include "../planted_defects.hpp"
 #include "gpu_fixture.hpp"
 #include "codegen/family_hopper.hpp"
 #include "report/csv.hpp"
@@ -252,6 +254,37 @@ TEST_F(gpu_test, a_variant_that_hangs_ends_the_run_and_keeps_what_was_measured) 
   EXPECT_EQ(rows[3].message, "not run: an earlier variant hung");
   EXPECT_NO_THROW(rt().synchronize_device());
   std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace attn::testing
+
+namespace attn::testing {
+namespace {
+
+// The verifier rejects wrong kernels: each planted defect (tests/planted_defects.hpp) must come
+// out `wrong` in every variant, which also shows the per-variant poisoning works (a row never
+// written stays NaN). Not run in CI (no GPU there).
+TEST_F(gpu_test, planted_defects_come_out_wrong) {
+  if (m_gpu.backend == backend::hip) GTEST_SKIP() << "the defects are planted in fa2, a CUDA family";
+  const auto parent = std::filesystem::temp_directory_path() / ("attn-tune-defects-" + std::to_string(::getpid()));
+  for (const auto& defect : planted_defects()) {
+    SCOPED_TRACE(defect.name);
+    const auto dir = plant(defect, parent);
+    ASSERT_FALSE(dir.empty()) << "anchor not found in kernels/" << defect.file;
+    const auto csv = parent / (std::string(defect.name) + ".csv");
+    const std::string command = std::string(ATTN_TUNE_BINARY) + " --shape 1,4,256,64 --family fa2" +
+                                (defect.causal ? " --causal" : "") +
+                                " --space block_m=64,128 block_n=64 warps=4 stages=2 --seed 11 --min-reps 2"
+                                " --max-reps 2 --min-time-ms 0 --no-cache --kernels-dir " +
+                                dir.string() + " --out " + csv.string() + " > /dev/null 2>&1";
+    const int rc = std::system(command.c_str());
+    EXPECT_TRUE(WIFEXITED(rc) && WEXITSTATUS(rc) == 1) << command << ": every variant wrong means exit 1";
+    const auto rows = read_csv(csv.string());
+    ASSERT_EQ(rows.size(), 2u);
+    for (const auto& rec : rows) EXPECT_EQ(rec.status, status::wrong) << name(rec.config) << ": " << rec.message;
+  }
+  std::filesystem::remove_all(parent);
 }
 
 }  // namespace

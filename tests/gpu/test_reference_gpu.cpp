@@ -40,13 +40,21 @@ TEST_P(reference_vs_cpu, matches_float64) {
   const auto expect = attention_fp64(s, widen(rt(), pr.q, s.dtype), widen(rt(), pr.k, s.dtype),
                                      widen(rt(), pr.v, s.dtype), &lse64);
   double worst = 0, worst_lse = 0;
-  for (size_t i = 0; i < o.size(); ++i) worst = std::max(worst, std::fabs(o[i] - expect[i]));
+  size_t not_finite = 0;  // std::max(worst, NaN) would drop a NaN: count them apart
+  for (size_t i = 0; i < o.size(); ++i) {
+    const double e = std::fabs(o[i] - expect[i]);
+    if (!std::isfinite(e)) ++not_finite;
+    else worst = std::max(worst, e);
+  }
+  EXPECT_EQ(not_finite, 0u) << "outputs that are NaN or infinite, " << describe(s);
   for (size_t i = 0; i < lse.size(); ++i) {
     if (std::isinf(lse64[i])) {
       EXPECT_TRUE(std::isinf(lse[i]) && lse[i] < 0) << "row " << i;
       continue;
     }
-    worst_lse = std::max(worst_lse, std::fabs(lse[i] - lse64[i]));
+    const double e = std::fabs(lse[i] - lse64[i]);
+    EXPECT_TRUE(std::isfinite(e)) << "LSE row " << i << " is " << lse[i];
+    if (std::isfinite(e)) worst_lse = std::max(worst_lse, e);
   }
   EXPECT_LT(worst, 2e-5) << describe(s);  // fp32 arithmetic against float64
   EXPECT_LT(worst_lse, 2e-5) << describe(s);

@@ -1,0 +1,35 @@
+#pragma once
+// Machine-readable output (--json FILE|-, export --format json), written with nlohmann::json
+// (Debian's nlohmann-json3-dev): the run's metadata, every variant, the best per shape.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "report/record.hpp"
+
+namespace attn {
+
+struct run_metadata {
+  std::string command;  ///< "tune", "sweep", "check", or with " --compile-only"
+  uint64_t seed = 0;
+  device_desc device;   ///< name "(compile-only)" without a GPU
+  std::string driver_version;
+  int sm_clock_mhz = 0, memory_clock_mhz = 0;
+  std::vector<std::string> arguments;  ///< the command line after the program's name
+};
+
+/// {"attn_tune": {version, schema}, "run": metadata, "variants": [every record], "best": [one
+/// per shape with an ok variant]} as indented JSON text with a final newline.
+std::string results_json(const run_metadata& meta, const std::vector<record>& rows);
+
+/// One row of check's report.
+struct check_line {
+  std::string shape, family, config, verdict, why;
+  double baseline_ms = 0;
+  std::optional<double> now_ms, ratio;
+};
+std::string check_json(const run_metadata& meta, const std::string& baseline, const std::vector<check_line>& lines,
+                       const std::optional<std::string>& kernel_change);
+
+}  // namespace attn

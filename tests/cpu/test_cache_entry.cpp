@@ -1,0 +1,114 @@
+// The compile cache never trusts a damaged entry and says once when it cannot write (issue 11,
+// item 3).
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include "codegen/cache.hpp"
+#include "codegen/cache_entry.hpp"
+#include "temp_dir.hpp"
+
+namespace attn {
+namespace {
+
+namespace fs = std::filesystem;
+
+compile_result fake_result() {
+  compile_result r;
+  r.ok = true;
+  r.cubin = std::string(4000, '\x7f') + "ELF-ish binary";
+  r.log = "ptxas info    : Used 123 registers, 0 bytes spill stores, 0 bytes spill loads\n";
+  return r;
+}
+
+TEST(cache_entry, round_trips_and_refuses_damage) {
+  const std::string bytes = encode_cache_entry({"binary\0x", "log"});
+  std::string why;
+  auto e = decode_cache_entry(bytes, why);
+  ASSERT_TRUE(e) << why;
+  EXPECT_EQ(e->binary, std::string("binary\0x"));
+  EXPECT_EQ(e->log, "log");
+  EXPECT_FALSE(decode_cache_entry(bytes.substr(0, bytes.size() - 1), why));
+  EXPECT_NE(why.find("where the header says"), std::string::npos) << why;
+  std::string flipped = bytes;
+  flipped[flipped.size() - 5] ^= 1;
+  EXPECT_FALSE(decode_cache_entry(flipped, why));
+  EXPECT_EQ(why, "checksum mismatch");
+  EXPECT_FALSE(decode_cache_entry("", why));
+  EXPECT_FALSE(decode_cache_entry(encode_cache_entry({"", "log"}), why));
+  EXPECT_EQ(why, "an empty binary");
+}
+
+TEST(compile_cache, the_key_is_128_bits) {
+  const compile_cache cache("");
+  const std::string k = cache.key("source", "sm_80", {});
+  EXPECT_EQ(k.rfind("sm_80-", 0), 0u);
+  EXPECT_EQ(k.size(), std::string("sm_80-").size() + 32);
+  EXPECT_NE(k, cache.key("sourcf", "sm_80", {}));
+}
+
+TEST(compile_cache, a_truncated_or_random_entry_is_not_used_and_is_said) {
+  temp_dir d;
+  const compile_cache cache(d.path().string());
+  const std::string key = cache.key("source", "sm_80", {});
+  cache.store(key, fake_result());
+  ASSERT_TRUE(cache.load(key));
+  EXPECT_EQ(cache.load(key)->cubin, fake_result().cubin);
+  const std::string path = cache.entry_path(key);
+
+  fs::resize_file(path, 1000);  // cut short
+  testing::internal::CaptureStderr();
+  EXPECT_FALSE(cache.load(key));
+  std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("cache entry '" + path + "' is damaged"), std::string::npos) << err;
+
+  std::mt19937 rng(7);  // random bytes of the same size
+  std::string junk(slurp(path).size(), '\0');
+  for (char& c : junk) c = static_cast<char>(rng());
+  spit(path, junk);
+  testing::internal::CaptureStderr();
+  EXPECT_FALSE(cache.load(key));
+  err = testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("is damaged"), std::string::npos) << err;
+
+  cache.store(key, fake_result());  // repaired by the next store
+  EXPECT_TRUE(cache.load(key));
+}
+
+TEST(compile_cache, concurrent_stores_leave_only_whole_entries) {
+  temp_dir d;
+  const compile_cache cache(d.path().string());
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 8; ++i)
+    threads.emplace_back([&] {
+      for (int k = 0; k < 10; ++k) cache.store(cache.key("same", "sm_80", {}), fake_result());
+    });
+  for (auto& t : threads) t.join();
+  size_t files = 0;
+  for (const auto& e : fs::directory_iterator(d.path())) {
+    ++files;
+    EXPECT_EQ(e.path().extension(), ".entry") << e.path();  // no temporary names left
+  }
+  EXPECT_EQ(files, 1u);
+  EXPECT_TRUE(cache.load(cache.key("same", "sm_80", {})));
+}
+
+TEST(compile_cache, an_unwritable_cache_dir_is_said_once) {
+  temp_dir d;
+  spit(d / "a-file", "not a folder");
+  const compile_cache cache(d / "a-file");
+  testing::internal::CaptureStderr();
+  cache.store("k1", fake_result());
+  cache.store("k2", fake_result());
+  const std::string err = testing::internal::GetCapturedStderr();
+  const std::string said = "the compile cache '" + (d / "a-file") + "' cannot be written";
+  ASSERT_NE(err.find(said), std::string::npos) << err;
+  EXPECT_EQ(err.find(said, err.find(said) + 1), std::string::npos) << "said twice: " << err;
+}
+
+}  // namespace
+}  // namespace attn

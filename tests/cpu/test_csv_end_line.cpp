@@ -1,0 +1,132 @@
+// Results CSVs check themselves: a copy cut at a row boundary or inside a field is refused,
+// naming the file and the line (issue 11, item 4).
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "plan/digest.hpp"
+#include "report/csv.hpp"
+#include "report/csv_trailer.hpp"
+#include "temp_dir.hpp"
+
+namespace attn {
+namespace {
+
+std::vector<record> rows_of(int n) {
+  std::vector<record> rows;
+  for (int i = 0; i < n; ++i) {
+    record r;
+    r.device = {"NVIDIA H200", "sm_90a", 9, 0, 132, "13.0", "13.0"};
+    r.family = "fa2";
+    r.shape.batch = 1 + i;
+    r.config = {64, 64, 4, 1};
+    r.status = status::ok;
+    r.median_ms = 1.25 + i;
+    r.tflops = 300.5 + i;
+    r.rank = 1;
+    r.kernel_hash = "00000000deadbeef";
+    rows.push_back(r);
+  }
+  return rows;
+}
+
+std::string error_of(const std::string& path) {
+  try {
+    read_csv(path);
+  } catch (const invalid_input& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// The first `lines` lines of text, each with its newline.
+std::string head(const std::string& text, int lines) {
+  size_t end = 0;
+  for (int i = 0; i < lines; ++i) end = text.find('\n', end) + 1;
+  return text.substr(0, end);
+}
+
+TEST(digest, xxh3_128_is_known_and_128_bits) {
+  EXPECT_EQ(xxh3_128_hex(""), "99aa06d3014798d86001c324468d497f");  // XXH3_128bits of no bytes
+  EXPECT_EQ(xxh3_128_hex("abc").size(), 32u);
+  EXPECT_NE(xxh3_128_hex("abc"), xxh3_128_hex("abd"));
+}
+
+TEST(csv_end_line, a_whole_file_reads_back) {
+  temp_dir d;
+  write_csv(d / "r.csv", rows_of(5));
+  const std::string text = slurp(d / "r.csv");
+  EXPECT_EQ(text.substr(text.rfind("#end"), 12), "#end,rows=5,");
+  EXPECT_EQ(read_csv(d / "r.csv").size(), 5u);
+}
+
+TEST(csv_end_line, cut_at_a_row_boundary_is_refused_naming_file_and_line) {
+  temp_dir d;
+  write_csv(d / "r.csv", rows_of(5));
+  spit(d / "t.csv", head(slurp(d / "r.csv"), 4));  // header + 3 rows
+  const std::string msg = error_of(d / "t.csv");
+  EXPECT_NE(msg.find(d / "t.csv"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("line 4"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("incomplete"), std::string::npos) << msg;
+}
+
+TEST(csv_end_line, cut_inside_the_last_field_is_refused) {
+  temp_dir d;
+  write_csv(d / "r.csv", rows_of(5));
+  const std::string text = head(slurp(d / "r.csv"), 5);
+  spit(d / "t.csv", text.substr(0, text.size() - 5));  // half of the last hash
+  const std::string msg = error_of(d / "t.csv");
+  EXPECT_NE(msg.find("line 5"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("incomplete"), std::string::npos) << msg;
+  // and inside an early field of the last row (too few columns)
+  spit(d / "t.csv", text.substr(0, text.rfind('\n', text.size() - 2) + 20));
+  EXPECT_NE(error_of(d / "t.csv").find("incomplete"), std::string::npos) << error_of(d / "t.csv");
+}
+
+TEST(csv_end_line, a_changed_row_or_count_is_refused) {
+  temp_dir d;
+  write_csv(d / "r.csv", rows_of(3));
+  std::string text = slurp(d / "r.csv");
+  std::string changed = text;
+  changed.replace(changed.find("300.5"), 5, "900.5");  // a different config would win
+  spit(d / "t.csv", changed);
+  std::string msg = error_of(d / "t.csv");
+  EXPECT_NE(msg.find("line 5"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("checksum"), std::string::npos) << msg;
+  // a row dropped and the end line rewritten with the right checksum but the old count
+  const std::string body = head(text, 3);
+  spit(d / "t.csv", body + "#end,rows=3,xxh3=" + xxh3_128_hex(body) + "\n");
+  msg = error_of(d / "t.csv");
+  EXPECT_NE(msg.find("says 3 rows, the file has 2"), std::string::npos) << msg;
+  spit(d / "t.csv", body + "#end,rows=two\n");
+  EXPECT_NE(error_of(d / "t.csv").find("expected #end,rows=N,xxh3=HEX"), std::string::npos);
+}
+
+TEST(csv_end_line, a_schema_3_file_without_one_reads_with_a_warning) {
+  temp_dir d;
+  write_csv(d / "r.csv", rows_of(2));
+  std::string text = head(slurp(d / "r.csv"), 3);
+  for (size_t at = text.find("\n4,"); at != std::string::npos; at = text.find("\n4,", at + 1)) text[at + 1] = '3';
+  spit(d / "old.csv", text);
+  testing::internal::CaptureStderr();
+  EXPECT_EQ(read_csv(d / "old.csv").size(), 2u);
+  const std::string warning = testing::internal::GetCapturedStderr();
+  EXPECT_NE(warning.find("warning: '" + (d / "old.csv") + "' has no '#end' line"), std::string::npos) << warning;
+}
+
+TEST(csv_end_line, split_trailer_and_line_numbers) {
+  EXPECT_EQ(last_line_number(""), 0u);
+  EXPECT_EQ(last_line_number("a\nb\n"), 2u);
+  EXPECT_EQ(last_line_number("a\nb"), 2u);
+  const std::string body = "h\nrow\n";
+  const std::string file = body + csv_trailer(body, 1);
+  const csv_body b = split_trailer("x.csv", file);
+  EXPECT_EQ(b.text, body);
+  ASSERT_TRUE(b.rows);
+  EXPECT_EQ(*b.rows, 1u);
+  EXPECT_FALSE(split_trailer("x.csv", body).rows);
+}
+
+}  // namespace
+}  // namespace attn

@@ -1,0 +1,84 @@
+// --json and export --format json are real JSON (nlohmann), and every CSV quotes its text the
+// same way; a device name with quotes breaks neither them nor the exported C++ header (issue 11,
+// item 8).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+#include "report/best_table.hpp"
+#include "report/csv.hpp"
+#include "report/export.hpp"
+#include "report/json_report.hpp"
+#include "temp_dir.hpp"
+
+namespace attn {
+namespace {
+
+const std::string odd_name = "NVIDIA \"H200\" \\ 141GB, rev 2";
+
+std::vector<record> two_variants() {
+  std::vector<record> rows(2);
+  for (int i = 0; i < 2; ++i) {
+    record& r = rows[i];
+    r.device = {odd_name, "sm_90a", 9, 0, 132, "13.0", "13.0"};
+    r.family = "fa2";
+    r.shape.batch = 1, r.shape.heads = 8, r.shape.kv_heads = 8, r.shape.q_len = r.shape.kv_len = 512;
+    r.shape.head_dim = 64;
+    r.config = {64, 64, 4, 1 + i};
+    r.status = status::ok;
+    r.median_ms = 1.0 + i;
+    r.tflops = 100.0 - i;
+    r.rank = 1 + i;
+    r.max_error = i ? std::numeric_limits<double>::quiet_NaN() : 1e-3;
+    r.message = "a \"quoted\", message";
+  }
+  return rows;
+}
+
+TEST(json_report, results_hold_metadata_every_variant_and_the_best) {
+  run_metadata m;
+  m.command = "tune";
+  m.seed = 18446744073709551615ull;
+  m.device = two_variants()[0].device;
+  m.sm_clock_mhz = 1980;
+  m.arguments = {"--shape", "1,8,512,64"};
+  const auto doc = nlohmann::json::parse(results_json(m, two_variants()));
+  EXPECT_EQ(doc["run"]["seed"].get<uint64_t>(), 18446744073709551615ull);
+  EXPECT_EQ(doc["run"]["device"]["name"], odd_name);
+  EXPECT_EQ(doc["run"]["sm_clock_mhz"], 1980);
+  ASSERT_EQ(doc["variants"].size(), 2u);
+  EXPECT_EQ(doc["variants"][0]["message"], "a \"quoted\", message");
+  EXPECT_TRUE(doc["variants"][1]["max_error"].is_null());  // NaN is not JSON
+  ASSERT_EQ(doc["best"].size(), 1u);
+  EXPECT_EQ(doc["best"][0]["config"], "m64_n64_w4_s1");
+  EXPECT_EQ(doc["best"][0]["runner_up"], "fa2 m64_n64_w4_s2");
+}
+
+TEST(json_report, check_lines) {
+  const auto doc = nlohmann::json::parse(
+      check_json({}, "b.csv", {{"B1 H8 N512 D64", "fa2", "m64_n64_w4_s1", "pass", "", 1.0, 1.01, 1.01}}, std::nullopt));
+  EXPECT_EQ(doc["baseline"], "b.csv");
+  EXPECT_EQ(doc["shapes"][0]["verdict"], "pass");
+  EXPECT_TRUE(doc["kernel_change"].is_null());
+}
+
+TEST(json_report, quotes_survive_every_writer) {
+  const auto entries = export_entries(best_table(two_variants()));
+  EXPECT_EQ(nlohmann::json::parse(export_json(entries))["entries"][0]["device"], odd_name);
+  const std::string header = export_header(entries, "x.csv");
+  EXPECT_NE(header.find(R"({"NVIDIA \"H200\" \\ 141GB, rev 2", 9, 0, 132,)"), std::string::npos) << header;
+  EXPECT_NE(export_csv(entries).find(R"("NVIDIA ""H200"" \ 141GB, rev 2",9.0,132,)"), std::string::npos);
+  temp_dir d;
+  write_best_csv(d / "b.best.csv", best_table(two_variants()));
+  EXPECT_NE(slurp(d / "b.best.csv").find(R"(,"NVIDIA ""H200"" \ 141GB, rev 2",9.0,132,fa2,)"), std::string::npos)
+      << slurp(d / "b.best.csv");
+  write_csv(d / "r.csv", two_variants());
+  EXPECT_EQ(read_csv(d / "r.csv")[0].device.name, odd_name);
+  EXPECT_EQ(csv_field("a\"b"), "\"a\"\"b\"");
+  EXPECT_EQ(csv_field("plain", true), "\"plain\"");
+}
+
+}  // namespace
+}  // namespace attn

@@ -1,0 +1,34 @@
+// Every planted defect (tests/planted_defects.hpp) applies to today's kernels and still
+// compiles, so the GPU test that requires each to come out `wrong` tests the verifier, not a
+// stale anchor.
+#include <gtest/gtest.h>
+
+#include "../planted_defects.hpp"
+#include "codegen/cache.hpp"
+#include "codegen/family.hpp"
+#include "run/tuner.hpp"
+#include "temp_dir.hpp"
+
+namespace attn {
+namespace {
+
+TEST(planted_defects, each_applies_and_compiles) {
+  temp_dir d;
+  for (const auto& defect : testing::planted_defects()) {
+    SCOPED_TRACE(defect.name);
+    const auto dir = testing::plant(defect, d.path());
+    ASSERT_FALSE(dir.empty()) << "anchor not found in kernels/" << defect.file << ": move the defect";
+    const compile_cache cache("", kernel_sources::from_directory(dir.string()));
+    shape s;
+    s.batch = 1, s.heads = 2, s.kv_heads = 2, s.q_len = s.kv_len = 256, s.head_dim = 64, s.causal = defect.causal;
+    tune_options t;
+    t.family = "fa2";
+    t.configs = {{64, 64, 4, 2}};
+    const tune_result r = compile_only(s, "sm_80", cache, t);
+    ASSERT_EQ(r.records.size(), 1u);
+    EXPECT_EQ(r.records[0].status, status::compiled) << r.records[0].message;
+  }
+}
+
+}  // namespace
+}  // namespace attn

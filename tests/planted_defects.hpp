@@ -1,0 +1,56 @@
+#pragma once
+// Kernel variants with known defects, planted through --kernels-dir: the verifier must call every
+// one of them wrong (issue 11, item 15). Each is one text substitution in a copy of kernels/; the
+// CPU tests check that each anchor exists and the planted fa2 still compiles, the GPU tests that
+// each comes out `wrong`. (A skipped rescale is not here: with standard-normal inputs the lazy
+// rescale never runs after the first tile, so it needs wide inputs, issue 11 item 14.)
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "codegen/kernel_sources.hpp"
+
+namespace attn::testing {
+
+struct planted_defect {
+  const char* name;
+  const char* file;  ///< relative to kernels/
+  const char* from;  ///< must occur in the file
+  const char* to;
+  bool causal;       ///< the defect only shows with a causal mask
+};
+
+inline const std::vector<planted_defect>& planted_defects() {
+  static const std::vector<planted_defect> all = {
+      {"causal_mask_off_by_one", "common/attention.cuh", "min(kv_len, row + causal_offset + 1) - n0",
+       "min(kv_len, row + causal_offset + 2) - n0", true},
+      {"wrong_scale", "fa2.cuh", "p.kv_len,\n                                            p.scale_log2);",
+       "p.kv_len,\n                                            p.scale_log2 * 1.125f);", false},
+      {"one_row_never_written", "fa2.cuh", "    if (m0 + r < p.q_len)\n", "    if (m0 + r < p.q_len && m0 + r != 5)\n",
+       false},
+      {"wrong_lse", "fa2.cuh", "log2f(sum)) * 0.69314718056f", "log2f(sum)) * 0.6875f", false},
+  };
+  return all;
+}
+
+/// A copy of the embedded kernels with `d` planted, in a fresh folder below `parent`; empty when
+/// the anchor is not found (the kernel changed: move the defect).
+inline std::filesystem::path plant(const planted_defect& d, const std::filesystem::path& parent) {
+  const auto dir = parent / d.name;
+  const kernel_sources embedded = kernel_sources::embedded();
+  bool planted = false;
+  for (auto f : embedded.files()) {
+    if (f.name == d.file) {
+      const auto at = f.text.find(d.from);
+      if (at == std::string::npos) return {};
+      f.text.replace(at, std::string(d.from).size(), d.to);
+      planted = true;
+    }
+    std::filesystem::create_directories((dir / f.name).parent_path());
+    std::ofstream(dir / f.name) << f.text;
+  }
+  return planted ? dir : std::filesystem::path();
+}
+
+}  // namespace attn::testing
