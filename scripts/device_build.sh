@@ -16,6 +16,7 @@ extra=()
 [ -f /usr/include/xxhash.h ] || extra+=(-DXXHASH_INCLUDE_DIR="$inc" -DXXHASH_LIB="$lib/libxxhash.so")
 [ -d /usr/share/cmake/nlohmann_json ] || [ -d /usr/lib/cmake/nlohmann_json ] ||
   extra+=(-Dnlohmann_json_DIR="$PWD/.deps/usr/share/cmake/nlohmann_json")
+export LD_LIBRARY_PATH="$lib:${LD_LIBRARY_PATH:-}"  # for the test discovery that runs at build time
 build=${1:-build-gpu}
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release "${extra[@]}" >/dev/null
 ninja -C "$build"
