@@ -48,8 +48,10 @@ TEST_F(gpu_test, a_database_hit_returns_the_config_the_tuning_chose_and_check_st
   const std::string second = text_of(dir / "second.txt");
   EXPECT_NE(second.find("from the database, tuned"), std::string::npos) << second;
   EXPECT_NE(second.find("--retune to measure again"), std::string::npos) << second;
-  const record& first_best = best_of(read_csv((dir / "first.csv").string()));
-  const record& second_best = best_of(read_csv((dir / "second.csv").string()));
+  const std::vector<record> first_rows = read_csv((dir / "first.csv").string());
+  const std::vector<record> second_rows = read_csv((dir / "second.csv").string());
+  const record& first_best = best_of(first_rows);  // references into the vectors above
+  const record& second_best = best_of(second_rows);
   EXPECT_EQ(second_best.config, first_best.config);
   EXPECT_EQ(second_best.median_ms, first_best.median_ms);  // the stored tuning, not a new one
   // --retune measures again (and replaces the entry).
