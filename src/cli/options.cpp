@@ -1,6 +1,8 @@
 #include "cli/options.hpp"
 
 #include <CLI/CLI.hpp>
+#include <filesystem>
+
 #include <fmt/format.h>
 
 #include <cctype>
@@ -49,6 +51,17 @@ std::string default_out_path(const std::string& device_name, const shape& s) {
   return fmt::format("results/{}-{}x{}x{}x{}x{}-{}-{}{}.csv", device_slug(device_name),
                      s.batch, s.heads, s.q_len, s.kv_len, s.head_dim, to_string(s.dtype),
                      to_string(s.layout), s.causal ? "-causal" : "");
+}
+
+std::string first_free_path(const std::string& path) {
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) return path;
+  const std::string stem = path.size() > 4 && path.compare(path.size() - 4, 4, ".csv") == 0
+                               ? path.substr(0, path.size() - 4) : path;
+  for (int i = 2;; ++i) {
+    const std::string candidate = fmt::format("{}-{}.csv", stem, i);
+    if (!std::filesystem::exists(candidate, ec)) return candidate;
+  }
 }
 
 backend choose_backend(const std::string& requested, const std::string& family, const std::string& arch,

@@ -83,5 +83,8 @@ backend choose_backend(const std::string& requested, const std::string& family, 
 std::string device_slug(const std::string& name);
 /// results/<device>-<B>x<H>x<Nq>x<Nkv>x<D>-<dtype>-<layout>[-causal].csv
 std::string default_out_path(const std::string& device_name, const shape& s);
+/// `path` if nothing is there, else the first of path-2.csv, path-3.csv, ... that is free: a run
+/// without --out never refuses to start, and never writes over an earlier run's results.
+std::string first_free_path(const std::string& path);
 
 }  // namespace attn

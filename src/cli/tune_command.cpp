@@ -17,6 +17,17 @@ namespace attn {
 
 namespace {
 
+// Without --out: the default path, or the next free one beside it when an earlier run wrote it.
+std::string free_default_out(const std::string& device_name, const shape& s) {
+  const std::string path = default_out_path(device_name, s), free = first_free_path(path);
+  if (free != path) fmt::print(stderr, "note: {} exists (an earlier run); writing {} (--out names the file)\n", path, free);
+  return free;
+}
+
+}  // namespace
+
+namespace {
+
 void print_summary(const options& opt, const tune_result& r, const std::string& out_path) {
   if (opt.verbosity == verbosity::quiet) return;
   fmt::print("{}\n\n{}\n", r.pruning, format_table(r.records, static_cast<size_t>(opt.top)));
@@ -51,7 +62,7 @@ int run_tune(const options& opt) {
     } else if (!nvrtc_supports(opt.arch)) {
       throw invalid_input(fmt::format("NVRTC {} cannot compile for --arch {}", nvrtc_version(), opt.arch));
     }
-    const std::string out = opt.out.empty() ? default_out_path("compile-only-" + opt.arch, opt.problem) : opt.out;
+    const std::string out = opt.out.empty() ? free_default_out("compile-only-" + opt.arch, opt.problem) : opt.out;
     refuse_overwrite(out, opt.force, "--force overwrites it");
     check_writable(out);
     if (opt.verbosity != verbosity::quiet)
@@ -73,7 +84,7 @@ int run_tune(const options& opt) {
 
   if (!have_device(opt)) return 4;
   const gpu_info gpu = open_device(opt, opt.device);
-  const std::string out = opt.out.empty() ? default_out_path(gpu.desc.name, opt.problem) : opt.out;
+  const std::string out = opt.out.empty() ? free_default_out(gpu.desc.name, opt.problem) : opt.out;
   refuse_overwrite(out, opt.force, "--force overwrites it");
   check_writable(out);
   if (opt.verbosity == verbosity::quiet) {
