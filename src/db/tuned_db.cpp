@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cstdlib>
 #include <ctime>
+#include <chrono>
 #include <filesystem>
+#include <thread>
 #include <fstream>
 
 #include <fmt/format.h>
@@ -157,6 +159,19 @@ tuned_db tuned_db::open(const std::string& path) {
   if (fs::exists(path, ec) && fs::file_size(path, ec) > 0 && !looks_like_sqlite(path))
     throw not_ours(path, "not an SQLite file");
   if (const fs::path parent = fs::path(path).parent_path(); !parent.empty()) fs::create_directories(parent, ec);
+  // Opening can meet another process creating the file or switching it to WAL, which SQLite
+  // answers with SQLITE_BUSY without waiting: the open is tried again (for up to about a minute).
+  for (int attempt = 0;; ++attempt) {
+    try {
+      return open_once(path);
+    } catch (const sqlite_error& e) {
+      if ((e.code != 5 && e.code != 6) || attempt >= 2000) throw;  // SQLITE_BUSY, SQLITE_LOCKED
+      std::this_thread::sleep_for(std::chrono::milliseconds(5 + attempt % 25));
+    }
+  }
+}
+
+tuned_db tuned_db::open_once(const std::string& path) {
   try {
     sqlite_connection c(path, true);
     c.exec("PRAGMA busy_timeout = 60000");

@@ -67,6 +67,7 @@ class tuned_db {
 
  private:
   explicit tuned_db(sqlite_connection c) : m_connection(std::move(c)) {}
+  static tuned_db open_once(const std::string& path);  ///< open() without its retries
   mutable sqlite_connection m_connection;
 };
 
