@@ -54,13 +54,20 @@ std::vector<record> run_configs_in_child(const options& opt, const std::string& 
 bool not_run_message(const record& r) { return r.message.rfind("not run:", 0) == 0; }
 
 // The run's families that can run on a device of this capability; when none can, all of them
-// (their pruning then says why).
-std::vector<size_t> runnable(const options& opt, int cc_major, int cc_minor) {
+// (their pruning then says why). With the default families and `superseding`, only those of them
+// that supersede the others on this device, when there are any.
+std::vector<size_t> runnable(const options& opt, int cc_major, int cc_minor, bool superseding) {
   std::vector<size_t> out;
   for (size_t i = 0; i < opt.families.size(); ++i)
     if (runs_on(find_family(opt.families[i]), cc_major, cc_minor)) out.push_back(i);
   if (out.empty())
     for (size_t i = 0; i < opt.families.size(); ++i) out.push_back(i);
+  if (superseding && opt.families_defaulted) {
+    std::vector<size_t> best;
+    for (size_t i : out)
+      if (find_family(opt.families[i]).supersedes_others) best.push_back(i);
+    if (!best.empty()) return best;
+  }
   return out;
 }
 
@@ -70,12 +77,16 @@ tune_result merge_families(std::vector<tune_result> parts);
 // its space), merged into one result. A family that refuses the shape (invalid_input: e.g. none
 // of its configs fits) is left out; only when every family refuses is the run refused, saying
 // why for each.
+// With the default families on a device where one supersedes the others, only that one is run;
+// the others only when it refuses the shape.
 template <class Run>
-tune_result over_families(const options& opt, int cc_major, int cc_minor, tune_options t, Run run) {
+tune_result over_families(const options& opt, int cc_major, int cc_minor, tune_options t, Run run,
+                          bool superseding = true) {
   std::vector<tune_result> parts;
   std::vector<std::string> refusals;  // each family's reason
   std::string named;                  // the same, each after its family's name
-  for (size_t i : runnable(opt, cc_major, cc_minor)) {
+  const std::vector<size_t> families = runnable(opt, cc_major, cc_minor, superseding);
+  for (size_t i : families) {
     t.family = opt.families[i];
     t.space = opt.spaces[i];
     try {
@@ -85,6 +96,8 @@ tune_result over_families(const options& opt, int cc_major, int cc_minor, tune_o
       named += fmt::format("{}{}: {}", named.empty() ? "" : "\n", t.family, e.what());
     }
   }
+  if (parts.empty() && families != runnable(opt, cc_major, cc_minor, false))
+    return over_families(opt, cc_major, cc_minor, t, run, false);
   if (parts.empty()) {  // a reason that is not the family's (the shape, the device) is said once
     const bool same = std::all_of(refusals.begin(), refusals.end(), [&](const auto& r) { return r == refusals[0]; });
     throw invalid_input(same ? refusals.front() : named);

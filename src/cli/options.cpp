@@ -104,8 +104,9 @@ bool parse_options(int argc, char** argv, options& out) {
   app.add_option("--family", out.families,
                  "Kernel families to search, comma-separated: fa2 (NVIDIA sm_80+, mma.sync), wgmma (NVIDIA "
                  "Hopper sm_90a, warpgroup MMA), hopper (NVIDIA Hopper sm_90a: TMA, warp-specialized pipeline, "
-                 "ping-pong, persistent grid), mfma (AMD, MFMA). Default: every family of the backend that "
-                 "the device can run (fa2,wgmma,hopper on an H100/H200; fa2 elsewhere on NVIDIA; mfma on AMD)")
+                 "ping-pong, persistent grid), mfma (AMD, MFMA). Default: hopper on an H100/H200 (sm_90, or "
+                 "--arch sm_90a; fa2 and wgmma never won there: give --family fa2,wgmma,hopper to search "
+                 "them too), fa2 elsewhere on NVIDIA, mfma on AMD")
       ->delimiter(',');
   app.add_option("--backend", out.backend,
                  "auto, cuda or hip. auto: the --family's backend, else hip for a gfx --arch, else hip "
@@ -265,6 +266,7 @@ bool parse_options(int argc, char** argv, options& out) {
   const backend chosen = choose_backend(out.backend, names.empty() ? "" : names.front(), out.arch, runs_on_device,
                                         [] { return detect_backend() == backend::hip; });
   out.backend = to_string(chosen);
+  out.families_defaulted = names.empty();
   if (names.empty())
     for (const kernel_family* f : families_of(chosen)) names.push_back(f->name);
   for (const auto& n : names)

@@ -20,6 +20,7 @@ struct options {
   /// --family, split at commas (empty: every family of the backend); after parse_options, the
   /// families of the run.
   std::vector<std::string> families;
+  bool families_defaulted = false;    ///< no --family: the device's superseding family, if any, alone
   std::string family;                 ///< after parse_options: families joined by ',' (for messages)
   std::vector<search_space> spaces;   ///< after parse_options: each family's space (--space applied)
   std::string backend = "auto";  ///< auto, cuda or hip; after parse_options: cuda or hip

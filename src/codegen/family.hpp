@@ -46,6 +46,9 @@ struct kernel_family {
   /// Adjusts the default launch (plan.params filled in, one block per BLOCK_M rows of each head)
   /// once per problem: its own parameter, its grid. nullptr keeps the default. Throws invalid_input.
   void (*plan_launch)(launch_plan&, const tile_config&, const shape&, const gpu_info&) = nullptr;
+  /// On a device it runs on, a run with the default families searches only the families marked
+  /// so (the others never won there: kernels/NOTES.md), unless all of them refuse the shape.
+  bool supersedes_others = false;
 };
 
 /// Whether the family's kernels run on a device of this compute capability (CUDA families).
