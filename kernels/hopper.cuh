@@ -58,11 +58,15 @@ __device__ void hopper_forward(const hopper_params& hp) {
     const int n = kv_tiles<C::BLOCK_M, C::BLOCK_N, C::CAUSAL>(p, m0, causal_offset);
     // Tiles [0, n_plain) need no mask for this warpgroup's 64 rows.
     const int n_plain = unmasked_tiles<C::BLOCK_N, C::CAUSAL>(p, m0 + wg * 64, causal_offset, n);
+    // Whether this warpgroup's rows see at most the first half of the last tile's keys.
+    const bool half_last = n > 0 && kv_seen<C::CAUSAL>(p, m0 + wg * 64, 64, causal_offset) <=
+                                        (n - 1) * C::BLOCK_N + C::BLOCK_N / 2;
     const ring_pos rq = ring_at<C::Q_BUFS>(tile_it);
     const unsigned q_wg = sm.q(rq.stage) + wg * 64 * swizzle<C::D>::W;  // this warpgroup's rows of every piece
     mbar_wait(sm.q_full(rq.stage), rq.phase);
     if (C::O_SMEM && n == 0 && threadIdx.x % 128 == 0) mbar_arrive(sm.q_empty(rq.stage));
-    mainloop<C>(st, p, sm, q_wg, sm.q_empty(rq.stage), kv_it, n, n_plain, m0 + warp * 16, causal_offset, wg);
+    mainloop<C>(st, p, sm, q_wg, sm.q_empty(rq.stage), kv_it, n, n_plain, half_last, m0 + warp * 16, causal_offset,
+                wg);
     kv_it += n;
     store_tile<C>(hp, sm, st, tc, wg, rq.stage);
   }

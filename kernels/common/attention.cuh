@@ -24,16 +24,22 @@ __device__ __forceinline__ head_inputs inputs_of(const fwd_params& p, int batch,
   return in;
 }
 
-/// K/V tiles of BLOCK_N keys that query rows [m0, m0 + BLOCK_M) attend to: all of them, or when
-/// causal (aligned bottom-right: causal_offset = kv_len - q_len) those up to the last row's key.
-template <int BLOCK_M, int BLOCK_N, bool CAUSAL>
-__device__ __forceinline__ int kv_tiles(const fwd_params& p, int m0, int causal_offset) {
+/// The keys that query rows [m0, m0 + rows) see: the first kv_seen() of them (all, or when causal
+/// (aligned bottom-right: causal_offset = kv_len - q_len) those up to the last row's key).
+template <bool CAUSAL>
+__device__ __forceinline__ int kv_seen(const fwd_params& p, int m0, int rows, int causal_offset) {
   int kv_end = p.kv_len;
   if (CAUSAL) {
-    const int last_row = min(m0 + BLOCK_M, p.q_len) - 1;
+    const int last_row = min(m0 + rows, p.q_len) - 1;
     kv_end = max(0, min(kv_end, last_row + causal_offset + 1));
   }
-  return (kv_end + BLOCK_N - 1) / BLOCK_N;
+  return kv_end;
+}
+
+/// K/V tiles of BLOCK_N keys that query rows [m0, m0 + BLOCK_M) attend to.
+template <int BLOCK_M, int BLOCK_N, bool CAUSAL>
+__device__ __forceinline__ int kv_tiles(const fwd_params& p, int m0, int causal_offset) {
+  return (kv_seen<CAUSAL>(p, m0, BLOCK_M, causal_offset) + BLOCK_N - 1) / BLOCK_N;
 }
 
 /// Tiles [0, n) need no mask for rows from first_row on: they end before the last key and, when

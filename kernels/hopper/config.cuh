@@ -9,7 +9,9 @@ namespace attn_k {
 /// SCHEDULE bits: 1 = intra-warpgroup overlap (S of tile j+1 issued before P V of tile j, its
 /// softmax under that product), 2 = ping-pong (the computing warpgroups take turns to issue their
 /// products, so one's softmax runs under the other's), 8 = two Q tiles (the next tile's Q lands
-/// while this tile runs). 4 (persistent grid) is the host's launch.
+/// while this tile runs), 16 = half-width last tile (a warpgroup whose rows see at most the first
+/// half of a tile's last K/V tile runs its softmax and P V there over that half only). 4
+/// (persistent grid) is the host's launch.
 /// O_SMEM: O has its own tile (else it is staged in Q's, and the next Q there waits for it).
 template <bool BF16_, int D_, int BLOCK_M_, int BLOCK_N_, int WARPS_, int STAGES_, bool CAUSAL_, int SCHEDULE_,
           bool O_SMEM_>
@@ -21,6 +23,7 @@ struct hopper_config {
   static constexpr bool OVERLAP = (SCHEDULE_ & 1) != 0;
   static constexpr bool PINGPONG = (SCHEDULE_ & 2) != 0 && CONSUMERS >= 2;
   static constexpr int Q_BUFS = (SCHEDULE_ & 8) != 0 ? 2 : 1;
+  static constexpr bool HALF_LAST = (SCHEDULE_ & 16) != 0 && BLOCK_N % 32 == 0;
   static_assert(BLOCK_M % 64 == 0 && WARPS == 4 * CONSUMERS + 4, "64 rows per consumer warpgroup + a producer");
   static_assert(D % 16 == 0 && D >= 32 && D <= 256, "head dim: a multiple of 16 in [32, 256]");
   static_assert(BLOCK_N % 16 == 0 && BLOCK_N <= 256, "BLOCK_N: a multiple of 16 up to 256");

@@ -28,12 +28,31 @@ struct tile_state {
   float row_max[2], row_sum[2];
 };
 
+/// A compile-time key count: which width a tile's products and softmax take.
+template <int N>
+struct width_c {
+  static constexpr int value = N;
+};
+
+/// f(width_c<BLOCK_N / 2>) when `half` (and the config has HALF_LAST), else f(width_c<BLOCK_N>).
+/// Each call holds complete issue-wait pairs of its wgmmas.
+template <class C, class F>
+__device__ __forceinline__ auto with_width(bool half, F&& f) {
+  if constexpr (C::HALF_LAST) {
+    if (half) return f(width_c<C::BLOCK_N / 2>{});
+  }
+  return f(width_c<C::BLOCK_N>{});
+}
+
 /// Runs tiles [0, n) of K/V ring iterations kv_it .. kv_it + n - 1. q_wg: this warpgroup's Q rows.
 /// Q is handed back (q_empty) after the last S when O has its own tile; else the epilogue does it.
+/// half_last: this warpgroup's rows see only the first half of the last tile's keys (the causal
+/// diagonal, or a short last tile); with HALF_LAST its softmax and P V there take half the width
+/// (and S too where it is not issued under a P V: a half S there serializes the wgmmas, C7511).
 template <class C>
 __device__ __forceinline__ void mainloop(tile_state<C>& st, const fwd_params& p, const hopper_smem<C>& sm,
                                          unsigned q_wg, unsigned q_empty, int kv_it, int n, int n_plain,
-                                         int warp_row0, int causal_offset, int wg) {
+                                         bool half_last, int warp_row0, int causal_offset, int wg) {
   const bool leader = threadIdx.x % 128 == 0;
   auto release = [&](unsigned bar) {
     if (leader) mbar_arrive(bar);
@@ -47,77 +66,95 @@ __device__ __forceinline__ void mainloop(tile_state<C>& st, const fwd_params& p,
   st.row_sum[0] = st.row_sum[1] = 0.f;
   float s[C::BLOCK_N / 2], alpha[2];
   unsigned pr[C::BLOCK_N / 16][4];
-  auto softmax = [&](int j) {
+  auto softmax = [&](int j, auto w) {
+    constexpr int W = decltype(w)::value;
     if (j < n_plain)
-      return wg_softmax<C, false>(s, alpha, st.row_max, st.row_sum, j * C::BLOCK_N, warp_row0, causal_offset,
+      return wg_softmax<C, false, W>(s, alpha, st.row_max, st.row_sum, j * C::BLOCK_N, warp_row0, causal_offset,
+                                     p.kv_len, p.scale_log2);
+    return wg_softmax<C, true, W>(s, alpha, st.row_max, st.row_sum, j * C::BLOCK_N, warp_row0, causal_offset,
                                   p.kv_len, p.scale_log2);
-    return wg_softmax<C, true>(s, alpha, st.row_max, st.row_sum, j * C::BLOCK_N, warp_row0, causal_offset,
-                               p.kv_len, p.scale_log2);
   };
   if (n == 0) return;
 
   if constexpr (C::OVERLAP) {
-    {
+    with_width<C>(half_last && n == 1, [&](auto w) {  // S of tile 0
+      constexpr int W = decltype(w)::value;
       const ring_pos r = ring_at<C::STAGES>(kv_it);
       mbar_wait(sm.k_full(r.stage), r.phase);
       turn_wait<C>(wg);
-      wg_issue_s<C>(s, q_wg, sm.k(r.stage));
+      wg_issue_s<C, W>(s, q_wg, sm.k(r.stage));
       turn_pass<C>(wg);
       wg_wait<0>();
       wg_fence_operand(s);
       release(sm.k_empty(r.stage));
       release_q_after(0);
-      softmax(0);
-      wg_pack_p<C>(pr, s);
-    }
-    // The last tile is peeled off, so no branch sits between a wgmma's issue and its wait (ptxas
-    // serializes all wgmmas when one path might read an accumulator in flight: warning C7514).
-    for (int j = 0; j + 1 < n; ++j) {
+      softmax(0, w);
+      wg_pack_p<C, W>(pr, s);
+    });
+    // S of tile j + 1 (W keys) under P V of tile j (a whole tile). The last P V is peeled off, so
+    // no branch sits between a wgmma's issue and its wait (ptxas serializes all wgmmas when one
+    // path might read an accumulator in flight: warning C7514).
+    auto step = [&](int j, auto w) {
+      constexpr int W = decltype(w)::value;
       const ring_pos rk = ring_at<C::STAGES>(kv_it + j + 1), rv = ring_at<C::STAGES>(kv_it + j);
       mbar_wait(sm.k_full(rk.stage), rk.phase);
       mbar_wait(sm.v_full(rv.stage), rv.phase);
       turn_wait<C>(wg);
-      wg_issue_s<C>(s, q_wg, sm.k(rk.stage));
+      wg_issue_s<C>(s, q_wg, sm.k(rk.stage));  // whole: a half S here serialized the wgmmas (C7511)
       wg_issue_pv<C>(st.acc, pr, sm.v(rv.stage));
       turn_pass<C>(wg);
       wg_wait<1>();
       wg_fence_operand(s);
       release(sm.k_empty(rk.stage));
       release_q_after(j + 1);
-      const bool grow = softmax(j + 1);
+      const bool grow = softmax(j + 1, w);
       wg_wait<0>();
       wg_fence_operand(st.acc);
       release(sm.v_empty(rv.stage));
       if (grow) wg_rescale<C>(st.acc, alpha);
-      wg_pack_p<C>(pr, s);
+      wg_pack_p<C, W>(pr, s);
+    };
+    const bool half_step = C::HALF_LAST && half_last && n >= 2;  // the last tile's softmax on half
+    for (int j = 0; j + 1 < n - (half_step ? 1 : 0); ++j) step(j, width_c<C::BLOCK_N>{});
+    if constexpr (C::HALF_LAST) {
+      if (half_step) step(n - 2, width_c<C::BLOCK_N / 2>{});
     }
-    const ring_pos rv = ring_at<C::STAGES>(kv_it + n - 1);
-    mbar_wait(sm.v_full(rv.stage), rv.phase);
-    wg_issue_pv<C>(st.acc, pr, sm.v(rv.stage));
-    wg_wait<0>();
-    wg_fence_operand(st.acc);
-    release(sm.v_empty(rv.stage));
+    with_width<C>(half_last, [&](auto w) {
+      constexpr int W = decltype(w)::value;
+      const ring_pos rv = ring_at<C::STAGES>(kv_it + n - 1);
+      mbar_wait(sm.v_full(rv.stage), rv.phase);
+      wg_issue_pv<C, W>(st.acc, pr, sm.v(rv.stage));
+      wg_wait<0>();
+      wg_fence_operand(st.acc);
+      release(sm.v_empty(rv.stage));
+    });
   } else {
-    for (int j = 0; j < n; ++j) {
+    auto tile = [&](int j, auto w) {
+      constexpr int W = decltype(w)::value;
       const ring_pos r = ring_at<C::STAGES>(kv_it + j);
       mbar_wait(sm.k_full(r.stage), r.phase);
       turn_wait<C>(wg);
-      wg_issue_s<C>(s, q_wg, sm.k(r.stage));
+      wg_issue_s<C>(s, q_wg, sm.k(r.stage));  // whole: see mainloop's note
       turn_pass<C>(wg);
       wg_wait<0>();
       wg_fence_operand(s);
       release(sm.k_empty(r.stage));
       release_q_after(j);
-      const bool grow = softmax(j);
+      const bool grow = softmax(j, w);
       if (grow) wg_rescale<C>(st.acc, alpha);
-      wg_pack_p<C>(pr, s);
+      wg_pack_p<C, W>(pr, s);
       mbar_wait(sm.v_full(r.stage), r.phase);
       turn_wait<C>(wg);
-      wg_issue_pv<C>(st.acc, pr, sm.v(r.stage));
+      wg_issue_pv<C, W>(st.acc, pr, sm.v(r.stage));
       turn_pass<C>(wg);
       wg_wait<0>();
       wg_fence_operand(st.acc);
       release(sm.v_empty(r.stage));
+    };
+    const bool half_tile = C::HALF_LAST && half_last;  // the last tile over half its width
+    for (int j = 0; j < n - (half_tile ? 1 : 0); ++j) tile(j, width_c<C::BLOCK_N>{});
+    if constexpr (C::HALF_LAST) {
+      if (half_tile) tile(n - 1, width_c<C::BLOCK_N / 2>{});
     }
   }
 }

@@ -9,11 +9,15 @@
 namespace attn_k {
 
 /// The pieces of one K/V tile for this thread's warpgroup. The S and P V products are issued
-/// asynchronously; the caller decides what runs while they do.
+/// asynchronously; the caller decides what runs while they do. NW: how many of the tile's keys
+/// (its first NW rows) take part, BLOCK_N or fewer (a diagonal tile of which this warpgroup's
+/// rows see only the first half): S fills s[0, NW / 2), P V reads p[0, NW / 16).
 /// q_wg: this warpgroup's first Q row (64 rows into piece 0 per warpgroup); the k-th 16 columns
 /// are bytes 32 k of a row: piece 32 k / W, 32 k % W into it.
-template <class C>
+template <class C, int NW = C::BLOCK_N>
 __device__ __forceinline__ void wg_issue_s(float (&s)[C::BLOCK_N / 2], unsigned q_wg, unsigned k_smem) {
+  static_assert(NW % 16 == 0 && NW <= C::BLOCK_N, "NW: a multiple of 16 up to BLOCK_N");
+  float(&d)[NW / 2] = reinterpret_cast<float(&)[NW / 2]>(s);
   constexpr int W = swizzle<C::D>::W;
   wg_fence();
 #pragma unroll
@@ -21,7 +25,7 @@ __device__ __forceinline__ void wg_issue_s(float (&s)[C::BLOCK_N / 2], unsigned 
     const unsigned piece = kk * 32 / W, within = kk * 32 % W;
     const unsigned long long a = wg_desc<C::D>(q_wg + piece * C::BLOCK_M * W + within, 0, 8 * W);
     const unsigned long long b = wg_desc<C::D>(k_smem + piece * C::BLOCK_N * W + within, 0, 8 * W);
-    wgmma_op<C::BF16, C::BLOCK_N>::ss(s, a, b, kk > 0);
+    wgmma_op<C::BF16, NW>::ss(d, a, b, kk > 0);
   }
   wg_commit();
 }
@@ -29,13 +33,13 @@ __device__ __forceinline__ void wg_issue_s(float (&s)[C::BLOCK_N / 2], unsigned 
 /// O += P V. V's tile is [key][d] in the swizzled layout, read MN-major: keys are the K
 /// dimension (16 keys = 16 rows of W bytes per step), d the N dimension (pieces BLOCK_N * W bytes
 /// apart). P's registers must stay untouched until the product has completed.
-template <class C>
+template <class C, int NW = C::BLOCK_N>
 __device__ __forceinline__ void wg_issue_pv(float (&acc)[C::D / 2], const unsigned (&p)[C::BLOCK_N / 16][4],
                                             unsigned v_smem) {
   wg_fence_operand(acc);
   wg_fence();
 #pragma unroll
-  for (int kk = 0; kk < C::BLOCK_N / 16; ++kk) {
+  for (int kk = 0; kk < NW / 16; ++kk) {
     const unsigned long long b =
         wg_desc<C::D>(v_smem + kk * 16 * swizzle<C::D>::W, C::BLOCK_N * swizzle<C::D>::W, 8 * swizzle<C::D>::W);
     wgmma_op<C::BF16, C::D>::rs(acc, p[kk], b, 1);

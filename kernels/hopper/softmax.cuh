@@ -8,10 +8,11 @@ namespace attn_k {
 
 /// Online softmax of one tile of S in place (S becomes the unnormalized probabilities, fp32);
 /// alpha: the factor O must be rescaled by; returns whether any row of the warp needs it.
-/// MASK applies the causal / kv_len mask. This is online_softmax_rows (common/attention.cuh)
+/// MASK applies the causal / kv_len mask. NW: the tile's first NW keys only (the rest of s is
+/// left alone and takes no part). This is online_softmax_rows (common/attention.cuh)
 /// but for the order of the row sum's last two additions: switching to it changes the wgmma
 /// binaries, so that waits for a GPU run to verify and time it.
-template <class C, bool MASK>
+template <class C, bool MASK, int NW = C::BLOCK_N>
 __device__ __forceinline__ bool wg_softmax(float (&s)[C::BLOCK_N / 2], float (&alpha)[2], float (&row_max)[2],
                                            float (&row_sum)[2], int n0, int warp_row0, int causal_offset,
                                            int kv_len, float scale_log2) {
@@ -23,7 +24,7 @@ __device__ __forceinline__ bool wg_softmax(float (&s)[C::BLOCK_N / 2], float (&a
     const int visible = C::CAUSAL ? min(kv_len, row + causal_offset + 1) - n0 - t * 2 : 0;
     float mx2[2] = {row_max[h], neg_inf()};
 #pragma unroll
-    for (int nf = 0; nf < C::BLOCK_N / 8; ++nf) {
+    for (int nf = 0; nf < NW / 8; ++nf) {
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
         float& x = s[nf * 4 + h * 2 + e];
@@ -45,7 +46,7 @@ __device__ __forceinline__ bool wg_softmax(float (&s)[C::BLOCK_N / 2], float (&a
     const float mx_scaled = ref == neg_inf() ? 0.f : ref * scale_log2;
     float sum2[2] = {0.f, 0.f};
 #pragma unroll
-    for (int nf = 0; nf < C::BLOCK_N / 8; ++nf) {
+    for (int nf = 0; nf < NW / 8; ++nf) {
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
         float& x = s[nf * 4 + h * 2 + e];
@@ -60,10 +61,10 @@ __device__ __forceinline__ bool wg_softmax(float (&s)[C::BLOCK_N / 2], float (&a
 
 /// P in the element type: the S accumulator layout of two adjacent 8-column chunks is exactly a
 /// 16-wide A fragment of the register-operand wgmma.
-template <class C>
+template <class C, int NW = C::BLOCK_N>
 __device__ __forceinline__ void wg_pack_p(unsigned (&p)[C::BLOCK_N / 16][4], const float (&s)[C::BLOCK_N / 2]) {
 #pragma unroll
-  for (int kk = 0; kk < C::BLOCK_N / 16; ++kk) {
+  for (int kk = 0; kk < NW / 16; ++kk) {
     p[kk][0] = pack2<C::BF16>(s[8 * kk + 0], s[8 * kk + 1]);
     p[kk][1] = pack2<C::BF16>(s[8 * kk + 2], s[8 * kk + 3]);
     p[kk][2] = pack2<C::BF16>(s[8 * kk + 4], s[8 * kk + 5]);

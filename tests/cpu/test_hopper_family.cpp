@@ -114,7 +114,17 @@ TEST(hopper_family, rejects_what_it_cannot_express_and_says_why) {
   EXPECT_FALSE(why(d256, 128, 80, 12, 2, 5).has_value()) << *why(d256, 128, 80, 12, 2, 5);
   EXPECT_NE(why(d128, 128, 128, 8, 2, 5)->find("plus a producer warpgroup"), std::string::npos);
   EXPECT_NE(why(d128, 128, 128, 12, 1, 5)->find("stages 1 not in [2, 8]"), std::string::npos);
-  EXPECT_NE(why(d128, 128, 128, 12, 2, 16)->find("schedule 16 not in [0, 15]"), std::string::npos);
+  EXPECT_NE(why(d128, 128, 128, 12, 2, 32)->find("schedule 32 not in [0, 31]"), std::string::npos);
+  // The half-width last tile (bit 16): kept where it can act, refused (a duplicate) elsewhere.
+  const shape causal = make(1, 2, 2, 1024, 1024, 128, true), short_tail = make(1, 2, 2, 1050, 1050, 128),
+              long_tail = make(1, 2, 2, 1000, 1000, 128);
+  EXPECT_FALSE(why(causal, 128, 128, 12, 2, 23).has_value()) << *why(causal, 128, 128, 12, 2, 23);
+  EXPECT_FALSE(why(short_tail, 128, 128, 12, 2, 23).has_value()) << *why(short_tail, 128, 128, 12, 2, 23);  // 26 keys
+  EXPECT_NE(why(long_tail, 128, 128, 12, 2, 23)->find("N_kv 1000 leaves no last tile of at most 64"),
+            std::string::npos);  // 104 keys
+  EXPECT_NE(why(d128, 128, 128, 12, 2, 23)->find("nothing to act on: not causal, and N_kv 1024"), std::string::npos);
+  EXPECT_NE(why(causal, 128, 176, 12, 2, 23)->find("multiple of 32, not 176"), std::string::npos);
+  EXPECT_NE(why(causal, 128, 64, 12, 2, 23)->find("needs block_n >= 128 when causal"), std::string::npos);
   // Two Q tiles (bit 8): D=128 128x128 still fits with O beside them, D=256 128x80 does not at all.
   EXPECT_FALSE(why(d128, 128, 128, 12, 2, 13).has_value()) << *why(d128, 128, 128, 12, 2, 13);
   EXPECT_NE(why(d256, 128, 80, 12, 2, 13)->find("shared memory"), std::string::npos);
