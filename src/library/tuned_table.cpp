@@ -7,7 +7,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "db/tuned_db.hpp"
 #include "library/errors.hpp"
+#include "library/tuned_db_table.hpp"
 #include "report/best_table.hpp"
 #include "report/csv.hpp"
 
@@ -89,7 +91,22 @@ std::string read_file_text(const std::string& path) {
   return text.str();
 }
 
-tuned_table tuned_table::load(const std::string& path) { return parse(read_file_text(path), path); }
+tuned_table tuned_table::load(const std::string& path) {
+  if (looks_like_sqlite(path))
+    throw table_error(fmt::format("'{}' is a tuned-results database, not a table file: export it first "
+                                  "(attn-tune export '{}' --format csv --out table.csv)",
+                                  path, path));
+  return parse(read_file_text(path), path);
+}
+
+tuned_table tuned_table::from_parts(std::string what, std::vector<tuned_shape> exact,
+                                    std::vector<export_entry> buckets) {
+  tuned_table t;
+  t.m_what = std::move(what);
+  t.m_exact = std::move(exact);
+  t.m_buckets = std::move(buckets);
+  return t;
+}
 
 void tuned_table::check_device(const device_desc& d) const {
   if (empty()) return;
@@ -131,15 +148,10 @@ std::vector<tuned_choice> tuned_table::candidates(const device_desc& d, const sh
   return out;
 }
 
-std::unique_ptr<tuned_source> open_tuned_source(const std::string& path) {
+std::unique_ptr<tuned_source> open_tuned_source(const std::string& path, const kernel_sources& kernels) {
   if (path.empty()) return std::make_unique<tuned_table>();
-  const std::string text = read_file_text(path);
-  // The tuned-results database of issue 10 (SQLite) plugs in here: a tuned_source over it.
-  if (text.rfind("SQLite format 3", 0) == 0)
-    throw table_error(fmt::format("'{}' is a tuned-results database, which this build of libattn_tune cannot "
-                                  "read yet: export it with `attn-tune export` and pass the CSV or JSON",
-                                  path));
-  return std::make_unique<tuned_table>(tuned_table::parse(text, path));
+  if (looks_like_sqlite(path)) return std::make_unique<tuned_table>(tuned_table_from_db(path, kernels));
+  return std::make_unique<tuned_table>(tuned_table::parse(read_file_text(path), path));
 }
 
 tuned_choice choose_config(const tuned_source& table, const device_desc& d, const resource_limits& limits,
