@@ -85,8 +85,23 @@ if(ATTN_TUNE_TESTS)
   # back through the C API by attn_library_tests (LibraryBundle.*) when it exists.
   add_test(NAME cli_bundle_fixture
            COMMAND attn-tune bundle --table ${CMAKE_SOURCE_DIR}/tests/data/library_bundle_table.csv --arch sm_90a
-                   --out ${CMAKE_BINARY_DIR}/fixture.attnb --cache-dir ${CMAKE_BINARY_DIR}/test-cache)
+                   --out ${CMAKE_BINARY_DIR}/fixture.attnb --force --cache-dir ${CMAKE_BINARY_DIR}/test-cache)
   set_tests_properties(cli_bundle_fixture PROPERTIES LABELS cpu FIXTURES_SETUP bundle_fixture)
+  # Without --force an existing bundle is kept: the fixture's (written just before) is refused.
+  add_test(NAME cli_error_bundle_exists
+           COMMAND ${EXPECT} 2 "fixture.attnb' exists: pass --force to replace it" $<TARGET_FILE:attn-tune> bundle
+                   --table ${CMAKE_SOURCE_DIR}/tests/data/library_bundle_table.csv --out ${CMAKE_BINARY_DIR}/fixture.attnb)
+  set_tests_properties(cli_error_bundle_exists PROPERTIES LABELS cpu FIXTURES_REQUIRED bundle_fixture)
+  # Help: `attn-tune --help` lists bundle; `attn-tune bundle --help` teaches its options.
+  set(EXPECT_OUTPUT ${CMAKE_SOURCE_DIR}/tests/cli/expect_output.sh)
+  add_test(NAME cli_help_lists_bundle
+           COMMAND ${EXPECT_OUTPUT} "bundle|Write a deployment bundle" $<TARGET_FILE:attn-tune> --help)
+  add_test(NAME cli_help_bundle
+           COMMAND ${EXPECT_OUTPUT} "--table|--arch|--out|--force|--cache-dir|--no-cache|sm_90a|attn-tune export"
+                   $<TARGET_FILE:attn-tune> bundle --help)
+  add_test(NAME cli_error_bundle_not_first
+           COMMAND ${EXPECT} 2 "'bundle' must come first" $<TARGET_FILE:attn-tune> -q bundle --table x --out y)
+  set_tests_properties(cli_help_lists_bundle cli_help_bundle cli_error_bundle_not_first PROPERTIES LABELS cpu)
   add_test(NAME cli_error_bundle_missing_table
            COMMAND ${EXPECT} 2 "cannot read '/no/such/table.csv'" $<TARGET_FILE:attn-tune> bundle
                    --table /no/such/table.csv --out ${CMAKE_BINARY_DIR}/bad.attnb)
