@@ -79,7 +79,30 @@ if(ATTN_TUNE_TESTS)
   gtest_discover_tests(attn_library_gpu_tests PROPERTIES LABELS gpu FIXTURES_REQUIRED bundle_fixture DISCOVERY_TIMEOUT 60)
 
   add_test(NAME library_example_forward COMMAND attn_tune_example 2,8,512,64 --causal)
-  set_tests_properties(library_example_forward PROPERTIES LABELS gpu SKIP_REGULAR_EXPRESSION "no CUDA device")
+  # GQA, fp16, [B,N,H,D], N_kv != N_q, causal; and N_q > N_kv causal (rows that see no key are 0).
+  add_test(NAME library_example_forward_gqa_fp16_bshd
+           COMMAND attn_tune_example --shape 2,8,384,128 --kv-heads 2 --kv-len 1024 --dtype fp16 --layout bshd --causal)
+  add_test(NAME library_example_forward_more_queries_than_keys
+           COMMAND attn_tune_example --shape 1,4,512,64 --kv-len 128 --causal --check-heads 4)
+  set_tests_properties(library_example_forward library_example_forward_gqa_fp16_bshd
+                       library_example_forward_more_queries_than_keys
+                       PROPERTIES LABELS gpu SKIP_REGULAR_EXPRESSION "no CUDA device")
+  # The example's own argument checks come before any device call: exit 2 naming the value.
+  foreach(case
+      "dtype|invalid --dtype 'fp8'|--dtype fp8"
+      "layout|invalid --layout 'sbhd'|--layout sbhd"
+      "shape|invalid shape '4,32,4096': expected B,H,N,D|--shape 4,32,4096"
+      "shape_field|invalid shape field N of '4,32,x,128'|4,32,x,128"
+      "kv_heads|invalid --kv-heads '0'|--kv-heads 0"
+      "unknown|unknown option '--causl'|--causl")
+    string(REPLACE "|" ";" parts "${case}")
+    list(GET parts 0 name)
+    list(GET parts 1 pattern)
+    list(GET parts 2 args)
+    separate_arguments(args UNIX_COMMAND "${args}")
+    add_test(NAME library_example_error_${name} COMMAND ${EXPECT} 2 "${pattern}" $<TARGET_FILE:attn_tune_example> ${args})
+    set_tests_properties(library_example_error_${name} PROPERTIES LABELS cpu)
+  endforeach()
 
   # The bundle command end to end: a bundle of the fixture's H200 configs (NVRTC, no GPU), read
   # back through the C API by attn_library_tests (LibraryBundle.*) when it exists.
