@@ -79,14 +79,52 @@ if(ATTN_TUNE_TESTS)
   gtest_discover_tests(attn_library_gpu_tests PROPERTIES LABELS gpu FIXTURES_REQUIRED bundle_fixture DISCOVERY_TIMEOUT 60)
 
   add_test(NAME library_example_forward COMMAND attn_tune_example 2,8,512,64 --causal)
-  set_tests_properties(library_example_forward PROPERTIES LABELS gpu SKIP_REGULAR_EXPRESSION "no CUDA device")
+  # GQA, fp16, [B,N,H,D], N_kv != N_q, causal; and N_q > N_kv causal (rows that see no key are 0).
+  add_test(NAME library_example_forward_gqa_fp16_bshd
+           COMMAND attn_tune_example --shape 2,8,384,128 --kv-heads 2 --kv-len 1024 --dtype fp16 --layout bshd --causal)
+  add_test(NAME library_example_forward_more_queries_than_keys
+           COMMAND attn_tune_example --shape 1,4,512,64 --kv-len 128 --causal --check-heads 4)
+  set_tests_properties(library_example_forward library_example_forward_gqa_fp16_bshd
+                       library_example_forward_more_queries_than_keys
+                       PROPERTIES LABELS gpu SKIP_REGULAR_EXPRESSION "no CUDA device")
+  # The example's own argument checks come before any device call: exit 2 naming the value.
+  foreach(case
+      "dtype|invalid --dtype 'fp8'|--dtype fp8"
+      "layout|invalid --layout 'sbhd'|--layout sbhd"
+      "shape|invalid shape '4,32,4096': expected B,H,N,D|--shape 4,32,4096"
+      "shape_field|invalid shape field N of '4,32,x,128'|4,32,x,128"
+      "kv_heads|invalid --kv-heads '0'|--kv-heads 0"
+      "unknown|unknown option '--causl'|--causl")
+    string(REPLACE "|" ";" parts "${case}")
+    list(GET parts 0 name)
+    list(GET parts 1 pattern)
+    list(GET parts 2 args)
+    separate_arguments(args UNIX_COMMAND "${args}")
+    add_test(NAME library_example_error_${name} COMMAND ${EXPECT} 2 "${pattern}" $<TARGET_FILE:attn_tune_example> ${args})
+    set_tests_properties(library_example_error_${name} PROPERTIES LABELS cpu)
+  endforeach()
 
   # The bundle command end to end: a bundle of the fixture's H200 configs (NVRTC, no GPU), read
   # back through the C API by attn_library_tests (LibraryBundle.*) when it exists.
   add_test(NAME cli_bundle_fixture
            COMMAND attn-tune bundle --table ${CMAKE_SOURCE_DIR}/tests/data/library_bundle_table.csv --arch sm_90a
-                   --out ${CMAKE_BINARY_DIR}/fixture.attnb --cache-dir ${CMAKE_BINARY_DIR}/test-cache)
+                   --out ${CMAKE_BINARY_DIR}/fixture.attnb --force --cache-dir ${CMAKE_BINARY_DIR}/test-cache)
   set_tests_properties(cli_bundle_fixture PROPERTIES LABELS cpu FIXTURES_SETUP bundle_fixture)
+  # Without --force an existing bundle is kept: the fixture's (written just before) is refused.
+  add_test(NAME cli_error_bundle_exists
+           COMMAND ${EXPECT} 2 "fixture.attnb' exists: pass --force to replace it" $<TARGET_FILE:attn-tune> bundle
+                   --table ${CMAKE_SOURCE_DIR}/tests/data/library_bundle_table.csv --out ${CMAKE_BINARY_DIR}/fixture.attnb)
+  set_tests_properties(cli_error_bundle_exists PROPERTIES LABELS cpu FIXTURES_REQUIRED bundle_fixture)
+  # Help: `attn-tune --help` lists bundle; `attn-tune bundle --help` teaches its options.
+  set(EXPECT_OUTPUT ${CMAKE_SOURCE_DIR}/tests/cli/expect_output.sh)
+  add_test(NAME cli_help_lists_bundle
+           COMMAND ${EXPECT_OUTPUT} "bundle|Write a deployment bundle" $<TARGET_FILE:attn-tune> --help)
+  add_test(NAME cli_help_bundle
+           COMMAND ${EXPECT_OUTPUT} "--table|--arch|--out|--force|--cache-dir|--no-cache|sm_90a|attn-tune export"
+                   $<TARGET_FILE:attn-tune> bundle --help)
+  add_test(NAME cli_error_bundle_not_first
+           COMMAND ${EXPECT} 2 "'bundle' must come first" $<TARGET_FILE:attn-tune> -q bundle --table x --out y)
+  set_tests_properties(cli_help_lists_bundle cli_help_bundle cli_error_bundle_not_first PROPERTIES LABELS cpu)
   add_test(NAME cli_error_bundle_missing_table
            COMMAND ${EXPECT} 2 "cannot read '/no/such/table.csv'" $<TARGET_FILE:attn-tune> bundle
                    --table /no/such/table.csv --out ${CMAKE_BINARY_DIR}/bad.attnb)

@@ -1,8 +1,11 @@
-// Run one tuned attention forward from a C++ program and check it against a naive reference:
-//   attn_tune_example [--table T | --bundle B] [B,H,N,D] [--causal]
-// Loads the table (an `attn-tune export`, a results CSV or a bundle), runs attn_tune_forward on
-// random bf16 inputs, compares with float64 attention (FlashAttention's rule) on a sample of the
-// heads, and times the call with CUDA events (warm, median of 20).
+// Run one tuned attention forward from a C++ program, time it as attn-tune does, and check it
+// against a naive reference (attn_tune_example --help for the options):
+//   attn_tune_example --table results/mine.csv --shape 2,32,1024,128 --kv-heads 8 --causal
+// Loads the table (an `attn-tune export`, a results CSV, the tuned-results database or a bundle),
+// runs attn_tune_forward on random inputs of the problem (bf16 or fp16, [B,H,N,D] or [B,N,H,D],
+// GQA, N_kv != N_q, causal), times it with cold L2 (cold_timer.hpp), and compares sampled heads
+// and rows with float64 attention under FlashAttention's rule. The last line, `result: ...`,
+// holds every number as key=value for scripts (scripts/library_bar.sh).
 #include <algorithm>
 #include <cstdio>
 #include <random>
@@ -12,79 +15,112 @@
 #include <cuda_runtime_api.h>
 
 #include "attn_tune/attn_tune.hpp"
+#include "cold_timer.hpp"
+#include "example_options.hpp"
 #include "reference.hpp"
 
 namespace {
 
-void cuda(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
+using example::cuda_check;
+
+// Device memory freed on every path out of main.
+struct device_memory {
+  std::vector<void*> blocks;
+  void* get(size_t bytes) {
+    void* p = nullptr;
+    cuda_check(cudaMalloc(&p, bytes), "cudaMalloc");
+    blocks.push_back(p);
+    return p;
+  }
+  ~device_memory() {
+    for (void* p : blocks) cudaFree(p);
+  }
+};
+
+// Fills `host` with standard-normal values rounded to the dtype, and `device` with their bits.
+void random_tensor(std::vector<float>& host, void* device, bool bf16, std::mt19937& rng) {
+  std::normal_distribution<float> normal;
+  std::vector<uint16_t> bits(host.size());
+  for (size_t i = 0; i < host.size(); ++i) {
+    bits[i] = example::to_bits(normal(rng), bf16);
+    host[i] = example::from_bits(bits[i], bf16);
+  }
+  cuda_check(cudaMemcpy(device, bits.data(), bits.size() * 2, cudaMemcpyHostToDevice), "cudaMemcpy");
 }
 
 }  // namespace
 
 int main(int argc, char** argv) try {
-  attn_tune::context_options options;
-  long long b = 4, h = 32, n = 4096, d = 128;
-  bool causal = false;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    if (a == "--table" && i + 1 < argc) options.table = argv[++i];
-    else if (a == "--bundle" && i + 1 < argc) options.bundle = argv[++i];
-    else if (a == "--causal") causal = true;
-    else if (std::sscanf(a.c_str(), "%lld,%lld,%lld,%lld", &b, &h, &n, &d) != 4) {
-      std::fprintf(stderr, "usage: %s [--table T | --bundle B] [B,H,N,D] [--causal]\n", argv[0]);
-      return 2;
-    }
+  const example::example_options o = example::parse_example_options(argc, argv);
+  if (o.help) {
+    std::fputs(example::usage_text, stdout);
+    return 0;
   }
-  attn_tune::context ctx(options);
-  const attn_tune::problem p = attn_tune::make_problem(b, h, h, n, n, d, ATTN_TUNE_BF16, causal);
+  const attn_tune::problem p =
+      attn_tune::make_problem(o.batch, o.heads, o.kv_heads, o.q_len, o.kv_len, o.head_dim,
+                              static_cast<attn_tune_dtype>(o.dtype), o.causal, static_cast<attn_tune_layout>(o.layout));
+  const bool bf16 = o.dtype == ATTN_TUNE_BF16;
+  const size_t q_count = static_cast<size_t>(o.batch * o.heads * o.q_len * o.head_dim);
+  const size_t kv_count = static_cast<size_t>(o.batch * o.kv_heads * o.kv_len * o.head_dim);
+  std::printf("problem: B%lld H%lld kv_heads %lld N_q %lld N_kv %lld D%lld %s %s%s\n",
+              static_cast<long long>(o.batch), static_cast<long long>(o.heads), static_cast<long long>(o.kv_heads),
+              static_cast<long long>(o.q_len), static_cast<long long>(o.kv_len), static_cast<long long>(o.head_dim),
+              bf16 ? "bf16" : "fp16", o.layout == ATTN_TUNE_BSHD ? "bshd" : "bhsd", o.causal ? " causal" : "");
 
-  std::mt19937 rng(1);
-  std::normal_distribution<float> normal;
-  const size_t count = static_cast<size_t>(b * h * n * d);
-  std::vector<float> q(count), k(count), v(count);
-  std::vector<uint16_t> bits(count);
-  void *dq, *dk, *dv, *dout, *dlse;
-  for (void** ptr : {&dq, &dk, &dv, &dout}) cuda(cudaMalloc(ptr, count * 2), "cudaMalloc");
-  cuda(cudaMalloc(&dlse, static_cast<size_t>(b * h * n) * 4), "cudaMalloc");
-  for (auto [host, dev] : {std::pair{&q, dq}, std::pair{&k, dk}, std::pair{&v, dv}}) {
-    for (size_t i = 0; i < count; ++i) bits[i] = example::to_bits(normal(rng), true);
-    for (size_t i = 0; i < count; ++i) (*host)[i] = example::from_bits(bits[i], true);
-    cuda(cudaMemcpy(dev, bits.data(), count * 2, cudaMemcpyHostToDevice), "cudaMemcpy");
-  }
-  cudaStream_t stream;
-  cuda(cudaStreamCreate(&stream), "cudaStreamCreate");
-  const attn_tune::choice c = ctx.forward(dq, dk, dv, dout, static_cast<float*>(dlse), p, stream);
+  attn_tune::context ctx(o.context);
+  device_memory memory;
+  void* dq = memory.get(q_count * 2);
+  void* dk = memory.get(kv_count * 2);
+  void* dv = memory.get(kv_count * 2);
+  void* dout = memory.get(q_count * 2);
+  float* dlse = static_cast<float*>(memory.get(static_cast<size_t>(o.batch * o.heads * o.q_len) * 4));
+  std::vector<float> q(q_count), k(kv_count), v(kv_count);
+  std::mt19937 rng(o.seed);
+  random_tensor(q, dq, bf16, rng);
+  random_tensor(k, dk, bf16, rng);
+  random_tensor(v, dv, bf16, rng);
+
+  cudaStream_t stream = nullptr;
+  cuda_check(cudaStreamCreate(&stream), "cudaStreamCreate");
+  const attn_tune::choice c = ctx.forward(dq, dk, dv, dout, dlse, p, stream);  // compiles or loads it once
   ctx.synchronize(stream);
   const char* sources[] = {"tuned", "bucket", "fallback"};
-  std::printf("ran %s %s (%s%s)\n", c.family, c.config, sources[c.source], c.from_bundle ? ", from the bundle" : "");
+  const char* source = c.source >= 0 && c.source < 3 ? sources[c.source] : "?";
+  std::printf("config: %s %s (%s%s)\n", c.family, c.config, source, c.from_bundle ? ", from the bundle" : "");
 
-  cudaEvent_t start, stop;
-  cudaEventCreate(&start), cudaEventCreate(&stop);
-  std::vector<float> ms;
-  for (int rep = 0; rep < 23; ++rep) {
-    cudaEventRecord(start, stream);
-    ctx.forward(dq, dk, dv, dout, static_cast<float*>(dlse), p, stream);
-    cudaEventRecord(stop, stream);
-    cudaEventSynchronize(stop);
-    float t = 0;
-    cudaEventElapsedTime(&t, start, stop);
-    if (rep >= 3) ms.push_back(t);  // 3 warm-up calls
+  const example::timing t =
+      example::time_cold([&](cudaStream_t s) { ctx.forward(dq, dk, dv, dout, dlse, p, s); }, stream);
+  const double flops = 4.0 * o.batch * o.heads * o.q_len * o.kv_len * o.head_dim / (o.causal ? 2 : 1);
+  std::printf("time: %.4f ms median of %d reps (IQR %.4f ms, noise %.2f%%), L2 flushed before each (%.1f MiB); "
+              "%.1f TFLOPS\n",
+              t.median_ms, t.reps, t.iqr_ms, 100 * t.noise, t.flushed_bytes / (1 << 20), flops / t.median_ms / 1e9);
+
+  bool pass = true;
+  example::comparison r;
+  if (o.check) {
+    // Rerun on the outputs the timing overwrote; the reference checks K heads and up to 256 rows of each.
+    ctx.forward(dq, dk, dv, dout, dlse, p, stream);
+    ctx.synchronize(stream);
+    std::vector<uint16_t> out(q_count);
+    cuda_check(cudaMemcpy(out.data(), dout, q_count * 2, cudaMemcpyDeviceToHost), "cudaMemcpy");
+    const int every = static_cast<int>(std::max<int64_t>(1, o.batch * o.heads / o.check_heads));
+    const int row_every = static_cast<int>(std::max<int64_t>(1, o.q_len / 256));
+    r = example::compare(p, q, k, v, out, every, row_every);
+    pass = r.error <= r.allowed;
+    std::printf("check: max error %.3e, allowed %.3e (float64 reference, every %d-th head, every %d-th row): %s\n",
+                r.error, r.allowed, every, row_every, pass ? "pass" : "FAIL");
   }
-  std::sort(ms.begin(), ms.end());
-  const double flops = 4.0 * b * h * n * n * d / (causal ? 2 : 1);
-  std::printf("time: %.4f ms median of %zu (%.1f TFLOPS)\n", ms[ms.size() / 2], ms.size(),
-              flops / ms[ms.size() / 2] / 1e9);
-
-  cuda(cudaMemcpy(bits.data(), dout, count * 2, cudaMemcpyDeviceToHost), "cudaMemcpy");
-  const int every = static_cast<int>(std::max<long long>(1, b * h / 4));  // 4 heads: the CPU is slow
-  const example::comparison r = example::compare(p, q, k, v, bits, every);
-  std::printf("max error %.3e, allowed %.3e: %s\n", r.error, r.allowed, r.error <= r.allowed ? "pass" : "FAIL");
-  for (void* ptr : {dq, dk, dv, dout, dlse}) cudaFree(ptr);
-  return r.error <= r.allowed ? 0 : 1;
+  cudaStreamDestroy(stream);
+  std::printf("result: family=%s config=%s source=%s median_ms=%.6f reps=%d error=%.3e allowed=%.3e check=%s\n",
+              c.family, c.config, source, t.median_ms, t.reps, r.error, r.allowed,
+              !o.check ? "skipped" : pass ? "pass" : "FAIL");
+  return pass ? 0 : 1;
+} catch (const example::usage_error& e) {
+  std::fprintf(stderr, "error: %s\n%s", e.what(), example::usage_text);
+  return 2;
 } catch (const attn_tune::error& e) {
   std::fprintf(stderr, "attn_tune: %s (%s)\n", e.what(), attn_tune_status_name(e.status()));
-  return 3;
+  return e.status() == ATTN_TUNE_ERROR_INVALID_ARGUMENT ? 2 : 3;
 } catch (const std::exception& e) {
   std::fprintf(stderr, "error: %s\n", e.what());
   return 3;

@@ -51,9 +51,11 @@ struct comparison {
 };
 
 /// Compares `out` (the kernel's O, as bits) with float64 attention of q, k, v (rounded floats),
-/// for the (batch, head) pairs whose index is a multiple of `every` (1: all).
+/// for the (batch, head) pairs whose index is a multiple of `every` and the query rows whose index
+/// is a multiple of `row_every` (1: all). A row that sees no key (causal, N_q > N_kv) must be 0.
 inline comparison compare(const attn_tune_problem& p, const std::vector<float>& q, const std::vector<float>& k,
-                          const std::vector<float>& v, const std::vector<uint16_t>& out, int every = 1) {
+                          const std::vector<float>& v, const std::vector<uint16_t>& out, int every = 1,
+                          int row_every = 1) {
   const bool bf16 = p.dtype == ATTN_TUNE_BF16;
   const int64_t H = p.heads, N = p.q_len, M = p.kv_len, D = p.head_dim, group = p.heads / p.kv_heads;
   const double scale = 1.0 / std::sqrt(static_cast<double>(D));
@@ -61,8 +63,15 @@ inline comparison compare(const attn_tune_problem& p, const std::vector<float>& 
   std::vector<double> s(M), s_naive(M);
   for (int64_t bh = 0; bh < p.batch * H; bh += every) {
     const int64_t b = bh / H, h = bh % H, kh = h / group;
-    for (int64_t i = 0; i < N; ++i) {
+    for (int64_t i = 0; i < N; i += row_every) {
       const int64_t last = std::min(p.causal ? i + M - N : M - 1, M - 1);
+      if (last < 0) {
+        for (int64_t c = 0; c < D; ++c) {
+          const float got = from_bits(out[offset(p, false, b, h, i) + c], bf16);
+          error = std::max(error, std::isnan(got) ? INFINITY : std::abs(static_cast<double>(got)));
+        }
+        continue;
+      }
       const float* qr = &q[offset(p, false, b, h, i)];
       double mx = -INFINITY, mx_naive = -INFINITY;
       for (int64_t j = 0; j <= last; ++j) {

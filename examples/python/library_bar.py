@@ -1,18 +1,23 @@
-"""The issue's bar, on a GPU: for each shape, attn-tune tunes it (its CSV records the winner's
-median), then attn_tune.forward, given that CSV as its table (so the exact tuned shape: the same
-config), is checked against float64 under FlashAttention's rule and timed from Python the way the
-tool times (CUDA events around each call, L2 flushed before each, median of >= 20, warm).
+"""The issue's bar, on a GPU: for each shape, attn-tune tunes it (--no-db, a fresh CSV that records
+the winner's median), then attn_tune.forward, given that CSV as its table (so the exact tuned
+shape: the same config), is checked against float64 under FlashAttention's rule and timed from
+Python the way the tool times (CUDA events around each call, L2 flushed before each, warm), and
+the C++ example (examples/cpp, --example) does the same for the same table and shape.
 
-    python3 examples/python/library_bar.py --tool build/attn-tune [--shapes sweeps/ci-smoke.csv]
+    python3 examples/python/library_bar.py --tool build/attn-tune --example build/attn_tune_example
 
-Prints one line per shape: config, tool ms, Python ms, ratio, error and allowed error.
+Prints one table: shape, config, tool ms, Python ms, C++ ms, their ratios to the tool's, each
+one's accuracy, and ok when both are within 3% of the tool, accurate, and ran the tuned config
+(MISS otherwise; the exit code is 1 when any shape misses). scripts/library_bar.sh runs it.
 """
 import argparse
 import csv
 import math
 import os
+import re
 import shlex
 import subprocess
+import sys
 import tempfile
 
 import torch
@@ -37,7 +42,7 @@ def tool_args(s):
 
 
 def winner(path):
-    for r in csv.DictReader(open(path)):
+    for r in csv.DictReader(line for line in open(path) if not line.startswith("#")):
         if r["rank"] == "1":
             return f"{r['family']} {r['config']}", float(r["median_ms"])
     raise SystemExit(f"{path}: no ranked variant")
@@ -80,23 +85,37 @@ def python_ms(q, k, v, causal, table, reps=40):
     return median_ms(lambda: attn_tune.forward(q, k, v, causal=causal, table=table), reps, before=before)
 
 
+def cpp_result(example, table, s):
+    """The C++ example's `result:` line for this table and shape, as a dict (or the failure)."""
+    shape = ["--shape", f"{s['b']},{s['h']},{s['n']},{s['d']}"] + tool_args(s)[2:]
+    run = subprocess.run([example, "--table", table, *shape], capture_output=True, text=True)
+    line = next((x for x in run.stdout.splitlines() if x.startswith("result: ")), None)
+    if line is None:
+        return {"failed": f"exit {run.returncode}: {(run.stderr or run.stdout).strip()[-300:]}"}
+    return dict(re.findall(r"(\w+)=(\S+)", line))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tool", default="build/attn-tune")
+    ap.add_argument("--example", default="", help="the C++ example (attn_tune_example); empty: Python only")
     ap.add_argument("--shapes", default="sweeps/ci-smoke.csv")
     ap.add_argument("--extra", default="4,32,4096,128", help="B,H,N,D shapes beside the file's (';' between)")
     ap.add_argument("--tool-args", default="", help="more attn-tune options, e.g. '--family hopper'")
+    ap.add_argument("--tolerance", type=float, default=0.03, help="allowed slowdown against the tool's time")
     args = ap.parse_args()
     shapes = list(shapes_of(args.shapes))
     for text in filter(None, args.extra.split(";")):
         b, h, n, d = (int(x) for x in text.split(","))
         shapes.append(dict(b=b, h=h, h_kv=h, n=n, n_kv=n, d=d, causal=False, dtype="bf16", layout="bhsd"))
     work = tempfile.mkdtemp(prefix="attn-tune-bar-")
-    print(f"{'shape':40} {'config':22} {'tool ms':>9} {'python ms':>9} {'ratio':>6} {'error':>9} {'allowed':>9}")
+    print(f"{'shape':44} {'config':28} {'tool ms':>8} {'py ms':>8} {'C++ ms':>8} {'py/tool':>7} {'C++/tool':>8} "
+          f"{'py acc':>6} {'C++ acc':>7}  verdict", flush=True)
+    misses = 0
     for i, s in enumerate(shapes):
         out = os.path.join(work, f"shape{i}.csv")
-        subprocess.run([args.tool, *tool_args(s), *shlex.split(args.tool_args), "--out", out], check=True,
-                       stdout=subprocess.DEVNULL)
+        subprocess.run([args.tool, *tool_args(s), *shlex.split(args.tool_args), "--no-db", "-q", "--out", out],
+                       check=True, stdout=subprocess.DEVNULL)
         config, tool_ms = winner(out)
         dtype = torch.bfloat16 if s["dtype"] == "bf16" else torch.float16
 
@@ -111,11 +130,39 @@ def main():
         ran = attn_tune.context(0, out).choose(problem)
         error, allowed = reference_error(q, k, v, o, s["causal"], dtype)
         ms = python_ms(q, k, v, s["causal"], out)
-        name = " ".join(tool_args(s)[1::2])
-        ok = "ok" if error <= allowed and ms <= 1.03 * tool_ms and ran["source"] == "tuned" else "MISS"
-        print(f"{name:40} {config:22} {tool_ms:9.4f} {ms:9.4f} {ms / tool_ms:6.3f} {error:9.2e} {allowed:9.2e} "
-              f"{ran['source']} {ok}")
+        del q, k, v, o
+        torch.cuda.empty_cache()  # the C++ example allocates its own
+        py_ok = error <= allowed and ran["source"] == "tuned" and f"{ran['family']} {ran['config']}" == config
+        cpp = cpp_result(args.example, out, s) if args.example else None
+        if cpp is None:
+            cpp_ms, cpp_acc, cpp_ok = math.nan, "-", True
+        elif "failed" in cpp:
+            cpp_ms, cpp_acc, cpp_ok = math.nan, "error", False
+            print(f"C++ example failed on {describe_shape(s)}: {cpp['failed']}", file=sys.stderr)
+        else:
+            cpp_ms = float(cpp["median_ms"])
+            cpp_acc = cpp["check"]
+            cpp_ok = cpp["check"] == "pass" and cpp["source"] == "tuned" and f"{cpp['family']} {cpp['config']}" == config
+        limit = 1 + args.tolerance
+        ok = py_ok and ms <= limit * tool_ms and cpp_ok and (cpp is None or cpp_ms <= limit * tool_ms)
+        misses += not ok
+        print(f"{describe_shape(s):44} {config:28} {tool_ms:8.4f} {ms:8.4f} {cpp_ms:8.4f} {ms / tool_ms:7.3f} "
+              f"{cpp_ms / tool_ms:8.3f} {'pass' if error <= allowed else 'FAIL':>6} {cpp_acc:>7}  "
+              f"{'ok' if ok else 'MISS'}{'' if ran['source'] == 'tuned' else ' (python ran ' + ran['source'] + ')'}",
+              flush=True)
+    print(f"{len(shapes) - misses} of {len(shapes)} shapes within {100 * args.tolerance:.0f}% of attn-tune, accurate, "
+          f"on the tuned config; results in {work}")
+    return 1 if misses else 0
+
+
+def describe_shape(s):
+    text = f"{s['b']},{s['h']},{s['n']},{s['d']}"
+    if s["h_kv"] != s["h"]:
+        text += f" kv_heads {s['h_kv']}"
+    if s["n_kv"] != s["n"]:
+        text += f" kv_len {s['n_kv']}"
+    return text + f" {s['dtype']} {s['layout']}" + (" causal" if s["causal"] else "")
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

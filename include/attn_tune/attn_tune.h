@@ -6,7 +6,8 @@
  * prints, exits or synchronizes the device unless asked (attn_tune_synchronize).
  *
  * A context serves one device: it holds a kernel cache folder, a tuned table (an export of
- * `attn-tune export` as CSV or JSON, a results CSV of the tuner, a bundle, or none) and the
+ * `attn-tune export` as CSV or JSON, a results CSV of the tuner, the tuned-results database, a
+ * bundle, or none) and the
  * kernels compiled or loaded so far. Several threads may call attn_tune_forward on one context. */
 #ifndef ATTN_TUNE_H
 #define ATTN_TUNE_H
@@ -80,7 +81,8 @@ typedef struct attn_tune_context_options {
   int32_t device;       /* CUDA device ordinal */
   const char* cache_dir; /* NULL: $ATTN_TUNE_CACHE_DIR, else ~/.cache/attn-tune; "": no disk cache */
   /* NULL or "": no table (the fallback for every shape). Else a path: an export (.csv, .json), a
-   * results CSV of attn-tune, or a bundle (.attnb, also given by `bundle`). */
+   * results CSV of attn-tune, the tuned-results database (SQLite, read once and never written:
+   * each entry's winner is an exact tuned shape), or a bundle (.attnb, also given by `bundle`). */
   const char* table;
   const char* bundle; /* NULL: none. A bundle of `attn-tune bundle`: cubins loaded without NVRTC */
 } attn_tune_context_options;

@@ -1,9 +1,6 @@
 // attn-tune bundle --table T --arch sm_90a --out model.attnb: a tuned table and its configs'
 // cubins in one file that libattn_tune loads without NVRTC (src/library/bundle.hpp). Parsed here,
 // apart from the other commands' options, and dispatched from main before them.
-#include <filesystem>
-#include <fstream>
-
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -12,13 +9,30 @@
 #include "codegen/compile_pool.hpp"
 #include "library/bundle_builder.hpp"
 #include "library/errors.hpp"
+#include "report/atomic_file.hpp"
 
 namespace attn {
 
 namespace {
 
+constexpr const char* bundle_footer = R"(
+The bundle holds the table and, for each of its entries tuned on a device of --arch's compute
+capability (exact shapes of a results CSV, buckets of an export), the cubin of its config, plus
+the fallback kernels of every dtype, head dim and causality the table holds. libattn_tune loads
+it without NVRTC (context option `table` or `bundle`; Python: attn_tune.context(bundle=...)), and
+refuses one built for another architecture or from other kernel sources, or a corrupt one.
+
+Examples:
+  attn-tune export results/h200.csv --format csv --out h200.csv
+  attn-tune bundle --table h200.csv --arch sm_90a --out model.attnb
+  attn-tune bundle --table results/h200.csv --out model.attnb --force   # a results CSV, replacing model.attnb
+
+Exit codes: 0 written, 2 bad input (a table that cannot be read, an --arch NVRTC cannot target or
+that the table has no entry for, an existing --out without --force), 3 a kernel does not compile.)";
+
 int make_bundle(const std::string& table_path, const std::string& arch, const std::string& out,
-                const std::string& cache_dir) {
+                const std::string& cache_dir, bool force) {
+  refuse_overwrite(out, force, "pass --force to replace it, or choose another --out");
   const tuned_table table = tuned_table::load(table_path);
   limits_for_arch(arch);  // throws invalid_input naming a malformed --arch
   if (!nvrtc_supports(arch)) throw invalid_input(fmt::format("--arch {}: this NVRTC cannot compile for it", arch));
@@ -28,15 +42,7 @@ int make_bundle(const std::string& table_path, const std::string& arch, const st
   const compile_cache cache(cache_dir);
   const bundle b = build_bundle(table, targets, arch, cache);
   const std::string bytes = serialize_bundle(b);
-  const std::filesystem::path path(out);
-  if (path.has_parent_path()) std::filesystem::create_directories(path.parent_path());
-  const std::string tmp = out + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::binary);
-    f.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    if (!f) throw std::runtime_error(fmt::format("cannot write '{}'", out));
-  }
-  std::filesystem::rename(tmp, out);
+  write_file_atomically(out, bytes);
   fmt::print("{}: {} kernels for {} ({:.1f} MiB), table {}\n", out, b.kernels.size(), arch,
              static_cast<double>(bytes.size()) / (1 << 20), table_path);
   return 0;
@@ -45,12 +51,26 @@ int make_bundle(const std::string& table_path, const std::string& arch, const st
 }  // namespace
 
 int run_bundle_main(int argc, char** argv) {
-  CLI::App app("attn-tune bundle: a tuned table and its configs' cubins for one architecture, in one file");
+  CLI::App app("attn-tune bundle: a tuned table and its configs' cubins for one architecture, in one file that "
+               "a service loads without NVRTC",
+               "attn-tune bundle");
+  app.footer(bundle_footer);
   std::string table, arch = "sm_90a", out, cache_dir = default_cache_dir();
-  app.add_option("--table", table, "Tuned table: an export (CSV or JSON) or a results CSV")->required();
-  app.add_option("--arch", arch, "Architecture of the cubins (sm_80, sm_90a, ...)");
-  app.add_option("--out", out, "Bundle to write (.attnb)")->required();
-  app.add_option("--cache-dir", cache_dir, "Compile cache folder");
+  bool force = false;
+  app.add_option("--table", table,
+                 "Tuned table: an export of `attn-tune export` (CSV or JSON), or a results CSV of attn-tune or "
+                 "of a sweep (its rank-1 rows become exact tuned shapes). A tuned-results database: export it "
+                 "first")
+      ->required();
+  app.add_option("--arch", arch,
+                 "Architecture the cubins are compiled for, the deploying GPU's: sm_80 (A100), sm_86, sm_89, "
+                 "sm_90a (H100/H200; the wgmma and hopper families need it)")
+      ->capture_default_str();
+  app.add_option("--out", out, "Bundle to write (.attnb); written whole under a temporary name, then renamed")
+      ->required();
+  app.add_flag("--force", force, "Replace an existing --out (without it, an existing file is kept and nothing is done)");
+  app.add_option("--cache-dir", cache_dir, "Compile cache folder: kernels compiled before are taken from it")
+      ->capture_default_str();
   app.add_flag_callback("--no-cache", [&] { cache_dir.clear(); }, "Compile without the disk cache");
   try {
     app.parse(argc, argv);
@@ -61,7 +81,7 @@ int run_bundle_main(int argc, char** argv) {
     return 2;
   }
   try {
-    return make_bundle(table, arch, out, cache_dir);
+    return make_bundle(table, arch, out, cache_dir, force);
   } catch (const invalid_input& e) {
     fmt::print(stderr, "error: {}\n", e.what());
     return 2;

@@ -211,6 +211,12 @@ bool parse_options(int argc, char** argv, options& out) {
       ->check(CLI::IsMember({"list", "show", "forget", "path"}));
   db->add_option("ids", out.db_ids, "Entry ids (from db list), for show and forget");
   db->fallthrough();
+  // Listed for --help only: main() hands `attn-tune bundle ...` to run_bundle_main, whose options
+  // are its own, before this parser runs. Anywhere else on the line it is a mistake, said below.
+  auto* bundle = app.add_subcommand(
+      "bundle", "Write a deployment bundle: a tuned table and its configs' cubins for one architecture, loaded by "
+                "libattn_tune without NVRTC (attn-tune bundle --help)");
+  bundle->prefix_command();
 
   try {
     app.parse(argc, argv);
@@ -225,6 +231,9 @@ bool parse_options(int argc, char** argv, options& out) {
     return false;
   }
 
+  if (bundle->parsed())
+    throw invalid_input("'bundle' must come first, with its own options: attn-tune bundle --table T --arch sm_90a "
+                        "--out model.attnb (see attn-tune bundle --help)");
   if (sweep->parsed()) out.command = command::sweep;
   if (exp->parsed()) out.command = command::export_table;
   if (check->parsed()) out.command = command::check;

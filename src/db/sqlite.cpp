@@ -64,8 +64,9 @@ std::string sqlite_statement::text(int column) const {
 int64_t sqlite_statement::integer(int column) const { return sqlite3_column_int64(m_stmt, column); }
 double sqlite_statement::real(int column) const { return sqlite3_column_double(m_stmt, column); }
 
-sqlite_connection::sqlite_connection(const std::string& path, bool create) : m_path(path) {
-  const int flags = SQLITE_OPEN_READWRITE | (create ? SQLITE_OPEN_CREATE : 0) | SQLITE_OPEN_NOMUTEX;
+sqlite_connection::sqlite_connection(const std::string& path, sqlite_open mode) : m_path(path) {
+  const int flags = (mode == sqlite_open::read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE) |
+                    (mode == sqlite_open::create ? SQLITE_OPEN_CREATE : 0) | SQLITE_OPEN_NOMUTEX;
   const int rc = sqlite3_open_v2(path.c_str(), &m_db, flags, nullptr);
   if (rc != SQLITE_OK) {
     const sqlite_error e = error_of(m_db, rc, path, "cannot open");

@@ -40,10 +40,14 @@ class sqlite_statement {
   std::string m_path;
 };
 
+enum class sqlite_open { read_only, read_write, create };
+
 class sqlite_connection {
  public:
   /// Opens (creating when `create`) the file. Throws sqlite_error naming it.
-  sqlite_connection(const std::string& path, bool create);
+  sqlite_connection(const std::string& path, bool create)
+      : sqlite_connection(path, create ? sqlite_open::create : sqlite_open::read_write) {}
+  sqlite_connection(const std::string& path, sqlite_open mode);
   ~sqlite_connection();
   sqlite_connection(sqlite_connection&& o) noexcept;
   sqlite_connection(const sqlite_connection&) = delete;

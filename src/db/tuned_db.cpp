@@ -191,6 +191,32 @@ tuned_db tuned_db::open_once(const std::string& path) {
   }
 }
 
+tuned_db tuned_db::open_read_only(const std::string& path) {
+  // Messages without the tool's --db advice: a reader (the library) is not told how to run the tool.
+  auto foreign = [&](const std::string& why) {
+    return invalid_input(fmt::format("'{}' is not an attn-tune database ({})", path, why));
+  };
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) throw invalid_input(fmt::format("database '{}' does not exist", path));
+  if (!looks_like_sqlite(path)) throw foreign("not an SQLite file");
+  try {
+    sqlite_connection c(path, sqlite_open::read_only);
+    c.exec("PRAGMA busy_timeout = 60000");
+    const int version = read_version(c);
+    if (version == 0) throw foreign("an SQLite database without attn-tune's schema version");
+    if (version != db_schema_version)
+      throw invalid_input(fmt::format(
+          "'{}' has database schema version {}, {} the {} this build reads: {}", path, version,
+          version > db_schema_version ? "newer than" : "older than", db_schema_version,
+          version > db_schema_version ? "use the attn-tune that wrote it (or export it with that one)"
+                                      : fmt::format("run any attn-tune tuning with --db '{}' once to upgrade it", path)));
+    return tuned_db(std::move(c));
+  } catch (const sqlite_error& e) {
+    if (e.code == 26 || e.code == 11) throw foreign(e.what());  // SQLITE_NOTADB, SQLITE_CORRUPT
+    throw;
+  }
+}
+
 int tuned_db::schema_version() const { return read_version(m_connection); }
 
 std::optional<tuning_entry> tuned_db::find(const tuning_key& key) const {

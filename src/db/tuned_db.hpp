@@ -51,6 +51,10 @@ class tuned_db {
   /// invalid_input naming the file and how to move it away when it is not an attn-tune database
   /// or has a newer schema; sqlite_error for other failures.
   static tuned_db open(const std::string& path);
+  /// Opens an existing database for reading only: never creates, migrates or writes it (a
+  /// library's table). Throws invalid_input naming the file when it is missing, not an attn-tune
+  /// database, or of another schema version (an older one: any attn-tune run with --db upgrades it).
+  static tuned_db open_read_only(const std::string& path);
 
   std::optional<tuning_entry> find(const tuning_key& key) const;
   std::optional<tuning_entry> get(int64_t id) const;

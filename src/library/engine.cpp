@@ -55,7 +55,7 @@ engine::engine(const engine_options& options) : m_rt(cuda_runtime()), m_cache(op
     m_bundle = parse_bundle(read_file_text(bundle_path), bundle_path);
     check_bundle_target(*m_bundle, m_gpu.desc.arch, m_cache.kernels(), bundle_path);
   }
-  if (!table.empty()) m_table = open_tuned_source(table);
+  if (!table.empty()) m_table = open_tuned_source(table, m_cache.kernels());
   else if (m_bundle) m_table = std::make_unique<tuned_table>(tuned_table::parse(m_bundle->table, bundle_path));
   else m_table = std::make_unique<tuned_table>();
   m_table->check_device(m_gpu.desc);

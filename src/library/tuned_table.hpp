@@ -3,14 +3,15 @@
 // JSON), or from a results CSV of the tuner (whose rank-1 rows are exact tuned shapes), and the
 // choice for one problem: the exact tuned shape, then the export's bucket, then the fallback.
 //
-// Hook for the tuned-results database (issue 10): a source is anything with the three functions
-// of tuned_source; tuned_table is the one for files. open_tuned_source() is where a database path
-// is recognized (today it is refused with a message saying so).
+// A source is anything with the three functions of tuned_source; tuned_table is the one for files
+// and for the tuned-results database (library/tuned_db_table.hpp), which open_tuned_source()
+// recognizes by its SQLite header.
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "codegen/family.hpp"
+#include "codegen/kernel_sources.hpp"
 #include "report/export.hpp"
 #include "report/record.hpp"
 
@@ -51,6 +52,8 @@ class tuned_table : public tuned_source {
   /// `what` names it in messages. Throws table_error.
   static tuned_table parse(const std::string& text, const std::string& what);
   static tuned_table load(const std::string& path);
+  /// A table of these exact shapes and buckets, read from `what` (which has no text of its own).
+  static tuned_table from_parts(std::string what, std::vector<tuned_shape> exact, std::vector<export_entry> buckets);
 
   bool empty() const override { return m_exact.empty() && m_buckets.empty(); }
   void check_device(const device_desc& d) const override;
@@ -69,8 +72,10 @@ class tuned_table : public tuned_source {
 
 /// Reads a file into a string; throws table_error naming the path.
 std::string read_file_text(const std::string& path);
-/// A table file, or (issue 10) the tuned-results database. Empty path: an empty table.
-std::unique_ptr<tuned_source> open_tuned_source(const std::string& path);
+/// A table file, or the tuned-results database (an SQLite file: tuned_table_from_db with
+/// `kernels`). Empty path: an empty table. Throws table_error.
+std::unique_ptr<tuned_source> open_tuned_source(const std::string& path,
+                                                const kernel_sources& kernels = kernel_sources::embedded());
 
 /// The first candidate that a family accepts for this shape on a device with these limits (a
 /// tuned config the device cannot run falls through to the next). Throws unsupported_problem

@@ -276,6 +276,10 @@ std::vector<record> read_csv(const std::string& path) {
     file_text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
     if (in.bad()) throw read_error(path, "read failed");
   }
+  return read_csv_file_text(file_text, path);
+}
+
+std::vector<record> read_csv_file_text(const std::string& file_text, const std::string& path) {
   const csv_body body = split_trailer(path, file_text);
   return read_records(path, body.text, &body);
 }

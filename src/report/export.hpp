@@ -34,6 +34,12 @@ std::vector<export_entry> export_entries(const std::vector<best_row>& rows);
 
 std::string export_csv(const std::vector<export_entry>& entries);
 std::string export_json(const std::vector<export_entry>& entries);
+/// Reads export_csv's text back (`path` names it in errors); an export without the knob column
+/// (before the family axis) reads as knob 0. Throws invalid_input naming the file, line and value.
+std::vector<export_entry> read_export_csv(const std::string& text, const std::string& path);
+/// Reads export_json's text back. Throws invalid_input naming the file and what is wrong.
+std::vector<export_entry> read_export_json(const std::string& text, const std::string& path);
+
 std::string export_header(const std::vector<export_entry>& entries, const std::string& source);
 
 }  // namespace attn

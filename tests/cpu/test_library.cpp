@@ -112,6 +112,75 @@ TEST(ChooseConfig, NoKernelForTheShapeIsUnsupported) {
   EXPECT_THROW(choose_config(tuned_table(), d, tiny, s), unsupported_problem);
 }
 
+std::string table_error_of(const std::string& text, const std::string& what = "t.csv") {
+  try {
+    tuned_table::parse(text, what);
+  } catch (const table_error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+TEST(TableReaders, AResultsCsvCutOrEditedAfterItsEndLineIsRefused) {
+  const std::string path = std::string(ATTN_TUNE_SOURCE_DIR) + "/tests/data/export_fixture.csv";
+  const std::string whole = read_file_text(path);
+  EXPECT_FALSE(tuned_table::parse(whole, path).exact().empty());
+  const size_t end_line = whole.rfind("#end,");
+  ASSERT_NE(end_line, std::string::npos);
+  // Cut at a row boundary: the end line is gone, which schema 4 always writes.
+  const size_t cut = whole.rfind('\n', end_line - 2) + 1;
+  EXPECT_NE(table_error_of(whole.substr(0, cut)).find("there is no '#end' line"), std::string::npos)
+      << table_error_of(whole.substr(0, cut));
+  std::string edited = whole;
+  edited[whole.find("m256_n64_w8_s2")] = 'x';
+  EXPECT_NE(table_error_of(edited).find("the file was changed or cut after it was written"), std::string::npos)
+      << table_error_of(edited);
+}
+
+TEST(TableReaders, ABadExportFieldIsNamedWithItsLine) {
+  const std::string header =
+      "# fallback\ndevice,cc,sm_count,dtype,head_dim,causal,seq_min_exclusive,seq_max,family,block_m,block_n,warps,"
+      "stages,knob,tflops,tuned_shapes\n";
+  const std::string good = "\"NVIDIA H200\",9.0,132,bf16,128,0,2048,4096,fa2,256,64,8,2,0,344.5,1\n";
+  EXPECT_EQ(tuned_table::parse(header + good, "t.csv").buckets().size(), 1u);
+  const std::string message =
+      table_error_of(header + good + "\"NVIDIA H200\",9.0,132,bf16,128,0,2048,4096,fa2,25x,64,8,2,0,344.5,1\n");
+  EXPECT_NE(message.find("'t.csv'"), std::string::npos) << message;
+  EXPECT_NE(message.find("line 4"), std::string::npos) << message;
+  EXPECT_NE(message.find("25x"), std::string::npos) << message;
+  EXPECT_NE(table_error_of(header + "\"H\",9,132,bf16,128,0,2048,4096,fa2,256,64,8,2,0,1,1\n").find("'9' is not MAJOR.MINOR"),
+            std::string::npos);
+  EXPECT_NE(table_error_of(header + "\"H\",9.0,132,bf17,128,0,2048,4096,fa2,256,64,8,2,0,1,1\n").find("bf17"),
+            std::string::npos);
+  // An export from before the knob axis still reads (knob 0); one without block_m does not.
+  const auto old = tuned_table::parse(
+      "device,cc,sm_count,dtype,head_dim,causal,seq_min_exclusive,seq_max,family,block_m,block_n,warps,stages,"
+      "tflops,tuned_shapes\n\"H\",9.0,132,bf16,128,0,2048,4096,fa2,256,64,8,2,1,1\n",
+      "old.csv");
+  ASSERT_EQ(old.buckets().size(), 1u);
+  EXPECT_EQ(old.buckets()[0].config.knob, 0);
+  EXPECT_NE(table_error_of("device,cc,sm_count\n\"H\",9.0,132\n").find("lacks column 'dtype'"), std::string::npos);
+}
+
+TEST(TableReaders, ABadJsonExportIsNamed) {
+  const std::string entry = R"({"device": "H", "cc": "9.0", "sm_count": 132, "dtype": "bf16", "head_dim": 64,
+      "causal": true, "seq_min_exclusive": 512, "seq_max": 1024,
+      "config": {"family": "fa2", "block_m": 64, "block_n": 64, "warps": 4, "stages": 2}})";
+  const auto t = tuned_table::parse(R"({"entries": [)" + entry + "]}", "t.json");
+  ASSERT_EQ(t.buckets().size(), 1u);
+  EXPECT_EQ(name(t.buckets()[0].config), "m64_n64_w4_s2");
+  EXPECT_TRUE(t.buckets()[0].causal);
+  std::string message = table_error_of(R"({"entries": [)" + entry + "", "t.json");
+  EXPECT_NE(message.find("cannot read export 't.json'"), std::string::npos) << message;
+  message = table_error_of(R"({"entries": [{"device": "H"}]})", "t.json");
+  EXPECT_NE(message.find("'cc'"), std::string::npos) << message;
+  std::string wrong_type = entry;
+  wrong_type.replace(wrong_type.find("\"head_dim\": 64"), 14, "\"head_dim\": \"64\"");
+  message = table_error_of(R"({"entries": [)" + wrong_type + "]}", "t.json");
+  EXPECT_NE(message.find("type must be number"), std::string::npos) << message;
+  EXPECT_NE(message.find("cannot read export 't.json'"), std::string::npos) << message;
+}
+
 TEST(ForwardArgs, ContiguousStridesPerLayout) {
   shape s;
   s.heads = 8, s.kv_heads = 2, s.q_len = 128, s.kv_len = 256, s.head_dim = 64;

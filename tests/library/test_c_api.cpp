@@ -196,7 +196,9 @@ TEST(LibraryTable, UnreadableTablesAreNamed) {
   const std::string db = testing::TempDir() + "tuned.db";
   std::ofstream(db) << std::string("SQLite format 3\0", 16);
   EXPECT_EQ(attn_tune_table_load(db.c_str(), &t), ATTN_TUNE_ERROR_TABLE);
-  EXPECT_NE(error().find("tuned-results database"), std::string::npos) << error();
+  EXPECT_NE(error().find("cannot read the tuned-results database: '" + db + "' is not an attn-tune database"),
+            std::string::npos)
+      << error();
   EXPECT_EQ(t, nullptr);
 }
 

@@ -1,0 +1,127 @@
+// Reading back what export_csv and export_json write: fast-cpp-csv-parser for the CSV (as every
+// CSV reader of attn-tune), nlohmann-json for the JSON (as the JSON writers).
+#include <array>
+#include <charconv>
+#include <string_view>
+#include <tuple>
+
+#include <fmt/format.h>
+#include <libfccp/csv.h>
+#include <nlohmann/json.hpp>
+
+#include "report/export.hpp"
+
+namespace attn {
+
+namespace {
+
+constexpr const char* export_columns[] = {"device", "cc",      "sm_count", "dtype",  "head_dim",
+                                          "causal", "seq_min_exclusive", "seq_max", "family", "block_m",
+                                          "block_n", "warps",  "stages",   "knob",   "tflops", "tuned_shapes"};
+constexpr size_t export_column_count = std::size(export_columns);
+
+// "9.0" -> (9, 0)
+void parse_cc(const std::string& text, int& major, int& minor) {
+  const size_t dot = text.find('.');
+  auto whole = [](std::string_view t, int& out) {
+    const auto [end, ec] = std::from_chars(t.data(), t.data() + t.size(), out);
+    return !t.empty() && ec == std::errc() && end == t.data() + t.size();
+  };
+  if (dot == std::string::npos || !whole(std::string_view(text).substr(0, dot), major) ||
+      !whole(std::string_view(text).substr(dot + 1), minor))
+    throw invalid_input(fmt::format("compute capability '{}' is not MAJOR.MINOR", text));
+}
+
+template <class T>
+T number(const std::string& text, const char* column) {
+  T value{};
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size())
+    throw invalid_input(fmt::format("column '{}': bad number '{}'", column, text));
+  return value;
+}
+
+export_entry entry_of_fields(const std::array<std::string, export_column_count>& f, bool has_knob) {
+  size_t i = 0;
+  auto next = [&]() -> const std::string& { return f[i++]; };
+  auto integer = [&](const char* column) { return number<int>(next(), column); };
+  export_entry e;
+  e.device = next();
+  parse_cc(next(), e.cc_major, e.cc_minor);
+  e.sm_count = integer("sm_count");
+  e.type = parse_dtype(next());
+  e.head_dim = integer("head_dim");
+  e.causal = integer("causal") != 0;
+  e.seq_min = number<int64_t>(next(), "seq_min_exclusive");
+  e.seq_max = number<int64_t>(next(), "seq_max");
+  e.family = next();
+  e.config.block_m = integer("block_m");
+  e.config.block_n = integer("block_n");
+  e.config.warps = integer("warps");
+  e.config.stages = integer("stages");
+  const std::string& knob = next();
+  e.config.knob = has_knob ? number<int>(knob, "knob") : 0;
+  e.tflops = number<double>(next(), "tflops");
+  e.shapes = integer("tuned_shapes");
+  return e;
+}
+
+}  // namespace
+
+std::vector<export_entry> read_export_csv(const std::string& text, const std::string& path) {
+  std::vector<export_entry> out;
+  try {
+    io::CSVReader<export_column_count, io::trim_chars<' ', '\t'>, io::double_quote_escape<',', '"'>,
+                  io::throw_on_overflow, io::single_and_empty_line_comment<'#'>>
+        reader(path, text.data(), text.data() + text.size());
+    // Exports from before the knob axis lack its column; every other one must be there.
+    std::apply([&](auto... names) { reader.read_header(io::ignore_missing_column, names...); }, std::to_array(export_columns));
+    for (const char* column : export_columns)
+      if (!reader.has_column(column) && std::string_view(column) != "knob")
+        throw invalid_input(fmt::format("cannot read export '{}': the header lacks column '{}'", path, column));
+    const bool has_knob = reader.has_column("knob");
+    std::array<std::string, export_column_count> fields;
+    while (std::apply([&](auto&... f) { return reader.read_row(f...); }, fields)) {
+      try {
+        out.push_back(entry_of_fields(fields, has_knob));
+      } catch (const invalid_input& e) {
+        throw invalid_input(fmt::format("cannot read export '{}': line {}: {}", path, reader.get_file_line(), e.what()));
+      }
+    }
+  } catch (const io::error::base& e) {
+    throw invalid_input(fmt::format("cannot read export '{}': {}", path, e.what()));
+  }
+  return out;
+}
+
+std::vector<export_entry> read_export_json(const std::string& text, const std::string& path) {
+  std::vector<export_entry> out;
+  try {
+    const nlohmann::json doc = nlohmann::json::parse(text);
+    for (const nlohmann::json& j : doc.at("entries")) {
+      export_entry e;
+      e.device = j.at("device").get<std::string>();
+      parse_cc(j.at("cc").get<std::string>(), e.cc_major, e.cc_minor);
+      e.sm_count = j.at("sm_count").get<int>();
+      e.type = parse_dtype(j.at("dtype").get<std::string>());
+      e.head_dim = j.at("head_dim").get<int>();
+      e.causal = j.at("causal").get<bool>();
+      e.seq_min = j.at("seq_min_exclusive").get<int64_t>();
+      e.seq_max = j.at("seq_max").get<int64_t>();
+      const nlohmann::json& c = j.at("config");
+      e.family = c.at("family").get<std::string>();
+      e.config = {c.at("block_m").get<int>(), c.at("block_n").get<int>(), c.at("warps").get<int>(),
+                  c.at("stages").get<int>(), c.value("knob", 0)};
+      e.tflops = j.value("tflops", 0.0);
+      e.shapes = j.value("tuned_shapes", 0);
+      out.push_back(e);
+    }
+  } catch (const nlohmann::json::exception& e) {
+    throw invalid_input(fmt::format("cannot read export '{}': {}", path, e.what()));
+  } catch (const invalid_input& e) {
+    throw invalid_input(fmt::format("cannot read export '{}': {}", path, e.what()));
+  }
+  return out;
+}
+
+}  // namespace attn
