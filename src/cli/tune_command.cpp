@@ -12,6 +12,7 @@
 #include "report/phases.hpp"
 #include "run/nvml.hpp"
 #include "report/table.hpp"
+#include "verify/tolerance.hpp"
 
 namespace attn {
 
@@ -123,8 +124,8 @@ int run_tune(const options& opt) {
   print_summary(opt, r, out);
   const bool quiet = opt.verbosity == verbosity::quiet;
   if (!quiet)
-    fmt::print("reference: naive {} error {:.3e}, allowed error 2x that + {:.0e} = {:.3e}; {}\n",
-               to_string(opt.problem.dtype), r.lowp_error, 1e-4, r.allowed_error, timing_summary(t.timing, t.search));
+    fmt::print("reference ({} inputs): {}; {}\n", to_string(opt.inputs),
+               describe(acceptance_for(r.lowp_error, r.rounding_error)), timing_summary(t.timing, t.search));
   if (r.best) {
     const record& b = r.records[*r.best];
     fmt::print("{} {} {}  {:.4f} ms (+-{:.1f}%, IQR {:.4f}, {} reps)  {:.1f} TFLOPS  max error {:.2e}{}\n",
@@ -146,7 +147,7 @@ int run_tune(const options& opt) {
     return 1;
   }
   if (!opt.dump_dir.empty()) {
-    dump_best(opt.problem, gpu, cache, r, opt.seed + 1000, t.timing.kernel_timeout_s, opt.dump_dir);
+    dump_best(opt.problem, gpu, cache, r, opt.seed + 1000, opt.inputs, t.timing.kernel_timeout_s, opt.dump_dir);
     fmt::print("dumped q, k, v, o, lse (.npy) to {}\n", opt.dump_dir);
   }
   return 0;
