@@ -204,20 +204,6 @@ reference_outputs compute_reference(const support_kernels& support, const proble
   return r;
 }
 
-int64_t measure_materialized_peak(const support_kernels& support, const problem& pr) {
-  const shape& s = pr.shp;
-  const device_runtime& rt = support.rt;
-  rt.synchronize_device();
-  device_buffer out(rt, q_bytes(s));  // the output is not extra: it exists for any implementation
-  const int64_t before = rt.free_memory();
-  device_buffer scores(rt, s.batch * s.heads * s.q_len * s.kv_len * 4);
-  device_buffer probs(rt, s.batch * s.heads * s.q_len * s.kv_len * element_size(s.dtype));
-  materializing_pass(support, pr, pass_kind::naive, 0, static_cast<int>(s.batch * s.heads), scores.as<float>(),
-                     probs.get(), nullptr, out.get());
-  rt.synchronize_device();
-  return before - rt.free_memory();
-}
-
 void poison_outputs(const support_kernels& support, const problem& pr, stream_t stream) {
   const std::pair<void*, int64_t> targets[] = {{pr.o.get(), pr.o.bytes() / 4},
                                                {pr.lse.get(), pr.lse.bytes() / 4}};

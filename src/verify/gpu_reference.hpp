@@ -63,10 +63,6 @@ reference_outputs compute_reference(const support_kernels& support, const proble
 /// Device memory compute_reference needs beyond the problem's own buffers.
 int64_t reference_memory_bytes(const shape& s, int64_t chunk_bytes);
 
-/// One pass of the naive low-precision attention over all heads at once (no chunking), as a
-/// materializing implementation would run; returns the peak extra device memory it took.
-int64_t measure_materialized_peak(const support_kernels& support, const problem& p);
-
 void poison_outputs(const support_kernels& support, const problem& p, stream_t stream);
 error_stats element_error(const support_kernels& support, const void* out, const float* ref,
                           int64_t n);

@@ -283,8 +283,9 @@ namespace attn::testing {
 namespace {
 
 // The verifier rejects wrong kernels: each planted defect (tests/planted_defects.hpp) must come
-// out `wrong` in every variant, which also shows the per-variant poisoning works (a row never
-// written stays NaN). Not run in CI (no GPU there).
+// out `wrong` in every variant, on the inputs it names (the skipped rescale on wide ones), which
+// also shows the per-variant poisoning works (a row never written stays NaN). Not run in CI (no
+// GPU there).
 TEST_F(gpu_test, planted_defects_come_out_wrong) {
   if (m_gpu.backend == backend::hip) GTEST_SKIP() << "the defects are planted in fa2, a CUDA family";
   const auto parent = std::filesystem::temp_directory_path() / ("attn-tune-defects-" + std::to_string(::getpid()));
@@ -294,15 +295,18 @@ TEST_F(gpu_test, planted_defects_come_out_wrong) {
     ASSERT_FALSE(dir.empty()) << "anchor not found in kernels/" << defect.file;
     const auto csv = parent / (std::string(defect.name) + ".csv");
     const std::string command = std::string(ATTN_TUNE_BINARY) + " --shape 1,4,256,64 --family fa2" +
-                                (defect.causal ? " --causal" : "") +
+                                (defect.causal ? " --causal" : "") + " --inputs " + defect.inputs +
                                 " --space block_m=64,128 block_n=64 warps=4 stages=2 --seed 11 --min-reps 2"
-                                " --max-reps 2 --min-time-ms 0 --no-cache --kernels-dir " +
+                                " --max-reps 2 --min-time-ms 0 --no-cache --no-db --kernels-dir " +
                                 dir.string() + " --out " + csv.string() + " > /dev/null 2>&1";
     const int rc = std::system(command.c_str());
     EXPECT_TRUE(WIFEXITED(rc) && WEXITSTATUS(rc) == 1) << command << ": every variant wrong means exit 1";
     const auto rows = read_csv(csv.string());
     ASSERT_EQ(rows.size(), 2u);
-    for (const auto& rec : rows) EXPECT_EQ(rec.status, status::wrong) << name(rec.config) << ": " << rec.message;
+    for (const auto& rec : rows) {
+      EXPECT_EQ(rec.status, status::wrong) << name(rec.config) << ": " << rec.message;
+      EXPECT_EQ(to_string(rec.inputs), defect.inputs);
+    }
   }
   std::filesystem::remove_all(parent);
 }
