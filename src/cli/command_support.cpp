@@ -188,6 +188,13 @@ void progress_line::operator()(const std::string& text) {
   std::fflush(stderr);
 }
 
+void progress_line::variant(variant_event event, const record& r, const std::string& log) {
+  if (m_verbosity != verbosity::verbose) return;
+  done();
+  fmt::print(stderr, "{}\n", variant_line(event, r, log));
+  std::fflush(stderr);
+}
+
 void progress_line::done() {
   if (m_open) fmt::print(stderr, "\r\033[K");
   m_open = false;
@@ -224,6 +231,10 @@ tune_options make_tune_options(const options& opt, progress_line& progress) {
                  std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(opt.budget_s));
   t.timing.kernel_timeout_s = opt.kernel_timeout_s;
   t.progress = [&progress](const std::string& line) { progress(line); };
+  if (opt.verbosity == verbosity::verbose)
+    t.on_variant = [&progress](variant_event event, const record& r, const std::string& log) {
+      progress.variant(event, r, log);
+    };
   for (const auto& c : opt.configs) t.configs.push_back(parse_config_name(c));
   return t;
 }

@@ -82,6 +82,14 @@ void time_variant(variant& v, const problem& pr, const support_kernels& support,
   r.tflops = tflops(pr.shp, t.median);
 }
 
+// options.on_variant for each variant the compile pool finishes, or nothing.
+compiled_variant compiled_news(const tune_options& options) {
+  if (!options.on_variant) return {};
+  return [&options](const record& r, const std::string& log) {
+    options.on_variant(variant_event::compiled, r, log);
+  };
+}
+
 void check_grid_limits(const shape& s) {
   if (s.batch > 65535) throw invalid_input(fmt::format("batch {} exceeds the grid limit 65535", s.batch));
   if (s.heads > 65535) throw invalid_input(fmt::format("heads {} exceed the grid limit 65535", s.heads));
@@ -190,7 +198,8 @@ tune_result tune(const shape& s, const gpu_info& gpu, const compile_cache& cache
   auto variants = build_variants(family, s, configs_of(options), gpu.desc, gpu.limits, cache, options.jobs,
                                  [&](int done, int total, int cached) {
                                    say(fmt::format("compiling {}/{} ({} from cache)", done, total, cached));
-                                 });
+                                 },
+                                 compiled_news(options));
   result.compile_seconds = seconds_since(compile_start);
   result.pruning = pruning_summary(variants);
 
@@ -296,6 +305,7 @@ tune_result tune(const shape& s, const gpu_info& gpu, const compile_cache& cache
     } catch (const std::exception& e) {
       fail(v, e);
     }
+    if (options.on_variant) options.on_variant(variant_event::verified, r, "");
   }
   result.verify_seconds = seconds_since(verify_start);
   result.verified = static_cast<int>(passed.size());
@@ -312,14 +322,18 @@ tune_result tune(const shape& s, const gpu_info& gpu, const compile_cache& cache
       not_run_here(v);
       return std::nullopt;
     }
-    say(fmt::format("timing {} ({}): {}", ++timed, &timing == &settings.full ? "full" : "screen", name(v.rec.config)));
+    const bool full = &timing == &settings.full;
+    say(fmt::format("timing {} ({}): {}", ++timed, full ? "full" : "screen", name(v.rec.config)));
+    const variant_event event = full ? variant_event::measured : variant_event::screened;
     try {
       time_variant(v, *state->pr, *state->support, gpu, *state->flusher, timing, options.clocks,
                    state->stream->get());
     } catch (const std::exception& e) {
       fail(v, e);
+      if (options.on_variant) options.on_variant(event, v.rec, "");
       return std::nullopt;
     }
+    if (options.on_variant) options.on_variant(event, v.rec, "");
     summary t;
     t.count = v.rec.reps;
     t.median = v.rec.median_ms;
@@ -370,7 +384,8 @@ tune_result compile_only(const shape& s, const std::string& arch, const compile_
                                    if (options.progress)
                                      options.progress(fmt::format("compiling {}/{} ({} from cache)",
                                                                   done, total, cached));
-                                 });
+                                 },
+                                 compiled_news(options));
   tune_result result;
   result.pruning = pruning_summary(variants);
   for (auto& v : variants) {

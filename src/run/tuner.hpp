@@ -10,6 +10,7 @@
 #include "backend/runtime.hpp"
 #include "codegen/cache.hpp"
 #include "codegen/compile_pool.hpp"
+#include "report/variant_line.hpp"
 #include "run/search.hpp"
 #include "run/timer.hpp"
 
@@ -34,6 +35,9 @@ struct tune_options {
   int64_t reference_chunk_bytes = int64_t(1) << 30;
   int cpu_check_rows = 8;
   std::function<void(const std::string&)> progress;  ///< one status line at a time
+  /// -v: each variant as it is compiled (with the compiler's whole log), verified and timed;
+  /// one call at a time.
+  std::function<void(variant_event, const record&, const std::string& log)> on_variant;
 };
 
 struct tune_result {
