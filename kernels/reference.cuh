@@ -6,9 +6,13 @@
 // low precision (LOWP = true): the same math rounded to the input type where a plain framework
 // implementation would round (scaled Q, scores, probabilities, output); its error against the
 // full reference sets the tolerance of the fused kernels (FlashAttention's rule).
+// Output rounding only (the full scores and softmax, P and O rounded to the input type) is the
+// full mode's scores with the naive mode's softmax and P V: its error measures what rounding the
+// output costs by itself, the tight bound when large logits make the naive mode's error large.
 // Both process the (batch, head) pairs [bh0, bh0 + gridDim.z), so the host can chunk heads.
 // The same source compiles with NVRTC (NVIDIA) and hiprtc (AMD): common/vendor.cuh picks the
 // primitives, and reductions are written for any warp width (32 or 64 lanes).
+#include "common/inputs.cuh"
 #include "common/params.cuh"
 #include "common/vendor.cuh"
 
@@ -118,7 +122,8 @@ __device__ void ref_pv(const fwd_params& p, int bh0, const void* probs, void* ou
     static_cast<float*>(out)[q_index(p, bh, i) + d] = acc;
 }
 
-/// Standard normal values from a counter-based hash (Box-Muller), rounded to the element type.
+/// Standard-normal draws from a counter-based hash (Box-Muller), shaped by `f` (common/inputs.cuh:
+/// --inputs) and rounded to the element type.
 __device__ __forceinline__ unsigned long long mix64(unsigned long long x) {
   x ^= x >> 33;
   x *= 0xff51afd7ed558ccdull;
@@ -127,13 +132,13 @@ __device__ __forceinline__ unsigned long long mix64(unsigned long long x) {
   return x ^ (x >> 33);
 }
 template <bool BF16>
-__device__ void fill_normal(elem_bits* x, long long n, unsigned long long seed) {
+__device__ void fill_inputs(elem_bits* x, long long n, unsigned long long seed, const input_fill& f) {
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n;
        i += (long long)gridDim.x * blockDim.x) {
     const unsigned long long h = mix64(seed * 0x9e3779b97f4a7c15ull + mix64(i + 1));
     const float u1 = ((h >> 40) + 1) * (1.0f / 16777217.0f);  // (0, 1]
     const float u2 = ((h & 0xffffffull)) * (1.0f / 16777216.0f);
-    x[i] = from_float<BF16>(sqrtf(-2.f * logf(u1)) * cospif(2.f * u2));
+    x[i] = from_float<BF16>(input_value(f, i, sqrtf(-2.f * logf(u1)) * cospif(2.f * u2)));
   }
 }
 
@@ -212,8 +217,9 @@ extern "C" __global__ void ref_pv_full(fwd_params p, int bh0, const void* pr, vo
 extern "C" __global__ void ref_pv_lowp(fwd_params p, int bh0, const void* pr, void* o) {
   attn_k::ref_pv<ATTN_B, true>(p, bh0, pr, o);
 }
-extern "C" __global__ void fill_normal(attn_k::elem_bits* x, long long n, unsigned long long seed) {
-  attn_k::fill_normal<ATTN_B>(x, n, seed);
+extern "C" __global__ void fill_inputs(attn_k::elem_bits* x, long long n, unsigned long long seed,
+                                       attn_k::input_fill f) {
+  attn_k::fill_inputs<ATTN_B>(x, n, seed, f);
 }
 extern "C" __global__ void poison(unsigned* x, long long n_words) { attn_k::poison(x, n_words); }
 extern "C" __global__ void error_elem(const attn_k::elem_bits* out, const float* ref, long long n,

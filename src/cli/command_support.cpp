@@ -116,6 +116,8 @@ tune_result merge_families(std::vector<tune_result> parts) {
     if (p.hung) all.hung = all.records.size() + *p.hung;
     all.records.insert(all.records.end(), p.records.begin(), p.records.end());
     all.lowp_error = std::max(all.lowp_error, p.lowp_error);
+    all.rounding_error = std::max(all.rounding_error, p.rounding_error);
+    if (all.bound.empty() || p.allowed_error > all.allowed_error) all.bound = p.bound;
     all.allowed_error = std::max(all.allowed_error, p.allowed_error);
     all.compile_seconds += p.compile_seconds;
     all.total_seconds += p.total_seconds;
@@ -150,6 +152,7 @@ std::vector<std::string> child_arguments(const options& opt, const std::string& 
                                    "--kv-len", std::to_string(s.kv_len), "--kv-heads", std::to_string(s.kv_heads),
                                    "--dtype", to_string(s.dtype), "--layout", to_string(s.layout),
                                    "--family", family, "--seed", std::to_string(seed),
+                                   "--inputs", to_string(opt.inputs),
                                    "--min-reps", std::to_string(opt.min_reps), "--max-reps", std::to_string(opt.max_reps),
                                    "--min-time-ms", fmt::format("{}", opt.min_time_ms),
                                    "--max-time-ms", fmt::format("{}", opt.max_time_ms),
@@ -185,6 +188,13 @@ void progress_line::operator()(const std::string& text) {
   std::fflush(stderr);
 }
 
+void progress_line::variant(variant_event event, const record& r, const std::string& log) {
+  if (m_verbosity != verbosity::verbose) return;
+  done();
+  fmt::print(stderr, "{}\n", variant_line(event, r, log));
+  std::fflush(stderr);
+}
+
 void progress_line::done() {
   if (m_open) fmt::print(stderr, "\r\033[K");
   m_open = false;
@@ -208,6 +218,7 @@ tune_options make_tune_options(const options& opt, progress_line& progress) {
   t.space = opt.spaces.front();
   t.jobs = opt.jobs;
   t.seed = opt.seed;
+  t.inputs = opt.inputs;
   t.timing.min_reps = opt.min_reps;
   t.timing.max_reps = opt.max_reps;
   t.timing.min_total_ms = opt.min_time_ms;
@@ -220,6 +231,10 @@ tune_options make_tune_options(const options& opt, progress_line& progress) {
                  std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(opt.budget_s));
   t.timing.kernel_timeout_s = opt.kernel_timeout_s;
   t.progress = [&progress](const std::string& line) { progress(line); };
+  if (opt.verbosity == verbosity::verbose)
+    t.on_variant = [&progress](variant_event event, const record& r, const std::string& log) {
+      progress.variant(event, r, log);
+    };
   for (const auto& c : opt.configs) t.configs.push_back(parse_config_name(c));
   return t;
 }

@@ -18,6 +18,8 @@ class progress_line {
   /// quiet: says nothing; verbose: every line kept; on a terminal a line is cut to its width.
   explicit progress_line(verbosity v = verbosity::normal);
   void operator()(const std::string& text);
+  /// Verbose only: a variant's news (report/variant_line.hpp), a line of its own, flushed.
+  void variant(variant_event event, const record& r, const std::string& log);
   void done();  ///< clears an open line before other output
 
  private:

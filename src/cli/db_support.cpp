@@ -20,6 +20,7 @@ searched_space searched_space_of(const options& opt) {
   s.search = parse_search(opt.search);
   s.samples = opt.samples;
   s.seed = opt.seed;
+  s.inputs = opt.inputs;
   return s;
 }
 

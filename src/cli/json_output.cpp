@@ -9,6 +9,7 @@ run_metadata metadata_of(const options& opt, const gpu_info* gpu) {
   m.command = std::string(opt.command == command::sweep ? "sweep" : opt.command == command::check ? "check" : "tune") +
               (opt.compile_only ? " --compile-only" : "");
   m.seed = opt.seed;
+  m.inputs = opt.inputs;
   m.arguments = opt.arguments;
   if (gpu) {
     m.device = gpu->desc;

@@ -88,7 +88,7 @@ bool parse_options(int argc, char** argv, options& out) {
   std::string kv_len_text, kv_heads_text;  // parsed by option_checks: CLI11 would clamp huge values
   bool causal = false, no_cache = false;
   std::vector<std::string> space_tokens;
-  std::string seed_text;
+  std::string seed_text, inputs_text = "normal";
   out.cache_dir = default_cache_dir();
 
   app.add_option("--shape", shape_text, "Problem B,H,N,D (batch, heads, sequence length, head dim)")
@@ -143,6 +143,12 @@ bool parse_options(int argc, char** argv, options& out) {
   app.add_option("--jobs,-j", out.jobs, "Compile threads (default: all cores)");
   app.add_option("--device", out.device, "Device ordinal (CUDA or HIP)")->capture_default_str();
   app.add_option("--seed", seed_text, "Seed of the random inputs (default: from the clock, so every run checks fresh inputs)");
+  app.add_option("--inputs", inputs_text,
+                 "What every variant is checked on: normal (standard-normal Q, K, V), wide (scores whose spread "
+                 "grows along the keys, standard deviation 4 to 12: row maxima growing across tiles, so the "
+                 "online softmax's rescale runs), sink (keys 0, N/3 and 2N/3 with logits of about 30, 20 and "
+                 "40, as attention sinks have). Tuned results are stored per kind")
+      ->capture_default_str();
   app.add_option("--min-reps", out.min_reps, "Timed repetitions per variant, at least")->capture_default_str();
   app.add_option("--max-reps", out.max_reps, "Timed repetitions per variant, at most")->capture_default_str();
   app.add_option("--min-time-ms", out.min_time_ms,
@@ -317,6 +323,7 @@ bool parse_options(int argc, char** argv, options& out) {
   if (out.samples < 1) throw invalid_input(fmt::format("invalid --samples {}: must be at least 1", out.samples));
   if (out.top < 0) throw invalid_input(fmt::format("invalid --top {}", out.top));
   if (out.device < 0) throw invalid_input(fmt::format("invalid --device {}", out.device));
+  out.inputs = parse_input_kind(inputs_text);  // throws naming a bad one
   if (seed_text.empty()) {
     out.seed = static_cast<uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
   } else {

@@ -8,6 +8,7 @@
 #include "cli/terminal.hpp"
 #include "codegen/family.hpp"
 #include "plan/config.hpp"
+#include "plan/input_kind.hpp"
 #include "plan/shape.hpp"
 
 namespace attn {
@@ -33,6 +34,7 @@ struct options {
   int jobs = 0;
   int device = 0;
   uint64_t seed = 0;
+  input_kind inputs = input_kind::normal;  ///< --inputs: what the variants are checked on
   int max_reps = 300;
   int min_reps = 20;
   double min_time_ms = 0;     ///< a floor: repeat at least this long

@@ -1,5 +1,6 @@
 // The default command: tune one shape (or --compile-only).
 #include <algorithm>
+#include <cstdio>
 
 #include <fmt/format.h>
 
@@ -12,6 +13,7 @@
 #include "report/phases.hpp"
 #include "run/nvml.hpp"
 #include "report/table.hpp"
+#include "verify/tolerance.hpp"
 
 namespace attn {
 
@@ -30,12 +32,8 @@ namespace {
 
 void print_summary(const options& opt, const tune_result& r, const std::string& out_path) {
   if (opt.verbosity == verbosity::quiet) return;
+  // (-v printed every variant's compile log and measurements as they happened: stderr.)
   fmt::print("{}\n\n{}\n", r.pruning, format_table(r.records, static_cast<size_t>(opt.top)));
-  if (opt.verbosity == verbosity::verbose)  // every variant, with its whole message (the compile log)
-    for (const record& x : r.records)
-      fmt::print("{} {}: {}, {} registers, {} spill bytes, {:.4f} ms ({} reps), max error {:.3e}{}{}\n", x.family,
-                 name(x.config), to_string(x.status), x.registers, x.spill_bytes, x.median_ms, x.reps, x.max_error,
-                 x.message.empty() ? "" : "\n    ", x.message);
   fmt::print("{}\n", phase_summary(r));
   fmt::print("wrote {}\n", out_path);
 }
@@ -68,6 +66,7 @@ int run_tune(const options& opt) {
     if (opt.verbosity != verbosity::quiet)
       fmt::print("attn-tune {} --compile-only: {} for {} ({} {}); timing needs a GPU\n", opt.family,
                  describe(opt.problem), opt.arch, hip ? "hiprtc" : "NVRTC", hip ? hiprtc_version() : nvrtc_version());
+    std::fflush(stdout);  // before the progress and -v lines on stderr, also when stdout is a pipe
     const tune_result r = compile_families(opt, opt.problem, cache, t);
     progress.done();
     write_csv(out, r.records);
@@ -96,6 +95,7 @@ int run_tune(const options& opt) {
     fmt::print("attn-tune {}: {} on {} ({}, {} CUs, {}, hiprtc {}), seed {}\n", opt.family, describe(opt.problem),
                gpu.desc.name, gpu.desc.arch, gpu.desc.sm_count, gpu.desc.cuda_version, gpu.desc.nvrtc_version,
                opt.seed);
+  std::fflush(stdout);
   std::optional<tuned_db> db = open_run_db(opt);
   const nvml_monitor nvml = nvml_monitor::open(gpu.pci_bus_id, gpu.ordinal);
   const tuning_key key = make_tuning_key(with_driver(gpu.desc, nvml), opt.problem, searched_space_of(opt),
@@ -123,8 +123,8 @@ int run_tune(const options& opt) {
   print_summary(opt, r, out);
   const bool quiet = opt.verbosity == verbosity::quiet;
   if (!quiet)
-    fmt::print("reference: naive {} error {:.3e}, allowed error 2x that + {:.0e} = {:.3e}; {}\n",
-               to_string(opt.problem.dtype), r.lowp_error, 1e-4, r.allowed_error, timing_summary(t.timing, t.search));
+    fmt::print("reference ({} inputs): {}; {}\n", to_string(opt.inputs),
+               describe(acceptance_for(r.lowp_error, r.rounding_error)), timing_summary(t.timing, t.search));
   if (r.best) {
     const record& b = r.records[*r.best];
     fmt::print("{} {} {}  {:.4f} ms (+-{:.1f}%, IQR {:.4f}, {} reps)  {:.1f} TFLOPS  max error {:.2e}{}\n",
@@ -146,7 +146,7 @@ int run_tune(const options& opt) {
     return 1;
   }
   if (!opt.dump_dir.empty()) {
-    dump_best(opt.problem, gpu, cache, r, opt.seed + 1000, t.timing.kernel_timeout_s, opt.dump_dir);
+    dump_best(opt.problem, gpu, cache, r, opt.seed + 1000, opt.inputs, t.timing.kernel_timeout_s, opt.dump_dir);
     fmt::print("dumped q, k, v, o, lse (.npy) to {}\n", opt.dump_dir);
   }
   return 0;

@@ -39,7 +39,8 @@ resource_limits limits_for_arch(const std::string& arch) {
 std::vector<variant> build_variants(const kernel_family& family, const shape& s,
                                     const std::vector<tile_config>& configs, const device_desc& device,
                                     const resource_limits& limits, const compile_cache& cache,
-                                    int jobs, const compile_progress& progress) {
+                                    int jobs, const compile_progress& progress,
+                                    const compiled_variant& compiled_one) {
   std::vector<variant> out;
   std::vector<size_t> to_compile;
   for (const auto& config : configs) {
@@ -104,10 +105,9 @@ std::vector<variant> build_variants(const kernel_family& family, const shape& s,
         v.rec.message = compiled.result.log;
       }
       const int d = ++done, c = cached += compiled.cached ? 1 : 0;
-      if (progress) {
-        std::lock_guard lock(progress_mutex);
-        progress(d, static_cast<int>(to_compile.size()), c);
-      }
+      std::lock_guard lock(progress_mutex);
+      if (compiled_one) compiled_one(v.rec, compiled.result.log);
+      if (progress) progress(d, static_cast<int>(to_compile.size()), c);
     }
   };
   std::vector<std::thread> threads;
@@ -123,6 +123,7 @@ std::vector<variant> build_variants(const kernel_family& family, const shape& s,
     v.rec.registers = r.registers;
     v.rec.spill_bytes = r.spill_bytes;
     v.cubin = out[from].cubin;
+    if (compiled_one) compiled_one(v.rec, "");
   }
   return out;
 }

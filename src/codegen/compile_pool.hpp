@@ -18,16 +18,21 @@ struct variant {
 
 /// Progress: (done, total, cached so far).
 using compile_progress = std::function<void(int, int, int)>;
+/// Each variant as soon as it is compiled (pruned ones are not): its record and the compiler's
+/// whole log (empty for a config whose instantiation another one compiled).
+using compiled_variant = std::function<void(const record&, const std::string& log)>;
 
 /// Opt-in shared memory per block of a known architecture, for --compile-only.
 resource_limits limits_for_arch(const std::string& arch);
 
 /// Records of pruned configs carry the reason; the rest are compiled on `jobs` threads
-/// (0 = all cores). The order of the result follows `configs`.
+/// (0 = all cores). The order of the result follows `configs`. `compiled` is called before
+/// `progress`, one call at a time.
 std::vector<variant> build_variants(const kernel_family& family, const shape& s,
                                     const std::vector<tile_config>& configs, const device_desc& device,
                                     const resource_limits& limits, const compile_cache& cache,
-                                    int jobs, const compile_progress& progress);
+                                    int jobs, const compile_progress& progress,
+                                    const compiled_variant& compiled = {});
 
 /// "40 to compile, 8 pruned: 6 shared memory exceeds..., 2 block_m ... not whole mma tiles".
 std::string pruning_summary(const std::vector<variant>& variants);

@@ -6,7 +6,9 @@
 
 namespace attn {
 
-std::string describe_space(const searched_space& s) {
+namespace {
+
+std::string describe_searched(const searched_space& s) {
   std::string out = to_string(s.search);
   if (s.search == search_kind::random) out += fmt::format(" {} seed {}", s.samples, s.seed);
   if (!s.configs.empty()) return fmt::format("{}; {}: configs={}", out, fmt::join(s.families, ","), fmt::join(s.configs, ","));
@@ -17,6 +19,13 @@ std::string describe_space(const searched_space& s) {
     if (!sp.knob_name.empty()) out += fmt::format(" {}={}", sp.knob_name, fmt::join(sp.knob, ","));
   }
   return out;
+}
+
+}  // namespace
+
+std::string describe_space(const searched_space& s) {
+  const std::string out = describe_searched(s);
+  return s.inputs == input_kind::normal ? out : fmt::format("{}; inputs {}", out, to_string(s.inputs));
 }
 
 std::string kernel_hashes(const std::vector<std::string>& families, const kernel_sources& sources) {

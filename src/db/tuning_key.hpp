@@ -7,6 +7,7 @@
 #include "codegen/kernel_sources.hpp"
 #include "db/tuned_db.hpp"
 #include "plan/config.hpp"
+#include "plan/input_kind.hpp"
 #include "run/search.hpp"
 
 namespace attn {
@@ -18,10 +19,13 @@ struct searched_space {
   search_kind search = search_kind::screen;
   int samples = 0;    ///< --search random
   uint64_t seed = 0;  ///< --search random draws with it
+  input_kind inputs = input_kind::normal;  ///< what the variants were checked on
 };
 
 /// "fa2: block_m=64,128,256 block_n=32,64,128 warps=4,8 stages=1,2,3,4" per family, after the
-/// search ("screen; ..."; "random 32 seed 7; ..."), or the --configs.
+/// search ("screen; ..."; "random 32 seed 7; ..."), or the --configs; then "; inputs wide" (or
+/// sink) when the inputs were not standard normal, so such a tuning is never answered by one
+/// checked on normal inputs, nor the other way round (entries from before --inputs were normal).
 std::string describe_space(const searched_space& s);
 
 /// "fa2=0123456789abcdef,wgmma=..." from each family's own source files.

@@ -23,9 +23,11 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr size_t column_count = 48;
-// Schema 3 files end before "noise"; the columns from there on are read when present.
+constexpr size_t column_count = 50;
+// Schema 3 files end before "noise", schema 4 files before "inputs"; the columns from there on
+// are read when present.
 constexpr size_t schema3_columns = 40;
+constexpr size_t schema4_columns = 48;
 
 // clang-format off
 const std::array<const char*, column_count> column_names{
@@ -36,7 +38,7 @@ const std::array<const char*, column_count> column_names{
     "median_ms", "iqr_ms", "tflops", "max_error", "allowed_error", "materialized_bytes",
     "fused_extra_bytes", "memory_saving_ratio", "rank", "kernel_hash",
     "noise", "measured", "sm_clock_before_mhz", "sm_clock_after_mhz", "temperature_c", "power_w",
-    "throttle", "tied"};
+    "throttle", "tied", "inputs", "bound"};
 // clang-format on
 
 invalid_input read_error(const std::string& path, const std::string& detail) {
@@ -85,8 +87,8 @@ record parse_record(const std::array<std::string, column_count>& f) {
   };
 
   const int version = integer();
-  if (version != csv_schema_version && version != csv_schema_version_without_end_line)
-    throw invalid_input(fmt::format("unknown schema_version {} (this build reads versions {} and {})", version,
+  if (version < csv_schema_version_without_end_line || version > csv_schema_version)
+    throw invalid_input(fmt::format("unknown schema_version {} (this build reads versions {} to {})", version,
                                     csv_schema_version_without_end_line, csv_schema_version));
   record r;
   r.device.name = next();
@@ -152,6 +154,16 @@ record parse_record(const std::array<std::string, column_count>& f) {
   r.clocks.power_w = real();
   r.clocks.throttle = parse_number<uint64_t>(next(), column());
   r.tied = flag();
+  if (version == 4) return r;
+  const std::string& inputs = next();
+  try {
+    r.inputs = parse_input_kind(inputs);
+  } catch (const invalid_input&) {
+    throw invalid_input(fmt::format("column 'inputs': expected normal, wide or sink, got '{}'", inputs));
+  }
+  r.bound = next();
+  if (!r.bound.empty() && r.bound != "naive" && r.bound != "rounding")
+    throw invalid_input(fmt::format("column 'bound': expected naive, rounding or nothing, got '{}'", r.bound));
   return r;
 }
 
@@ -188,7 +200,7 @@ std::string csv_row(const record& r) {
   const auto& c = r.config;
   return fmt::format(
       "{},{},{},{}.{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},"
-      "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+      "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
       csv_schema_version, csv_field(d.name), csv_field(d.arch), d.cc_major, d.cc_minor, d.sm_count,
       csv_field(d.cuda_version), csv_field(d.nvrtc_version), csv_field(r.family), s.batch, s.heads,
       s.kv_heads, s.q_len, s.kv_len, s.head_dim, to_string(s.dtype), to_string(s.layout),
@@ -197,7 +209,7 @@ std::string csv_row(const record& r) {
       r.shared_memory_bytes, r.reps, r.median_ms, r.iqr_ms, r.tflops, r.max_error, r.allowed_error,
       r.materialized_bytes, r.fused_extra_bytes, r.memory_saving_ratio, r.rank, csv_field(r.kernel_hash),
       r.noise, to_string(r.measured), r.clocks.sm_clock_before_mhz, r.clocks.sm_clock_after_mhz,
-      r.clocks.temperature_c, r.clocks.power_w, r.clocks.throttle, r.tied ? 1 : 0);
+      r.clocks.temperature_c, r.clocks.power_w, r.clocks.throttle, r.tied ? 1 : 0, to_string(r.inputs), r.bound);
 }
 
 void write_csv(const std::string& path, const std::vector<record>& rows) {
@@ -233,10 +245,13 @@ std::vector<record> read_records(const std::string& path, std::string_view text,
     // a file from another schema should fail here rather than load half-filled records.
     std::apply([&](auto... names) { reader.read_header(io::ignore_missing_column, names...); },
                column_names);
-    // A schema 3 file lacks the columns from "noise" on; any other missing column is an error.
-    const bool newer = reader.has_column(column_names[schema3_columns]);
-    for (size_t i = 0; i < column_count; ++i)
-      if (!reader.has_column(column_names[i]) && (i < schema3_columns || newer))
+    // A schema 3 file lacks the columns from "noise" on, a schema 4 file those from "inputs" on;
+    // any other missing column is an error.
+    const size_t needed = reader.has_column(column_names[schema4_columns])   ? column_count
+                          : reader.has_column(column_names[schema3_columns]) ? schema4_columns
+                                                                             : schema3_columns;
+    for (size_t i = 0; i < needed; ++i)
+      if (!reader.has_column(column_names[i]))
         throw read_error(path, fmt::format("the header lacks column '{}'", column_names[i]));
     std::array<std::string, column_count> fields;
     while (std::apply([&](auto&... f) { return reader.read_row(f...); }, fields)) {
@@ -247,7 +262,7 @@ std::vector<record> read_records(const std::string& path, std::string_view text,
         if (check_end && !has_end && reader.get_file_line() == last_line) throw cut_short(fmt::format("; {}", where));
         throw read_error(path, where);
       }
-      any_current |= fields[0] == std::to_string(csv_schema_version);
+      any_current |= fields[0] != std::to_string(csv_schema_version_without_end_line);  // 4 on: an end line
     }
   } catch (const io::error::base& e) {
     if (check_end && !has_end && !rows.empty()) throw cut_short(fmt::format("; {}", e.what()));

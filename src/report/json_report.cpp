@@ -54,13 +54,16 @@ ordered_json record_json(const record& r) {
           {"fused_extra_bytes", r.fused_extra_bytes},
           {"memory_saving_ratio", number(r.memory_saving_ratio)},
           {"rank", r.rank},
-          {"kernel_hash", r.kernel_hash}};
+          {"kernel_hash", r.kernel_hash},
+          {"inputs", to_string(r.inputs)},
+          {"bound", r.bound}};
 }
 
 ordered_json meta_json(const run_metadata& m) {
   return {{"command", m.command},
           {"arguments", m.arguments},
           {"seed", m.seed},
+          {"inputs", to_string(m.inputs)},
           {"device", device_json(m.device)},
           {"driver_version", m.driver_version},
           {"sm_clock_mhz", m.sm_clock_mhz},

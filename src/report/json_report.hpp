@@ -13,6 +13,7 @@ namespace attn {
 struct run_metadata {
   std::string command;  ///< "tune", "sweep", "check", or with " --compile-only"
   uint64_t seed = 0;
+  input_kind inputs = input_kind::normal;  ///< --inputs
   device_desc device;   ///< name "(compile-only)" without a GPU
   std::string driver_version;
   int sm_clock_mhz = 0, memory_clock_mhz = 0;

@@ -4,13 +4,15 @@
 #include <string>
 
 #include "plan/config.hpp"
+#include "plan/input_kind.hpp"
 #include "plan/shape.hpp"
 
 namespace attn {
 
 // 2: added "rank"; 3: added "kernel_hash"; 4: added "noise", "measured" and the clocks (sm_clock_*,
-// temperature_c, power_w, throttle) at the end, and the "#end" line. Version 3 files are still read.
-constexpr int csv_schema_version = 4;
+// temperature_c, power_w, throttle) at the end, and the "#end" line; 5: added "inputs" and "bound"
+// at the end. Version 3 and 4 files are still read (their inputs were standard normal).
+constexpr int csv_schema_version = 5;
 /// The columns before version 4, written before the "#end" line existed: read with a warning.
 constexpr int csv_schema_version_without_end_line = 3;
 
@@ -69,6 +71,10 @@ struct record {
   clock_state clocks;
   /// Rank 1 by the tie rule (within the noise of a faster median, and simpler), not by its median.
   bool tied = false;
+  attn::input_kind inputs = input_kind::normal;  ///< what it was checked on (--inputs)
+  /// Which bound set allowed_error (verify/tolerance.hpp): "naive" (2x the naive low-precision
+  /// error) or "rounding" (a multiple of the output's own rounding); empty when not verified.
+  std::string bound;
 };
 
 }  // namespace attn

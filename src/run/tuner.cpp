@@ -28,7 +28,7 @@ double seconds_since(clock_type::time_point t) {
 // Verifies one compiled variant; timing comes later (run_search), for those that pass.
 void verify_variant(variant& v, const problem& pr, const reference_outputs& ref,
                     const std::vector<cpu_sample>& samples, const support_kernels& support,
-                    const gpu_info& gpu, const timing_options& timing, double allowed, stream_t stream) {
+                    const gpu_info& gpu, const timing_options& timing, const acceptance& bound, stream_t stream) {
   record& r = v.rec;
   const device_runtime& rt = support.rt;
   const loaded_variant kernel = load_variant(rt, v.cubin, r, gpu.ordinal);
@@ -42,21 +42,23 @@ void verify_variant(variant& v, const problem& pr, const reference_outputs& ref,
                                           lse_bytes(pr.shp) / 4);
   const double cpu_err = cpu_sample_error(rt, pr, samples);
   r.max_error = std::max(o_err.max_error, std::isnan(cpu_err) ? 0.0 : cpu_err);
+  const double allowed = bound.allowed;
   r.allowed_error = allowed;
+  r.bound = to_string(bound.decided_by);
   if (o_err.bad > 0 || lse_err.bad > 0) {
     r.status = status::wrong;
     r.max_error = NAN;
     r.message = fmt::format("{} output and {} LSE elements NaN/inf or never written", o_err.bad, lse_err.bad);
   } else if (!within_tolerance(o_err.max_error, allowed)) {
     r.status = status::wrong;
-    r.message = fmt::format("max error {:.3e} > allowed {:.3e}", o_err.max_error, allowed);
+    r.message = fmt::format("max error {:.3e} > allowed {:.3e} ({})", o_err.max_error, allowed, describe(bound));
   } else if (!(lse_err.max_error <= lse_tolerance)) {
     r.status = status::wrong;
     r.message = fmt::format("LSE error {:.3e} > {:.0e}", lse_err.max_error, lse_tolerance);
   } else if (!within_tolerance(cpu_err, allowed)) {
     r.status = status::wrong;
-    r.message = fmt::format("float64 CPU check of {} sampled rows failed (error {:.3e})",
-                            samples.size(), cpu_err);
+    r.message = fmt::format("float64 CPU check of {} sampled rows failed (error {:.3e}, allowed {:.3e}: {})",
+                            samples.size(), cpu_err, allowed, describe(bound));
   }
 }
 
@@ -78,6 +80,14 @@ void time_variant(variant& v, const problem& pr, const support_kernels& support,
   r.iqr_ms = t.iqr;
   r.noise = t.noise;
   r.tflops = tflops(pr.shp, t.median);
+}
+
+// options.on_variant for each variant the compile pool finishes, or nothing.
+compiled_variant compiled_news(const tune_options& options) {
+  if (!options.on_variant) return {};
+  return [&options](const record& r, const std::string& log) {
+    options.on_variant(variant_event::compiled, r, log);
+  };
 }
 
 void check_grid_limits(const shape& s) {
@@ -188,7 +198,8 @@ tune_result tune(const shape& s, const gpu_info& gpu, const compile_cache& cache
   auto variants = build_variants(family, s, configs_of(options), gpu.desc, gpu.limits, cache, options.jobs,
                                  [&](int done, int total, int cached) {
                                    say(fmt::format("compiling {}/{} ({} from cache)", done, total, cached));
-                                 });
+                                 },
+                                 compiled_news(options));
   result.compile_seconds = seconds_since(compile_start);
   result.pruning = pruning_summary(variants);
 
@@ -205,7 +216,7 @@ tune_result tune(const shape& s, const gpu_info& gpu, const compile_cache& cache
   auto make_state = [&] {
     auto st = std::make_unique<checking_state>();
     st->support = load_support(rt, cache, s.dtype, gpu.desc.arch);
-    st->pr = std::make_unique<problem>(s, *st->support, options.seed);
+    st->pr = std::make_unique<problem>(s, *st->support, options.seed, options.inputs);
     st->ref = compute_reference(*st->support, *st->pr, options.reference_chunk_bytes);
     st->samples = cpu_samples(rt, *st->pr, options.cpu_check_rows, options.seed);
     st->flusher = std::make_unique<l2_flusher>(rt, gpu.l2_bytes);
@@ -214,11 +225,16 @@ tune_result tune(const shape& s, const gpu_info& gpu, const compile_cache& cache
   };
   std::unique_ptr<checking_state> state;
   int64_t fused_extra = lse_bytes(s);
+  acceptance bound;
   if (!busy) {
-    say("reference: fresh random inputs, fp32 and naive low-precision attention on the GPU");
+    say(fmt::format("reference: fresh random inputs ({}), fp32, naive low-precision and rounded-output attention "
+                    "on the GPU", to_string(options.inputs)));
     state = make_state();
+    bound = acceptance_for(state->ref.lowp_error, state->ref.rounding_error);
     result.lowp_error = state->ref.lowp_error;
-    result.allowed_error = allowed_error(state->ref.lowp_error);
+    result.rounding_error = state->ref.rounding_error;
+    result.allowed_error = bound.allowed;
+    result.bound = to_string(bound.decided_by);
     if (state->pr->lse_measured_bytes > 0) fused_extra = state->pr->lse_measured_bytes;
   }
 
@@ -261,6 +277,7 @@ tune_result tune(const shape& s, const gpu_info& gpu, const compile_cache& cache
   std::vector<size_t> passed;  // indices into variants
   for (auto& v : variants) {
     record& r = v.rec;
+    r.inputs = options.inputs;
     r.fused_extra_bytes = fused_extra;
     r.memory_saving_ratio = double(r.materialized_bytes) / double(r.fused_extra_bytes);
     if (r.status != status::compiled) continue;
@@ -283,11 +300,12 @@ tune_result tune(const shape& s, const gpu_info& gpu, const compile_cache& cache
     say(fmt::format("verifying {}/{}: {}", ++ran, to_run, name(r.config)));
     try {
       verify_variant(v, *state->pr, state->ref, state->samples, *state->support, gpu, options.timing,
-                     result.allowed_error, state->stream->get());
+                     bound, state->stream->get());
       if (r.status == status::compiled) passed.push_back(static_cast<size_t>(&v - variants.data()));
     } catch (const std::exception& e) {
       fail(v, e);
     }
+    if (options.on_variant) options.on_variant(variant_event::verified, r, "");
   }
   result.verify_seconds = seconds_since(verify_start);
   result.verified = static_cast<int>(passed.size());
@@ -304,14 +322,18 @@ tune_result tune(const shape& s, const gpu_info& gpu, const compile_cache& cache
       not_run_here(v);
       return std::nullopt;
     }
-    say(fmt::format("timing {} ({}): {}", ++timed, &timing == &settings.full ? "full" : "screen", name(v.rec.config)));
+    const bool full = &timing == &settings.full;
+    say(fmt::format("timing {} ({}): {}", ++timed, full ? "full" : "screen", name(v.rec.config)));
+    const variant_event event = full ? variant_event::measured : variant_event::screened;
     try {
       time_variant(v, *state->pr, *state->support, gpu, *state->flusher, timing, options.clocks,
                    state->stream->get());
     } catch (const std::exception& e) {
       fail(v, e);
+      if (options.on_variant) options.on_variant(event, v.rec, "");
       return std::nullopt;
     }
+    if (options.on_variant) options.on_variant(event, v.rec, "");
     summary t;
     t.count = v.rec.reps;
     t.median = v.rec.median_ms;
@@ -362,12 +384,14 @@ tune_result compile_only(const shape& s, const std::string& arch, const compile_
                                    if (options.progress)
                                      options.progress(fmt::format("compiling {}/{} ({} from cache)",
                                                                   done, total, cached));
-                                 });
+                                 },
+                                 compiled_news(options));
   tune_result result;
   result.pruning = pruning_summary(variants);
   for (auto& v : variants) {
     result.compiled += v.rec.status == status::compiled ? 1 : 0;
     result.cached += v.rec.cached ? 1 : 0;
+    v.rec.inputs = options.inputs;
     result.records.push_back(v.rec);
   }
   result.compile_seconds = result.total_seconds = seconds_since(start);
@@ -375,12 +399,12 @@ tune_result compile_only(const shape& s, const std::string& arch, const compile_
 }
 
 void dump_best(const shape& s, const gpu_info& gpu, const compile_cache& cache, const tune_result& result,
-               uint64_t seed, double kernel_timeout_s, const std::string& dir) {
+               uint64_t seed, input_kind inputs, double kernel_timeout_s, const std::string& dir) {
   if (!result.best) throw std::runtime_error("--dump: no variant passed, nothing to dump");
   const record& r = result.records[*result.best];
   const device_runtime& rt = runtime_of(gpu);
   const auto support = load_support(rt, cache, s.dtype, gpu.desc.arch);
-  const problem pr(s, *support, seed);
+  const problem pr(s, *support, seed, inputs);
   // The winner may have been compiled in another process (isolated re-runs): the cache has it.
   const kernel_family& family = find_family(r.family);
   const std::string cubin = !result.best_cubin.empty()

@@ -10,6 +10,7 @@
 #include "backend/runtime.hpp"
 #include "codegen/cache.hpp"
 #include "codegen/compile_pool.hpp"
+#include "report/variant_line.hpp"
 #include "run/search.hpp"
 #include "run/timer.hpp"
 
@@ -30,15 +31,23 @@ struct tune_options {
   /// not recorded.
   const class nvml_monitor* clocks = nullptr;
   uint64_t seed = 0;
+  input_kind inputs = input_kind::normal;  ///< what the variants are checked on
   int64_t reference_chunk_bytes = int64_t(1) << 30;
   int cpu_check_rows = 8;
   std::function<void(const std::string&)> progress;  ///< one status line at a time
+  /// -v: each variant as it is compiled (with the compiler's whole log), verified and timed;
+  /// one call at a time.
+  std::function<void(variant_event, const record&, const std::string& log)> on_variant;
 };
 
 struct tune_result {
   std::vector<record> records;  ///< one per config of the space, in enumeration order
   std::optional<size_t> best;
   double lowp_error = 0, allowed_error = 0;
+  double rounding_error = 0;  ///< the output's own rounding (reference_outputs::rounding_error)
+  /// Which bound set allowed_error: "naive" or "rounding" (verify/tolerance.hpp); empty when
+  /// nothing was verified.
+  std::string bound;
   double compile_seconds = 0, total_seconds = 0;
   int compiled = 0, cached = 0;
   int verified = 0, screened = 0, refined = 0;  ///< verified: passed the checks
@@ -81,8 +90,9 @@ tune_result tune(const shape& s, const gpu_info& gpu, const compile_cache& cache
 tune_result compile_only(const shape& s, const std::string& arch, const compile_cache& cache,
                          const tune_options& options);
 
-/// Runs the best variant once more on fresh inputs and writes q, k, v, o, lse as .npy to dir.
+/// Runs the best variant once more on fresh inputs (of kind `inputs`) and writes q, k, v, o, lse
+/// as .npy to dir.
 void dump_best(const shape& s, const gpu_info& gpu, const compile_cache& cache, const tune_result& result,
-               uint64_t seed, double kernel_timeout_s, const std::string& dir);
+               uint64_t seed, input_kind inputs, double kernel_timeout_s, const std::string& dir);
 
 }  // namespace attn

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -35,14 +36,15 @@ std::unique_ptr<support_kernels> load_support(const device_runtime& rt, const co
   s->softmax_lowp = s->module.kernel("ref_softmax_lowp");
   s->pv_full = s->module.kernel("ref_pv_full");
   s->pv_lowp = s->module.kernel("ref_pv_lowp");
-  s->fill_normal = s->module.kernel("fill_normal");
+  s->fill_inputs = s->module.kernel("fill_inputs");
   s->poison = s->module.kernel("poison");
   s->error_elem = s->module.kernel("error_elem");
   s->error_f32 = s->module.kernel("error_f32");
   return s;
 }
 
-problem::problem(const shape& s, const support_kernels& support, uint64_t seed) : shp(s) {
+problem::problem(const shape& s, const support_kernels& support, uint64_t seed, input_kind kind)
+    : shp(s), inputs(kind) {
   const device_runtime& rt = support.rt;
   q = device_buffer(rt, q_bytes(s));
   k = device_buffer(rt, kv_bytes(s));
@@ -53,15 +55,16 @@ problem::problem(const shape& s, const support_kernels& support, uint64_t seed) 
   lse = device_buffer(rt, lse_bytes(s));
   lse_measured_bytes = before - rt.free_memory();
   // Distinct seeds per tensor: Q, K and V must not be equal.
-  const std::pair<device_buffer*, int64_t> inputs[] = {{&q, q_elements()}, {&k, kv_elements()},
-                                                       {&v, kv_elements()}};
+  const std::tuple<device_buffer*, int64_t, tensor_role> tensors[] = {
+      {&q, q_elements(), tensor_role::q}, {&k, kv_elements(), tensor_role::k}, {&v, kv_elements(), tensor_role::v}};
   uint64_t stream_seed = seed;
-  for (auto& [buffer, n] : inputs) {
+  for (auto& [buffer, n, role] : tensors) {
     void* ptr = buffer->get();
     long long count = n;
     unsigned long long sd = stream_seed++;
-    void* args[] = {&ptr, &count, &sd};
-    rt.launch(support.fill_normal, blocks_for(n), {256}, 0, nullptr, args);
+    attn_k::input_fill fill = input_fill_for(kind, role, s);
+    void* args[] = {&ptr, &count, &sd, &fill};
+    rt.launch(support.fill_inputs, blocks_for(n), {256}, 0, nullptr, args);
   }
   rt.synchronize_device();
 }
@@ -110,29 +113,34 @@ int64_t pairs_per_chunk(const shape& s, int64_t chunk_bytes) {
   return std::clamp<int64_t>(chunk_bytes / per_pair, 1, std::min<int64_t>(s.batch * s.heads, 65535));
 }
 
+// Which computation a materializing pass is: full fp32; naive (scaled Q, scores, P, O in the
+// input type); rounded (fp32 scores and softmax, P and O in the input type).
+enum class pass_kind { full, naive, rounded };
+
 // One materializing pass over pairs [bh0, bh0 + n): scores, softmax, P V.
-void naive_pass(const support_kernels& sk, const problem& pr, bool lowp, int bh0, int n,
+void materializing_pass(const support_kernels& sk, const problem& pr, pass_kind kind, int bh0, int n,
                 float* scores, void* probs, float* lse, void* out) {
+  const bool lowp_scores = kind == pass_kind::naive, lowp_output = kind != pass_kind::full;
   attn_k::fwd_params p = pr.params();
   int d = static_cast<int>(pr.shp.head_dim), causal = pr.shp.causal ? 1 : 0;
   const dims3 tile{16, 16};
   const auto count = static_cast<unsigned>(n);
   {
     void* args[] = {&p, &bh0, &d, &causal, &scores};
-    sk.rt.launch(lowp ? sk.scores_lowp : sk.scores_full,
+    sk.rt.launch(lowp_scores ? sk.scores_lowp : sk.scores_full,
                  {static_cast<unsigned>((p.kv_len + 15) / 16), static_cast<unsigned>((p.q_len + 15) / 16), count},
                  tile, 0, nullptr, args);
   }
   {
     const float* s = scores;
     void* args[] = {&p, &bh0, &s, &probs, &lse};
-    sk.rt.launch(lowp ? sk.softmax_lowp : sk.softmax_full, {static_cast<unsigned>(p.q_len), 1, count}, {256}, 0,
+    sk.rt.launch(lowp_output ? sk.softmax_lowp : sk.softmax_full, {static_cast<unsigned>(p.q_len), 1, count}, {256}, 0,
                  nullptr, args);
   }
   {
     const void* pp = probs;
     void* args[] = {&p, &bh0, &pp, &out};
-    sk.rt.launch(lowp ? sk.pv_lowp : sk.pv_full,
+    sk.rt.launch(lowp_output ? sk.pv_lowp : sk.pv_full,
                  {static_cast<unsigned>(d / 16), static_cast<unsigned>((p.q_len + 15) / 16), count}, tile, 0, nullptr,
                  args);
   }
@@ -176,33 +184,24 @@ reference_outputs compute_reference(const support_kernels& support, const proble
   reference_outputs r;
   r.o_full = device_buffer(rt, pr.q_elements() * 4);
   r.lse_full = device_buffer(rt, lse_bytes(s));
-  r.o_lowp = device_buffer(rt, q_bytes(s));
+  device_buffer o_low(rt, q_bytes(s));  // the naive run's O, then the rounded run's
   const int64_t pairs = pairs_per_chunk(s, chunk_bytes);
   device_buffer scores(rt, pairs * s.q_len * s.kv_len * 4), probs(rt, pairs * s.q_len * s.kv_len * 4);
   const int total = static_cast<int>(s.batch * s.heads);
-  for (int bh0 = 0; bh0 < total; bh0 += static_cast<int>(pairs)) {
-    const int n = std::min<int>(static_cast<int>(pairs), total - bh0);
-    naive_pass(support, pr, false, bh0, n, scores.as<float>(), probs.get(), r.lse_full.as<float>(),
-               r.o_full.get());
-    naive_pass(support, pr, true, bh0, n, scores.as<float>(), probs.get(), nullptr, r.o_lowp.get());
-  }
-  rt.synchronize_device();
-  r.lowp_error = element_error(support, r.o_lowp.get(), r.o_full.as<float>(), pr.q_elements()).max_error;
+  auto run = [&](pass_kind kind, bool with_full) {
+    for (int bh0 = 0; bh0 < total; bh0 += static_cast<int>(pairs)) {
+      const int n = std::min<int>(static_cast<int>(pairs), total - bh0);
+      if (with_full)
+        materializing_pass(support, pr, pass_kind::full, bh0, n, scores.as<float>(), probs.get(), r.lse_full.as<float>(),
+                   r.o_full.get());
+      materializing_pass(support, pr, kind, bh0, n, scores.as<float>(), probs.get(), nullptr, o_low.get());
+    }
+    rt.synchronize_device();
+    return element_error(support, o_low.get(), r.o_full.as<float>(), pr.q_elements()).max_error;
+  };
+  r.lowp_error = run(pass_kind::naive, true);
+  r.rounding_error = run(pass_kind::rounded, false);
   return r;
-}
-
-int64_t measure_materialized_peak(const support_kernels& support, const problem& pr) {
-  const shape& s = pr.shp;
-  const device_runtime& rt = support.rt;
-  rt.synchronize_device();
-  device_buffer out(rt, q_bytes(s));  // the output is not extra: it exists for any implementation
-  const int64_t before = rt.free_memory();
-  device_buffer scores(rt, s.batch * s.heads * s.q_len * s.kv_len * 4);
-  device_buffer probs(rt, s.batch * s.heads * s.q_len * s.kv_len * element_size(s.dtype));
-  naive_pass(support, pr, true, 0, static_cast<int>(s.batch * s.heads), scores.as<float>(),
-             probs.get(), nullptr, out.get());
-  rt.synchronize_device();
-  return before - rt.free_memory();
 }
 
 void poison_outputs(const support_kernels& support, const problem& pr, stream_t stream) {

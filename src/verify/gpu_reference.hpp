@@ -7,6 +7,7 @@
 #include "backend/resources.hpp"
 #include "codegen/cache.hpp"
 #include "plan/shape.hpp"
+#include "verify/input_fill.hpp"
 #include "common/params.cuh"  // kernels/common, shared with the device code
 
 namespace attn {
@@ -16,7 +17,7 @@ struct support_kernels {
   const device_runtime& rt;  ///< everything built on the support module runs here
   loaded_module module;
   kernel_t scores_full{}, scores_lowp{}, softmax_full{}, softmax_lowp{}, pv_full{}, pv_lowp{};
-  kernel_t fill_normal{}, poison{}, error_elem{}, error_f32{};
+  kernel_t fill_inputs{}, poison{}, error_elem{}, error_f32{};
 };
 
 /// Compiles (through the cache, with NVRTC or hiprtc as rt's backend needs) and loads the support
@@ -28,10 +29,12 @@ std::unique_ptr<support_kernels> load_support(const device_runtime& rt, const co
 std::string support_source();
 std::vector<std::string> support_options(dtype t);
 
-/// Q, K, V, O and LSE of one shape on the device, filled with fresh standard-normal values.
+/// Q, K, V, O and LSE of one shape on the device, Q, K and V filled with fresh random values of
+/// the kind asked for.
 struct problem {
-  problem(const shape& s, const support_kernels& support, uint64_t seed);
+  problem(const shape& s, const support_kernels& support, uint64_t seed, input_kind inputs = input_kind::normal);
   shape shp;
+  input_kind inputs = input_kind::normal;
   device_buffer q, k, v, o, lse;
   int64_t lse_measured_bytes = 0;  ///< device memory the LSE allocation actually took
   attn_k::fwd_params params() const;
@@ -44,10 +47,13 @@ struct error_stats {
   uint64_t bad = 0;  ///< NaN/inf where the reference is finite, or poisoned elements left
 };
 
-/// Reference outputs: full fp32 (O as float in Q's layout, LSE) and the naive low-precision O.
+/// Reference outputs: full fp32 (O as float in Q's layout, LSE), and how far from its O two
+/// low-precision runs land: the naive one (scaled Q, scores, P and O rounded to the input type)
+/// and the one that rounds only P and O (the output's own rounding).
 struct reference_outputs {
-  device_buffer o_full, lse_full, o_lowp;
-  double lowp_error = 0;  ///< max |o_lowp - o_full|
+  device_buffer o_full, lse_full;
+  double lowp_error = 0;      ///< max |O_naive - O_full|
+  double rounding_error = 0;  ///< max |O_rounded - O_full|
 };
 
 /// Scores are materialized for at most `chunk_bytes` of (batch, head) pairs at a time (at least
@@ -56,10 +62,6 @@ reference_outputs compute_reference(const support_kernels& support, const proble
                                     int64_t chunk_bytes);
 /// Device memory compute_reference needs beyond the problem's own buffers.
 int64_t reference_memory_bytes(const shape& s, int64_t chunk_bytes);
-
-/// One pass of the naive low-precision attention over all heads at once (no chunking), as a
-/// materializing implementation would run; returns the peak extra device memory it took.
-int64_t measure_materialized_peak(const support_kernels& support, const problem& p);
 
 void poison_outputs(const support_kernels& support, const problem& p, stream_t stream);
 error_stats element_error(const support_kernels& support, const void* out, const float* ref,

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "report/csv.hpp"
+#include "report/csv_trailer.hpp"
 
 namespace attn {
 namespace {
@@ -73,6 +74,8 @@ record make_record(int i) {
   r.measured = i % 3 == 0 ? measurement::full : i % 3 == 1 ? measurement::screened : measurement::none;
   r.clocks = {1980 - i, 1755 + i, 61 + i, 412.5 + i, uint64_t{1} << (i + 2)};
   r.tied = i % 2 == 0;
+  r.inputs = i % 3 == 0 ? input_kind::normal : i % 3 == 1 ? input_kind::wide : input_kind::sink;
+  r.bound = i % 3 == 0 ? "naive" : i % 3 == 1 ? "rounding" : "";
   return r;
 }
 
@@ -137,6 +140,8 @@ void expect_same(const record& a, const record& b) {
   EXPECT_EQ(a.clocks.power_w, b.clocks.power_w);
   EXPECT_EQ(a.clocks.throttle, b.clocks.throttle);
   EXPECT_EQ(a.tied, b.tied);
+  EXPECT_EQ(a.inputs, b.inputs);
+  EXPECT_EQ(a.bound, b.bound);
 }
 
 std::string read_text(const std::string& p) {
@@ -196,7 +201,7 @@ TEST(csv, columns_are_the_documented_ones) {
       "median_ms", "iqr_ms", "tflops", "max_error", "allowed_error", "materialized_bytes",
       "fused_extra_bytes", "memory_saving_ratio", "rank", "kernel_hash",
       "noise", "measured", "sm_clock_before_mhz", "sm_clock_after_mhz", "temperature_c", "power_w",
-      "throttle", "tied"};
+      "throttle", "tied", "inputs", "bound"};
   // clang-format on
   EXPECT_EQ(csv_columns(), expected);
 }
@@ -219,6 +224,7 @@ TEST(csv, row_format) {
   EXPECT_EQ(row.rfind(std::to_string(csv_schema_version) + ",NVIDIA H200 #0,sm_90,9.0,", 0), 0u) << row;
   EXPECT_NE(row.find(",7,00000000deadbeef,0.0125,full,1980,1755,61,412.5,4,1"), std::string::npos)
       << row;  // rank, kernel hash, then (schema 4) noise, measured, clocks, tied
+  EXPECT_EQ(row.substr(row.size() - 15), ",1,normal,naive") << row;  // (schema 5) inputs, bound
   EXPECT_NE(row.find(",bf16,bshd,0,m128_n64_w4_s2,128,64,4,2,"), std::string::npos) << row;
   EXPECT_NE(row.find(",\"a,b\","), std::string::npos) << row;
   EXPECT_EQ(row.find('\n'), std::string::npos);
@@ -243,26 +249,64 @@ TEST_F(csv_test, round_trip) {
   }
 }
 
+// A file of an older schema: its first `columns` columns, its version in every row.
+std::string older_file(int version, size_t columns) {
+  const auto& names = csv_columns();
+  std::string header, row = csv_row(make_record(1));
+  for (size_t i = 0; i < columns; ++i) header += (i ? "," : "") + names[i];
+  row = std::to_string(version) + row.substr(row.find(','));
+  for (size_t cut = columns; cut < names.size(); ++cut) row.erase(row.rfind(','));
+  return header + "\n" + row + "\n";
+}
+
 TEST_F(csv_test, schema_3_files_are_still_read) {
   // A file written before the noise and clock columns: the first 40 columns, version 3.
   fs::create_directories(dir_);
-  const auto& columns = csv_columns();
-  std::string header, row = csv_row(make_record(0));
-  for (size_t i = 0; i < 40; ++i) header += (i ? "," : "") + columns[i];
-  row = "3" + row.substr(row.find(','));
-  for (int cut = 0; cut < 8; ++cut) row.erase(row.rfind(','));
-  std::ofstream(path("v3.csv")) << header << "\n" << row << "\n";
+  std::ofstream(path("v3.csv")) << older_file(3, 40);
   const auto back = read_csv(path("v3.csv"));
   ASSERT_EQ(back.size(), 1u);
   EXPECT_EQ(back[0].kernel_hash, "00000000deadbeef");
   EXPECT_EQ(back[0].measured, measurement::none);
   EXPECT_EQ(back[0].noise, 0.0);
-  // A schema 4 header that lacks one of the new columns is refused, naming it.
-  std::string partial;
-  for (size_t i = 0; i < columns.size() - 1; ++i) partial += (i ? "," : "") + columns[i];
-  std::ofstream(path("partial.csv")) << partial << "\n";
-  const std::string msg = error_of([&] { read_csv(path("partial.csv")); });
-  EXPECT_NE(msg.find("tied"), std::string::npos) << msg;
+  EXPECT_EQ(back[0].inputs, input_kind::normal);
+}
+
+TEST_F(csv_test, schema_4_files_are_read_as_checked_on_normal_inputs) {
+  // Before --inputs (issue 11, item 14) every check ran on standard-normal inputs.
+  const std::string file = older_file(4, 48);
+  write_text(path("v4.csv"), file + csv_trailer(file, 1));
+  const auto back = read_csv(path("v4.csv"));
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_TRUE(back[0].tied == false && back[0].noise == make_record(1).noise);
+  EXPECT_EQ(back[0].inputs, input_kind::normal);
+  EXPECT_EQ(back[0].bound, "");
+  // A schema 4 file without its end line was cut short: refused, not read with a warning.
+  write_text(path("v4-cut.csv"), file);
+  EXPECT_NE(error_of([&] { read_csv(path("v4-cut.csv")); }).find("no '#end' line"), std::string::npos);
+}
+
+TEST_F(csv_test, a_header_that_lacks_one_of_a_schemas_columns_is_refused_naming_it) {
+  fs::create_directories(dir_);
+  const auto& columns = csv_columns();
+  for (const size_t lacking : {columns.size() - 1, size_t{47}}) {  // "bound" (schema 5), "tied" (schema 4)
+    std::string partial;
+    for (size_t i = 0; i < columns.size(); ++i)
+      if (i != lacking) partial += (partial.empty() ? "" : ",") + columns[i];
+    std::ofstream(path("partial.csv")) << partial << "\n";
+    const std::string msg = error_of([&] { read_csv(path("partial.csv")); });
+    EXPECT_NE(msg.find("lacks column '" + columns[lacking] + "'"), std::string::npos) << msg;
+  }
+}
+
+TEST_F(csv_test, bad_inputs_and_bound_fields_are_refused_naming_the_column) {
+  const std::string row = csv_row(make_record(0));
+  for (const auto& [column, value] : {std::pair<std::string, std::string>{"inputs", "gaussian"}, {"bound", "loose"}}) {
+    const std::string text = header_line() + "\n" + with_field(row, column, value) + "\n";
+    write_text(path("bad.csv"), text + csv_trailer(text, 1));
+    const std::string msg = error_of([&] { read_csv(path("bad.csv")); });
+    EXPECT_NE(msg.find("column '" + column + "'"), std::string::npos) << msg;
+    EXPECT_NE(msg.find(value), std::string::npos) << msg;
+  }
 }
 
 TEST_F(csv_test, nan_survives) {

@@ -111,7 +111,7 @@ TEST(hiprtc, support_module_compiles_for_gfx90a) {
     ASSERT_TRUE(r.ok) << to_string(t) << ":\n" << r.log;
     // Every entry point load_support looks up is in the code object's symbol table.
     for (const char* entry : {"ref_scores_full", "ref_scores_lowp", "ref_softmax_full", "ref_softmax_lowp", "ref_pv_full",
-                              "ref_pv_lowp", "fill_normal", "poison", "error_elem", "error_f32"})
+                              "ref_pv_lowp", "fill_inputs", "poison", "error_elem", "error_f32"})
       EXPECT_NE(r.cubin.find(std::string(entry) + '\0'), std::string::npos) << entry;
   }
 }

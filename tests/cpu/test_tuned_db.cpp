@@ -312,6 +312,35 @@ TEST(tuning_key, names_the_space_the_search_and_each_familys_sources) {
   EXPECT_EQ(k.shape.q_len, 128);
 }
 
+// issue 11, item 14: a tuning checked on wide or sink inputs is a different question from one
+// checked on standard-normal inputs (entries from before --inputs were normal: their key is kept).
+TEST_F(tuned_db_test, a_tuning_on_other_inputs_is_not_answered_from_one_on_normal_inputs) {
+  searched_space s;
+  s.families = {"fa2"};
+  s.spaces = {parse_space({"block_m=64", "block_n=64", "warps=4", "stages=2"})};
+  EXPECT_EQ(describe_space(s), "screen; fa2: block_m=64 block_n=64 warps=4 stages=2");
+  const kernel_sources embedded = kernel_sources::embedded();
+  device_desc d;
+  d.name = "NVIDIA H200";
+  d.cc_major = 9;
+  d.sm_count = 132;
+  const shape sh = parse_shape("4,32,4096,128");
+  tuned_db db = tuned_db::open(path());
+  db.put(make_tuning_key(d, sh, s, embedded), tuning(1.0), utc_now());
+  EXPECT_TRUE(db.find(make_tuning_key(d, sh, s, embedded)).has_value());
+  for (const input_kind k : {input_kind::wide, input_kind::sink}) {
+    s.inputs = k;
+    EXPECT_EQ(describe_space(s), "screen; fa2: block_m=64 block_n=64 warps=4 stages=2; inputs " + to_string(k));
+    EXPECT_FALSE(db.find(make_tuning_key(d, sh, s, embedded)).has_value()) << to_string(k);
+  }
+  db.put(make_tuning_key(d, sh, s, embedded), tuning(2.0), utc_now());  // sink
+  const auto sink = db.find(make_tuning_key(d, sh, s, embedded));
+  ASSERT_TRUE(sink.has_value());
+  EXPECT_EQ(sink->median_ms, 2.0);
+  s.inputs = input_kind::normal;
+  EXPECT_EQ(db.find(make_tuning_key(d, sh, s, embedded))->median_ms, 1.0);
+}
+
 TEST_F(tuned_db_test, sweep_skips_shapes_in_the_database_unless_retune) {
   tuned_db db = tuned_db::open(path());
   db.put(key(2), tuning(1.0), utc_now());

@@ -1,11 +1,14 @@
 // Every variant of a small space of the device's family (fa2 on CUDA, mfma on HIP) must pass the
 // reference check on shapes that cover causal and not, ragged N, GQA, cross-attention, D 32 to
-// 256 (for wgmma: each of its swizzle widths), both dtypes and both layouts.
+// 256 (for wgmma: each of its swizzle widths), both dtypes and both layouts, each on every kind of
+// --inputs (normal; wide, where the online softmax's rescale runs; sink, with logits of 20-40).
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
+#include <tuple>
 #include <filesystem>
 #include <fstream>
 
@@ -42,15 +45,23 @@ search_space test_space(const std::string& family, int64_t head_dim) {
   return parse_space({"block_m=64,128", "block_n=32,64", "warps=4", "stages=1,2"});
 }
 
-class fa2_correctness : public gpu_test, public ::testing::WithParamInterface<fa2_case> {};
+using correctness_case = std::tuple<fa2_case, input_kind>;
+
+class fa2_correctness : public gpu_test, public ::testing::WithParamInterface<correctness_case> {
+ protected:
+  const shape& problem_shape() const { return std::get<0>(GetParam()).s; }
+  input_kind inputs() const { return std::get<1>(GetParam()); }
+};
 
 // Verifies every variant of `space` of `family` on s; at least two must be ok.
 void expect_every_variant_passes(const shape& s, const gpu_info& gpu, const compile_cache& cache,
-                                 const std::string& family, const search_space& space) {
+                                 const std::string& family, const search_space& space,
+                                 input_kind inputs = input_kind::normal) {
   tune_options t;
   t.family = family;
   t.space = space;
   t.seed = 42;
+  t.inputs = inputs;
   t.timing.min_reps = 2;
   t.timing.max_reps = 2;
   t.timing.min_total_ms = 0;
@@ -62,13 +73,18 @@ void expect_every_variant_passes(const shape& s, const gpu_info& gpu, const comp
                                       << rec.message;
     ok += rec.status == status::ok;
     if (rec.status == status::ok) EXPECT_LE(rec.max_error, r.allowed_error);
+    if (rec.status == status::ok) EXPECT_EQ(rec.bound, r.bound);
   }
   EXPECT_GE(ok, 2) << family << " " << describe(s);
+  std::printf("%s %s, %s inputs: naive error %.3e, rounding error %.3e, allowed %.3e (%s bound)\n", family.c_str(),
+              describe(s).c_str(), to_string(inputs).c_str(), r.lowp_error, r.rounding_error, r.allowed_error,
+              r.bound.c_str());
   ASSERT_TRUE(r.best.has_value());
 }
 
 TEST_P(fa2_correctness, every_variant_passes) {
-  expect_every_variant_passes(GetParam().s, m_gpu, m_cache, m_family, test_space(m_family, GetParam().s.head_dim));
+  expect_every_variant_passes(problem_shape(), m_gpu, m_cache, m_family, test_space(m_family, problem_shape().head_dim),
+                              inputs());
 }
 
 // On a Hopper GPU the wgmma family too: both schedules (every warp loading; a producer
@@ -77,8 +93,8 @@ TEST_P(fa2_correctness, every_wgmma_variant_passes_on_hopper) {
   if (m_gpu.backend != backend::cuda || !runs_on(wgmma_family(), m_gpu.desc.cc_major, m_gpu.desc.cc_minor))
     GTEST_SKIP() << "wgmma runs on sm_90 (Hopper) only; this is " << m_gpu.desc.arch;
   expect_every_variant_passes(
-      GetParam().s, m_gpu, m_cache, "wgmma",
-      parse_space({"block_m=64,128", "block_n=64,80", "warps=4,8,12", "stages=1,2,3"}));
+      problem_shape(), m_gpu, m_cache, "wgmma",
+      parse_space({"block_m=64,128", "block_n=64,80", "warps=4,8,12", "stages=1,2,3"}), inputs());
 }
 
 // On a Hopper GPU the hopper family too: two and three computing warpgroups, 64/80/128-key tiles
@@ -89,10 +105,11 @@ TEST_P(fa2_correctness, every_hopper_variant_passes_on_hopper) {
   if (m_gpu.backend != backend::cuda || !runs_on(hopper_family(), m_gpu.desc.cc_major, m_gpu.desc.cc_minor))
     GTEST_SKIP() << "hopper runs on sm_90 (Hopper) only; this is " << m_gpu.desc.arch;
   expect_every_variant_passes(
-      GetParam().s, m_gpu, m_cache, "hopper",
+      problem_shape(), m_gpu, m_cache, "hopper",
       parse_space({"block_m=128,192", "block_n=64,80,128", "warps=12,16", "stages=2",
                    "schedule=0,1,3,4,7,15,16,23,31"},
-                  hopper_family().default_space));
+                  hopper_family().default_space),
+      inputs());
 }
 
 const dtype bf = dtype::bf16, fp = dtype::fp16;
@@ -100,7 +117,7 @@ const layout bhsd = layout::bhsd, bshd = layout::bshd;
 
 INSTANTIATE_TEST_SUITE_P(
     shapes, fa2_correctness,
-    ::testing::Values(fa2_case{"plain_d64", make(2, 4, 4, 256, 256, 64, false, bf, bhsd)},
+    ::testing::Combine(::testing::Values(fa2_case{"plain_d64", make(2, 4, 4, 256, 256, 64, false, bf, bhsd)},
                       fa2_case{"causal_d128", make(1, 4, 4, 512, 512, 128, true, bf, bhsd)},
                       fa2_case{"ragged_causal", make(2, 3, 3, 301, 301, 64, true, fp, bhsd)},
                       fa2_case{"ragged_noncausal_bshd", make(1, 4, 4, 157, 157, 128, false, bf, bshd)},
@@ -119,7 +136,10 @@ INSTANTIATE_TEST_SUITE_P(
                       // (causal: all but the last row see no key: zeros, LSE -inf).
                       fa2_case{"one_query_gqa", make(2, 4, 2, 1, 300, 128, true, bf, bshd)},
                       fa2_case{"one_key_causal", make(1, 3, 3, 77, 1, 64, true, fp, bhsd)}),
-    [](const ::testing::TestParamInfo<fa2_case>& info) { return std::string(info.param.label); });
+                       ::testing::Values(input_kind::normal, input_kind::wide, input_kind::sink)),
+    [](const ::testing::TestParamInfo<correctness_case>& info) {
+      return std::string(std::get<0>(info.param).label) + "_" + to_string(std::get<1>(info.param));
+    });
 
 }  // namespace
 }  // namespace attn::testing
@@ -265,8 +285,9 @@ namespace attn::testing {
 namespace {
 
 // The verifier rejects wrong kernels: each planted defect (tests/planted_defects.hpp) must come
-// out `wrong` in every variant, which also shows the per-variant poisoning works (a row never
-// written stays NaN). Not run in CI (no GPU there).
+// out `wrong` in every variant, on the inputs it names (the skipped rescale on wide ones), which
+// also shows the per-variant poisoning works (a row never written stays NaN). Not run in CI (no
+// GPU there).
 TEST_F(gpu_test, planted_defects_come_out_wrong) {
   if (m_gpu.backend == backend::hip) GTEST_SKIP() << "the defects are planted in fa2, a CUDA family";
   const auto parent = std::filesystem::temp_directory_path() / ("attn-tune-defects-" + std::to_string(::getpid()));
@@ -276,15 +297,18 @@ TEST_F(gpu_test, planted_defects_come_out_wrong) {
     ASSERT_FALSE(dir.empty()) << "anchor not found in kernels/" << defect.file;
     const auto csv = parent / (std::string(defect.name) + ".csv");
     const std::string command = std::string(ATTN_TUNE_BINARY) + " --shape 1,4,256,64 --family fa2" +
-                                (defect.causal ? " --causal" : "") +
+                                (defect.causal ? " --causal" : "") + " --inputs " + defect.inputs +
                                 " --space block_m=64,128 block_n=64 warps=4 stages=2 --seed 11 --min-reps 2"
-                                " --max-reps 2 --min-time-ms 0 --no-cache --kernels-dir " +
+                                " --max-reps 2 --min-time-ms 0 --no-cache --no-db --kernels-dir " +
                                 dir.string() + " --out " + csv.string() + " > /dev/null 2>&1";
     const int rc = std::system(command.c_str());
     EXPECT_TRUE(WIFEXITED(rc) && WEXITSTATUS(rc) == 1) << command << ": every variant wrong means exit 1";
     const auto rows = read_csv(csv.string());
     ASSERT_EQ(rows.size(), 2u);
-    for (const auto& rec : rows) EXPECT_EQ(rec.status, status::wrong) << name(rec.config) << ": " << rec.message;
+    for (const auto& rec : rows) {
+      EXPECT_EQ(rec.status, status::wrong) << name(rec.config) << ": " << rec.message;
+      EXPECT_EQ(to_string(rec.inputs), defect.inputs);
+    }
   }
   std::filesystem::remove_all(parent);
 }
