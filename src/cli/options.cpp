@@ -238,6 +238,10 @@ bool parse_options(int argc, char** argv, options& out) {
   if (check->parsed()) out.command = command::check;
   if (merge->parsed()) out.command = command::merge;
   if (db->parsed()) out.command = command::db;
+  if (db->parsed() && out.no_db)
+    throw invalid_input(fmt::format("attn-tune db {} reads or edits the tuned-results database, which --no-db "
+                                    "turns off; leave out --no-db (--db PATH chooses another database)",
+                                    out.db_action));
   if (out.db_path.empty()) out.db_path = default_db_path();
   for (int d : out.devices)
     if (d < 0) throw invalid_input(fmt::format("invalid --devices: {} is not a device ordinal", d));

@@ -11,6 +11,8 @@
 #include <fmt/format.h>
 
 #include "cli/db_support.hpp"
+#include "invalid_input_message.hpp"
+#include "parsed_options.hpp"
 #include "db/shapes_to_tune.hpp"
 #include "db/tuned_db.hpp"
 #include "db/tuning_key.hpp"
@@ -277,6 +279,17 @@ TEST_F(tuned_db_test, export_and_check_read_a_database_as_they_read_a_csv) {
   EXPECT_TRUE(from_db.notes.empty());
   write_csv(path("r.csv"), tuning(1.5));
   EXPECT_EQ(read_results(path("r.csv"), "").records.size(), 3u);
+}
+
+TEST(db_command, refuses_no_db) {
+  for (const char* action : {"list", "path"}) {
+    const std::string why = testing::invalid_input_message([&] { testing::parsed({"--no-db", "db", action}); });
+    EXPECT_NE(why.find(fmt::format("attn-tune db {} reads or edits the tuned-results database", action)),
+              std::string::npos)
+        << why;
+    EXPECT_NE(why.find("--no-db"), std::string::npos) << why;
+  }
+  EXPECT_NO_THROW(testing::parsed({"db", "list"}));
 }
 
 TEST(tuning_key, names_the_space_the_search_and_each_familys_sources) {
