@@ -216,7 +216,9 @@ tune_result tune(const shape& s, const gpu_info& gpu, const compile_cache& cache
   int64_t fused_extra = lse_bytes(s);
   if (!busy) {
     say("reference: fresh random inputs, fp32 and naive low-precision attention on the GPU");
+    const auto reference_start = clock_type::now();
     state = make_state();
+    result.reference_seconds = seconds_since(reference_start);
     result.lowp_error = state->ref.lowp_error;
     result.allowed_error = allowed_error(state->ref.lowp_error);
     if (state->pr->lse_measured_bytes > 0) fused_extra = state->pr->lse_measured_bytes;
