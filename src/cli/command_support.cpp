@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cctype>
 #include <filesystem>
@@ -129,6 +130,9 @@ tune_result merge_families(std::vector<tune_result> parts) {
     all.verify_seconds += p.verify_seconds;
     all.screen_seconds += p.screen_seconds;
     all.refine_seconds += p.refine_seconds;
+    all.reference_seconds += p.reference_seconds;
+    all.rerun += p.rerun;
+    all.rerun_seconds += p.rerun_seconds;
     all.budget_spent = all.budget_spent || p.budget_spent;
   }
   all.best = choose_best(all.records);
@@ -295,6 +299,8 @@ tune_result tune_recovering(const options& opt, const shape& s, const gpu_info& 
   } else {
     pending = configs_of(t);
   }
+  const auto rerun_start = std::chrono::steady_clock::now();
+  r.rerun = static_cast<int>(pending.size());
   for (int round = 0; round < 32 && !pending.empty(); ++round) {
     if (t.progress) t.progress(fmt::format("re-running {} variant(s) in a fresh process", pending.size()));
     const auto child = run_configs_in_child(opt, t.family, s, pending, t.seed, gpu.ordinal);
@@ -311,6 +317,7 @@ tune_result tune_recovering(const options& opt, const shape& s, const gpu_info& 
       if (not_run_message(c)) pending.push_back(c.config);
     }
   }
+  r.rerun_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - rerun_start).count();
   r.not_run.clear();
   r.best = choose_best(r.records);
   assign_ranks(r.records, r.best);

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "db/entry_choice.hpp"
 #include "report/csv.hpp"
 #include "run/nvml.hpp"
 
@@ -38,9 +39,30 @@ void remember(tuned_db& db, const tuning_key& key, const std::vector<record>& re
   }
 }
 
-std::vector<record> read_results(const std::string& path) {
-  if (!looks_like_sqlite(path)) return read_csv(path);
-  return tuned_db::open(path).all_records();
+results_input read_results(const std::string& path, const std::string& device_name) {
+  results_input in;
+  if (looks_like_sqlite(path)) {
+    const tuned_db db = tuned_db::open(path);
+    entry_choice chosen = choose_entries(db.list(), device_name, path);
+    for (int64_t id : chosen.ids) {
+      auto e = db.get(id);
+      if (!e) continue;  // forgotten by another process meanwhile
+      in.records.insert(in.records.end(), e->records.begin(), e->records.end());
+    }
+    in.notes = std::move(chosen.notes);
+    return in;
+  }
+  std::vector<record> rows = read_csv(path);
+  std::vector<device_identity> each;
+  for (const record& r : rows) each.push_back(identity_of(r.device));
+  const auto devices = tally(each);
+  const auto device = choose_device(devices, device_name, path, "row(s)");
+  for (size_t i = 0; i < rows.size(); ++i)
+    if (device && each[i] == *device) in.records.push_back(std::move(rows[i]));
+  if (devices.size() > 1)
+    in.notes.push_back(fmt::format("{}: reading the rows of {}; {} row(s) of other devices left out", path,
+                                   describe(*device), rows.size() - in.records.size()));
+  return in;
 }
 
 std::string from_db_note(const tuning_entry& e) {

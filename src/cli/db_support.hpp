@@ -22,8 +22,13 @@ device_desc with_driver(device_desc d, const class nvml_monitor& nvml);
 /// Stores a complete tuning and says where; a database that cannot be written only costs the
 /// answer next time (a warning on stderr), never the tuning's results.
 void remember(tuned_db& db, const tuning_key& key, const std::vector<record>& records);
-/// Records from a results CSV or, when the file is an SQLite database, every entry of it.
-std::vector<record> read_results(const std::string& path);
+struct results_input {
+  std::vector<record> records;
+  std::vector<std::string> notes;  ///< what was left out (other devices, older tunings of a shape)
+};
+/// Records of one device (db/entry_choice.hpp: `device_name`, else the only one) from a results CSV
+/// or, when the file is an SQLite database, from its entries, of each shape only the newest.
+results_input read_results(const std::string& path, const std::string& device_name);
 /// "from the database, tuned <date>; --retune to measure again" and what the entry says.
 std::string from_db_note(const tuning_entry& e);
 

@@ -202,14 +202,22 @@ bool parse_options(int argc, char** argv, options& out) {
   merge->add_option("--out", out.out, "Merged CSV (the best table goes beside it)")->required();
   merge->add_flag("--force", out.force, "Overwrite an existing --out (also one of the inputs)");
   auto* exp = app.add_subcommand("export", "Write tuned configs as a dispatch table: csv, json or a C++ header with lookup()");
-  exp->add_option("results", out.input, "Results CSV (per-variant rows, from attn-tune or a sweep)")->required();
+  exp->add_option("results", out.input,
+                  "Results CSV (per-variant rows, from attn-tune or a sweep) or a tuned-results database")
+      ->required();
   exp->add_option("--format", out.format, "csv, json or header")->capture_default_str();
   exp->add_option("--out", out.out, "Output file (default: standard output)");
+  const char* device_name_help =
+      "Read the results of this device (its name, as `attn-tune db list` shows it) when the input holds several";
+  exp->add_option("--device-name", out.device_name, device_name_help);
   auto* check = app.add_subcommand("check", "CI performance gate: re-run each baseline shape with its recorded best config");
-  check->add_option("--baseline", out.baseline, "Baseline results CSV, e.g. results/h200/ci-smoke.csv")->required();
+  check->add_option("--baseline", out.baseline,
+                    "Baseline results CSV (e.g. results/h200/ci-smoke.csv) or a tuned-results database")
+      ->required();
   check->add_option("--tolerance", out.tolerance, "Allowed slowdown, as a fraction")->capture_default_str();
   check->add_option("--csv", out.csv_report, "Also write the side-by-side table as CSV");
   check->add_option("--markdown", out.markdown_report, "Also write it as Markdown (for a CI summary page)");
+  check->add_option("--device-name", out.device_name, device_name_help);
   check->fallthrough();
   auto* db = app.add_subcommand("db", "See and edit the tuned-results database: list, show ID..., forget ID..., path");
   db->add_option("action", out.db_action, "list, show, forget or path")
@@ -245,6 +253,10 @@ bool parse_options(int argc, char** argv, options& out) {
   if (check->parsed()) out.command = command::check;
   if (merge->parsed()) out.command = command::merge;
   if (db->parsed()) out.command = command::db;
+  if (db->parsed() && out.no_db)
+    throw invalid_input(fmt::format("attn-tune db {} reads or edits the tuned-results database, which --no-db "
+                                    "turns off; leave out --no-db (--db PATH chooses another database)",
+                                    out.db_action));
   if (out.db_path.empty()) out.db_path = default_db_path();
   for (int d : out.devices)
     if (d < 0) throw invalid_input(fmt::format("invalid --devices: {} is not a device ordinal", d));

@@ -61,6 +61,7 @@ struct options {
   std::vector<std::string> merge_inputs;
   // export
   std::string input;  ///< results CSV to export
+  std::string device_name;  ///< export/check: the device whose results to read (db/entry_choice.hpp)
   std::string format = "csv";
   // check
   std::string baseline;

@@ -17,6 +17,7 @@
 #include "db/shapes_to_tune.hpp"
 #include "report/best_table.hpp"
 #include "report/csv.hpp"
+#include "report/phases.hpp"
 #include "run/nvml.hpp"
 #include "run/tuner.hpp"
 #include "sweep/merge.hpp"
@@ -218,12 +219,13 @@ int run_sweep(const options& opt) {
       }
       if (r->best) {
         const record& b = r->records[*r->best];
-        fmt::print("{} ({}): {} {:.1f} TFLOPS, {:.4f} ms\n", where, describe(row.problem), name(b.config),
-                   b.tflops, b.median_ms);
+        fmt::print("{} ({}): {} {} {:.1f} TFLOPS, {:.4f} ms\n", where, describe(row.problem), b.family,
+                   name(b.config), b.tflops, b.median_ms);
       } else {
         ++failed;
         fmt::print("{}: no variant passed\n", where);
       }
+      if (opt.verbosity != verbosity::quiet) fmt::print("    {}\n", phase_summary(*r));
     }
   };
   std::vector<std::thread> workers;

@@ -291,14 +291,4 @@ bool tuned_db::forget(int64_t id) {
   return n.integer(0) > 0;
 }
 
-std::vector<record> tuned_db::all_records() const {
-  auto q = m_connection.prepare("SELECT id, records_csv FROM tunings ORDER BY id");
-  std::vector<record> out;
-  while (q.step()) {
-    auto part = read_csv_text(q.text(1), fmt::format("{} entry {}", path(), q.integer(0)));
-    out.insert(out.end(), part.begin(), part.end());
-  }
-  return out;
-}
-
 }  // namespace attn

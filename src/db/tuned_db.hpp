@@ -64,8 +64,6 @@ class tuned_db {
   /// Every entry, oldest first, without records.
   std::vector<tuning_entry> list() const;
   bool forget(int64_t id);
-  /// The records of every entry (export and check read a database as they read a CSV).
-  std::vector<record> all_records() const;
   int schema_version() const;
   const std::string& path() const { return m_connection.path(); }
 

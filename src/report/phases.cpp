@@ -1,18 +1,26 @@
 #include "report/phases.hpp"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 namespace attn {
 
 std::string phase_summary(const tune_result& r) {
-  std::string out = fmt::format("compiled {} variants ({} from cache) in {:.1f} s", r.compiled, r.cached,
+  const auto failed = std::count_if(r.records.begin(), r.records.end(),
+                                    [](const record& x) { return x.status == status::compile_error; });
+  std::string out = fmt::format("compiled {} variants ({} from cache{}) in {:.1f} s", r.compiled, r.cached,
+                                failed > 0 ? fmt::format("; {} more failed to compile", failed) : "",
                                 r.compile_seconds);
   if (r.verified > 0 || r.verify_seconds > 0) {
-    out += fmt::format("; verified {} in {:.1f} s", r.verified, r.verify_seconds);
-    if (r.screened > 0) out += fmt::format("; screened {} in {:.1f} s", r.screened, r.screen_seconds);
-    out += fmt::format("; refined {} in {:.1f} s", r.refined, r.refine_seconds);
+    if (r.reference_seconds > 0) out += fmt::format("; reference in {:.1f} s", r.reference_seconds);
+    out += fmt::format("; verified {} in {:.1f} s; screened {} in {:.1f} s; refined {} in {:.1f} s", r.verified,
+                       r.verify_seconds, r.screened, r.screen_seconds, r.refined, r.refine_seconds);
   }
-  out += fmt::format("; total {:.1f} s", r.total_seconds);
+  if (r.rerun > 0)
+    out += fmt::format("; re-ran {} in fresh processes in {:.1f} s (a variant lost the device context)", r.rerun,
+                       r.rerun_seconds);
+  out += fmt::format("; total {:.1f} s", r.total_seconds + r.rerun_seconds);
   if (r.budget_spent)
     out += "\nbudget: --budget-s ran out before every variant was measured; the best found so far stands";
   return out;

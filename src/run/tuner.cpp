@@ -229,7 +229,9 @@ tune_result tune(const shape& s, const gpu_info& gpu, const compile_cache& cache
   if (!busy) {
     say(fmt::format("reference: fresh random inputs ({}), fp32, naive low-precision and rounded-output attention "
                     "on the GPU", to_string(options.inputs)));
+    const auto reference_start = clock_type::now();
     state = make_state();
+    result.reference_seconds = seconds_since(reference_start);
     bound = acceptance_for(state->ref.lowp_error, state->ref.rounding_error);
     result.lowp_error = state->ref.lowp_error;
     result.rounding_error = state->ref.rounding_error;

@@ -52,6 +52,11 @@ struct tune_result {
   int compiled = 0, cached = 0;
   int verified = 0, screened = 0, refined = 0;  ///< verified: passed the checks
   double verify_seconds = 0, screen_seconds = 0, refine_seconds = 0;
+  double reference_seconds = 0;  ///< the inputs, the GPU reference and the CPU-checked rows
+  /// Variants re-run in fresh processes after one lost the device context (the command line's
+  /// isolated re-runs), and how long that took; they are not in the counts above.
+  int rerun = 0;
+  double rerun_seconds = 0;
   bool budget_spent = false;  ///< --budget-s ran out before every variant was measured
   std::string pruning;  ///< pruning_summary()
   std::string best_cubin;

@@ -11,6 +11,8 @@
 #include <fmt/format.h>
 
 #include "cli/db_support.hpp"
+#include "invalid_input_message.hpp"
+#include "parsed_options.hpp"
 #include "db/shapes_to_tune.hpp"
 #include "db/tuned_db.hpp"
 #include "db/tuning_key.hpp"
@@ -142,7 +144,7 @@ TEST_F(tuned_db_test, retune_replaces_the_entry) {
   ASSERT_TRUE(hit.has_value());
   EXPECT_EQ(hit->best_config, "m128_n128_w8_s3");
   EXPECT_EQ(hit->tuned_at, "2026-12-01 09:00:00");
-  EXPECT_EQ(db.all_records().size(), 6u);
+  EXPECT_EQ(db.find(key())->records.size() + db.find(key(2))->records.size(), 6u);
   EXPECT_TRUE(db.forget(hit->id));
   EXPECT_FALSE(db.forget(hit->id));
   EXPECT_FALSE(db.find(key()).has_value());
@@ -272,10 +274,22 @@ TEST_F(tuned_db_test, four_concurrent_writer_processes) { concurrent_writers(pat
 TEST_F(tuned_db_test, export_and_check_read_a_database_as_they_read_a_csv) {
   { tuned_db::open(path()).put(key(), tuning(1.5), utc_now()); }
   { tuned_db::open(path()).put(key(2), tuning(0.9), utc_now()); }
-  const auto from_db = read_results(path());
-  EXPECT_EQ(from_db.size(), 6u);
+  const auto from_db = read_results(path(), "");
+  EXPECT_EQ(from_db.records.size(), 6u);
+  EXPECT_TRUE(from_db.notes.empty());
   write_csv(path("r.csv"), tuning(1.5));
-  EXPECT_EQ(read_results(path("r.csv")).size(), 3u);
+  EXPECT_EQ(read_results(path("r.csv"), "").records.size(), 3u);
+}
+
+TEST(db_command, refuses_no_db) {
+  for (const char* action : {"list", "path"}) {
+    const std::string why = testing::invalid_input_message([&] { testing::parsed({"--no-db", "db", action}); });
+    EXPECT_NE(why.find(fmt::format("attn-tune db {} reads or edits the tuned-results database", action)),
+              std::string::npos)
+        << why;
+    EXPECT_NE(why.find("--no-db"), std::string::npos) << why;
+  }
+  EXPECT_NO_THROW(testing::parsed({"db", "list"}));
 }
 
 TEST(tuning_key, names_the_space_the_search_and_each_familys_sources) {

@@ -1,0 +1,129 @@
+#!/usr/bin/env bash
+# Issue 10's bar, measured in one call on the GPU machine: for 4,32,4096,128 and 16,16,1024,64,
+# causal and not (bf16, default space),
+#   (a) Triton's cold autotune time (peers.py --with-triton's tune_s),
+#   (b) a cold attn-tune (empty --cache-dir, empty ATTN_TUNE_DB): wall time from process start to
+#       exit of `attn-tune --shape S [--causal] --out F`,
+#   (c) the same command again (new --out): wall time, answered from the database,
+#   (d) --search exhaustive --no-db on the warm cache: its winner's median,
+# then one table (bars: (b)/(a) <= 1/3, (c) < 0.5 s, (b)'s winner within 1% of (d)'s), and a cold
+# `sweep sweeps/yardstick.csv` beside the sum of Triton's per-shape autotune times.
+#
+#   bash scripts/device_build.sh build-gpu
+#   export LD_LIBRARY_PATH=$PWD/.deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
+#   bash scripts/tuning_bar.sh [--sweep-triton] [LOG_DIR]     # default LOG_DIR /tmp/tuning_bar
+#
+# Run from the repository root; needs build-gpu/attn-tune and .peers/peers.py (python3 with torch
+# and triton). LOG_DIR must be new or empty (nothing in it is overwritten): every command's output
+# goes there, the table too (LOG_DIR/table.txt; it is printed before the sweep starts). Each
+# command has a time limit (a hang shows as exit 124 in the table's notes). About 6 minutes on an
+# H200; --sweep-triton adds peers.py for the sweep's other four shapes (3-4 minutes more), without
+# which the sweep line compares with the four rows measured above only.
+#
+# peers.py runs once per shape, as `--shape S --with-triton` (without --causal it runs both): each
+# process starts with an empty Triton cache (peers.py makes one when TRITON_CACHE_DIR is unset), so
+# the non-causal row is cold; the causal row runs second in that process and finds Triton's launcher
+# already built, so it is slightly warm, which favours Triton, not attn-tune.
+set -uo pipefail
+sweep_triton=0 log=/tmp/tuning_bar
+for arg in "$@"; do
+  case "$arg" in
+    --sweep-triton) sweep_triton=1 ;;
+    -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
+    -*) echo "tuning_bar.sh: unknown option '$arg' (expected --sweep-triton or a log folder)" >&2; exit 2 ;;
+    *) log=$arg ;;
+  esac
+done
+bin=build-gpu/attn-tune peers=.peers/peers.py helper=scripts/tuning_bar.py sweep_file=sweeps/yardstick.csv
+shapes=("4,32,4096,128" "16,16,1024,64")
+[ -x "$bin" ] || { echo "tuning_bar.sh: no $bin: run from the repository root after 'bash scripts/device_build.sh build-gpu'" >&2; exit 2; }
+[ -f "$peers" ] || { echo "tuning_bar.sh: no $peers (copy /work/shared/yardstick/peers.py there)" >&2; exit 2; }
+if [ -e "$log" ] && [ -n "$(ls -A "$log" 2>/dev/null)" ]; then
+  echo "tuning_bar.sh: log folder '$log' exists and is not empty; give a new one (nothing in it is overwritten)" >&2
+  exit 2
+fi
+mkdir -p "$log" || exit 2
+export LD_LIBRARY_PATH=$PWD/.deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
+# Caches that would make the cold runs warm: peers.py makes fresh Triton/Inductor folders only
+# when these are unset.
+unset TRITON_CACHE_DIR TORCHINDUCTOR_CACHE_DIR ATTN_TUNE_CACHE_DIR ATTN_TUNE_DB
+
+SECONDS=0
+say() { printf '[%4d s] %s\n' "$SECONDS" "$*"; }
+now() { date +%s.%N; }
+since() { awk -v a="$1" -v b="$(now)" 'BEGIN { printf "%.2f", b - a }'; }
+
+"$bin" --version > "$log/version.txt" 2>&1 || { echo "tuning_bar.sh: $bin --version failed:" >&2; cat "$log/version.txt" >&2; exit 2; }
+gpu="(no nvidia-smi)"
+command -v nvidia-smi > /dev/null && gpu=$(nvidia-smi -L 2>&1 | head -1)
+say "$(cat "$log/version.txt"); $gpu; logs in $log"
+
+peers_run() {  # peers_run B,H,N,D: both causal rows, into $log/peers-<shape>.csv
+  local s=$1 t0
+  t0=$(now)
+  PYTHONUNBUFFERED=1 timeout 240 python3 "$peers" --shape "$s" --with-triton --csv "$log/peers-$s.csv" > "$log/peers-$s.txt" 2>&1 ||
+    say "peers.py failed for $s (see $log/peers-$s.txt)"
+  say "peers.py $s done in $(since "$t0") s"
+}
+
+# (a) first: if the call runs out of time, the comparison is what must survive.
+for s in "${shapes[@]}"; do
+  say "peers.py --shape $s --with-triton (both causal and not; Triton autotunes cold)"
+  peers_run "$s"
+done
+
+: > "$log/bar.tsv"
+for s in "${shapes[@]}"; do
+  for causal in 0 1; do
+    flag=() tag=${s//,/x}
+    [ "$causal" = 1 ] && flag=(--causal) tag=$tag-causal
+    d=$log/$tag
+    mkdir -p "$d"
+    say "$tag: cold attn-tune (empty cache and database)"
+    t0=$(now)
+    ATTN_TUNE_DB=$d/tuned.sqlite timeout 180 "$bin" --shape "$s" "${flag[@]}" --cache-dir "$d/cache" --out "$d/cold.csv" > "$d/cold.txt" 2>&1
+    cold_rc=$? cold_s=$(since "$t0")
+    say "$tag: cold ${cold_s} s (exit $cold_rc); $(grep -m1 '^compiled ' "$d/cold.txt")"
+    t0=$(now)
+    ATTN_TUNE_DB=$d/tuned.sqlite timeout 60 "$bin" --shape "$s" "${flag[@]}" --cache-dir "$d/cache" --out "$d/second.csv" > "$d/second.txt" 2>&1
+    second_rc=$? second_s=$(since "$t0")
+    from_db=0
+    grep -q '^from the database' "$d/second.txt" && from_db=1
+    say "$tag: second run ${second_s} s (exit $second_rc, from the database: $([ $from_db = 1 ] && echo yes || echo NO))"
+    say "$tag: --search exhaustive --no-db, warm cache"
+    t0=$(now)
+    timeout 180 "$bin" --shape "$s" "${flag[@]}" --cache-dir "$d/cache" --search exhaustive --no-db --out "$d/exhaustive.csv" > "$d/exhaustive.txt" 2>&1
+    exhaustive_rc=$?
+    say "$tag: exhaustive $(since "$t0") s (exit $exhaustive_rc)"
+    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$s" "$causal" "$log/peers-$s.csv" "$cold_s" "$cold_rc" \
+      "$d/cold.csv" "$second_s" "$second_rc" "$from_db" "$d/exhaustive.csv" "$exhaustive_rc" >> "$log/bar.tsv"
+  done
+done
+# The table now, before the sweep: it is what must survive if the call runs out of time (it can be
+# printed again later with `python3 scripts/tuning_bar.py table LOG_DIR/bar.tsv`).
+{ echo; python3 "$helper" table "$log/bar.tsv"; echo; } | tee "$log/table.txt"
+
+d=$log/sweep
+mkdir -p "$d"
+say "sweep $sweep_file cold (empty cache and database)"
+t0=$(now)
+ATTN_TUNE_DB=$d/tuned.sqlite timeout 400 "$bin" --cache-dir "$d/cache" sweep "$sweep_file" --out "$d/sweep.csv" > "$d/sweep.txt" 2>&1
+sweep_rc=$? sweep_s=$(since "$t0")
+say "sweep: ${sweep_s} s (exit $sweep_rc); $(grep -m1 '^sweep done' "$d/sweep.txt")"
+
+if [ "$sweep_triton" = 1 ]; then
+  for s in $(python3 "$helper" shapes "$sweep_file"); do
+    [ -e "$log/peers-$s.csv" ] && continue
+    say "peers.py --shape $s --with-triton (for the sweep's sum)"
+    peers_run "$s"
+  done
+fi
+
+{
+  if [ "$sweep_rc" = 0 ]; then
+    python3 "$helper" sweep "$sweep_file" "$sweep_s" "$log"/peers-*.csv
+  else
+    echo "sweep cold: exited $sweep_rc after $sweep_s s (see $d/sweep.txt)"
+  fi
+  echo "whole script: $SECONDS s"
+} | tee -a "$log/table.txt"

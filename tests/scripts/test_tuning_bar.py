@@ -1,0 +1,239 @@
+"""scripts/tuning_bar.py's parsing and table, and scripts/tuning_bar.sh end to end with a fake
+attn-tune and a fake peers.py (the real ones need the GPU machine)."""
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+import unittest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+import tuning_bar  # noqa: E402
+
+# What peers.py --shape 16,16,1024,64 --with-triton writes (its format; the numbers made up).
+PEERS = textwrap.dedent("""\
+    # NVIDIA H200 torch 2.11.0+cu130 triton 3.6.0
+    # ceilings: dense bf16 matmul 786 TFLOPS; device copy 4.26 TB/s
+    peer,dtype,B,H,N,D,causal,ms,tflops,rel_err_vs_flash,tune_s
+    sdpa-flash,bfloat16,16,16,1024,64,0,0.2481,277.0,0.00e+00,
+    sdpa-cudnn,bfloat16,16,16,1024,64,0,0.1636,420.1,2.80e-03,
+    triton-autotune,bfloat16,16,16,1024,64,0,0.2000,343.6,3.10e-03,21.4
+    # sdpa-efficient B16 H16 N1024 D64 causal=1: not available (...)
+    sdpa-flash,bfloat16,16,16,1024,64,1,0.1701,201.9,0.00e+00,
+    triton-autotune,bfloat16,16,16,1024,64,1,0.1500,229.0,1.50e-03,18.9
+    """)
+
+RESULTS_HEADER = ("schema_version,device,family,config,status,median_ms,rank,noise,measured\n")
+
+
+def results(rows):
+    """A results CSV cut to the columns the helper reads, with the '#end' line attn-tune writes."""
+    body = RESULTS_HEADER + "".join(f"4,NVIDIA H200,{f},{c},ok,{ms},{rank},0.004,full\n" for f, c, ms, rank in rows)
+    return body + f"#end,rows={len(rows)},xxh3=0123\n"
+
+
+class parsing(unittest.TestCase):
+    def test_triton_tune_s_of_each_causality(self):
+        self.assertEqual(tuning_bar.triton_tune_s(PEERS, False), 21.4)
+        self.assertEqual(tuning_bar.triton_tune_s(PEERS, True), 18.9)
+        self.assertEqual(tuning_bar.triton_tune_s(PEERS, True, "16,16,1024,64"), 18.9)
+        with self.assertRaisesRegex(ValueError, "no triton-autotune row for 4,32,4096,128 with causal=1"):
+            tuning_bar.triton_tune_s(PEERS, True, "4,32,4096,128")
+
+    def test_peers_output_without_triton_says_so(self):
+        without = "\n".join(l for l in PEERS.splitlines() if not l.startswith("triton"))
+        with self.assertRaisesRegex(ValueError, "--with-triton"):
+            tuning_bar.triton_tune_s(without, False)
+        with self.assertRaisesRegex(ValueError, "expected peers.py's header"):
+            tuning_bar.triton_tune_s("a,b\n1,2\n", False)
+
+    def test_winner_is_rank_one_not_the_first_row_nor_the_fastest(self):
+        text = results([("hopper", "m128_n128_w12_s2_k7", 0.1650, 2), ("hopper", "m192_n128_w16_s3_k7", 0.1662, 1),
+                        ("hopper", "m128_n64_w12_s2_k5", 0.1700, 3)])
+        self.assertEqual(tuning_bar.winner(text), ("hopper", "m192_n128_w16_s3_k7", 0.1662))
+        with self.assertRaisesRegex(ValueError, "no variant of rank 1"):
+            tuning_bar.winner(results([("hopper", "m128_n64_w12_s2_k5", 0.17, 0)]))
+
+    def test_sweep_rows_and_shapes(self):
+        with open(os.path.join(ROOT, "sweeps", "yardstick.csv")) as f:
+            text = f.read()
+        rows = tuning_bar.sweep_rows(text)
+        self.assertEqual(len(rows), 12)
+        self.assertEqual(rows[:2], [("4,32,4096,128", False), ("4,32,4096,128", True)])
+        self.assertEqual(tuning_bar.sweep_shapes(text)[:2], ["4,32,4096,128", "16,16,1024,64"])
+        self.assertEqual(len(tuning_bar.sweep_shapes(text)), 6)
+        with self.assertRaisesRegex(ValueError, "row gqa"):
+            tuning_bar.sweep_rows("name,B,H,kv_heads,N,kv_len,D,causal,dtype,layout\ngqa,1,8,2,512,,64,0,,\n")
+
+    def test_difference_percent(self):
+        self.assertAlmostEqual(tuning_bar.difference_percent(1.01, 1.0), 1.0)
+        self.assertAlmostEqual(tuning_bar.difference_percent(0.99, 1.0), -1.0)
+
+    def test_sweep_line_sums_the_rows_it_has_and_says_what_is_missing(self):
+        rows = [("16,16,1024,64", False), ("16,16,1024,64", True)]
+        self.assertEqual(tuning_bar.sweep_line(10.15, rows, [PEERS]),
+                         "sweep cold: 10.2 s wall; Triton's cold autotune summed over 2 of its 2 rows: 40.3 s; "
+                         "ratio 0.252")
+        line = tuning_bar.sweep_line(10.0, rows + [("4,32,4096,128", False)], [PEERS])
+        self.assertIn("summed over 2 of its 3 rows: 40.3 s; no ratio: 1 rows not measured", line)
+
+
+class table(unittest.TestCase):
+    def files(self, screen_ms, exhaustive_ms):
+        return {"p.csv": PEERS,
+                "cold.csv": results([("hopper", "m192_n128_w16_s3_k7", screen_ms, 1)]),
+                "ex.csv": results([("hopper", "m128_n128_w12_s2_k7", exhaustive_ms, 1)])}
+
+    def line(self, causal="0", cold_s="6.50", cold_rc="0", second_s="0.38", from_db="1", ex_rc="0"):
+        return "\t".join(["16,16,1024,64", causal, "p.csv", cold_s, cold_rc, "cold.csv", second_s, "0", from_db,
+                          "ex.csv", ex_rc])
+
+    def rows(self, lines, screen_ms=0.1650, exhaustive_ms=0.1640):
+        files = self.files(screen_ms, exhaustive_ms)
+
+        def read(path):
+            if path not in files:
+                raise ValueError(f"cannot read {path}")
+            return files[path]
+        return tuning_bar.table_rows(lines, read)
+
+    def test_a_row_that_meets_every_bar(self):
+        (r,) = self.rows([self.line()])
+        self.assertEqual(r["triton_s"], 21.4)
+        self.assertAlmostEqual(r["ratio"], 6.5 / 21.4)
+        self.assertAlmostEqual(r["diff"], 100 * (0.1650 / 0.1640 - 1))
+        self.assertTrue(r["second_ok"])
+        self.assertEqual(r["notes"], [])
+        text = tuning_bar.format_table([r])
+        row = text.splitlines()[3]
+        self.assertIn(" 21.4 ", row)
+        self.assertIn("0.304", row)
+        self.assertIn("hopper m192_n128_w16_s3_k7 0.1650", row)
+        self.assertIn("hopper m128_n128_w12_s2_k7 0.1640", row)
+        self.assertIn("+0.61", row)
+        self.assertNotIn("MISSED", text)
+
+    def test_each_bar_missed_says_missed(self):
+        (r,) = self.rows([self.line(causal="1", cold_s="7.00", second_s="0.61")], screen_ms=0.170, exhaustive_ms=0.160)
+        self.assertAlmostEqual(r["ratio"], 7.0 / 18.9)  # the causal row's Triton time
+        self.assertFalse(r["second_ok"])
+        row = tuning_bar.format_table([r]).splitlines()[3]
+        self.assertEqual(row.count("MISSED"), 3, row)
+
+    def test_a_second_run_that_measured_again_is_not_a_pass_however_fast(self):
+        (r,) = self.rows([self.line(second_s="0.30", from_db="0")])
+        self.assertFalse(r["second_ok"])
+        self.assertIn("second run did not answer from the database", r["notes"])
+
+    def test_failed_parts_read_as_dashes_and_notes(self):
+        (r,) = self.rows([self.line(cold_rc="4", ex_rc="1")])
+        self.assertIsNone(r["ratio"])
+        self.assertIsNone(r["diff"])
+        text = tuning_bar.format_table([r])
+        self.assertIn("note: 16,16,1024,64: cold run exited 4", text)
+        self.assertIn("note: 16,16,1024,64: exhaustive run exited 1", text)
+        with self.assertRaisesRegex(ValueError, "expected 11 tab-separated fields"):
+            self.rows(["16,16,1024,64\t0"])
+
+
+FAKE_ATTN_TUNE = r'''#!/usr/bin/env python3
+# A stand-in for attn-tune: writes a results CSV, answers from "the database" (a file) the second time.
+import os, sys, time
+a = sys.argv[1:]
+if a == ["--version"]:
+    print("attn-tune 0.0-fake"); sys.exit(0)
+def value(name):
+    return a[a.index(name) + 1] if name in a else None
+out, db = value("--out"), os.environ.get("ATTN_TUNE_DB")
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "calls.txt"), "a") as f:
+    f.write(" ".join(a) + " | ATTN_TUNE_DB=" + str(db) + "\n")
+if "sweep" in a:
+    open(out, "w").write("x\n"); print("sweep done: 12 shapes tuned, 0 failed, 1.0 s"); sys.exit(0)
+ms = 0.2 if "--search" in a else 0.201
+if db and "--no-db" not in a and os.path.exists(db):
+    print("from the database, tuned 2026-12-01 00:00:00 (attn-tune 0.0-fake, entry 1); --retune to measure again")
+else:
+    time.sleep(0.2)
+    print("compiled 2 variants (0 from cache) in 0.1 s; total 0.2 s")
+    if db and "--no-db" not in a: open(db, "w").write("db")
+open(out, "w").write("schema_version,device,family,config,status,median_ms,rank\n"
+                     f"4,fake,hopper,m128_n128_w12_s2_k7,ok,{ms},1\n#end,rows=1,xxh3=0\n")
+'''
+
+FAKE_PEERS = r'''#!/usr/bin/env python3
+import os, sys
+a = sys.argv[1:]
+shape, csv = a[a.index("--shape") + 1], a[a.index("--csv") + 1]
+assert "--with-triton" in a and "TRITON_CACHE_DIR" not in os.environ
+B, H, N, D = shape.split(",")
+rows = ["peer,dtype,B,H,N,D,causal,ms,tflops,rel_err_vs_flash,tune_s"]
+rows += [f"triton-autotune,bfloat16,{B},{H},{N},{D},{c},0.2,300.0,1e-3,{20.0 + c}" for c in (0, 1)]
+open(csv, "w").write("\n".join(rows) + "\n"); print("\n".join(rows))
+'''
+
+
+class script(unittest.TestCase):
+    """tuning_bar.sh with fakes, in a folder laid out like the repository root."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory(prefix="tuning-bar-")
+        self.root = self.tmp.name
+        for name in ("scripts", "sweeps"):
+            os.symlink(os.path.join(ROOT, name), os.path.join(self.root, name))
+        for path, text in (("build-gpu/attn-tune", FAKE_ATTN_TUNE), (".peers/peers.py", FAKE_PEERS)):
+            full = os.path.join(self.root, path)
+            os.makedirs(os.path.dirname(full), exist_ok=True)
+            with open(full, "w") as f:
+                f.write(text)
+            os.chmod(full, 0o755)
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def run_script(self, *args):
+        # Caches and a database of the caller's must not reach the cold runs.
+        env = dict(os.environ, TRITON_CACHE_DIR="/somewhere/warm", ATTN_TUNE_DB="/somewhere/else.sqlite")
+        return subprocess.run(["bash", "scripts/tuning_bar.sh", *args], cwd=self.root, env=env,
+                              capture_output=True, text=True, timeout=120)
+
+    def test_the_whole_call_prints_the_table_and_the_sweep_line(self):
+        log = os.path.join(self.root, "log")
+        p = self.run_script("--sweep-triton", log)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        out = p.stdout
+        self.assertRegex(out, r"\[ +\d+ s\] 4x32x4096x128: cold attn-tune")
+        self.assertEqual(out.count("from the database: yes"), 4, out)
+        lines = [l for l in out.splitlines() if l.startswith(("4,32,4096,128", "16,16,1024,64"))]
+        self.assertEqual(len(lines), 4, out)
+        for l in lines:
+            self.assertTrue(l.rstrip().endswith("+0.50     ok"), l)  # wall times: this machine's, not checked
+            self.assertIn("hopper m128_n128_w12_s2_k7 0.2010", l)
+            self.assertIn("hopper m128_n128_w12_s2_k7 0.2000", l)
+            self.assertIn("+0.50", l)
+        self.assertIn("summed over 12 of its 12 rows: 246.0 s; ratio", out)  # six shapes, 20 + 21 s each
+        with open(os.path.join(log, "table.txt")) as f:
+            self.assertIn("shape", f.read())
+        with open(os.path.join(self.root, "build-gpu", "calls.txt")) as f:
+            calls = f.read().splitlines()
+        cold = [c for c in calls if "--shape 16,16,1024,64 --causal" in c]
+        self.assertEqual(len(cold), 3, calls)  # cold, second, exhaustive
+        self.assertIn("--cache-dir " + os.path.join(log, "16x16x1024x64-causal", "cache"), cold[0])
+        self.assertIn("ATTN_TUNE_DB=" + os.path.join(log, "16x16x1024x64-causal", "tuned.sqlite"), cold[0])
+        self.assertIn("--search exhaustive --no-db", cold[2])
+
+    def test_a_log_folder_in_use_is_refused_and_kept(self):
+        log = os.path.join(self.root, "used")
+        os.makedirs(log)
+        with open(os.path.join(log, "mine.txt"), "w") as f:
+            f.write("keep me")
+        p = self.run_script(log)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn(f"log folder '{log}' exists and is not empty", p.stderr)
+        with open(os.path.join(log, "mine.txt")) as f:
+            self.assertEqual(f.read(), "keep me")
+        self.assertEqual(self.run_script("--frobnicate").returncode, 2)
+
+
+if __name__ == "__main__":
+    unittest.main()
