@@ -13,7 +13,7 @@ std::string phase_summary(const tune_result& r) {
                                 failed > 0 ? fmt::format("; {} more failed to compile", failed) : "",
                                 r.compile_seconds);
   if (r.verified > 0 || r.verify_seconds > 0) {
-    if (r.reference_seconds > 0) out += fmt::format("; reference in {:.1f} s", r.reference_seconds);
+    if (r.reference_seconds > 0) out += fmt::format("; reference in {:.1f} s (while compiling)", r.reference_seconds);
     out += fmt::format("; verified {} in {:.1f} s; screened {} in {:.1f} s; refined {} in {:.1f} s", r.verified,
                        r.verify_seconds, r.screened, r.screen_seconds, r.refined, r.refine_seconds);
   }

@@ -4,7 +4,9 @@
 #include <chrono>
 #include <cmath>
 #include <filesystem>
+#include <future>
 #include <memory>
+#include <mutex>
 
 #include <fmt/format.h>
 
@@ -191,17 +193,25 @@ tune_result tune(const shape& s, const gpu_info& gpu, const compile_cache& cache
           "{:.2f} GiB of {} are free",
           describe(s), needed / 1073741824.0, free_bytes / 1073741824.0, gpu.desc.name));
   }
-  auto say = [&](const std::string& line) { if (options.progress) options.progress(line); };
+  std::mutex say_mutex;  // the compile pool's threads and this one report progress
+  auto say = [&](const std::string& line) {
+    std::lock_guard lock(say_mutex);
+    if (options.progress) options.progress(line);
+  };
 
   tune_result result;
+  // The variants compile on the pool while this thread makes the inputs and the reference on the
+  // device (a cold tune's compile is most of its time; the reference no longer waits for it).
   const auto compile_start = clock_type::now();
-  auto variants = build_variants(family, s, configs_of(options), gpu.desc, gpu.limits, cache, options.jobs,
-                                 [&](int done, int total, int cached) {
-                                   say(fmt::format("compiling {}/{} ({} from cache)", done, total, cached));
-                                 },
-                                 compiled_news(options));
-  result.compile_seconds = seconds_since(compile_start);
-  result.pruning = pruning_summary(variants);
+  std::future<std::vector<variant>> compiling = std::async(std::launch::async, [&] {
+    auto built = build_variants(family, s, configs_of(options), gpu.desc, gpu.limits, cache, options.jobs,
+                                [&](int done, int total, int cached) {
+                                  say(fmt::format("compiling {}/{} ({} from cache)", done, total, cached));
+                                },
+                                compiled_news(options));
+    result.compile_seconds = seconds_since(compile_start);
+    return built;
+  });
 
   // Everything the checks need on the device. Rebuilt after a variant kills the context (an
   // illegal address is sticky): a device reset, then the same seed gives the same inputs.
@@ -239,6 +249,8 @@ tune_result tune(const shape& s, const gpu_info& gpu, const compile_cache& cache
     result.bound = to_string(bound.decided_by);
     if (state->pr->lse_measured_bytes > 0) fused_extra = state->pr->lse_measured_bytes;
   }
+  auto variants = compiling.get();
+  result.pruning = pruning_summary(variants);
 
   const int to_run = static_cast<int>(std::count_if(
       variants.begin(), variants.end(), [](const variant& v) { return v.rec.status == status::compiled; }));
