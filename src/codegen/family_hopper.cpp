@@ -186,16 +186,17 @@ void hopper_plan(launch_plan& plan, const tile_config& c, const shape& s, const 
 }  // namespace
 
 /// block_m {128, 192} x block_n {64, 80, 128, 176, 192} with a producer warpgroup (warps 12, 16)
-/// x stages {2, 3} x schedule {3, 5, 6, 7, 13, 22, 23}: ping-pong on one block per tile, and on a
+/// x stages {2, 3} x schedule {3, 5, 6, 7, 13, 22}: ping-pong on one block per tile, and on a
 /// persistent grid the overlap alone (also with two Q tiles), ping-pong alone (what fits 192x192
-/// at D=64) or both; 22 and 23 add the half-width last tile to the last two (kept only where it
-/// can act: causal, or a short last K/V tile).
+/// at D=64) or both; 22 adds the half-width last tile to ping-pong alone (kept only where it can
+/// act: causal, or a short last K/V tile; 23, the same with the overlap, tied or lost to it in
+/// call 8 and cost a D=64 causal cold tune a tenth of its compile time).
 /// FlashAttention-3's tiles (D=64 192x128 and 192x192, D=128 128x128 and 128x176, D=256 128x80)
 /// are in it, next to the wgmma family's winners. Measured on the H200 (kernels/NOTES.md): the
 /// winners came from stages 2 and 3 and schedules 3, 5 and 7, and two Q tiles (13) won the
 /// headline shape by 2.4% in call 4, the half-width last tile 32,32,512,64 causal by 2.6% in call 7.
 search_space hopper_default_space() {
-  search_space space{{128, 192}, {64, 80, 128, 176, 192}, {12, 16}, {2, 3}, {3, 5, 6, 7, 13, 22, 23}};
+  search_space space{{128, 192}, {64, 80, 128, 176, 192}, {12, 16}, {2, 3}, {3, 5, 6, 7, 13, 22}};
   space.knob_name = "schedule";
   return space;
 }
