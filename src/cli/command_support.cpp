@@ -331,11 +331,22 @@ tune_result tune_families(const options& opt, const shape& s, const gpu_info& gp
                        [&](const tune_options& f) { return tune_recovering(opt, s, gpu, cache, f, context_dead); });
 }
 
-tune_result compile_families(const options& opt, const shape& s, const compile_cache& cache, tune_options t) {
+std::pair<int, int> arch_capability(const std::string& arch) {
   int cc_major = 0, cc_minor = 0;
-  if (std::sscanf(opt.arch.c_str(), "sm_%1d%1d", &cc_major, &cc_minor) != 2) cc_major = cc_minor = 0;
+  if (std::sscanf(arch.c_str(), "sm_%1d%1d", &cc_major, &cc_minor) != 2) cc_major = cc_minor = 0;
+  return {cc_major, cc_minor};
+}
+
+tune_result compile_families(const options& opt, const shape& s, const compile_cache& cache, tune_options t) {
+  const auto [cc_major, cc_minor] = arch_capability(opt.arch);
   return over_families(opt, cc_major, cc_minor, t,
                        [&](const tune_options& f) { return compile_only(s, opt.arch, cache, f); });
+}
+
+std::string searched_families(const options& opt, int cc_major, int cc_minor) {
+  std::vector<std::string> names;
+  for (size_t i : runnable(opt, cc_major, cc_minor, true)) names.push_back(opt.families[i]);
+  return fmt::format("{}", fmt::join(names, ","));
 }
 
 }  // namespace attn

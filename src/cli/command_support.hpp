@@ -70,5 +70,10 @@ tune_result tune_families(const options& opt, const shape& s, const gpu_info& gp
                           tune_options t, bool& context_dead);
 /// The same for --compile-only: the families that can run on --arch, compiled for it.
 tune_result compile_families(const options& opt, const shape& s, const compile_cache& cache, tune_options t);
+/// The families a run on a device of this capability searches first ("hopper" on an H200 with
+/// the default families), comma-separated, for the run's header line.
+std::string searched_families(const options& opt, int cc_major, int cc_minor);
+/// The compute capability --arch names (sm_90a: 9.0), 0.0 for a HIP target.
+std::pair<int, int> arch_capability(const std::string& arch);
 
 }  // namespace attn

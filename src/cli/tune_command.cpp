@@ -63,8 +63,10 @@ int run_tune(const options& opt) {
     const std::string out = opt.out.empty() ? free_default_out("compile-only-" + opt.arch, opt.problem) : opt.out;
     refuse_overwrite(out, opt.force, "--force overwrites it");
     check_writable(out);
+    const auto [cc_major, cc_minor] = arch_capability(opt.arch);
     if (opt.verbosity != verbosity::quiet)
-      fmt::print("attn-tune {} --compile-only: {} for {} ({} {}); timing needs a GPU\n", opt.family,
+      fmt::print("attn-tune {} --compile-only: {} for {} ({} {}); timing needs a GPU\n",
+                 searched_families(opt, cc_major, cc_minor),
                  describe(opt.problem), opt.arch, hip ? "hiprtc" : "NVRTC", hip ? hiprtc_version() : nvrtc_version());
     std::fflush(stdout);  // before the progress and -v lines on stderr, also when stdout is a pipe
     const tune_result r = compile_families(opt, opt.problem, cache, t);
@@ -88,7 +90,8 @@ int run_tune(const options& opt) {
   check_writable(out);
   if (opt.verbosity == verbosity::quiet) {
   } else if (gpu.backend == backend::cuda)
-    fmt::print("attn-tune {}: {} on {} ({}, {} SMs, CUDA {}, NVRTC {}), seed {}\n", opt.family,
+    fmt::print("attn-tune {}: {} on {} ({}, {} SMs, CUDA {}, NVRTC {}), seed {}\n",
+               searched_families(opt, gpu.desc.cc_major, gpu.desc.cc_minor),
                describe(opt.problem), gpu.desc.name, gpu.desc.arch, gpu.desc.sm_count,
                gpu.desc.cuda_version, gpu.desc.nvrtc_version, opt.seed);
   else
