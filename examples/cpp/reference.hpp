@@ -19,10 +19,24 @@ inline uint16_t to_bits(float x, bool bf16) {
     u += 0x7fff + ((u >> 16) & 1);  // round to nearest even
     return static_cast<uint16_t>(u >> 16);
   }
-  const _Float16 h = static_cast<_Float16>(x);
-  uint16_t b;
-  std::memcpy(&b, &h, 2);
-  return b;
+  // IEEE half, round to nearest even, in integer arithmetic (_Float16 is not on every host
+  // compiler: clang 14 on x86-64 refuses it).
+  uint32_t u;
+  std::memcpy(&u, &x, 4);
+  const uint16_t sign = static_cast<uint16_t>((u >> 16) & 0x8000u);
+  u &= 0x7fffffffu;
+  if (u > 0x7f800000u) return sign | 0x7e00u;    // NaN
+  if (u >= 0x477ff000u) return sign | 0x7c00u;   // from 65520 on: infinity
+  if (u < 0x38800000u) {                         // below 2^-14: subnormal, in units of 2^-24
+    float f;
+    std::memcpy(&f, &u, 4);
+    f += 0.5f;  // 0.5's ulp is 2^-24: the addition rounds f to a multiple of it, to nearest even
+    uint32_t r;
+    std::memcpy(&r, &f, 4);
+    return sign | static_cast<uint16_t>(r - 0x3f000000u);
+  }
+  u += 0xc8000fffu + ((u >> 13) & 1u);  // exponent 127 -> 15 bias, and round to nearest even
+  return sign | static_cast<uint16_t>(u >> 13);
 }
 
 inline float from_bits(uint16_t b, bool bf16) {
@@ -32,9 +46,14 @@ inline float from_bits(uint16_t b, bool bf16) {
     std::memcpy(&f, &u, 4);
     return f;
   }
-  _Float16 h;
-  std::memcpy(&h, &b, 2);
-  return static_cast<float>(h);
+  const uint32_t sign = static_cast<uint32_t>(b & 0x8000u) << 16, exponent = (b >> 10) & 0x1fu;
+  const uint32_t mantissa = b & 0x3ffu;
+  if (exponent == 0)  // subnormal or zero: mantissa x 2^-24
+    return std::ldexp(static_cast<float>(mantissa), -24) * (sign ? -1.f : 1.f);
+  const uint32_t u = sign | (mantissa << 13) | (exponent == 31 ? 0x7f800000u : (exponent + 112) << 23);
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
 }
 
 inline float round_to(float x, bool bf16) { return from_bits(to_bits(x, bf16), bf16); }

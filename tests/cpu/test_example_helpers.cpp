@@ -5,10 +5,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <random>
 
 #include "cold_timer.hpp"
 #include "example_options.hpp"
+#include "plan/numeric.hpp"
 #include "reference.hpp"
 #include "run/noise.hpp"
 #include "run/stats.hpp"
@@ -16,6 +19,27 @@
 
 namespace attn {
 namespace {
+
+// The example converts fp16 in integer arithmetic (no _Float16: clang 14 refuses it on x86-64);
+// it must agree with the tool's conversions bit for bit: every half, and floats of every exponent.
+TEST(ExampleHalf, ConversionsAreTheTools) {
+  for (uint32_t b = 0; b < 65536; ++b) {
+    const float got = example::from_bits(static_cast<uint16_t>(b), false), want = half_to_float(static_cast<uint16_t>(b));
+    if (std::isnan(want)) EXPECT_TRUE(std::isnan(got)) << b;
+    else EXPECT_EQ(std::memcmp(&got, &want, 4), 0) << b;
+  }
+  std::mt19937 rng(7);
+  for (int i = 0; i < 2000000; ++i) {
+    const uint32_t bits = rng();
+    float x;
+    std::memcpy(&x, &bits, 4);
+    if (std::isnan(x)) continue;
+    ASSERT_EQ(example::to_bits(x, false), float_to_half(x)) << bits;
+  }
+  for (float x : {65504.f, 65519.99f, 65520.f, 6.1e-5f, 5.96e-8f, 2.98e-8f, 2.99e-8f, -0.f})
+    EXPECT_EQ(example::to_bits(x, false), float_to_half(x)) << x;
+  EXPECT_TRUE(std::isnan(example::from_bits(example::to_bits(std::nanf(""), false), false)));
+}
 
 TEST(ExampleTimer, NoiseAndQuantilesAreTheTools) {
   std::mt19937 rng(3);
