@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "cli/option_checks.hpp"
+#include "codegen/compile_pool.hpp"
 #include "report/csv.hpp"
 
 extern char** environ;
@@ -331,15 +332,9 @@ tune_result tune_families(const options& opt, const shape& s, const gpu_info& gp
                        [&](const tune_options& f) { return tune_recovering(opt, s, gpu, cache, f, context_dead); });
 }
 
-std::pair<int, int> arch_capability(const std::string& arch) {
-  int cc_major = 0, cc_minor = 0;
-  if (std::sscanf(arch.c_str(), "sm_%1d%1d", &cc_major, &cc_minor) != 2) cc_major = cc_minor = 0;
-  return {cc_major, cc_minor};
-}
-
 tune_result compile_families(const options& opt, const shape& s, const compile_cache& cache, tune_options t) {
-  const auto [cc_major, cc_minor] = arch_capability(opt.arch);
-  return over_families(opt, cc_major, cc_minor, t,
+  const resource_limits arch = limits_for_arch(opt.arch);
+  return over_families(opt, arch.cc_major, arch.cc_minor, t,
                        [&](const tune_options& f) { return compile_only(s, opt.arch, cache, f); });
 }
 

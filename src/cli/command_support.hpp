@@ -73,7 +73,5 @@ tune_result compile_families(const options& opt, const shape& s, const compile_c
 /// The families a run on a device of this capability searches first ("hopper" on an H200 with
 /// the default families), comma-separated, for the run's header line.
 std::string searched_families(const options& opt, int cc_major, int cc_minor);
-/// The compute capability --arch names (sm_90a: 9.0), 0.0 for a HIP target.
-std::pair<int, int> arch_capability(const std::string& arch);
 
 }  // namespace attn

@@ -9,6 +9,7 @@
 #include "cli/command_support.hpp"
 #include "cli/commands.hpp"
 #include "cli/db_support.hpp"
+#include "codegen/compile_pool.hpp"
 #include "report/csv.hpp"
 #include "report/phases.hpp"
 #include "run/nvml.hpp"
@@ -63,10 +64,10 @@ int run_tune(const options& opt) {
     const std::string out = opt.out.empty() ? free_default_out("compile-only-" + opt.arch, opt.problem) : opt.out;
     refuse_overwrite(out, opt.force, "--force overwrites it");
     check_writable(out);
-    const auto [cc_major, cc_minor] = arch_capability(opt.arch);
+    const resource_limits arch = limits_for_arch(opt.arch);
     if (opt.verbosity != verbosity::quiet)
       fmt::print("attn-tune {} --compile-only: {} for {} ({} {}); timing needs a GPU\n",
-                 searched_families(opt, cc_major, cc_minor),
+                 searched_families(opt, arch.cc_major, arch.cc_minor),
                  describe(opt.problem), opt.arch, hip ? "hiprtc" : "NVRTC", hip ? hiprtc_version() : nvrtc_version());
     std::fflush(stdout);  // before the progress and -v lines on stderr, also when stdout is a pipe
     const tune_result r = compile_families(opt, opt.problem, cache, t);
