@@ -11,29 +11,39 @@
 #
 #   bash scripts/device_build.sh build-gpu
 #   export LD_LIBRARY_PATH=$PWD/.deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
-#   bash scripts/tuning_bar.sh [--sweep-triton] [LOG_DIR]     # default LOG_DIR /tmp/tuning_bar
+#   bash scripts/tuning_bar.sh [--sweep-triton | --rows-only | --sweep-only] [LOG_DIR]
+#                                                    # default LOG_DIR /tmp/tuning_bar
 #
 # Run from the repository root; needs build-gpu/attn-tune and .peers/peers.py (python3 with torch
 # and triton). LOG_DIR must be new or empty (nothing in it is overwritten): every command's output
 # goes there, the table too (LOG_DIR/table.txt; it is printed before the sweep starts). Each
 # command has a time limit (a hang shows as exit 124 in the table's notes). About 6 minutes on an
 # H200; --sweep-triton adds peers.py for the sweep's other four shapes (3-4 minutes more), without
-# which the sweep line compares with the four rows measured above only.
+# which the sweep line compares with the four rows measured above only. The whole with
+# --sweep-triton can exceed a 10-minute device call; it splits in two: --rows-only (the four rows
+# and their table, no sweep; about 3 minutes) and --sweep-only (the cold sweep, then peers.py for
+# every shape of the sweep file, and the sweep line; about 7 minutes).
 #
 # peers.py runs once per shape, as `--shape S --with-triton` (without --causal it runs both): each
 # process starts with an empty Triton cache (peers.py makes one when TRITON_CACHE_DIR is unset), so
 # the non-causal row is cold; the causal row runs second in that process and finds Triton's launcher
 # already built, so it is slightly warm, which favours Triton, not attn-tune.
 set -uo pipefail
-sweep_triton=0 log=/tmp/tuning_bar
+sweep_triton=0 rows=1 sweep=1 log=/tmp/tuning_bar
 for arg in "$@"; do
   case "$arg" in
     --sweep-triton) sweep_triton=1 ;;
+    --rows-only) sweep=0 ;;
+    --sweep-only) rows=0 sweep_triton=1 ;;
     -h|--help) awk 'NR > 1 && /^#/ { sub(/^# ?/, ""); print; next } NR > 1 { exit }' "$0"; exit 0 ;;
-    -*) echo "tuning_bar.sh: unknown option '$arg' (expected --sweep-triton or a log folder)" >&2; exit 2 ;;
+    -*) echo "tuning_bar.sh: unknown option '$arg' (expected --sweep-triton, --rows-only, --sweep-only or a log folder)" >&2; exit 2 ;;
     *) log=$arg ;;
   esac
 done
+if [ "$rows" = 0 ] && [ "$sweep" = 0 ]; then
+  echo "tuning_bar.sh: --rows-only and --sweep-only exclude each other (give neither for both parts)" >&2
+  exit 2
+fi
 bin=build-gpu/attn-tune peers=.peers/peers.py helper=scripts/tuning_bar.py sweep_file=sweeps/yardstick.csv
 shapes=("4,32,4096,128" "16,16,1024,64")
 [ -x "$bin" ] || { echo "tuning_bar.sh: no $bin: run from the repository root after 'bash scripts/device_build.sh build-gpu'" >&2; exit 2; }
@@ -66,42 +76,45 @@ peers_run() {  # peers_run B,H,N,D: both causal rows, into $log/peers-<shape>.cs
   say "peers.py $s done in $(since "$t0") s"
 }
 
-# (a) first: if the call runs out of time, the comparison is what must survive.
-for s in "${shapes[@]}"; do
-  say "peers.py --shape $s --with-triton (both causal and not; Triton autotunes cold)"
-  peers_run "$s"
-done
-
-: > "$log/bar.tsv"
-for s in "${shapes[@]}"; do
-  for causal in 0 1; do
-    flag=() tag=${s//,/x}
-    [ "$causal" = 1 ] && flag=(--causal) tag=$tag-causal
-    d=$log/$tag
-    mkdir -p "$d"
-    say "$tag: cold attn-tune (empty cache and database)"
-    t0=$(now)
-    ATTN_TUNE_DB=$d/tuned.sqlite timeout 180 "$bin" --shape "$s" "${flag[@]}" --cache-dir "$d/cache" --out "$d/cold.csv" > "$d/cold.txt" 2>&1
-    cold_rc=$? cold_s=$(since "$t0")
-    say "$tag: cold ${cold_s} s (exit $cold_rc); $(grep -m1 '^compiled ' "$d/cold.txt")"
-    t0=$(now)
-    ATTN_TUNE_DB=$d/tuned.sqlite timeout 60 "$bin" --shape "$s" "${flag[@]}" --cache-dir "$d/cache" --out "$d/second.csv" > "$d/second.txt" 2>&1
-    second_rc=$? second_s=$(since "$t0")
-    from_db=0
-    grep -q '^from the database' "$d/second.txt" && from_db=1
-    say "$tag: second run ${second_s} s (exit $second_rc, from the database: $([ $from_db = 1 ] && echo yes || echo NO))"
-    say "$tag: --search exhaustive --no-db, warm cache"
-    t0=$(now)
-    timeout 180 "$bin" --shape "$s" "${flag[@]}" --cache-dir "$d/cache" --search exhaustive --no-db --out "$d/exhaustive.csv" > "$d/exhaustive.txt" 2>&1
-    exhaustive_rc=$?
-    say "$tag: exhaustive $(since "$t0") s (exit $exhaustive_rc)"
-    printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$s" "$causal" "$log/peers-$s.csv" "$cold_s" "$cold_rc" \
-      "$d/cold.csv" "$second_s" "$second_rc" "$from_db" "$d/exhaustive.csv" "$exhaustive_rc" >> "$log/bar.tsv"
+if [ "$rows" = 1 ]; then
+  # (a) first: if the call runs out of time, the comparison is what must survive.
+  for s in "${shapes[@]}"; do
+    say "peers.py --shape $s --with-triton (both causal and not; Triton autotunes cold)"
+    peers_run "$s"
   done
-done
-# The table now, before the sweep: it is what must survive if the call runs out of time (it can be
-# printed again later with `python3 scripts/tuning_bar.py table LOG_DIR/bar.tsv`).
-{ echo; python3 "$helper" table "$log/bar.tsv"; echo; } | tee "$log/table.txt"
+
+  : > "$log/bar.tsv"
+  for s in "${shapes[@]}"; do
+    for causal in 0 1; do
+      flag=() tag=${s//,/x}
+      [ "$causal" = 1 ] && flag=(--causal) tag=$tag-causal
+      d=$log/$tag
+      mkdir -p "$d"
+      say "$tag: cold attn-tune (empty cache and database)"
+      t0=$(now)
+      ATTN_TUNE_DB=$d/tuned.sqlite timeout 180 "$bin" --shape "$s" "${flag[@]}" --cache-dir "$d/cache" --out "$d/cold.csv" > "$d/cold.txt" 2>&1
+      cold_rc=$? cold_s=$(since "$t0")
+      say "$tag: cold ${cold_s} s (exit $cold_rc); $(grep -m1 '^compiled ' "$d/cold.txt")"
+      t0=$(now)
+      ATTN_TUNE_DB=$d/tuned.sqlite timeout 60 "$bin" --shape "$s" "${flag[@]}" --cache-dir "$d/cache" --out "$d/second.csv" > "$d/second.txt" 2>&1
+      second_rc=$? second_s=$(since "$t0")
+      from_db=0
+      grep -q '^from the database' "$d/second.txt" && from_db=1
+      say "$tag: second run ${second_s} s (exit $second_rc, from the database: $([ $from_db = 1 ] && echo yes || echo NO))"
+      say "$tag: --search exhaustive --no-db, warm cache"
+      t0=$(now)
+      timeout 180 "$bin" --shape "$s" "${flag[@]}" --cache-dir "$d/cache" --search exhaustive --no-db --out "$d/exhaustive.csv" > "$d/exhaustive.txt" 2>&1
+      exhaustive_rc=$?
+      say "$tag: exhaustive $(since "$t0") s (exit $exhaustive_rc)"
+      printf '%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$s" "$causal" "$log/peers-$s.csv" "$cold_s" "$cold_rc" \
+        "$d/cold.csv" "$second_s" "$second_rc" "$from_db" "$d/exhaustive.csv" "$exhaustive_rc" >> "$log/bar.tsv"
+    done
+  done
+  # The table now, before the sweep: it is what must survive if the call runs out of time (it can be
+  # printed again later with `python3 scripts/tuning_bar.py table LOG_DIR/bar.tsv`).
+  { echo; python3 "$helper" table "$log/bar.tsv"; echo; } | tee "$log/table.txt"
+fi
+[ "$sweep" = 1 ] || { echo "whole script: $SECONDS s" | tee -a "$log/table.txt"; exit 0; }
 
 d=$log/sweep
 mkdir -p "$d"

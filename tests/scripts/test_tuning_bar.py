@@ -222,6 +222,39 @@ class script(unittest.TestCase):
         self.assertIn("ATTN_TUNE_DB=" + os.path.join(log, "16x16x1024x64-causal", "tuned.sqlite"), cold[0])
         self.assertIn("--search exhaustive --no-db", cold[2])
 
+    def calls(self):
+        with open(os.path.join(self.root, "build-gpu", "calls.txt")) as f:
+            return f.read().splitlines()
+
+    def test_rows_only_measures_the_four_rows_and_no_sweep(self):
+        log = os.path.join(self.root, "log")
+        p = self.run_script("--rows-only", log)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertEqual(p.stdout.count("from the database: yes"), 4, p.stdout)
+        self.assertNotIn("sweep", p.stdout)
+        self.assertFalse(any("sweep" in c for c in self.calls()))
+        self.assertEqual(sorted(f for f in os.listdir(log) if f.startswith("peers-") and f.endswith(".csv")),
+                         ["peers-16,16,1024,64.csv", "peers-4,32,4096,128.csv"])
+
+    def test_sweep_only_runs_the_sweep_and_peers_for_every_shape(self):
+        log = os.path.join(self.root, "log")
+        p = self.run_script("--sweep-only", log)
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertNotIn("from the database", p.stdout)
+        calls = self.calls()
+        self.assertEqual(len(calls), 1, calls)  # the sweep only, no per-shape tuning (--version is not logged)
+        self.assertIn("sweep sweeps/yardstick.csv", calls[0])
+        self.assertIn("ATTN_TUNE_DB=" + os.path.join(log, "sweep", "tuned.sqlite"), calls[0])
+        self.assertIn("summed over 12 of its 12 rows: 246.0 s; ratio", p.stdout)
+        with open(os.path.join(log, "table.txt")) as f:
+            self.assertIn("sweep cold:", f.read())
+
+    def test_the_two_parts_exclude_each_other(self):
+        p = self.run_script("--rows-only", "--sweep-only", os.path.join(self.root, "log"))
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("exclude each other", p.stderr)
+        self.assertFalse(os.path.exists(os.path.join(self.root, "log")))
+
     def test_a_log_folder_in_use_is_refused_and_kept(self):
         log = os.path.join(self.root, "used")
         os.makedirs(log)
