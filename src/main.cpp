@@ -2,6 +2,8 @@
 //   0 success, 1 nothing passed / compile failures / a regression, 2 bad input, 3 runtime failure,
 //   4 no GPU, 5 a baseline that cannot be compared here, 6 a variant hung (the results so far are
 //   written).
+#include <cstdlib>
+
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -31,6 +33,12 @@ int run(const attn::options& opt) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // With a driver installed, NVRTC answers a compile it has seen before from the driver's compute
+  // cache, and then ptxas does not run: its report (registers, spills, "Potential Performance
+  // Loss") is missing from the log, and a "cold" tune is not cold. attn-tune keeps its own cache of
+  // cubins with their logs and loads cubins only (nothing for the driver to JIT), so the driver's
+  // cache only hides information here: off for this process, unless the user set the variable.
+  setenv("CUDA_CACHE_DISABLE", "1", /*overwrite=*/0);
   if (argc > 1 && std::string(argv[1]) == "bundle") return attn::run_bundle_main(argc - 1, argv + 1);
   attn::options opt;
   try {

@@ -98,7 +98,7 @@ void compile_cache::store(const std::string& key, const compile_result& result) 
 
 void read_resources(compile_result& r, backend b) {
   if (b == backend::cuda) {
-    const auto report = parse_ptxas_report(r.log);
+    const auto report = cuda_resources(r.log, r.cubin);
     r.registers = report.registers;
     r.spill_bytes = report.spill_bytes;
     r.stack_bytes = report.stack_bytes;
@@ -115,9 +115,9 @@ cached_compile compile_with_cache(const compile_cache& cache, const std::string&
   const std::string k = cache.key(source, arch, options, b);
   if (auto hit = cache.load(k)) {
     read_resources(*hit, b);
-    // NVRTC's log always holds ptxas's report; without one the entry cannot be trusted either.
+    // Registers from ptxas's report or the cubin itself; an entry with neither cannot be trusted.
     if (b == backend::hip || hit->registers > 0) return {std::move(*hit), true};
-    fmt::print(stderr, "warning: cache entry '{}' has no register report in its log: compiling it again\n",
+    fmt::print(stderr, "warning: cache entry '{}' records no register count: compiling it again\n",
                cache.entry_path(k));
   }
   cached_compile out{b == backend::cuda ? compile_cubin(source, arch, options, cache.kernels())

@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <map>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -130,6 +131,78 @@ TEST(compile_support_module, both_dtypes_both_archs) {
       const auto r = compile_cubin(support_source(), arch, support_options(t), no_cache.kernels());
       EXPECT_TRUE(r.ok) << arch << " " << to_string(t) << ": " << r.log;
     }
+}
+
+// The cubin records registers and the stack frame itself: what attn-tune falls back on when
+// NVRTC's log has no ptxas report (the driver's compute cache answered the compile).
+TEST(cubin_resources, match_ptxas_report) {
+  const compile_cache no_cache("");
+  shape s;
+  s.batch = 1, s.heads = 2, s.kv_heads = 2, s.q_len = s.kv_len = 512, s.head_dim = 64, s.causal = true;
+  struct one {
+    std::string source, arch;
+    std::vector<std::string> options;
+  };
+  std::vector<one> programs;
+  for (const auto& [family, arch, config] : std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"fa2", "sm_80", "m128_n64_w4_s2"}, {"wgmma", "sm_90a", "m128_n64_w12_s2"},
+           {"hopper", "sm_90a", "m128_n128_w12_s2_k6"}}) {
+    const auto& f = find_family(family);
+    programs.push_back({f.instantiation(parse_config_name(config), s), arch, f.compile_options});
+  }
+  // Dynamic indexing of a local array: a stack frame.
+  programs.push_back({"extern \"C\" __global__ void k(float* x, int n) {\n"
+                      "  float a[64];\n  for (int i = 0; i < 64; ++i) a[(i * n) & 63] = x[i];\n"
+                      "  x[threadIdx.x] = a[n & 63] + a[(n * 3) & 63];\n}\n",
+                      "sm_90a", {}});
+  for (const auto& p : programs) {
+    const auto r = compile_cubin(p.source, p.arch, p.options, no_cache.kernels());
+    ASSERT_TRUE(r.ok) << r.log;
+    const auto from_log = parse_ptxas_report(r.log), from_cubin = cubin_resources(r.cubin);
+    ASSERT_GT(from_log.registers, 0) << r.log;
+    EXPECT_EQ(from_cubin.registers, from_log.registers) << r.log;
+    EXPECT_EQ(from_cubin.stack_bytes, from_log.stack_bytes) << r.log;
+    EXPECT_EQ(from_cubin.spill_bytes, 0);
+    EXPECT_EQ(cuda_resources("", r.cubin).registers, from_log.registers);  // a log without the report
+    EXPECT_EQ(cuda_resources(r.log, "").registers, from_log.registers);
+  }
+  EXPECT_GT(cubin_resources(compile_cubin(programs.back().source, "sm_90a", {}, no_cache.kernels()).cubin).stack_bytes, 0);
+}
+
+TEST(cubin_resources, anything_else_reads_as_zero_without_reading_past_the_end) {
+  const compile_cache no_cache("");
+  const auto r = compile_cubin(support_source(), "sm_90a", support_options(dtype::bf16), no_cache.kernels());
+  ASSERT_TRUE(r.ok) << r.log;
+  for (const std::string& junk : {std::string(), std::string("\x7f" "ELF"), std::string(4000, '\x7f'),
+                                  std::string("not an ELF image at all, but long enough to have a header........")})
+    EXPECT_EQ(cubin_resources(junk).registers, 0);
+  // Every cut of a real cubin, and single flipped bytes: never a crash (the sanitizer build runs
+  // this too), never more registers than a thread can have.
+  for (size_t n = 0; n < r.cubin.size(); n += 7) EXPECT_LE(cubin_resources(r.cubin.substr(0, n)).registers, 255);
+  std::string flipped = r.cubin;
+  for (size_t i = 0; i < flipped.size(); i += 13) {
+    flipped[i] = static_cast<char>(~flipped[i]);
+    (void)cubin_resources(flipped);
+    flipped[i] = r.cubin[i];
+  }
+}
+
+TEST(compile_cache, an_entry_whose_log_lacks_the_report_is_used_with_the_cubins_numbers) {
+  const temp_dir dir("attn-tune-cache-no-report");
+  const compile_cache cache(dir.path().string());
+  const std::string source = support_source();
+  const auto options = support_options(dtype::bf16);
+  auto compiled = compile_cubin(source, "sm_90a", options, cache.kernels());
+  ASSERT_TRUE(compiled.ok);
+  const int registers = cubin_resources(compiled.cubin).registers;  // the largest of its kernels
+  ASSERT_GT(registers, 0);
+  compiled.log = "(the driver's compute cache answered: no ptxas report)";
+  cache.store(cache.key(source, "sm_90a", options, backend::cuda), compiled);
+  ::testing::internal::CaptureStderr();
+  const auto hit = compile_with_cache(cache, source, "sm_90a", options, backend::cuda);
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
+  EXPECT_TRUE(hit.cached);
+  EXPECT_EQ(hit.result.registers, registers);
 }
 
 TEST(compile_errors, are_recorded_not_thrown) {

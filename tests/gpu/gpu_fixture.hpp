@@ -7,12 +7,22 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <string>
 
 #include "backend/runtime.hpp"
 #include "codegen/cache.hpp"
 
 namespace attn::testing {
+
+/// The whole text of a file (a child attn-tune's output), empty when it cannot be read.
+inline std::string text_of(const std::filesystem::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
 
 inline bool have_gpu(std::string* why) { return runtime_for(detect_backend()).device_count(why) > 0; }
 

@@ -4,8 +4,6 @@
 
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 
 #include "gpu_fixture.hpp"
 #include "report/csv.hpp"
@@ -14,13 +12,6 @@ namespace attn::testing {
 namespace {
 
 namespace fs = std::filesystem;
-
-std::string text_of(const fs::path& p) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
 
 const record& best_of(const std::vector<record>& rows) {
   for (const auto& r : rows)

@@ -2,7 +2,10 @@
 
 #include <nvrtc.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdint>
+#include <cstring>
 #include <regex>
 
 #include <fmt/format.h>
@@ -46,6 +49,68 @@ ptxas_report parse_ptxas_report(const std::string& log) {
   r.spill_bytes = sum_matches(log, stores) + sum_matches(log, loads);
   if (std::regex_search(log, m, stack)) r.stack_bytes = std::stoi(m[1].str());
   return r;
+}
+
+namespace {
+
+// Little-endian fixed-width read at `at`; false past the end.
+template <typename T>
+bool read_at(const std::string& bytes, uint64_t at, T& out) {
+  if (at > bytes.size() || bytes.size() - at < sizeof(T)) return false;
+  std::memcpy(&out, bytes.data() + at, sizeof(T));
+  return true;
+}
+
+}  // namespace
+
+ptxas_report cubin_resources(const std::string& cubin) {
+  ptxas_report r;
+  // ELF64, little-endian (ELFCLASS64 = 2, ELFDATA2LSB = 1).
+  if (cubin.size() < 64 || cubin.compare(0, 4, "\x7f" "ELF") != 0 || cubin[4] != 2 || cubin[5] != 1) return r;
+  uint64_t shoff = 0;
+  uint16_t shentsize = 0, shnum = 0, shstrndx = 0;
+  if (!read_at(cubin, 0x28, shoff) || !read_at(cubin, 0x3a, shentsize) || !read_at(cubin, 0x3c, shnum) ||
+      !read_at(cubin, 0x3e, shstrndx) || shentsize < 64 || shstrndx >= shnum)
+    return r;
+  auto section = [&](uint16_t i, uint32_t& name, uint64_t& offset, uint64_t& size) {
+    const uint64_t h = shoff + uint64_t{i} * shentsize;
+    return read_at(cubin, h, name) && read_at(cubin, h + 24, offset) && read_at(cubin, h + 32, size) &&
+           offset <= cubin.size() && size <= cubin.size() - offset;
+  };
+  uint32_t unused = 0;
+  uint64_t names = 0, names_size = 0;
+  if (!section(shstrndx, unused, names, names_size)) return r;
+  for (uint16_t i = 0; i < shnum; ++i) {
+    uint32_t name = 0;
+    uint64_t at = 0, size = 0;
+    if (!section(i, name, at, size) || name >= names_size) continue;
+    const char* text = cubin.data() + names + name;
+    if (strnlen(text, names_size - name) != 8 || std::memcmp(text, ".nv.info", 8) != 0) continue;
+    // Attributes: format byte, attribute byte, then a u16 value (formats 1-3) or a u16 size and
+    // that many bytes (format 4, EIFMT_SVAL). REGCOUNT (0x2f) and FRAME_SIZE (0x11) are SVALs of
+    // (u32 symbol, u32 value), one per kernel: the program has one, the largest is taken anyway.
+    for (uint64_t p = at, end = at + size; p + 4 <= end;) {
+      const auto format = static_cast<uint8_t>(cubin[p]), attribute = static_cast<uint8_t>(cubin[p + 1]);
+      if (format < 1 || format > 4) break;
+      uint16_t length = 0;
+      if (format == 4 && !read_at(cubin, p + 2, length)) break;
+      const uint64_t value_at = p + 4, next = value_at + (format == 4 ? length : 0);
+      if (next > end) break;
+      uint32_t value = 0;
+      if (format == 4 && length == 8 && read_at(cubin, value_at + 4, value)) {
+        if (attribute == 0x2f) r.registers = std::max(r.registers, static_cast<int>(value));
+        if (attribute == 0x11) r.stack_bytes = std::max(r.stack_bytes, static_cast<int>(value));
+      }
+      p = next;
+    }
+  }
+  return r;
+}
+
+ptxas_report cuda_resources(const std::string& log, const std::string& cubin) {
+  ptxas_report r = parse_ptxas_report(log);
+  if (r.registers > 0) return r;
+  return cubin_resources(cubin);
 }
 
 std::string ptxas_performance_warning(const std::string& log) {
@@ -118,7 +183,7 @@ compile_result compile_cubin(const std::string& source, const std::string& arch,
     result.log = nvrtcGetErrorString(rc);
   }
   nvrtcDestroyProgram(&program);
-  const auto report = parse_ptxas_report(result.log);  // (read_resources in cache.cpp, for hits)
+  const auto report = cuda_resources(result.log, result.cubin);  // (read_resources in cache.cpp, for hits)
   result.registers = report.registers;
   result.spill_bytes = report.spill_bytes;
   result.stack_bytes = report.stack_bytes;

@@ -22,6 +22,14 @@ struct ptxas_report {
   int registers = 0, spill_bytes = 0, stack_bytes = 0;
 };
 ptxas_report parse_ptxas_report(const std::string& log);
+/// Registers and stack frame bytes as the cubin itself records them (EIATTR_REGCOUNT and
+/// EIATTR_FRAME_SIZE in its .nv.info section); spill_bytes stays 0, the cubin does not say. All
+/// zero for anything that is not such an ELF image (never throws, never reads out of bounds).
+ptxas_report cubin_resources(const std::string& cubin);
+/// ptxas's report from the log, or, when the log has none, what the cubin records. The log can
+/// lack it: with a driver installed, NVRTC answers a compile it has seen before from the driver's
+/// compute cache (~/.nv/ComputeCache), ptxas does not run and -v prints nothing.
+ptxas_report cuda_resources(const std::string& log, const std::string& cubin);
 /// ptxas's "Potential Performance Loss" note, shortened ("ptxas: wgmma.mma_async instructions are
 /// serialized due to insufficient register resources"); empty when there is none.
 std::string ptxas_performance_warning(const std::string& log);
