@@ -80,17 +80,24 @@ class parsing(unittest.TestCase):
 
 
 class table(unittest.TestCase):
-    def files(self, screen_ms, exhaustive_ms):
+    SCREEN, EXHAUSTIVE = "m192_n128_w16_s3_k7", "m128_n128_w12_s2_k7"
+
+    def files(self, screen_ms, exhaustive_ms, side):
+        # side: (screen/exhaustive in the A,B run, in the B,A run), both winners measured in one process
+        ab, ba = side
         return {"p.csv": PEERS,
-                "cold.csv": results([("hopper", "m192_n128_w16_s3_k7", screen_ms, 1)]),
-                "ex.csv": results([("hopper", "m128_n128_w12_s2_k7", exhaustive_ms, 1)])}
+                "cold.csv": results([("hopper", self.SCREEN, screen_ms, 1)]),
+                "ex.csv": results([("hopper", self.EXHAUSTIVE, exhaustive_ms, 1)]),
+                "ab.csv": results([("hopper", self.SCREEN, 0.2 * ab, 1), ("hopper", self.EXHAUSTIVE, 0.2, 2)]),
+                "ba.csv": results([("hopper", self.EXHAUSTIVE, 0.2, 1), ("hopper", self.SCREEN, 0.2 * ba, 2)])}
 
-    def line(self, causal="0", cold_s="6.50", cold_rc="0", second_s="0.38", from_db="1", ex_rc="0"):
+    def line(self, causal="0", cold_s="6.50", cold_rc="0", second_s="0.38", from_db="1", ex_rc="0",
+             side="ab.csv;ba.csv"):
         return "\t".join(["16,16,1024,64", causal, "p.csv", cold_s, cold_rc, "cold.csv", second_s, "0", from_db,
-                          "ex.csv", ex_rc])
+                          "ex.csv", ex_rc, side])
 
-    def rows(self, lines, screen_ms=0.1650, exhaustive_ms=0.1640):
-        files = self.files(screen_ms, exhaustive_ms)
+    def rows(self, lines, screen_ms=0.1650, exhaustive_ms=0.1640, side=(1.004, 1.002)):
+        files = self.files(screen_ms, exhaustive_ms, side)
 
         def read(path):
             if path not in files:
@@ -103,6 +110,7 @@ class table(unittest.TestCase):
         self.assertEqual(r["triton_s"], 21.4)
         self.assertAlmostEqual(r["ratio"], 6.5 / 21.4)
         self.assertAlmostEqual(r["diff"], 100 * (0.1650 / 0.1640 - 1))
+        self.assertAlmostEqual(r["same_run"], 100 * ((1.004 * 1.002) ** 0.5 - 1))
         self.assertTrue(r["second_ok"])
         self.assertEqual(r["notes"], [])
         text = tuning_bar.format_table([r])
@@ -112,10 +120,34 @@ class table(unittest.TestCase):
         self.assertIn("hopper m192_n128_w16_s3_k7 0.1650", row)
         self.assertIn("hopper m128_n128_w12_s2_k7 0.1640", row)
         self.assertIn("+0.61", row)
+        self.assertIn("+0.30", row)
         self.assertNotIn("MISSED", text)
 
+    def test_side_by_side_decides_not_the_two_processes_medians(self):
+        # Two processes 2.4% apart (the screening's faster), side by side 1.5% slower: missed.
+        (r,) = self.rows([self.line()], screen_ms=0.923, exhaustive_ms=0.9456, side=(1.016, 1.014))
+        self.assertLess(r["diff"], -2)
+        self.assertAlmostEqual(r["same_run"], 100 * ((1.016 * 1.014) ** 0.5 - 1))
+        self.assertEqual(tuning_bar.format_table([r]).splitlines()[3].count("MISSED"), 1)
+        # ... and 1.2% slower in two processes, 0.3% side by side: met.
+        (r,) = self.rows([self.line()], screen_ms=1.018, exhaustive_ms=1.006, side=(1.004, 1.002))
+        self.assertNotIn("MISSED", tuning_bar.format_table([r]))
+
+    def test_the_same_config_needs_no_side_by_side_and_its_absence_is_said(self):
+        files = self.files(0.1650, 0.1640, (1, 1))
+        files["ex.csv"] = results([("hopper", self.SCREEN, 0.1640, 1)])
+        (r,) = tuning_bar.table_rows([self.line(side="")], lambda p: files[p])
+        self.assertEqual(r["same_run"], 0.0)
+        self.assertEqual(r["notes"], [])
+        (r,) = self.rows([self.line(side="")])
+        self.assertIsNone(r["same_run"])
+        self.assertIn("the two winners were not measured side by side", r["notes"])
+        self.assertIn("note: 16,16,1024,64: the two winners were not measured side by side",
+                      tuning_bar.format_table([r]))
+
     def test_each_bar_missed_says_missed(self):
-        (r,) = self.rows([self.line(causal="1", cold_s="7.00", second_s="0.61")], screen_ms=0.170, exhaustive_ms=0.160)
+        (r,) = self.rows([self.line(causal="1", cold_s="7.00", second_s="0.61")], screen_ms=0.170, exhaustive_ms=0.160,
+                         side=(1.03, 1.05))
         self.assertAlmostEqual(r["ratio"], 7.0 / 18.9)  # the causal row's Triton time
         self.assertFalse(r["second_ok"])
         row = tuning_bar.format_table([r]).splitlines()[3]
@@ -133,7 +165,7 @@ class table(unittest.TestCase):
         text = tuning_bar.format_table([r])
         self.assertIn("note: 16,16,1024,64: cold run exited 4", text)
         self.assertIn("note: 16,16,1024,64: exhaustive run exited 1", text)
-        with self.assertRaisesRegex(ValueError, "expected 11 tab-separated fields"):
+        with self.assertRaisesRegex(ValueError, "expected 12 tab-separated fields"):
             self.rows(["16,16,1024,64\t0"])
 
 
@@ -150,7 +182,14 @@ with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "calls.txt"),
     f.write(" ".join(a) + " | ATTN_TUNE_DB=" + str(db) + "\n")
 if "sweep" in a:
     open(out, "w").write("x\n"); print("sweep done: 12 shapes tuned, 0 failed, 1.0 s"); sys.exit(0)
+if "--configs" in a:  # side by side: the screening's winner (k7) 0.6% slower than the exhaustive's (k5)
+    ms = {"m128_n128_w12_s2_k7": 0.2012, "m128_n128_w12_s2_k5": 0.2}
+    rows = [f"4,fake,hopper,{c},ok,{ms[c]},{1 + (c != min(ms, key=ms.get))}" for c in value("--configs").split(",")]
+    open(out, "w").write("schema_version,device,family,config,status,median_ms,rank\n" + "\n".join(rows) +
+                         f"\n#end,rows={len(rows)},xxh3=0\n")
+    sys.exit(0)
 ms = 0.2 if "--search" in a else 0.201
+config = "m128_n128_w12_s2_k5" if "--search" in a else "m128_n128_w12_s2_k7"
 if db and "--no-db" not in a and os.path.exists(db):
     print("from the database, tuned 2026-12-01 00:00:00 (attn-tune 0.0-fake, entry 1); --retune to measure again")
 else:
@@ -158,7 +197,7 @@ else:
     print("compiled 2 variants (0 from cache) in 0.1 s; total 0.2 s")
     if db and "--no-db" not in a: open(db, "w").write("db")
 open(out, "w").write("schema_version,device,family,config,status,median_ms,rank\n"
-                     f"4,fake,hopper,m128_n128_w12_s2_k7,ok,{ms},1\n#end,rows=1,xxh3=0\n")
+                     f"4,fake,hopper,{config},ok,{ms},1\n#end,rows=1,xxh3=0\n")
 '''
 
 FAKE_PEERS = r'''#!/usr/bin/env python3
@@ -207,17 +246,18 @@ class script(unittest.TestCase):
         lines = [l for l in out.splitlines() if l.startswith(("4,32,4096,128", "16,16,1024,64"))]
         self.assertEqual(len(lines), 4, out)
         for l in lines:
-            self.assertTrue(l.rstrip().endswith("+0.50     ok"), l)  # wall times: this machine's, not checked
+            self.assertTrue(l.rstrip().endswith("+0.50   +0.60     ok"), l)  # wall times: this machine's, not checked
             self.assertIn("hopper m128_n128_w12_s2_k7 0.2010", l)
-            self.assertIn("hopper m128_n128_w12_s2_k7 0.2000", l)
-            self.assertIn("+0.50", l)
+            self.assertIn("hopper m128_n128_w12_s2_k5 0.2000", l)
         self.assertIn("summed over 12 of its 12 rows: 246.0 s; ratio", out)  # six shapes, 20 + 21 s each
         with open(os.path.join(log, "table.txt")) as f:
             self.assertIn("shape", f.read())
         with open(os.path.join(self.root, "build-gpu", "calls.txt")) as f:
             calls = f.read().splitlines()
         cold = [c for c in calls if "--shape 16,16,1024,64 --causal" in c]
-        self.assertEqual(len(cold), 3, calls)  # cold, second, exhaustive
+        self.assertEqual(len(cold), 5, calls)  # cold, second, exhaustive, the two winners side by side twice
+        self.assertIn("--family hopper --configs m128_n128_w12_s2_k7,m128_n128_w12_s2_k5", cold[3])
+        self.assertIn("--configs m128_n128_w12_s2_k5,m128_n128_w12_s2_k7", cold[4])
         self.assertIn("--cache-dir " + os.path.join(log, "16x16x1024x64-causal", "cache"), cold[0])
         self.assertIn("ATTN_TUNE_DB=" + os.path.join(log, "16x16x1024x64-causal", "tuned.sqlite"), cold[0])
         self.assertIn("--search exhaustive --no-db", cold[2])
@@ -234,7 +274,7 @@ class script(unittest.TestCase):
         self.assertNotIn("sweep", p.stdout)
         self.assertFalse(any("sweep" in c for c in self.calls()))
         self.assertEqual(sorted(f for f in os.listdir(log) if f.startswith("peers-") and f.endswith(".csv")),
-                         ["peers-16,16,1024,64.csv", "peers-4,32,4096,128.csv"])
+                         ["peers-16x16x1024x64.csv", "peers-4x32x4096x128.csv"])
 
     def test_sweep_only_runs_the_sweep_and_peers_for_every_shape(self):
         log = os.path.join(self.root, "log")
