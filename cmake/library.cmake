@@ -120,7 +120,7 @@ if(ATTN_TUNE_TESTS)
   add_test(NAME cli_help_lists_bundle
            COMMAND ${EXPECT_OUTPUT} "bundle|Write a deployment bundle" $<TARGET_FILE:attn-tune> --help)
   add_test(NAME cli_help_bundle
-           COMMAND ${EXPECT_OUTPUT} "--table|--arch|--out|--force|--cache-dir|--no-cache|sm_90a|attn-tune export"
+           COMMAND ${EXPECT_OUTPUT} "--table|--device-name|tuned.sqlite|--arch|--out|--force|--cache-dir|--no-cache|sm_90a|attn-tune export"
                    $<TARGET_FILE:attn-tune> bundle --help)
   add_test(NAME cli_error_bundle_not_first
            COMMAND ${EXPECT} 2 "'bundle' must come first" $<TARGET_FILE:attn-tune> -q bundle --table x --out y)

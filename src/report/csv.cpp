@@ -213,13 +213,7 @@ std::string csv_row(const record& r) {
 }
 
 void write_csv(const std::string& path, const std::vector<record>& rows) {
-  std::string text;
-  const auto& columns = csv_columns();
-  for (size_t i = 0; i < columns.size(); ++i) text += (i ? "," : "") + columns[i];
-  text += '\n';
-  for (const record& r : rows) text += csv_row(r) + '\n';
-  text += csv_trailer(text, rows.size());
-  write_file_atomically(path, text);
+  write_file_atomically(path, csv_file_text(rows));
 }
 
 namespace {
@@ -310,6 +304,12 @@ std::string csv_text(const std::vector<record>& rows) {
   out += '\n';
   for (const record& r : rows) out += csv_row(r) + '\n';
   return out;
+}
+
+std::string csv_file_text(const std::vector<record>& rows) {
+  std::string text = csv_text(rows);
+  text += csv_trailer(text, rows.size());
+  return text;
 }
 
 }  // namespace attn

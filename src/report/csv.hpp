@@ -32,5 +32,7 @@ std::vector<record> read_csv_file_text(const std::string& file_text, const std::
 std::vector<record> read_csv_text(const std::string& text, const std::string& origin);
 /// Header + rows, as write_csv writes them.
 std::string csv_text(const std::vector<record>& rows);
+/// The whole file write_csv writes: csv_text and its end line.
+std::string csv_file_text(const std::vector<record>& rows);
 
 }  // namespace attn

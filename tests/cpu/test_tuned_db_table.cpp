@@ -3,13 +3,16 @@
 // it never changes the file.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include <fmt/format.h>
 
+#include "cli/commands.hpp"
 #include "db/sqlite.hpp"
 #include "db/tuned_db.hpp"
 #include "db/tuning_key.hpp"
+#include "library/bundle.hpp"
 #include "library/errors.hpp"
 #include "library/tuned_db_table.hpp"
 #include "temp_dir.hpp"
@@ -179,7 +182,7 @@ TEST(TunedDbTable, ForeignOrBrokenFilesAreNamed) {
     EXPECT_NE(std::string(e.what()).find(fmt::format("'{}' is not an attn-tune database", junk)), std::string::npos)
         << e.what();
   }
-  // `attn-tune bundle` reads table files only, and says what to do with a database.
+  // tuned_table::load reads table files only, and says what to do with a database.
   try {
     tuned_table::load(other);
     FAIL() << "no error";
@@ -188,6 +191,44 @@ TEST(TunedDbTable, ForeignOrBrokenFilesAreNamed) {
               std::string::npos)
         << e.what();
   }
+}
+
+// `attn-tune bundle --table DB`: one device's newest tuning of each shape, its winner as an exact
+// tuned shape, with its cubin (NVRTC, no GPU); a database of several devices needs --device-name.
+TEST(TunedDbTable, BundledStraightFromTheDatabase) {
+  temp_dir dir;
+  const std::string db = dir / "tuned.sqlite";
+  device_desc a100;
+  a100.name = "NVIDIA A100-SXM4-80GB", a100.cc_major = 8, a100.cc_minor = 0, a100.sm_count = 108;
+  // Rows as a tuning stores them: with their device and shape.
+  auto tuned_on = [](const device_desc& d, std::vector<record> rows) {
+    for (auto& r : rows) r.device = d, r.shape = shape_of("1,8,512,64");
+    return rows;
+  };
+  put(db, key_of(h200(), "1,8,512,64", "screen"), tuned_on(h200(), won_by("fa2", "m128_n64_w4_s2", 0.1)));
+  const std::string out = dir / "model.attnb";
+  ASSERT_EQ(make_bundle(db, "sm_90a", out, "", false), 0);
+  const bundle b = parse_bundle(slurp(out), out);
+  EXPECT_NE(b.table.find("m128_n64_w4_s2"), std::string::npos) << b.table;
+  EXPECT_TRUE(std::any_of(b.kernels.begin(), b.kernels.end(),
+                          [](const bundle_kernel& k) { return k.family == "fa2" && k.config == "m128_n64_w4_s2"; }));
+  // The table it carries answers the tuned shape with the tuned config.
+  const tuned_table t = tuned_table::parse(b.table, out);
+  const auto c = t.candidates(h200(), shape_of("1,8,512,64"));
+  ASSERT_FALSE(c.empty());
+  EXPECT_EQ(c[0].source, choice_source::tuned);
+  EXPECT_EQ(name(c[0].config), "m128_n64_w4_s2");
+
+  put(db, key_of(a100, "1,8,512,64", "screen"), tuned_on(a100, won_by("fa2", "m64_n64_w4_s3", 0.2)));
+  try {
+    make_bundle(db, "sm_90a", dir / "two.attnb", "", false);
+    FAIL() << "no error";
+  } catch (const invalid_input& e) {
+    EXPECT_NE(std::string(e.what()).find("--device-name"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(std::filesystem::exists(dir / "two.attnb"));
+  EXPECT_EQ(make_bundle(db, "sm_90a", dir / "two.attnb", "", false, "NVIDIA H200"), 0);
+  EXPECT_NE(parse_bundle(slurp(dir / "two.attnb"), "two").table.find("NVIDIA H200"), std::string::npos);
 }
 
 }  // namespace
