@@ -34,11 +34,19 @@ Examples:
 Exit codes: 0 written, 2 bad input (a table that cannot be read, an --arch NVRTC cannot target or
 that the table has no entry for, an existing --out without --force), 3 a kernel does not compile.)";
 
-// A table file as it is; the tuned-results database as one device's newest tuning of each shape,
-// their winners written as a results CSV (the text the bundle carries, and what a results CSV
-// given as --table would give).
+// A table file as it is; the tuned-results database as `attn-tune export` reads it (one device's
+// newest tuning of each shape; a library context given the database itself prefers a tuning of
+// its own kernel sources, then the fastest), their winners written as a results CSV (the text the
+// bundle carries, and what that CSV given as --table would give).
 tuned_table bundle_table(const std::string& path, const std::string& device_name) {
-  if (!looks_like_sqlite(path)) return tuned_table::load(path);
+  if (!looks_like_sqlite(path)) {
+    if (!device_name.empty())
+      throw invalid_input(fmt::format("--device-name '{}': '{}' is a table file, not the tuned-results database "
+                                      "(a table's entries name their devices; --device-name picks one of a "
+                                      "database's)",
+                                      device_name, path));
+    return tuned_table::load(path);
+  }
   results_input in = read_results(path, device_name);
   for (const auto& note : in.notes) fmt::print(stderr, "note: {}\n", note);
   std::vector<record> winners;
@@ -78,7 +86,7 @@ int run_bundle_main(int argc, char** argv) {
   app.add_option("--table", table,
                  "Tuned table: an export of `attn-tune export` (CSV or JSON), or a results CSV of attn-tune or "
                  "of a sweep (its rank-1 rows become exact tuned shapes), or the tuned-results database (SQLite; "
-                 "one device's newest tuning of each shape)")
+                 "read as attn-tune export reads it: one device's newest tuning of each shape)")
       ->required();
   app.add_option("--device-name", device_name,
                  "With a database that holds several devices' tunings: the device whose tunings to bundle, e.g. "

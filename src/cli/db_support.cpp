@@ -42,7 +42,7 @@ void remember(tuned_db& db, const tuning_key& key, const std::vector<record>& re
 results_input read_results(const std::string& path, const std::string& device_name) {
   results_input in;
   if (looks_like_sqlite(path)) {
-    const tuned_db db = tuned_db::open(path);
+    const tuned_db db = tuned_db::open_read_only(path);  // export, check and bundle never write it
     entry_choice chosen = choose_entries(db.list(), device_name, path);
     for (int64_t id : chosen.ids) {
       auto e = db.get(id);

@@ -27,7 +27,8 @@ struct results_input {
   std::vector<std::string> notes;  ///< what was left out (other devices, older tunings of a shape)
 };
 /// Records of one device (db/entry_choice.hpp: `device_name`, else the only one) from a results CSV
-/// or, when the file is an SQLite database, from its entries, of each shape only the newest.
+/// or, when the file is an SQLite database, from its entries, of each shape only the newest. The
+/// database is opened read-only (never created, migrated or written).
 results_input read_results(const std::string& path, const std::string& device_name);
 /// "from the database, tuned <date>; --retune to measure again" and what the entry says.
 std::string from_db_note(const tuning_entry& e);

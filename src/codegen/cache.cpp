@@ -115,10 +115,20 @@ cached_compile compile_with_cache(const compile_cache& cache, const std::string&
   const std::string k = cache.key(source, arch, options, b);
   if (auto hit = cache.load(k)) {
     read_resources(*hit, b);
-    // Registers from ptxas's report or the cubin itself; an entry with neither cannot be trusted.
-    if (b == backend::hip || hit->registers > 0) return {std::move(*hit), true};
-    fmt::print(stderr, "warning: cache entry '{}' records no register count: compiling it again\n",
-               cache.entry_path(k));
+    if (b == backend::hip) return {std::move(*hit), true};
+    // An entry written while the driver's compute cache answered ptxas has no report in its log.
+    // With that cache off in this process (attn-tune's default) compiling again brings the report
+    // (spills, "Potential Performance Loss") back; with it on, the cubin's numbers serve (spills
+    // then read 0). An entry with no register count at all cannot be trusted.
+    const bool reported = parse_ptxas_report(hit->log).registers > 0;
+    const char* off = std::getenv("CUDA_CACHE_DISABLE");
+    const bool driver_cache_off = off && std::string(off) == "1";
+    if (hit->registers > 0 && (reported || !driver_cache_off)) return {std::move(*hit), true};
+    if (!cache.said_reportless()->exchange(true))
+      fmt::print(stderr,
+                 "note: cache entries without ptxas's report (written while the CUDA driver's compute cache "
+                 "answered NVRTC) are compiled again, e.g. '{}'\n",
+                 cache.entry_path(k));
   }
   cached_compile out{b == backend::cuda ? compile_cubin(source, arch, options, cache.kernels())
                                         : compile_code_object(source, arch, options, cache.kernels()),

@@ -40,12 +40,15 @@ class compile_cache {
   std::string entry_path(const std::string& key) const;
   const std::string& dir() const { return m_dir; }
   const kernel_sources& kernels() const { return m_kernels; }
+  /// Whether this cache said its note on entries without ptxas's report (said once).
+  std::atomic<bool>* said_reportless() const { return m_said_reportless.get(); }
 
  private:
   std::string m_dir;
   kernel_sources m_kernels;
   std::string m_sources_digest;  ///< XXH3-128 of every kernel file's name and text
   std::shared_ptr<std::atomic<bool>> m_said_unwritable = std::make_shared<std::atomic<bool>>(false);
+  std::shared_ptr<std::atomic<bool>> m_said_reportless = std::make_shared<std::atomic<bool>>(false);
 };
 
 /// Compiles through the cache: a hit costs no compile (milliseconds = 0, cached = true).

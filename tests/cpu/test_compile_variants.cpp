@@ -4,7 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <cstdlib>
 #include <map>
+#include <optional>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -198,11 +200,27 @@ TEST(compile_cache, an_entry_whose_log_lacks_the_report_is_used_with_the_cubins_
   ASSERT_GT(registers, 0);
   compiled.log = "(the driver's compute cache answered: no ptxas report)";
   cache.store(cache.key(source, "sm_90a", options, backend::cuda), compiled);
+  const char* before = std::getenv("CUDA_CACHE_DISABLE");
+  const std::optional<std::string> saved = before ? std::optional<std::string>(before) : std::nullopt;
+  // The driver's cache on (as a library in a user's process may have it): the cubin's numbers serve.
+  setenv("CUDA_CACHE_DISABLE", "0", 1);
   ::testing::internal::CaptureStderr();
   const auto hit = compile_with_cache(cache, source, "sm_90a", options, backend::cuda);
   EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
   EXPECT_TRUE(hit.cached);
   EXPECT_EQ(hit.result.registers, registers);
+  // Off (attn-tune's default): compiled again, once said, and the report is back in the entry.
+  setenv("CUDA_CACHE_DISABLE", "1", 1);
+  ::testing::internal::CaptureStderr();
+  const auto again = compile_with_cache(cache, source, "sm_90a", options, backend::cuda);
+  const std::string said = ::testing::internal::GetCapturedStderr();
+  EXPECT_FALSE(again.cached);
+  EXPECT_NE(said.find("cache entries without ptxas's report"), std::string::npos) << said;
+  EXPECT_GT(parse_ptxas_report(again.result.log).registers, 0);
+  const auto third = compile_with_cache(cache, source, "sm_90a", options, backend::cuda);
+  EXPECT_TRUE(third.cached);
+  if (saved) setenv("CUDA_CACHE_DISABLE", saved->c_str(), 1);
+  else unsetenv("CUDA_CACHE_DISABLE");
 }
 
 TEST(compile_errors, are_recorded_not_thrown) {
@@ -220,6 +238,14 @@ TEST(ptxas_report, parses_registers_and_spills) {
   EXPECT_EQ(r.registers, 255);
   EXPECT_EQ(r.spill_bytes, 376);
   EXPECT_EQ(r.stack_bytes, 8);
+}
+
+TEST(ptxas_report, of_several_kernels_the_largest_as_the_cubin_reader) {
+  const auto r = parse_ptxas_report(
+      "ptxas info    : Used 40 registers, used 0 barriers\nptxas         .     16 bytes stack frame\n"
+      "ptxas info    : Used 72 registers, used 1 barriers\nptxas         .     8 bytes stack frame\n");
+  EXPECT_EQ(r.registers, 72);
+  EXPECT_EQ(r.stack_bytes, 16);
 }
 
 TEST(ptxas_report, keeps_the_performance_warning) {

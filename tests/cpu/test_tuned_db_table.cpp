@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 
 #include <fmt/format.h>
 
@@ -228,7 +229,28 @@ TEST(TunedDbTable, BundledStraightFromTheDatabase) {
   }
   EXPECT_FALSE(std::filesystem::exists(dir / "two.attnb"));
   EXPECT_EQ(make_bundle(db, "sm_90a", dir / "two.attnb", "", false, "NVIDIA H200"), 0);
-  EXPECT_NE(parse_bundle(slurp(dir / "two.attnb"), "two").table.find("NVIDIA H200"), std::string::npos);
+  const std::string two = parse_bundle(slurp(dir / "two.attnb"), "two").table;
+  EXPECT_NE(two.find("m128_n64_w4_s2"), std::string::npos) << two;
+  EXPECT_EQ(two.find("m64_n64_w4_s3"), std::string::npos) << two;  // the A100's winner is left out
+
+  // Of two tunings of one shape (another space), the newer one's winner.
+  tuned_db::open(db).put(key_of(h200(), "1,8,512,64", "exhaustive"),
+                         tuned_on(h200(), won_by("fa2", "m64_n64_w4_s2", 0.09)), "2026-02-01 00:00:00");
+  EXPECT_EQ(make_bundle(db, "sm_90a", dir / "newer.attnb", "", false, "NVIDIA H200"), 0);
+  const std::string newer = parse_bundle(slurp(dir / "newer.attnb"), "newer").table;
+  EXPECT_NE(newer.find("m64_n64_w4_s2"), std::string::npos) << newer;
+  EXPECT_EQ(newer.find("m128_n64_w4_s2"), std::string::npos) << newer;
+
+  // --device-name picks a database's device; with a table file it is refused, not ignored.
+  const std::string csv = dir / "table.csv";
+  std::ofstream(csv) << slurp(ATTN_TUNE_SOURCE_DIR "/tests/data/library_export.csv");
+  try {
+    make_bundle(csv, "sm_90a", dir / "csv.attnb", "", false, "NVIDIA H200");
+    FAIL() << "no error";
+  } catch (const invalid_input& e) {
+    EXPECT_NE(std::string(e.what()).find("is a table file, not the tuned-results database"), std::string::npos)
+        << e.what();
+  }
 }
 
 }  // namespace

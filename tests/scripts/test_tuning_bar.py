@@ -141,9 +141,28 @@ class table(unittest.TestCase):
         self.assertEqual(r["notes"], [])
         (r,) = self.rows([self.line(side="")])
         self.assertIsNone(r["same_run"])
-        self.assertIn("the two winners were not measured side by side", r["notes"])
-        self.assertIn("note: 16,16,1024,64: the two winners were not measured side by side",
-                      tuning_bar.format_table([r]))
+        self.assertEqual(r["decider"], r["diff"])  # the two processes' diff decides, and the note says so
+        note = ("the two winners were not measured side by side (no side-by-side run (it failed, or "
+                "tuning_bar.sh predates it)): the two processes' diff decides")
+        self.assertIn(note, r["notes"])
+        self.assertIn("note: 16,16,1024,64: " + note, tuning_bar.format_table([r]))
+
+    def test_a_line_from_before_the_side_by_side_column_still_reads(self):
+        (r,) = self.rows([self.line().rsplit("\t", 1)[0]])  # 11 fields, as calls 11 and 15 wrote
+        self.assertIsNone(r["same_run"])
+        self.assertAlmostEqual(r["decider"], r["diff"])
+        self.assertNotIn("MISSED", tuning_bar.format_table([r]))
+
+    def test_winners_of_two_families_are_said(self):
+        files = self.files(0.1650, 0.1640, (1, 1))
+        files["ex.csv"] = results([("fa2", self.EXHAUSTIVE, 0.1640, 1)])
+        (r,) = tuning_bar.table_rows([self.line(side="")], lambda p: files[p])
+        self.assertTrue(any("the winners are of two families" in n for n in r["notes"]), r["notes"])
+
+    def test_a_zero_median_is_a_note_not_a_crash(self):
+        (r,) = self.rows([self.line()], side=(0.0, 1.0))
+        self.assertIsNone(r["same_run"])
+        self.assertTrue(any(n.startswith("side by side: a median of 0.0") for n in r["notes"]), r["notes"])
 
     def test_each_bar_missed_says_missed(self):
         (r,) = self.rows([self.line(causal="1", cold_s="7.00", second_s="0.61")], screen_ms=0.170, exhaustive_ms=0.160,
@@ -294,6 +313,9 @@ class script(unittest.TestCase):
         self.assertEqual(p.returncode, 2)
         self.assertIn("exclude each other", p.stderr)
         self.assertFalse(os.path.exists(os.path.join(self.root, "log")))
+        p = self.run_script("--rows-only", "--sweep-triton", os.path.join(self.root, "log"))
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("--rows-only runs no sweep", p.stderr)
 
     def test_a_log_folder_in_use_is_refused_and_kept(self):
         log = os.path.join(self.root, "used")

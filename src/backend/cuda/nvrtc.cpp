@@ -23,6 +23,13 @@ int sum_matches(const std::string& log, const std::regex& re) {
   return total;
 }
 
+int max_match(const std::string& log, const std::regex& re) {
+  int largest = 0;
+  for (auto it = std::sregex_iterator(log.begin(), log.end(), re); it != std::sregex_iterator(); ++it)
+    largest = std::max(largest, std::stoi((*it)[1].str()));
+  return largest;
+}
+
 int arch_number(const std::string& arch) {
   static const std::regex re(R"(sm_(\d+)a?)");
   std::smatch m;
@@ -38,16 +45,15 @@ void trim_log(std::string& log) {
 }
 
 ptxas_report parse_ptxas_report(const std::string& log) {
-  // One kernel per program, so the numbers of its (single) function are the program's.
+  // One kernel per variant; the support module has several: its largest counts.
   static const std::regex regs(R"(Used (\d+) registers)");
   static const std::regex stores(R"((\d+) bytes spill stores)");
   static const std::regex loads(R"((\d+) bytes spill loads)");
   static const std::regex stack(R"((\d+) bytes stack frame)");
   ptxas_report r;
-  std::smatch m;
-  if (std::regex_search(log, m, regs)) r.registers = std::stoi(m[1].str());
+  r.registers = max_match(log, regs);  // the largest of the program's kernels, as cubin_resources
   r.spill_bytes = sum_matches(log, stores) + sum_matches(log, loads);
-  if (std::regex_search(log, m, stack)) r.stack_bytes = std::stoi(m[1].str());
+  r.stack_bytes = max_match(log, stack);
   return r;
 }
 
