@@ -70,7 +70,12 @@ def head_to_head_percent(texts, screen_config, exhaustive_config):
     """How much slower (%) the screening's winner is than the exhaustive search's, measured side by
     side in one process: the geometric mean over the runs (one in each order, so that a clock that
     drifts during a run cancels) of median(screen) / median(exhaustive)."""
-    ratios = [median_of(t, screen_config) / median_of(t, exhaustive_config) for t in texts]
+    ratios = []
+    for t in texts:
+        screen, exhaustive = median_of(t, screen_config), median_of(t, exhaustive_config)
+        if screen <= 0 or exhaustive <= 0:
+            raise ValueError(f"a median of {screen} or {exhaustive} ms cannot be compared")
+        ratios.append(screen / exhaustive)
     return 100.0 * (math.prod(ratios) ** (1.0 / len(ratios)) - 1.0)
 
 
@@ -117,6 +122,8 @@ def table_rows(lines, read_file=read):
         if not line.strip():
             continue
         fields = line.rstrip("\n").split("\t")
+        if len(fields) == len(COLUMNS) - 1:  # written before head_to_head (calls 11 and 15)
+            fields.append("")
         if len(fields) != len(COLUMNS):
             raise ValueError(f"expected {len(COLUMNS)} tab-separated fields, got {len(fields)}: '{line.strip()}'")
         m = dict(zip(COLUMNS, fields))
@@ -148,15 +155,20 @@ def table_rows(lines, read_file=read):
                        if row["screen"] and row["exhaustive"] else None)
         # The bar's verdict: side by side when the winners differ (two processes' medians differ by
         # the clock's moves, up to 2-3% on a power-capped H200), else the same config: 0.
-        row["same_run"] = None
+        # Without it (winners of two families, a failed run): the two processes' diff decides, said.
+        row["same_run"], row["decider"] = None, None
         if row["screen"] and row["exhaustive"]:
             if row["screen"][:2] == row["exhaustive"][:2]:
                 row["same_run"] = 0.0
             elif m["head_to_head"]:
-                row["same_run"] = attempt("head to head", lambda: head_to_head_percent(
+                row["same_run"] = attempt("side by side", lambda: head_to_head_percent(
                     [read_file(p) for p in m["head_to_head"].split(";")], row["screen"][1], row["exhaustive"][1]))
             else:
-                row["notes"].append("the two winners were not measured side by side")
+                why = ("the winners are of two families" if row["screen"][0] != row["exhaustive"][0]
+                       else "no side-by-side run (it failed, or tuning_bar.sh predates it)")
+                row["notes"].append(f"the two winners were not measured side by side ({why}): the two processes' "
+                                    "diff decides")
+        row["decider"] = row["same_run"] if row["same_run"] is not None else row["diff"]
         row["second_ok"] = row["second_s"] is not None and row["second_s"] < SECOND_RUN_BAR_S and \
             m["second_from_db"] == "1"
         out.append(row)
@@ -185,7 +197,7 @@ def format_table(rows):
             f"{('-' if r['ratio'] is None else verdict(r['ratio'] <= COLD_RATIO_BAR)):>6} "
             f"{num(r['second_s'], '.2f'):>6} {verdict(r['second_ok']):>6}  {pick(r['screen']):<36} "
             f"{pick(r['exhaustive']):<36} {num(r['diff'], '+.2f'):>7} {num(r['same_run'], '+.2f'):>7} "
-            f"{('-' if r['same_run'] is None else verdict(r['same_run'] <= WINNER_BAR_PERCENT)):>6}")
+            f"{('-' if r['decider'] is None else verdict(r['decider'] <= WINNER_BAR_PERCENT)):>6}")
     for r in rows:
         for n in r["notes"]:
             lines.append(f"note: {r['shape']}{' causal' if r['causal'] else ''}: {n}")

@@ -47,6 +47,10 @@ if [ "$rows" = 0 ] && [ "$sweep" = 0 ]; then
   echo "tuning_bar.sh: --rows-only and --sweep-only exclude each other (give neither for both parts)" >&2
   exit 2
 fi
+if [ "$sweep" = 0 ] && [ "$sweep_triton" = 1 ]; then
+  echo "tuning_bar.sh: --sweep-triton measures the sweep's shapes, and --rows-only runs no sweep" >&2
+  exit 2
+fi
 bin=build-gpu/attn-tune peers=.peers/peers.py helper=scripts/tuning_bar.py sweep_file=sweeps/yardstick.csv
 shapes=("4,32,4096,128" "16,16,1024,64")
 [ -x "$bin" ] || { echo "tuning_bar.sh: no $bin: run from the repository root after 'bash scripts/device_build.sh build-gpu'" >&2; exit 2; }
@@ -119,7 +123,9 @@ if [ "$rows" = 1 ]; then
       side=""
       read -r sf sc _ <<< "$(python3 "$helper" winner "$d/cold.csv" 2> /dev/null)"
       read -r ef ec _ <<< "$(python3 "$helper" winner "$d/exhaustive.csv" 2> /dev/null)"
-      if [ -n "$sc" ] && [ -n "$ec" ] && [ "$sf" != "$ef" ]; then
+      if [ "$cold_rc" != 0 ] || [ "$exhaustive_rc" != 0 ]; then
+        :  # a failed run's winner is not compared (the table says why)
+      elif [ -n "$sc" ] && [ -n "$ec" ] && [ "$sf" != "$ef" ]; then
         say "$tag: the winners are of two families ($sf, $ef): not measured side by side"
       elif [ -n "$sc" ] && [ -n "$ec" ] && [ "$sc" != "$ec" ]; then
         say "$tag: the two winners side by side ($sf $sc, $ec), in both orders"
