@@ -48,10 +48,14 @@ def triton_tune_s(text, causal, shape=None):
     raise ValueError(f"no triton-autotune row{where} with causal={int(causal)} (did peers.py run --with-triton?)")
 
 
+def result_rows(text):
+    """The rows of an attn-tune results CSV (its '#end' line left out), as dicts."""
+    return csv.DictReader(io.StringIO("\n".join(l for l in text.splitlines() if not l.startswith("#end"))))
+
+
 def winner(text):
     """(family, config, median_ms) of the rank 1 row of an attn-tune results CSV."""
-    body = "\n".join(l for l in text.splitlines() if not l.startswith("#end"))
-    for row in csv.DictReader(io.StringIO(body)):
+    for row in result_rows(text):
         if row.get("rank") == "1":
             return row["family"], row["config"], float(row["median_ms"])
     raise ValueError("no variant of rank 1 (none passed, or not an attn-tune results CSV)")
@@ -59,8 +63,7 @@ def winner(text):
 
 def median_of(text, config):
     """median_ms of the row of this config in an attn-tune results CSV."""
-    body = "\n".join(l for l in text.splitlines() if not l.startswith("#end"))
-    for row in csv.DictReader(io.StringIO(body)):
+    for row in result_rows(text):
         if row.get("config") == config and row.get("status") == "ok":
             return float(row["median_ms"])
     raise ValueError(f"no passing row of {config}")

@@ -47,10 +47,8 @@ tuned_table bundle_table(const std::string& path, const std::string& device_name
                                       device_name, path));
     return tuned_table::load(path);
   }
-  results_input in = read_results(path, device_name);
-  for (const auto& note : in.notes) fmt::print(stderr, "note: {}\n", note);
   std::vector<record> winners;
-  for (auto& r : in.records)
+  for (auto& r : read_results_noting(path, device_name))
     if (r.rank == 1) winners.push_back(std::move(r));
   if (winners.empty()) throw invalid_input(fmt::format("'{}' has no tuning with a variant that passed", path));
   return tuned_table::parse(csv_file_text(winners), path);

@@ -65,6 +65,12 @@ results_input read_results(const std::string& path, const std::string& device_na
   return in;
 }
 
+std::vector<record> read_results_noting(const std::string& path, const std::string& device_name) {
+  results_input in = read_results(path, device_name);
+  for (const auto& note : in.notes) fmt::print(stderr, "note: {}\n", note);
+  return std::move(in.records);
+}
+
 std::string from_db_note(const tuning_entry& e) {
   return fmt::format("from the database, tuned {} (attn-tune {}, entry {}); --retune to measure again",
                      e.tuned_at, e.version, e.id);

@@ -30,6 +30,8 @@ struct results_input {
 /// or, when the file is an SQLite database, from its entries, of each shape only the newest. The
 /// database is opened read-only (never created, migrated or written).
 results_input read_results(const std::string& path, const std::string& device_name);
+/// read_results' records, with a "note: ..." line on stderr for each thing left out of them.
+std::vector<record> read_results_noting(const std::string& path, const std::string& device_name);
 /// "from the database, tuned <date>; --retune to measure again" and what the entry says.
 std::string from_db_note(const tuning_entry& e);
 

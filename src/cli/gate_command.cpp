@@ -14,21 +14,10 @@
 
 namespace attn {
 
-namespace {
-
-// The input's records, with a note on stderr for each thing left out of them.
-std::vector<record> read_input(const std::string& path, const std::string& device_name) {
-  results_input in = read_results(path, device_name);
-  for (const auto& note : in.notes) fmt::print(stderr, "note: {}\n", note);
-  return std::move(in.records);
-}
-
-}  // namespace
-
 int run_export(const options& opt) {
   if (!std::filesystem::exists(opt.input)) throw invalid_input(fmt::format("export: no such file '{}'", opt.input));
   refuse_best_table(opt.input);
-  const auto entries = export_entries(best_table(read_input(opt.input, opt.device_name)));
+  const auto entries = export_entries(best_table(read_results_noting(opt.input, opt.device_name)));
   if (entries.empty()) throw invalid_input(fmt::format("'{}' has no shape with an ok variant to export", opt.input));
   const std::string text = opt.format == "json"     ? export_json(entries)
                            : opt.format == "header" ? export_header(entries, opt.input)
@@ -47,7 +36,7 @@ int run_check(const options& opt) {
   if (!std::filesystem::exists(opt.baseline))
     throw invalid_input(fmt::format("check: no such baseline '{}'", opt.baseline));
   refuse_best_table(opt.baseline);
-  const auto baseline = best_table(read_input(opt.baseline, opt.device_name));
+  const auto baseline = best_table(read_results_noting(opt.baseline, opt.device_name));
   if (baseline.empty()) throw invalid_input(fmt::format("baseline '{}' has no shape with an ok variant", opt.baseline));
   prepare_json(opt);
   for (const auto* report : {&opt.csv_report, &opt.markdown_report}) {
