@@ -134,10 +134,14 @@ if(ATTN_TUNE_TESTS)
   add_test(NAME cli_error_bundle_bad_arch
            COMMAND ${EXPECT} 2 "invalid --arch 'potato'" $<TARGET_FILE:attn-tune> bundle
                    --table ${CMAKE_SOURCE_DIR}/tests/data/library_export.csv --arch potato --out ${CMAKE_BINARY_DIR}/bad.attnb)
+  add_test(NAME cli_error_bundle_device_name_with_a_table_file
+           COMMAND ${EXPECT} 2 "is a table file, not the tuned-results database" $<TARGET_FILE:attn-tune> bundle
+                   --table ${CMAKE_SOURCE_DIR}/tests/data/library_export.csv --device-name "NVIDIA H200"
+                   --out ${CMAKE_BINARY_DIR}/bad.attnb)
   add_test(NAME cli_error_bundle_usage
            COMMAND ${EXPECT} 2 "--out is required" $<TARGET_FILE:attn-tune> bundle --table x)
   set_tests_properties(cli_error_bundle_missing_table cli_error_bundle_no_entry_for_arch cli_error_bundle_bad_arch
-                       cli_error_bundle_usage PROPERTIES LABELS cpu)
+                       cli_error_bundle_device_name_with_a_table_file cli_error_bundle_usage PROPERTIES LABELS cpu)
 
   # The install tree: install into a temporary prefix, then a consumer project finds it with
   # find_package(attn_tune) and pkg-config, builds and runs (no device needed).
