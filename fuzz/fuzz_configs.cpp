@@ -2,7 +2,7 @@
 #include "cli/option_checks.hpp"
 #include "fuzz_input.hpp"
 #include "plan/config.hpp"
-#include "plan/shape.hpp"
+#include "core/problem.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text = attn::fuzz::text_of(data, size);

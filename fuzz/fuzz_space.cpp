@@ -3,7 +3,7 @@
 #include "codegen/family.hpp"
 #include "fuzz_input.hpp"
 #include "plan/config.hpp"
-#include "plan/shape.hpp"
+#include "core/problem.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text = attn::fuzz::text_of(data, size);
@@ -16,7 +16,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (const auto* family : {&attn::fa2_family(), &attn::wgmma_family(), &attn::mfma_family()}) {
     try {
       const attn::search_space space = attn::parse_space(tokens, family->default_space);
-      attn::shape s;
+      attn::problem s;
       s.batch = 1, s.heads = 8, s.kv_heads = 8, s.q_len = s.kv_len = 1024, s.head_dim = 128;
       attn::resource_limits limits;
       size_t n = 0;

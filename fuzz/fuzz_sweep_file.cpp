@@ -1,6 +1,6 @@
 // The sweep-file reader: any bytes give rows of valid shapes or invalid_input, nothing else.
 #include "fuzz_input.hpp"
-#include "plan/shape.hpp"
+#include "core/problem.hpp"
 #include "sweep/sweep_file.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -67,8 +67,8 @@ void require_struct(const S* p, const char* name) {
                                           p->struct_size, sizeof(S)));
 }
 
-attn::shape to_shape(const attn_tune_problem& p) {
-  attn::shape s;
+attn::problem to_shape(const attn_tune_problem& p) {
+  attn::problem s;
   s.batch = p.batch;
   s.heads = p.heads;
   s.kv_heads = p.kv_heads;
@@ -87,7 +87,7 @@ attn::shape to_shape(const attn_tune_problem& p) {
   return s;
 }
 
-attn_k::fwd_params to_params(const attn::shape& s, const void* q, const void* k, const void* v, const void* o,
+attn_k::fwd_params to_params(const attn::problem& s, const void* q, const void* k, const void* v, const void* o,
                              const float* lse, const attn_tune_problem& p) {
   const attn::forward_tensors t{q, k, v, const_cast<void*>(o), const_cast<float*>(lse)};
   return attn::make_fwd_params(s, t, {p.q_strides[0], p.q_strides[1], p.q_strides[2]},
@@ -169,7 +169,7 @@ attn_tune_status attn_tune_forward(attn_tune_context* ctx, const void* q, const 
     require(ctx, "ctx");
     require_struct(problem, "problem");
     if (choice) require_struct(choice, "choice");
-    const attn::shape s = to_shape(*problem);
+    const attn::problem s = to_shape(*problem);
     const attn_k::fwd_params params = to_params(s, q, k, v, o, lse, *problem);
     const attn::forward_choice c = ctx->engine->forward(s, params, stream);
     fill_choice(choice, c.choice, c.from_bundle);

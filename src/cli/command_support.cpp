@@ -25,7 +25,7 @@ namespace {
 
 // Runs `configs` of shape s in a fresh attn-tune process (same seed, so the same inputs and
 // tolerance) and returns its records; empty when the child produced no CSV.
-std::vector<record> run_configs_in_child(const options& opt, const std::string& family, const shape& s,
+std::vector<record> run_configs_in_child(const options& opt, const std::string& family, const problem& s,
                                          const std::vector<tile_config>& configs, uint64_t seed, int device) {
   const std::string csv = fmt::format("{}/attn-tune-isolated-{}-{}.csv",
                                       std::filesystem::temp_directory_path().string(), getpid(), seed);
@@ -150,12 +150,10 @@ tune_result merge_families(std::vector<tune_result> parts) {
 
 }  // namespace
 
-std::vector<std::string> child_arguments(const options& opt, const std::string& family, const shape& s,
+std::vector<std::string> child_arguments(const options& opt, const std::string& family, const problem& s,
                                          const std::vector<tile_config>& configs, uint64_t seed, int device,
                                          const std::string& csv) {
-  std::vector<std::string> args = {"--shape", fmt::format("{},{},{},{}", s.batch, s.heads, s.q_len, s.head_dim),
-                                   "--kv-len", std::to_string(s.kv_len), "--kv-heads", std::to_string(s.kv_heads),
-                                   "--dtype", to_string(s.dtype), "--layout", to_string(s.layout),
+  std::vector<std::string> args = {"--problem", problem_key(s),
                                    "--family", family, "--seed", std::to_string(seed),
                                    "--inputs", to_string(opt.inputs),
                                    "--min-reps", std::to_string(opt.min_reps), "--max-reps", std::to_string(opt.max_reps),
@@ -166,7 +164,6 @@ std::vector<std::string> child_arguments(const options& opt, const std::string& 
                                    "--kernel-timeout-s", fmt::format("{}", opt.kernel_timeout_s),
                                    "--device", std::to_string(device),
                                    "--jobs", std::to_string(opt.jobs), "--top", "0", "--out", csv, "--no-db"};
-  if (s.causal) args.push_back("--causal");
   if (opt.cache_dir.empty()) args.push_back("--no-cache");
   else args.insert(args.end(), {"--cache-dir", opt.cache_dir});
   if (!opt.kernels_dir.empty()) args.insert(args.end(), {"--kernels-dir", opt.kernels_dir});
@@ -288,7 +285,7 @@ std::string hang_report(const record& hung, const std::string& kept) {
       hung.family, name(hung.config), describe(hung.shape), hung.message, kept, hung.family);
 }
 
-tune_result tune_recovering(const options& opt, const shape& s, const gpu_info& gpu, const compile_cache& cache,
+tune_result tune_recovering(const options& opt, const problem& s, const gpu_info& gpu, const compile_cache& cache,
                             const tune_options& t, bool& context_dead) {
   tune_result r;
   std::vector<tile_config> pending;
@@ -326,13 +323,13 @@ tune_result tune_recovering(const options& opt, const shape& s, const gpu_info& 
   return r;
 }
 
-tune_result tune_families(const options& opt, const shape& s, const gpu_info& gpu, const compile_cache& cache,
+tune_result tune_families(const options& opt, const problem& s, const gpu_info& gpu, const compile_cache& cache,
                           tune_options t, bool& context_dead) {
   return over_families(opt, gpu.desc.cc_major, gpu.desc.cc_minor, t,
                        [&](const tune_options& f) { return tune_recovering(opt, s, gpu, cache, f, context_dead); });
 }
 
-tune_result compile_families(const options& opt, const shape& s, const compile_cache& cache, tune_options t) {
+tune_result compile_families(const options& opt, const problem& s, const compile_cache& cache, tune_options t) {
   const resource_limits arch = limits_for_arch(opt.arch);
   return over_families(opt, arch.cc_major, arch.cc_minor, t,
                        [&](const tune_options& f) { return compile_only(s, opt.arch, cache, f); });

@@ -47,7 +47,7 @@ std::string device_slug(const std::string& name) {
   return slug.empty() ? "device" : slug;
 }
 
-std::string default_out_path(const std::string& device_name, const shape& s) {
+std::string default_out_path(const std::string& device_name, const problem& s) {
   return fmt::format("results/{}-{}x{}x{}x{}x{}-{}-{}{}.csv", device_slug(device_name),
                      s.batch, s.heads, s.q_len, s.kv_len, s.head_dim, to_string(s.dtype),
                      to_string(s.layout), s.causal ? "-causal" : "");
@@ -86,6 +86,7 @@ bool parse_options(int argc, char** argv, options& out) {
   app.get_formatter()->column_width(34);
   std::string shape_text = "4,32,4096,128", dtype_text = "bf16", layout_text = "bhsd";
   std::string kv_len_text, kv_heads_text;  // parsed by option_checks: CLI11 would clamp huge values
+  std::string problem_text;  // the whole problem as problem_key() writes it: how a run hands one to its child
   bool causal = false, no_cache = false;
   std::vector<std::string> space_tokens;
   std::string seed_text, inputs_text = "normal";
@@ -99,6 +100,7 @@ bool parse_options(int argc, char** argv, options& out) {
   app.add_option("--kv-len", kv_len_text, "Key/value length for cross-attention (default: N)");
   app.add_option("--kv-heads", kv_heads_text, "Key/value heads for GQA/MQA; H must be divisible by it (default: H)");
   app.add_option("--dtype", dtype_text, "Element type: bf16 or fp16")->capture_default_str();
+  app.add_option("--problem", problem_text, "The problem as a key (batch=..,heads=..,...)")->group("");
   app.add_option("--layout", layout_text, "bhsd = [B,H,N,D] contiguous, bshd = [B,N,H,D]")
       ->capture_default_str();
   app.add_option("--family", out.families,
@@ -265,7 +267,7 @@ bool parse_options(int argc, char** argv, options& out) {
   if (check->parsed() && !(out.tolerance >= 0 && out.tolerance < 10))
     throw invalid_input(fmt::format("invalid --tolerance {}: expected a fraction such as 0.10", out.tolerance));
 
-  shape s = parse_shape(shape_text);
+  problem s = parse_shape(shape_text);
   if (app.count("--kv-len")) s.kv_len = parse_positive_count(kv_len_text, "--kv-len");
   if (app.count("--kv-heads")) s.kv_heads = parse_positive_count(kv_heads_text, "--kv-heads");
   for (int i = 1; i < argc; ++i) out.arguments.emplace_back(argv[i]);
@@ -281,6 +283,11 @@ bool parse_options(int argc, char** argv, options& out) {
   s.dtype = parse_dtype(dtype_text);
   s.layout = parse_layout(layout_text);
   validate(s);
+  if (app.count("--problem")) {
+    for (const char* o : {"--shape", "--kv-len", "--kv-heads", "--dtype", "--layout", "--causal"})
+      if (app.count(o)) throw invalid_input(fmt::format("--problem gives the whole problem: leave out {}", o));
+    s = parse_problem_key(problem_text);
+  }
   out.problem = s;
   const bool runs_on_device =
       !out.compile_only && (out.command == command::tune || out.command == command::sweep || out.command == command::check);

@@ -9,7 +9,7 @@
 #include "codegen/family.hpp"
 #include "plan/config.hpp"
 #include "plan/input_kind.hpp"
-#include "plan/shape.hpp"
+#include "core/problem.hpp"
 
 namespace attn {
 
@@ -17,7 +17,7 @@ enum class command { tune, sweep, export_table, check, merge, db };
 
 struct options {
   attn::command command = command::tune;
-  shape problem;
+  attn::problem problem;
   /// --family, split at commas (empty: every family of the backend); after parse_options, the
   /// families of the run.
   std::vector<std::string> families;
@@ -86,7 +86,7 @@ backend choose_backend(const std::string& requested, const std::string& family, 
 /// "nvidia-h200" from "NVIDIA H200": lower case, runs of other characters as one '-'.
 std::string device_slug(const std::string& name);
 /// results/<device>-<B>x<H>x<Nq>x<Nkv>x<D>-<dtype>-<layout>[-causal].csv
-std::string default_out_path(const std::string& device_name, const shape& s);
+std::string default_out_path(const std::string& device_name, const problem& s);
 /// `path` if nothing is there, else the first of path-2.csv, path-3.csv, ... that is free: a run
 /// without --out never refuses to start, and never writes over an earlier run's results.
 std::string first_free_path(const std::string& path);

@@ -143,8 +143,8 @@ int run_sweep(const options& opt) {
   const nvml_monitor first_nvml = nvml_monitor::open(first.pci_bus_id, first.ordinal);
   if (!first_nvml.available() && first.backend == backend::cuda) fmt::print(stderr, "{}\n", first_nvml.note());
   const device_desc keyed = with_driver(first.desc, first_nvml);
-  auto key_of = [&](const shape& s) { return make_tuning_key(keyed, s, space, key_cache.kernels()); };
-  std::vector<shape> shapes;
+  auto key_of = [&](const problem& s) { return make_tuning_key(keyed, s, space, key_cache.kernels()); };
+  std::vector<problem> shapes;
   for (const auto& row : rows) shapes.push_back(row.problem);
   std::vector<bool> from_db(rows.size());
   const auto answered = shapes_to_tune(shapes, db ? &*db : nullptr, key_of, opt.retune);

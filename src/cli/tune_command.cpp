@@ -21,7 +21,7 @@ namespace attn {
 namespace {
 
 // Without --out: the default path, or the next free one beside it when an earlier run wrote it.
-std::string free_default_out(const std::string& device_name, const shape& s) {
+std::string free_default_out(const std::string& device_name, const problem& s) {
   const std::string path = default_out_path(device_name, s), free = first_free_path(path);
   if (free != path) fmt::print(stderr, "note: {} exists (an earlier run); writing {} (--out names the file)\n", path, free);
   return free;

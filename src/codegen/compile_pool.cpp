@@ -36,7 +36,7 @@ resource_limits limits_for_arch(const std::string& arch) {
   return l;
 }
 
-std::vector<variant> build_variants(const kernel_family& family, const shape& s,
+std::vector<variant> build_variants(const kernel_family& family, const problem& s,
                                     const std::vector<tile_config>& configs, const device_desc& device,
                                     const resource_limits& limits, const compile_cache& cache,
                                     int jobs, const compile_progress& progress,

@@ -28,7 +28,7 @@ resource_limits limits_for_arch(const std::string& arch);
 /// Records of pruned configs carry the reason; the rest are compiled on `jobs` threads
 /// (0 = all cores). The order of the result follows `configs`. `compiled` is called before
 /// `progress`, one call at a time.
-std::vector<variant> build_variants(const kernel_family& family, const shape& s,
+std::vector<variant> build_variants(const kernel_family& family, const problem& s,
                                     const std::vector<tile_config>& configs, const device_desc& device,
                                     const resource_limits& limits, const compile_cache& cache,
                                     int jobs, const compile_progress& progress,

@@ -25,7 +25,7 @@ const kernel_family& find_family(const std::string& name) {
   throw invalid_input(fmt::format("unknown kernel family '{}' (known: fa2, wgmma, hopper, mfma)", name));
 }
 
-int64_t padded_tiles_bytes(const tile_config& c, const shape& s) {
+int64_t padded_tiles_bytes(const tile_config& c, const problem& s) {
   return (c.block_m + 2LL * c.stages * c.block_n) * (s.head_dim + 8) * element_size(s.dtype);
 }
 
@@ -38,7 +38,7 @@ std::optional<std::string> tiling_reason(const tile_config& c, const char* group
 }
 
 std::string instantiation_stub(const char* header, const char* entry, const char* forward, const char* config,
-                               int threads, const tile_config& c, const shape& s, int min_blocks,
+                               int threads, const tile_config& c, const problem& s, int min_blocks,
                                const std::string& attributes) {
   const std::string bounds = min_blocks > 0 ? fmt::format("{}, {}", threads, min_blocks) : std::to_string(threads);
   return fmt::format(

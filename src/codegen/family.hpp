@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "plan/config.hpp"
-#include "plan/shape.hpp"
+#include "core/problem.hpp"
 
 namespace attn {
 
@@ -30,13 +30,13 @@ struct kernel_family {
   std::string kernel_symbol;  ///< the extern "C" entry point of the instantiation
   int min_cc_major;           ///< oldest architecture the family runs on
   search_space default_space;
-  int64_t (*shared_memory_bytes)(const tile_config&, const shape&);
+  int64_t (*shared_memory_bytes)(const tile_config&, const problem&);
   int (*threads)(const tile_config&);
   /// Why the kernel cannot express or run this config on this shape/device; nullopt if it can.
-  std::optional<std::string> (*reject_reason)(const tile_config&, const shape&,
+  std::optional<std::string> (*reject_reason)(const tile_config&, const problem&,
                                               const resource_limits&);
   /// A translation unit that instantiates the family's template for (config, shape).
-  std::string (*instantiation)(const tile_config&, const shape&);
+  std::string (*instantiation)(const tile_config&, const problem&);
   std::vector<std::string> compile_options;
   /// kernels/ files that make up the family and its verification (their hash is recorded with
   /// every result, so results of other kernel sources are recognized).
@@ -45,7 +45,7 @@ struct kernel_family {
   bool arch_specific = false;
   /// Adjusts the default launch (plan.params filled in, one block per BLOCK_M rows of each head)
   /// once per problem: its own parameter, its grid. nullptr keeps the default. Throws invalid_input.
-  void (*plan_launch)(launch_plan&, const tile_config&, const shape&, const gpu_info&) = nullptr;
+  void (*plan_launch)(launch_plan&, const tile_config&, const problem&, const gpu_info&) = nullptr;
   /// On a device it runs on, a run with the default families searches only the families marked
   /// so (the others never won there: kernels/NOTES.md), unless all of them refuse the shape.
   bool supersedes_others = false;

@@ -8,19 +8,19 @@ namespace attn {
 namespace {
 
 // Mirrors fa2_config in kernels/fa2.cuh.
-int64_t fa2_shared_memory(const tile_config& c, const shape& s) { return padded_tiles_bytes(c, s); }
+int64_t fa2_shared_memory(const tile_config& c, const problem& s) { return padded_tiles_bytes(c, s); }
 
 int fa2_threads(const tile_config& c) { return c.warps * 32; }
 
 // fp32 registers per thread for O (rows x D) and S (rows x BLOCK_N) of a warp's rows. Past this
 // the kernel spills in its inner loop (seen: 192 -> 255 registers + spills at D=128, 128x64x4).
 constexpr int max_accumulator_registers = 224;
-int fa2_accumulator_registers(const tile_config& c, const shape& s) {
+int fa2_accumulator_registers(const tile_config& c, const problem& s) {
   const int warp_rows = c.block_m / c.warps;
   return warp_rows * static_cast<int>(s.head_dim + c.block_n) / 32;
 }
 
-std::optional<std::string> fa2_reject(const tile_config& c, const shape& s,
+std::optional<std::string> fa2_reject(const tile_config& c, const problem& s,
                                       const resource_limits& limits) {
   if (auto why = tiling_reason(c, "warps", "mma")) return why;
   if (const int regs = fa2_accumulator_registers(c, s); regs > max_accumulator_registers)
@@ -38,7 +38,7 @@ std::optional<std::string> fa2_reject(const tile_config& c, const shape& s,
   return std::nullopt;
 }
 
-std::string fa2_instantiation(const tile_config& c, const shape& s) {
+std::string fa2_instantiation(const tile_config& c, const problem& s) {
   return instantiation_stub("fa2.cuh", "attn_fa2", "fa2_forward", "fa2_config", fa2_threads(c), c, s);
 }
 

@@ -25,26 +25,26 @@ int hopper_threads(const tile_config& c) { return c.warps * 32; }
 
 // Mirrors hopper_config: one or two Q tiles (and O, when it fits beside them) and STAGES K and V
 // tiles, unpadded and swizzled, 2 per Q tile + 4 x STAGES mbarriers and 1024 bytes to align.
-int64_t tiles_bytes(const tile_config& c, const shape& s, bool o_smem) {
+int64_t tiles_bytes(const tile_config& c, const problem& s, bool o_smem) {
   const int q_tiles = (c.knob & schedule_two_q) ? 2 : 1;
   return ((q_tiles + (o_smem ? 1LL : 0LL)) * c.block_m + 2LL * c.stages * c.block_n) * s.head_dim *
              element_size(s.dtype) +
          8LL * (2 * q_tiles + 4 * c.stages) + 1024;
 }
 /// O gets its own tile when that still fits: the next tile's Q then loads during this epilogue.
-bool o_has_own_tile(const tile_config& c, const shape& s) { return tiles_bytes(c, s, true) <= sm90_shared_memory; }
-int64_t hopper_shared_memory(const tile_config& c, const shape& s) {
+bool o_has_own_tile(const tile_config& c, const problem& s) { return tiles_bytes(c, s, true) <= sm90_shared_memory; }
+int64_t hopper_shared_memory(const tile_config& c, const problem& s) {
   return tiles_bytes(c, s, o_has_own_tile(c, s));
 }
 
 // Registers a computing thread needs beyond its tile state (addresses, loop state, the causal
 // mask): with these margins ptxas reported 0 spills for every config the rule keeps, and spills for
 // the ones next past it (e.g. D=128 192x80 causal with the overlap: 20 bytes).
-int register_margin(const shape& s) { return s.causal ? 24 : 16; }
+int register_margin(const problem& s) { return s.causal ? 24 : 16; }
 
 }  // namespace
 
-hopper_schedule schedule_for(const shape& s, int block_m, int64_t l2_bytes, int sm_count, bool persistent) {
+hopper_schedule schedule_for(const problem& s, int block_m, int64_t l2_bytes, int sm_count, bool persistent) {
   hopper_schedule h;
   h.m_blocks = static_cast<int>((s.q_len + block_m - 1) / block_m);
   h.batch_heads = static_cast<int>(s.batch * s.heads);
@@ -59,10 +59,10 @@ hopper_schedule schedule_for(const shape& s, int block_m, int64_t l2_bytes, int 
   return h;
 }
 
-std::optional<std::string> tma_stride_problem(const shape& s) {
+std::optional<std::string> tma_stride_problem(const problem& s) {
   const int64_t d = s.head_dim;
   const bool bhsd = s.layout == layout::bhsd;
-  // Element strides of Q/O and K/V (as problem::params computes them).
+  // Element strides of Q/O and K/V (as device_problem::params computes them).
   const int64_t q_row = bhsd ? d : s.heads * d, q_head = bhsd ? s.q_len * d : d, q_batch = s.heads * s.q_len * d;
   const int64_t kv_row = bhsd ? d : s.kv_heads * d, kv_head = bhsd ? s.kv_len * d : d,
                 kv_batch = s.kv_heads * s.kv_len * d;
@@ -82,7 +82,7 @@ int hopper_consumer_registers(const tile_config& c) {
   return std::min(256, (launch * threads - 128 * producer) / (consumers(c) * 128) / 8 * 8);
 }
 
-int hopper_state_registers(const tile_config& c, const shape& s) {
+int hopper_state_registers(const tile_config& c, const problem& s) {
   // O (64 x D fp32 over 128 threads: D / 2) and what goes with it (its rescale, V's descriptors),
   // S (64 x BLOCK_N: BLOCK_N / 2) and P (packed: BLOCK_N / 4), live together with the overlap
   // (the next tile's S beside this tile's P); without it P replaces S. Weights fitted to ptxas's
@@ -93,7 +93,7 @@ int hopper_state_registers(const tile_config& c, const shape& s) {
 
 namespace {
 
-std::optional<std::string> hopper_reject(const tile_config& c, const shape& s, const resource_limits& limits) {
+std::optional<std::string> hopper_reject(const tile_config& c, const problem& s, const resource_limits& limits) {
   if (limits.cc_major != 9 || limits.cc_minor != 0) return std::string("hopper needs sm_90a (Hopper)");
   if (c.block_m % 64 != 0 || c.block_m > 256 || c.warps != c.block_m / 16 + 4)
     return fmt::format("block_m {} over {} warps is not 64 rows per computing warpgroup (up to 4) plus a "
@@ -135,7 +135,7 @@ std::optional<std::string> hopper_reject(const tile_config& c, const shape& s, c
   return std::nullopt;
 }
 
-std::string hopper_instantiation(const tile_config& c, const shape& s) {
+std::string hopper_instantiation(const tile_config& c, const problem& s) {
   // setmaxnreg needs a register cap at entry: __launch_bounds__(threads, 1). The persistent bit
   // only changes the grid, so it does not reach the source.
   return fmt::format(
@@ -153,7 +153,7 @@ std::string hopper_instantiation(const tile_config& c, const shape& s) {
 
 // The tensor maps are encoded once per (variant, problem): boxes of BLOCK_M rows of Q, BLOCK_N
 // of K and V, and 64 of O (each computing warpgroup stores its own rows).
-void hopper_plan(launch_plan& plan, const tile_config& c, const shape& s, const gpu_info& gpu) {
+void hopper_plan(launch_plan& plan, const tile_config& c, const problem& s, const gpu_info& gpu) {
   auto hp = std::make_shared<attn_k::hopper_params>();
   hp->p = plan.params;
   const attn_k::fwd_params& p = hp->p;

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "plan/config.hpp"
-#include "plan/shape.hpp"
+#include "core/problem.hpp"
 
 namespace attn {
 
@@ -18,14 +18,14 @@ struct hopper_schedule {
   int tiles = 0;              ///< m_blocks x batch_heads
   int grid = 0;               ///< blocks: min(tiles, SMs) when persistent, else tiles
 };
-hopper_schedule schedule_for(const shape& s, int block_m, int64_t l2_bytes, int sm_count, bool persistent);
+hopper_schedule schedule_for(const problem& s, int block_m, int64_t l2_bytes, int sm_count, bool persistent);
 
 /// Registers a computing thread gets after the producer's hand-over (setmaxnreg).
 int hopper_consumer_registers(const tile_config& c);
 /// Registers O, S and P take per computing thread under the config's schedule.
-int hopper_state_registers(const tile_config& c, const shape& s);
+int hopper_state_registers(const tile_config& c, const problem& s);
 
 /// Why TMA cannot describe the shape's Q/O or K/V (a stride not a multiple of 16 bytes, ...).
-std::optional<std::string> tma_stride_problem(const shape& s);
+std::optional<std::string> tma_stride_problem(const problem& s);
 
 }  // namespace attn

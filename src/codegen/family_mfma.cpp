@@ -9,11 +9,11 @@ namespace attn {
 namespace {
 
 // Mirrors mfma_config in kernels/mfma.cuh: the same tiles as fa2, in LDS.
-int64_t mfma_lds(const tile_config& c, const shape& s) { return padded_tiles_bytes(c, s); }
+int64_t mfma_lds(const tile_config& c, const problem& s) { return padded_tiles_bytes(c, s); }
 
 int mfma_threads(const tile_config& c) { return c.warps * 64; }  // warps count wavefronts of 64
 
-std::optional<std::string> mfma_reject(const tile_config& c, const shape& s, const resource_limits& limits) {
+std::optional<std::string> mfma_reject(const tile_config& c, const problem& s, const resource_limits& limits) {
   if (auto why = tiling_reason(c, "wavefronts", "MFMA")) return why;
   if (c.stages < 1 || c.stages > 4) return fmt::format("stages {} not in [1, 4]", c.stages);
   if (c.knob < 0 || c.knob > 8) return fmt::format("waves_per_eu {} not in [0, 8]", c.knob);
@@ -30,7 +30,7 @@ std::optional<std::string> mfma_reject(const tile_config& c, const shape& s, con
   return std::nullopt;
 }
 
-std::string mfma_instantiation(const tile_config& c, const shape& s) {
+std::string mfma_instantiation(const tile_config& c, const problem& s) {
   // The knob: at least this many wavefronts per EU (SIMD), which caps VGPRs at 512 / knob.
   return instantiation_stub("mfma.cuh", "attn_mfma", "mfma_forward", "mfma_config", mfma_threads(c), c, s, 0,
                             c.knob > 0 ? fmt::format("__attribute__((amdgpu_waves_per_eu({})))", c.knob) : "");

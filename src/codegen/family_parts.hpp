@@ -9,7 +9,7 @@
 namespace attn {
 
 /// Q tile plus `stages` K and V tiles in shared memory / LDS, rows padded by 8 elements.
-int64_t padded_tiles_bytes(const tile_config& c, const shape& s);
+int64_t padded_tiles_bytes(const tile_config& c, const problem& s);
 
 /// Why block_m cannot be split into whole 16-row matrix tiles over c.warps groups, or block_n
 /// into 16-column steps; `groups` / `tiles` name them ("warps"/"mma", "wavefronts"/"MFMA").
@@ -18,7 +18,7 @@ std::optional<std::string> tiling_reason(const tile_config& c, const char* group
 /// `#include "<header>"` and an extern "C" `entry` that runs forward<config<...>>(p), declared
 /// with __launch_bounds__(threads[, min_blocks]) and then `attributes` (when not empty).
 std::string instantiation_stub(const char* header, const char* entry, const char* forward, const char* config,
-                               int threads, const tile_config& c, const shape& s, int min_blocks = 0,
+                               int threads, const tile_config& c, const problem& s, int min_blocks = 0,
                                const std::string& attributes = "");
 
 }  // namespace attn

@@ -12,7 +12,7 @@ namespace {
 
 // Mirrors wgmma_config in kernels/wgmma.cuh: unpadded tiles (the swizzled layout is
 // conflict-free as it is), four mbarriers per stage and 1024 bytes to align the tiles.
-int64_t wgmma_shared_memory(const tile_config& c, const shape& s) {
+int64_t wgmma_shared_memory(const tile_config& c, const problem& s) {
   return (c.block_m + 2LL * c.stages * c.block_n) * s.head_dim * element_size(s.dtype) + 32LL * c.stages + 1024;
 }
 
@@ -34,11 +34,11 @@ int consumer_registers(const tile_config& c) {
 // Registers a thread's tile state takes: O (64 x D) and S (64 x BLOCK_N) in fp32 over a
 // warpgroup's 128 threads, P (BLOCK_N / 4, packed). Past the thread's budget less a few for
 // addresses, ptxas spills (measured: m192_n128 with a producer, 96 bytes) or gives up.
-int state_registers(const tile_config& c, const shape& s) {
+int state_registers(const tile_config& c, const problem& s) {
   return static_cast<int>(s.head_dim) / 2 + 3 * c.block_n / 4;
 }
 
-std::optional<std::string> wgmma_reject(const tile_config& c, const shape& s, const resource_limits& limits) {
+std::optional<std::string> wgmma_reject(const tile_config& c, const problem& s, const resource_limits& limits) {
   if (limits.cc_major != 9 || limits.cc_minor != 0) return std::string("wgmma needs sm_90a (Hopper)");
   if (c.block_m % 64 != 0 || (c.warps != c.block_m / 16 && !has_producer(c)))
     return fmt::format("block_m {} over {} warps is neither 64 rows per warpgroup nor that plus a producer "
@@ -60,7 +60,7 @@ std::optional<std::string> wgmma_reject(const tile_config& c, const shape& s, co
   return std::nullopt;
 }
 
-std::string wgmma_instantiation(const tile_config& c, const shape& s) {
+std::string wgmma_instantiation(const tile_config& c, const problem& s) {
   // setmaxnreg (the producer's register hand-over) needs a register cap at entry: one block per SM.
   return instantiation_stub("wgmma.cuh", "attn_wgmma", "wgmma_forward", "wgmma_config", wgmma_threads(c), c, s,
                             has_producer(c) ? 1 : 0);

@@ -9,7 +9,7 @@
 
 #include "codegen/cache.hpp"
 #include "codegen/embedded_kernels.hpp"
-#include "plan/shape.hpp"
+#include "core/problem.hpp"
 
 namespace fs = std::filesystem;
 

@@ -95,7 +95,7 @@ entry_choice choose_entries(const std::vector<tuning_entry>& entries,
   std::map<std::string, std::vector<const tuning_entry*>> by_shape;
   for (const auto& e : entries) {
     if (identity_of(e.key) != *device) continue;
-    const std::string key = shape_key(e.key.shape);
+    const std::string key = problem_key(e.key.shape);
     if (!by_shape.count(key)) order.push_back(key);
     by_shape[key].push_back(&e);
   }

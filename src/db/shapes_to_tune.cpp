@@ -2,8 +2,8 @@
 
 namespace attn {
 
-std::vector<std::optional<tuning_entry>> shapes_to_tune(const std::vector<shape>& shapes, const tuned_db* db,
-                                                        const std::function<tuning_key(const shape&)>& key_of,
+std::vector<std::optional<tuning_entry>> shapes_to_tune(const std::vector<problem>& shapes, const tuned_db* db,
+                                                        const std::function<tuning_key(const problem&)>& key_of,
                                                         bool retune) {
   std::vector<std::optional<tuning_entry>> out(shapes.size());
   if (!db || retune) return out;

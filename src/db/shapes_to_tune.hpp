@@ -10,8 +10,8 @@ namespace attn {
 
 /// Per shape: the database's entry for it (the sweep skips that shape), or nullopt (tune it).
 /// All nullopt without a database (--no-db) or with `retune`.
-std::vector<std::optional<tuning_entry>> shapes_to_tune(const std::vector<shape>& shapes, const tuned_db* db,
-                                                        const std::function<tuning_key(const shape&)>& key_of,
+std::vector<std::optional<tuning_entry>> shapes_to_tune(const std::vector<problem>& shapes, const tuned_db* db,
+                                                        const std::function<tuning_key(const problem&)>& key_of,
                                                         bool retune);
 
 }  // namespace attn

@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "report/csv.hpp"
 
@@ -43,22 +44,46 @@ constexpr const char* migrations[] = {
 };
 static_assert(std::size(migrations) == db_schema_version - 1);
 
-constexpr const char* key_where =
-    "device = ?1 AND cc = ?2 AND sm_count = ?3 AND cuda_version = ?4 AND nvrtc_version = ?5 AND "
-    "kernel_hashes = ?6 AND batch = ?7 AND heads = ?8 AND kv_heads = ?9 AND q_len = ?10 AND kv_len = ?11 AND "
-    "head_dim = ?12 AND dtype = ?13 AND layout = ?14 AND causal = ?15 AND space = ?16";
+// The key's columns: these, the problem's fields (core/problem.hpp), then the space. Each is bound
+// at its position in this list (?1, ?2, ...).
+constexpr const char* device_key_columns[] = {"device", "cc", "sm_count", "cuda_version", "nvrtc_version",
+                                              "kernel_hashes"};
+constexpr int key_column_count = std::size(device_key_columns) + problem_field_count + 1;
+// What an entry holds beyond its key.
+constexpr const char* value_columns = "best_family, best_config, tflops, median_ms, noise, max_error, runner_up, "
+                                      "tuned_at, version";
+constexpr const char* clock_columns = "sm_clock_min_mhz, sm_clock_max_mhz, throttled";
 
-constexpr const char* entry_columns =
-    "id, device, cc, sm_count, cuda_version, nvrtc_version, kernel_hashes, batch, heads, kv_heads, q_len, "
-    "kv_len, head_dim, dtype, layout, causal, space, best_family, best_config, tflops, median_ms, noise, "
-    "max_error, runner_up, tuned_at, version, sm_clock_min_mhz, sm_clock_max_mhz, throttled";
+std::vector<std::string> key_columns() {
+  std::vector<std::string> out(std::begin(device_key_columns), std::end(device_key_columns));
+  for (const auto& f : problem_fields()) out.push_back(f.name);
+  out.push_back("space");
+  return out;
+}
+
+const std::string key_where = [] {
+  std::string out;
+  const auto columns = key_columns();
+  for (size_t i = 0; i < columns.size(); ++i) out += fmt::format("{}{} = ?{}", i ? " AND " : "", columns[i], i + 1);
+  return out;
+}();
+
+const std::string entry_columns =
+    fmt::format("id, {}, {}, {}", fmt::join(key_columns(), ", "), value_columns, clock_columns);
+// records_csv comes after the entry's columns in find() and get().
+constexpr int records_column = 1 + key_column_count + 9 + 3;
+
+void bind_field(sqlite_statement& q, int i, const problem_field& f, const problem& p) {
+  if (f.type == field_type::text) q.bind(i, f.get(p));
+  else q.bind(i, int64_t{std::stoll(f.get(p))});
+}
 
 void bind_key(sqlite_statement& q, const tuning_key& k) {
   q.bind(1, k.device).bind(2, k.cc).bind(3, int64_t{k.sm_count}).bind(4, k.cuda_version).bind(5, k.nvrtc_version);
-  q.bind(6, k.kernel_hashes).bind(7, k.shape.batch).bind(8, k.shape.heads).bind(9, k.shape.kv_heads);
-  q.bind(10, k.shape.q_len).bind(11, k.shape.kv_len).bind(12, k.shape.head_dim);
-  q.bind(13, to_string(k.shape.dtype)).bind(14, to_string(k.shape.layout)).bind(15, int64_t{k.shape.causal});
-  q.bind(16, k.space);
+  q.bind(6, k.kernel_hashes);
+  int i = 7;
+  for (const auto& f : problem_fields()) bind_field(q, i++, f, k.shape);
+  q.bind(i, k.space);
 }
 
 tuning_entry entry_of(const sqlite_statement& q) {
@@ -72,15 +97,10 @@ tuning_entry entry_of(const sqlite_statement& q) {
   k.cuda_version = q.text(c++);
   k.nvrtc_version = q.text(c++);
   k.kernel_hashes = q.text(c++);
-  k.shape.batch = q.integer(c++);
-  k.shape.heads = q.integer(c++);
-  k.shape.kv_heads = q.integer(c++);
-  k.shape.q_len = q.integer(c++);
-  k.shape.kv_len = q.integer(c++);
-  k.shape.head_dim = q.integer(c++);
-  k.shape.dtype = parse_dtype(q.text(c++));
-  k.shape.layout = parse_layout(q.text(c++));
-  k.shape.causal = q.integer(c++) != 0;
+  for (const auto& f : problem_fields()) {
+    const int column = c++;
+    f.set(k.shape, f.type == field_type::text ? q.text(column) : std::to_string(q.integer(column)));
+  }
   k.space = q.text(c++);
   e.best_family = q.text(c++);
   e.best_config = q.text(c++);
@@ -224,7 +244,7 @@ std::optional<tuning_entry> tuned_db::find(const tuning_key& key) const {
   bind_key(q, key);
   if (!q.step()) return std::nullopt;
   tuning_entry e = entry_of(q);
-  e.records = read_csv_text(q.text(29), fmt::format("{} entry {}", path(), e.id));
+  e.records = read_csv_text(q.text(records_column), fmt::format("{} entry {}", path(), e.id));
   return e;
 }
 
@@ -233,7 +253,7 @@ std::optional<tuning_entry> tuned_db::get(int64_t id) const {
   q.bind(1, id);
   if (!q.step()) return std::nullopt;
   tuning_entry e = entry_of(q);
-  e.records = read_csv_text(q.text(29), fmt::format("{} entry {}", path(), e.id));
+  e.records = read_csv_text(q.text(records_column), fmt::format("{} entry {}", path(), e.id));
   return e;
 }
 
@@ -257,18 +277,17 @@ int64_t tuned_db::put(const tuning_key& key, const std::vector<record>& records,
   auto drop = m_connection.prepare(fmt::format("DELETE FROM tunings WHERE {}", key_where));
   bind_key(drop, key);
   drop.step();
-  auto q = m_connection.prepare(
-      "INSERT INTO tunings (device, cc, sm_count, cuda_version, nvrtc_version, kernel_hashes, batch, heads, "
-      "kv_heads, q_len, kv_len, head_dim, dtype, layout, causal, space, best_family, best_config, tflops, "
-      "median_ms, noise, max_error, runner_up, tuned_at, version, records_csv, sm_clock_min_mhz, "
-      "sm_clock_max_mhz, throttled) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, "
-      "?16, ?17, ?18, ?19, ?20, ?21, ?22, ?23, ?24, ?25, ?26, ?27, ?28, ?29)");
+  std::string places;
+  for (int i = 1; i <= key_column_count + 13; ++i) places += fmt::format("{}?{}", i > 1 ? ", " : "", i);
+  auto q = m_connection.prepare(fmt::format("INSERT INTO tunings ({}, {}, records_csv, {}) VALUES ({})",
+                                            fmt::join(key_columns(), ", "), value_columns, clock_columns, places));
   bind_key(q, key);
-  q.bind(17, best->family).bind(18, name(best->config)).bind(19, best->tflops).bind(20, best->median_ms);
-  q.bind(21, best->noise).bind(22, best->max_error);
-  q.bind(23, second ? second->family + " " + name(second->config) : std::string());
-  q.bind(24, tuned_at).bind(25, std::string(ATTN_TUNE_VERSION)).bind(26, csv_text(records));
-  q.bind(27, int64_t{clock_min}).bind(28, int64_t{clock_max}).bind(29, int64_t{throttled});
+  int i = key_column_count + 1;
+  q.bind(i++, best->family).bind(i++, name(best->config)).bind(i++, best->tflops).bind(i++, best->median_ms);
+  q.bind(i++, best->noise).bind(i++, best->max_error);
+  q.bind(i++, second ? second->family + " " + name(second->config) : std::string());
+  q.bind(i++, tuned_at).bind(i++, std::string(ATTN_TUNE_VERSION)).bind(i++, csv_text(records));
+  q.bind(i++, int64_t{clock_min}).bind(i++, int64_t{clock_max}).bind(i++, int64_t{throttled});
   q.step();
   const int64_t id = m_connection.last_insert_id();
   tx.commit();

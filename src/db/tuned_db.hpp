@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "db/sqlite.hpp"
-#include "plan/shape.hpp"
+#include "core/problem.hpp"
 #include "report/record.hpp"
 
 namespace attn {
@@ -29,7 +29,7 @@ struct tuning_key {
   std::string cuda_version;   ///< runtime and driver, "13.0 (driver 13.0)"
   std::string nvrtc_version;
   std::string kernel_hashes;  ///< "fa2=<16 hex>,wgmma=<16 hex>": each family's sources
-  attn::shape shape;
+  attn::problem shape;
   std::string space;          ///< the search and each family's space ("screen; fa2: ...")
 };
 

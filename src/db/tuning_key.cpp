@@ -35,7 +35,7 @@ std::string kernel_hashes(const std::vector<std::string>& families, const kernel
   return out;
 }
 
-tuning_key make_tuning_key(const device_desc& device, const shape& s, const searched_space& space,
+tuning_key make_tuning_key(const device_desc& device, const problem& s, const searched_space& space,
                            const kernel_sources& sources) {
   tuning_key k;
   k.device = device.name;

@@ -31,7 +31,7 @@ std::string describe_space(const searched_space& s);
 /// "fa2=0123456789abcdef,wgmma=..." from each family's own source files.
 std::string kernel_hashes(const std::vector<std::string>& families, const kernel_sources& sources);
 
-tuning_key make_tuning_key(const device_desc& device, const shape& s, const searched_space& space,
+tuning_key make_tuning_key(const device_desc& device, const problem& s, const searched_space& space,
                            const kernel_sources& sources);
 
 }  // namespace attn

@@ -60,7 +60,7 @@ const bundle_kernel* bundle::find(const std::string& family, const std::string& 
   return nullptr;
 }
 
-std::string instantiation_key(const kernel_family& f, const tile_config& c, const shape& s) {
+std::string instantiation_key(const kernel_family& f, const tile_config& c, const problem& s) {
   return fmt::format("{:016x}", fnv1a64(f.instantiation(c, s)));
 }
 

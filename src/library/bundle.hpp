@@ -37,7 +37,7 @@ struct bundle {
 };
 
 /// Names the kernel a (family, config, shape) compiles to: a hash of its instantiation source.
-std::string instantiation_key(const kernel_family& f, const tile_config& c, const shape& s);
+std::string instantiation_key(const kernel_family& f, const tile_config& c, const problem& s);
 /// Whether `bytes` start like a bundle (so a table path may name one).
 bool looks_like_bundle(const std::string& bytes);
 

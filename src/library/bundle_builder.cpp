@@ -14,7 +14,7 @@ std::vector<bundle_target> bundle_targets(const tuned_table& table, const std::s
   const resource_limits limits = limits_for_arch(arch);
   std::vector<bundle_target> out;
   std::set<std::string> seen;
-  auto add = [&](const std::string& family_name, const tile_config& c, const shape& s) {
+  auto add = [&](const std::string& family_name, const tile_config& c, const problem& s) {
     const kernel_family& f = find_family(family_name);
     const std::string label = fmt::format("{} {} ({})", family_name, name(c), describe(s));
     if (f.backend != backend::cuda || !runs_on(f, limits.cc_major, limits.cc_minor)) {
@@ -28,8 +28,8 @@ std::vector<bundle_target> bundle_targets(const tuned_table& table, const std::s
     const std::string key = instantiation_key(f, c, s);
     if (seen.insert(family_name + " " + key).second) out.push_back({&f, c, s, key});
   };
-  std::vector<shape> kinds;  // one shape per (dtype, head dim, causal), for the fallbacks
-  auto note_kind = [&](const shape& s) {
+  std::vector<problem> kinds;  // one problem per (dtype, head dim, causal), for the fallbacks
+  auto note_kind = [&](const problem& s) {
     for (const auto& k : kinds)
       if (k.dtype == s.dtype && k.head_dim == s.head_dim && k.causal == s.causal) return;
     kinds.push_back(s);
@@ -44,7 +44,7 @@ std::vector<bundle_target> bundle_targets(const tuned_table& table, const std::s
   for (const auto& e : table.buckets()) {
     if (e.cc_major != limits.cc_major || e.cc_minor != limits.cc_minor) continue;
     any = true;
-    shape s;
+    problem s;
     s.q_len = s.kv_len = e.seq_max;
     s.head_dim = e.head_dim;
     s.dtype = e.type;

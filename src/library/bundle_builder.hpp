@@ -14,7 +14,7 @@ namespace attn {
 struct bundle_target {
   const kernel_family* family;
   tile_config config;
-  attn::shape shape;  ///< only dtype, head dim and causality reach the kernel
+  attn::problem shape;  ///< only dtype, head dim and causality reach the kernel
   std::string key;    ///< instantiation_key()
 };
 

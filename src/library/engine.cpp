@@ -15,7 +15,7 @@ constexpr size_t max_cached_plans = 4096;  // a plan holds pointers: a new buffe
 
 // The plan cache's key: the shape and the parameter bytes (pointers, strides, scale); the
 // kernel follows from the shape (the table and the device are the context's).
-std::string plan_key(const shape& s, const attn_k::fwd_params& p) {
+std::string plan_key(const problem& s, const attn_k::fwd_params& p) {
   std::string key = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|", s.batch, s.heads, s.kv_heads, s.q_len,
                                 s.kv_len, s.head_dim, s.causal, static_cast<int>(s.dtype), static_cast<int>(s.layout));
   key.append(reinterpret_cast<const char*>(&p), sizeof p);
@@ -61,11 +61,11 @@ engine::engine(const engine_options& options) : m_rt(cuda_runtime()), m_cache(op
   m_table->check_device(m_gpu.desc);
 }
 
-tuned_choice engine::choose(const shape& s) const {
+tuned_choice engine::choose(const problem& s) const {
   return choose_config(*m_table, m_gpu.desc, m_gpu.limits, s);
 }
 
-engine::kernel_slot& engine::kernel_for(const tuned_choice& c, const kernel_family& f, const shape& s) {
+engine::kernel_slot& engine::kernel_for(const tuned_choice& c, const kernel_family& f, const problem& s) {
   const std::string key = instantiation_key(f, c.config, s);
   kernel_slot* slot = nullptr;
   {
@@ -98,7 +98,7 @@ engine::kernel_slot& engine::kernel_for(const tuned_choice& c, const kernel_fami
   return *slot;
 }
 
-forward_choice engine::forward(const shape& s, const attn_k::fwd_params& params, stream_t stream) {
+forward_choice engine::forward(const problem& s, const attn_k::fwd_params& params, stream_t stream) {
   device_guard guard(m_gpu.ordinal);
   const std::string key = plan_key(s, params);
   cached_plan cached;

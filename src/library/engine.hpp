@@ -36,10 +36,10 @@ class engine {
   engine& operator=(const engine&) = delete;
 
   /// The config for s (pure: no compile). Throws unsupported_problem.
-  tuned_choice choose(const shape& s) const;
+  tuned_choice choose(const problem& s) const;
   /// Compiles or loads the kernel once, makes the plan once per (kernel, shape, params), and
   /// launches it on `stream`. Throws invalid_input, unsupported_problem, compile_failure, device_error.
-  forward_choice forward(const shape& s, const attn_k::fwd_params& params, stream_t stream);
+  forward_choice forward(const problem& s, const attn_k::fwd_params& params, stream_t stream);
   void synchronize(stream_t stream) const;
   const gpu_info& gpu() const { return m_gpu; }
 
@@ -54,7 +54,7 @@ class engine {
     launch_plan plan;
     forward_choice choice;
   };
-  kernel_slot& kernel_for(const tuned_choice& c, const kernel_family& f, const shape& s);
+  kernel_slot& kernel_for(const tuned_choice& c, const kernel_family& f, const problem& s);
 
   const device_runtime& m_rt;
   gpu_info m_gpu;

@@ -7,7 +7,7 @@
 
 namespace attn {
 
-tensor_strides contiguous_strides(const shape& s, bool kv) {
+tensor_strides contiguous_strides(const problem& s, bool kv) {
   const int64_t n = kv ? s.kv_len : s.q_len, h = kv ? s.kv_heads : s.heads, d = s.head_dim;
   if (s.layout == layout::bhsd) return {h * n * d, n * d, d};
   return {n * h * d, d, h * d};
@@ -37,7 +37,7 @@ void check_strides(const tensor_strides& t, const char* name, int64_t head_dim, 
 
 }  // namespace
 
-attn_k::fwd_params make_fwd_params(const shape& s, const forward_tensors& t, tensor_strides q_strides,
+attn_k::fwd_params make_fwd_params(const problem& s, const forward_tensors& t, tensor_strides q_strides,
                                    tensor_strides kv_strides, float softmax_scale) {
   validate(s);
   if (s.q_len > INT_MAX || s.kv_len > INT_MAX || s.heads > INT_MAX)

@@ -4,7 +4,7 @@
 #include <cstdint>
 
 #include "common/params.cuh"  // kernels/common, shared with the device code
-#include "plan/shape.hpp"
+#include "core/problem.hpp"
 
 namespace attn {
 
@@ -23,7 +23,7 @@ struct tensor_strides {
 };
 
 /// The contiguous strides of Q/O (kv = false) or K/V (kv = true) in s.layout.
-tensor_strides contiguous_strides(const shape& s, bool kv);
+tensor_strides contiguous_strides(const problem& s, bool kv);
 
 /// Bytes a kernel loads at once (cp.async, TMA): pointers and row strides must keep it aligned.
 constexpr int64_t tensor_alignment = 16;
@@ -31,7 +31,7 @@ constexpr int64_t tensor_alignment = 16;
 /// Checks sizes (validate(), and N_q, N_kv and heads within int), the pointers (none null; q, k,
 /// v and o 16-byte aligned, lse 4), the strides (positive multiples of 8 elements, rows of at
 /// least D) and the scale (0 = 1/sqrt(D), else finite and positive). Throws invalid_input.
-attn_k::fwd_params make_fwd_params(const shape& s, const forward_tensors& t, tensor_strides q_strides,
+attn_k::fwd_params make_fwd_params(const problem& s, const forward_tensors& t, tensor_strides q_strides,
                                    tensor_strides kv_strides, float softmax_scale);
 
 }  // namespace attn

@@ -75,7 +75,7 @@ tuned_table tuned_table_from_db(const std::string& path, const kernel_sources& k
     return a.id > b.id;
   };
   for (const tuning_entry& e : entries) {
-    const pair_key k{e.key.device, e.key.cc, e.key.sm_count, shape_key(e.key.shape)};
+    const pair_key k{e.key.device, e.key.cc, e.key.sm_count, problem_key(e.key.shape)};
     auto [it, fresh] = chosen.emplace(k, &e);
     if (fresh) order.push_back(k);
     else if (better(e, *it->second)) it->second = &e;

@@ -50,7 +50,7 @@ bool same_device(const device_desc& a, const device_desc& d) {
   return a.name == d.name && a.cc_major == d.cc_major && a.cc_minor == d.cc_minor && a.sm_count == d.sm_count;
 }
 
-bool same_problem(const shape& a, const shape& b) {
+bool same_problem(const problem& a, const problem& b) {
   return a.batch == b.batch && a.heads == b.heads && a.kv_heads == b.kv_heads && a.q_len == b.q_len &&
          a.kv_len == b.kv_len && a.head_dim == b.head_dim && a.causal == b.causal && a.dtype == b.dtype &&
          a.layout == b.layout;
@@ -127,7 +127,7 @@ void tuned_table::check_device(const device_desc& d) const {
                                 fmt::join(seen, ", ")));
 }
 
-std::vector<tuned_choice> tuned_table::candidates(const device_desc& d, const shape& s) const {
+std::vector<tuned_choice> tuned_table::candidates(const device_desc& d, const problem& s) const {
   std::vector<tuned_choice> out;
   for (const auto& e : m_exact)
     if (same_device(e.device, d) && same_problem(e.shape, s)) {
@@ -155,7 +155,7 @@ std::unique_ptr<tuned_source> open_tuned_source(const std::string& path, const k
 }
 
 tuned_choice choose_config(const tuned_source& table, const device_desc& d, const resource_limits& limits,
-                           const shape& s) {
+                           const problem& s) {
   std::vector<std::string> reasons;
   for (const tuned_choice& c : table.candidates(d, s)) {
     const std::string label = fmt::format("{} {} {}", to_string(c.source), c.family, name(c.config));

@@ -29,7 +29,7 @@ struct tuned_choice {
 /// A tuned shape of a results CSV: the tuner's choice (rank 1) for exactly this problem.
 struct tuned_shape {
   device_desc device;
-  attn::shape shape;
+  attn::problem shape;
   std::string family;
   tile_config config;
   double median_ms = 0;
@@ -42,7 +42,7 @@ class tuned_source {
   /// Throws table_error naming the devices the source holds when it has none for `d`.
   virtual void check_device(const device_desc& d) const = 0;
   /// In order of preference: the exact tuned shape, the bucket (each when there is one), the fallback.
-  virtual std::vector<tuned_choice> candidates(const device_desc& d, const shape& s) const = 0;
+  virtual std::vector<tuned_choice> candidates(const device_desc& d, const problem& s) const = 0;
 };
 
 class tuned_table : public tuned_source {
@@ -57,7 +57,7 @@ class tuned_table : public tuned_source {
 
   bool empty() const override { return m_exact.empty() && m_buckets.empty(); }
   void check_device(const device_desc& d) const override;
-  std::vector<tuned_choice> candidates(const device_desc& d, const shape& s) const override;
+  std::vector<tuned_choice> candidates(const device_desc& d, const problem& s) const override;
 
   const std::vector<tuned_shape>& exact() const { return m_exact; }
   const std::vector<export_entry>& buckets() const { return m_buckets; }
@@ -81,6 +81,6 @@ std::unique_ptr<tuned_source> open_tuned_source(const std::string& path,
 /// tuned config the device cannot run falls through to the next). Throws unsupported_problem
 /// with every candidate's reason when none can run.
 tuned_choice choose_config(const tuned_source& table, const device_desc& d, const resource_limits& limits,
-                           const shape& s);
+                           const problem& s);
 
 }  // namespace attn

@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "plan/shape.hpp"
+#include "core/problem.hpp"
 
 namespace attn {
 

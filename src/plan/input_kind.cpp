@@ -3,7 +3,7 @@
 #include <fmt/format.h>
 
 #include "plan/enum_names.hpp"
-#include "plan/shape.hpp"
+#include "core/problem.hpp"
 
 namespace attn {
 

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <cstdint>
 
-#include "plan/shape.hpp"
+#include "core/problem.hpp"
 
 namespace attn {
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-#include "plan/shape.hpp"  // invalid_input
+#include "core/problem.hpp"  // invalid_input
 
 namespace attn {
 

@@ -7,14 +7,19 @@
 namespace attn {
 
 std::string benchmark_name(const record& r) {
-  const shape& s = r.shape;
-  std::string text = fmt::format("{}.B{}_H{}", r.family, s.batch, s.heads);
-  if (s.kv_heads != s.heads) text += fmt::format("-{}", s.kv_heads);
-  text += fmt::format("_N{}", s.q_len);
-  if (s.kv_len != s.q_len) text += fmt::format("x{}", s.kv_len);
-  text += fmt::format("_D{}_{}_{}{}.{}", s.head_dim, to_string(s.dtype), to_string(s.layout),
-                      s.causal ? "_causal" : "", name(r.config));
-  return text;
+  // describe()'s pieces joined by '_' (a '/' would read as a benchmark filter's path).
+  std::string text = r.family + '.';
+  bool first = true;
+  for (const auto& f : problem_fields()) {
+    field_tag t = f.tag(r.shape);
+    if (t.text.empty()) continue;
+    for (char& c : t.text)
+      if (c == '/') c = '-';
+    if (!first && !t.glued) text += '_';
+    text += t.text;
+    first = false;
+  }
+  return text + '.' + name(r.config);
 }
 
 bench_arguments parse_bench_arguments(const std::vector<std::string>& args) {

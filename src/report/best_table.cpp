@@ -15,7 +15,7 @@ std::vector<best_row> best_table(const std::vector<record>& rows) {
   std::vector<std::string> order;
   std::map<std::string, std::vector<const record*>> by_shape;
   for (const auto& r : rows) {
-    const auto key = shape_key(r.shape);
+    const auto key = problem_key(r.shape);
     if (!by_shape.count(key)) order.push_back(key);
     if (r.status == status::ok) by_shape[key].push_back(&r);
   }
@@ -40,16 +40,16 @@ std::vector<best_row> best_table(const std::vector<record>& rows) {
 }
 
 void write_best_csv(const std::string& path, const std::vector<best_row>& rows) {
-  std::string out =
-      "batch,heads,kv_heads,q_len,kv_len,head_dim,dtype,layout,causal,device,cc,sm_count,"
-      "family,best_config,tflops,median_ms,max_error,memory_saving_ratio,runner_up,"
+  std::string out;
+  for (const auto& f : problem_fields()) out += fmt::format("{},", f.name);
+  out +=
+      "device,cc,sm_count,family,best_config,tflops,median_ms,max_error,memory_saving_ratio,runner_up,"
       "runner_up_gap,kernel_hash\n";
   for (const auto& row : rows) {
     const record& b = row.best;
-    const shape& s = b.shape;
-    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{}.{},{},{},{},{:.2f},{:.6f},{:.3e},{:.1f},{},{},{}\n",
-                       s.batch, s.heads, s.kv_heads, s.q_len, s.kv_len, s.head_dim, to_string(s.dtype),
-                       to_string(s.layout), s.causal ? 1 : 0, csv_field(b.device.name, true), b.device.cc_major,
+    for (const auto& f : problem_fields()) out += csv_field(f.get(b.shape)) + ',';
+    out += fmt::format("{},{}.{},{},{},{},{:.2f},{:.6f},{:.3e},{:.1f},{},{},{}\n",
+                       csv_field(b.device.name, true), b.device.cc_major,
                        b.device.cc_minor, b.device.sm_count, csv_field(b.family), name(b.config), b.tflops,
                        b.median_ms, b.max_error, b.memory_saving_ratio,
                        // The runner-up's family is named when it is not the winner's.

@@ -18,7 +18,7 @@ struct best_row {
 /// One row per shape (shape_key), in the order shapes first appear. Shapes without an ok
 /// variant are left out.
 std::vector<best_row> best_table(const std::vector<record>& rows);
-/// Columns: name-free shape fields, dtype, causal, device, best config, TFLOPS, ms, error,
+/// Columns: name-free problem fields, dtype, causal, device, best config, TFLOPS, ms, error,
 /// memory saving ratio, runner-up config and gap. Atomic write like write_csv.
 void write_best_csv(const std::string& path, const std::vector<best_row>& rows);
 /// Throws invalid_input when `path` is a best table (its header has best_config): the readers of

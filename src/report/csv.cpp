@@ -16,6 +16,7 @@
 
 #include "report/atomic_file.hpp"
 #include "report/csv_trailer.hpp"
+#include "core/problem.hpp"
 
 namespace attn {
 
@@ -23,23 +24,35 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr size_t column_count = 50;
-// Schema 3 files end before "noise", schema 4 files before "inputs"; the columns from there on
-// are read when present.
-constexpr size_t schema3_columns = 40;
-constexpr size_t schema4_columns = 48;
-
+// The columns: these, the problem's fields (core/problem.hpp), then the rest.
+constexpr std::array leading_columns{"schema_version", "device", "arch", "cc", "sm_count", "cuda_version",
+                                     "nvrtc_version", "family"};
 // clang-format off
-const std::array<const char*, column_count> column_names{
-    "schema_version", "device", "arch", "cc", "sm_count", "cuda_version", "nvrtc_version",
-    "family", "batch", "heads", "kv_heads", "q_len", "kv_len", "head_dim", "dtype", "layout",
-    "causal", "config", "block_m", "block_n", "warps", "stages", "status", "message",
+constexpr std::array trailing_columns{
+    "config", "block_m", "block_n", "warps", "stages", "status", "message",
     "compile_ms", "cached", "registers", "spill_bytes", "shared_memory_bytes", "reps",
     "median_ms", "iqr_ms", "tflops", "max_error", "allowed_error", "materialized_bytes",
     "fused_extra_bytes", "memory_saving_ratio", "rank", "kernel_hash",
     "noise", "measured", "sm_clock_before_mhz", "sm_clock_after_mhz", "temperature_c", "power_w",
     "throttle", "tied", "inputs", "bound"};
 // clang-format on
+constexpr size_t first_field_column = leading_columns.size();
+constexpr size_t column_count = leading_columns.size() + problem_field_count + trailing_columns.size();
+// Schema 3 files end before "noise", schema 4 files before "inputs"; the columns from there on
+// are read when present.
+constexpr size_t schema3_columns = column_count - 10;
+constexpr size_t schema4_columns = column_count - 2;
+
+const std::array<const char*, column_count> column_names = [] {
+  std::array<const char*, column_count> names{};
+  size_t i = 0;
+  for (const char* n : leading_columns) names[i++] = n;
+  for (const auto& f : problem_fields()) names[i++] = f.name;
+  for (const char* n : trailing_columns) names[i++] = n;
+  return names;
+}();
+
+bool is_field_column(size_t i) { return i >= first_field_column && i < first_field_column + problem_field_count; }
 
 invalid_input read_error(const std::string& path, const std::string& detail) {
   return invalid_input(fmt::format("cannot read results CSV '{}': {}", path, detail));
@@ -105,15 +118,15 @@ record parse_record(const std::array<std::string, column_count>& f) {
   r.device.cuda_version = next();
   r.device.nvrtc_version = next();
   r.family = next();
-  r.shape.batch = int64();
-  r.shape.heads = int64();
-  r.shape.kv_heads = int64();
-  r.shape.q_len = int64();
-  r.shape.kv_len = int64();
-  r.shape.head_dim = int64();
-  r.shape.dtype = parse_dtype(next());
-  r.shape.layout = parse_layout(next());
-  r.shape.causal = flag();
+  for (const auto& field : problem_fields()) {
+    const std::string& text = next();
+    if (text.empty() && version < field.since_schema) continue;  // an older file: the default
+    try {
+      field.set(r.shape, text);
+    } catch (const invalid_input& e) {
+      throw invalid_input(fmt::format("column '{}': {}", column(), e.what()));
+    }
+  }
   const std::string& config_text = next();
   r.config.block_m = integer();
   r.config.block_n = integer();
@@ -195,16 +208,15 @@ const std::vector<std::string>& csv_columns() {
 }
 
 std::string csv_row(const record& r) {
-  const auto& s = r.shape;
   const auto& d = r.device;
   const auto& c = r.config;
+  std::string fields;
+  for (const auto& f : problem_fields()) fields += csv_field(f.get(r.shape)) + ',';
   return fmt::format(
-      "{},{},{},{}.{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},"
-      "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+      "{},{},{},{}.{},{},{},{},{},{}{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
       csv_schema_version, csv_field(d.name), csv_field(d.arch), d.cc_major, d.cc_minor, d.sm_count,
-      csv_field(d.cuda_version), csv_field(d.nvrtc_version), csv_field(r.family), s.batch, s.heads,
-      s.kv_heads, s.q_len, s.kv_len, s.head_dim, to_string(s.dtype), to_string(s.layout),
-      s.causal ? 1 : 0, name(c), c.block_m, c.block_n, c.warps, c.stages, to_string(r.status),
+      csv_field(d.cuda_version), csv_field(d.nvrtc_version), csv_field(r.family), fields,
+      name(c), c.block_m, c.block_n, c.warps, c.stages, to_string(r.status),
       csv_field(r.message), r.compile_ms, r.cached ? 1 : 0, r.registers, r.spill_bytes,
       r.shared_memory_bytes, r.reps, r.median_ms, r.iqr_ms, r.tflops, r.max_error, r.allowed_error,
       r.materialized_bytes, r.fused_extra_bytes, r.memory_saving_ratio, r.rank, csv_field(r.kernel_hash),
@@ -245,7 +257,8 @@ std::vector<record> read_records(const std::string& path, std::string_view text,
                           : reader.has_column(column_names[schema3_columns]) ? schema4_columns
                                                                              : schema3_columns;
     for (size_t i = 0; i < needed; ++i)
-      if (!reader.has_column(column_names[i]))
+      if (!reader.has_column(column_names[i]) &&
+          !(is_field_column(i) && problem_fields()[i - first_field_column].since_schema > csv_schema_version_without_end_line))
         throw read_error(path, fmt::format("the header lacks column '{}'", column_names[i]));
     std::array<std::string, column_count> fields;
     while (std::apply([&](auto&... f) { return reader.read_row(f...); }, fields)) {

@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 
 #include "plan/digest.hpp"
-#include "plan/shape.hpp"
+#include "core/problem.hpp"
 
 namespace attn {
 

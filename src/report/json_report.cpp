@@ -22,10 +22,17 @@ ordered_json device_json(const device_desc& d) {
           {"nvrtc_version", d.nvrtc_version}};
 }
 
-ordered_json shape_json(const shape& s) {
-  return {{"batch", s.batch},       {"heads", s.heads},       {"kv_heads", s.kv_heads},
-          {"q_len", s.q_len},       {"kv_len", s.kv_len},     {"head_dim", s.head_dim},
-          {"dtype", to_string(s.dtype)}, {"layout", to_string(s.layout)}, {"causal", s.causal}};
+ordered_json shape_json(const problem& s) {
+  ordered_json out = ordered_json::object();
+  for (const auto& f : problem_fields()) {
+    const std::string text = f.get(s);
+    switch (f.type) {
+      case field_type::integer: out[f.name] = std::stoll(text); break;
+      case field_type::flag: out[f.name] = text == "1"; break;
+      case field_type::text: out[f.name] = text; break;
+    }
+  }
+  return out;
 }
 
 ordered_json record_json(const record& r) {

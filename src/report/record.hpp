@@ -5,7 +5,7 @@
 
 #include "plan/config.hpp"
 #include "plan/input_kind.hpp"
-#include "plan/shape.hpp"
+#include "core/problem.hpp"
 
 namespace attn {
 
@@ -48,7 +48,7 @@ status parse_status(const std::string& text);  ///< throws invalid_input
 
 struct record {
   device_desc device;
-  attn::shape shape;
+  attn::problem shape;
   std::string family = "fa2";
   tile_config config;
   attn::status status = status::pruned;

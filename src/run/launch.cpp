@@ -19,11 +19,11 @@ loaded_variant load_variant(const device_runtime& rt, const std::string& image, 
   return v;
 }
 
-launch_plan plan_launch(const loaded_variant& v, const record& r, const problem& pr, const gpu_info& gpu) {
+launch_plan plan_launch(const loaded_variant& v, const record& r, const device_problem& pr, const gpu_info& gpu) {
   return plan_launch(v, r, pr.shp, pr.params(), gpu);
 }
 
-launch_plan plan_launch(const loaded_variant& v, const record& r, const shape& s, const attn_k::fwd_params& params,
+launch_plan plan_launch(const loaded_variant& v, const record& r, const problem& s, const attn_k::fwd_params& params,
                         const gpu_info& gpu) {
   launch_plan plan;
   plan.kernel = v.kernel;

@@ -33,9 +33,9 @@ struct launch_plan {
 /// The default: fwd_params, one block per BLOCK_M query rows of each (head, batch); then the
 /// family's own plan_launch, if any. Throws invalid_input (a tensor the family cannot describe)
 /// or device_error.
-launch_plan plan_launch(const loaded_variant& v, const record& r, const problem& pr, const gpu_info& gpu);
+launch_plan plan_launch(const loaded_variant& v, const record& r, const device_problem& pr, const gpu_info& gpu);
 /// The same for tensors the caller owns: `params` holds their pointers and strides (in elements).
-launch_plan plan_launch(const loaded_variant& v, const record& r, const shape& s, const attn_k::fwd_params& params,
+launch_plan plan_launch(const loaded_variant& v, const record& r, const problem& s, const attn_k::fwd_params& params,
                         const gpu_info& gpu);
 void launch(const device_runtime& rt, const launch_plan& plan, stream_t stream);
 

@@ -28,7 +28,7 @@ double seconds_since(clock_type::time_point t) {
 }
 
 // Verifies one compiled variant; timing comes later (run_search), for those that pass.
-void verify_variant(variant& v, const problem& pr, const reference_outputs& ref,
+void verify_variant(variant& v, const device_problem& pr, const reference_outputs& ref,
                     const std::vector<cpu_sample>& samples, const support_kernels& support,
                     const gpu_info& gpu, const timing_options& timing, const acceptance& bound, stream_t stream) {
   record& r = v.rec;
@@ -65,7 +65,7 @@ void verify_variant(variant& v, const problem& pr, const reference_outputs& ref,
 }
 
 // Times a verified variant with these options; the record keeps the last measurement.
-void time_variant(variant& v, const problem& pr, const support_kernels& support, const gpu_info& gpu,
+void time_variant(variant& v, const device_problem& pr, const support_kernels& support, const gpu_info& gpu,
                   l2_flusher& flusher, const timing_options& timing, const nvml_monitor* clocks,
                   stream_t stream) {
   record& r = v.rec;
@@ -92,7 +92,7 @@ compiled_variant compiled_news(const tune_options& options) {
   };
 }
 
-void check_grid_limits(const shape& s) {
+void check_grid_limits(const problem& s) {
   if (s.batch > 65535) throw invalid_input(fmt::format("batch {} exceeds the grid limit 65535", s.batch));
   if (s.heads > 65535) throw invalid_input(fmt::format("heads {} exceed the grid limit 65535", s.heads));
   if (s.q_len > INT32_MAX / 2 || s.kv_len > INT32_MAX / 2)
@@ -165,12 +165,12 @@ void assign_ranks(std::vector<record>& rows, std::optional<size_t> best) {
   for (size_t i : ok) rows[i].rank = next++;
 }
 
-int64_t tuning_memory_bytes(const shape& s, int64_t l2_bytes, int64_t reference_chunk_bytes) {
+int64_t tuning_memory_bytes(const problem& s, int64_t l2_bytes, int64_t reference_chunk_bytes) {
   return 2 * q_bytes(s) + 2 * kv_bytes(s) + lse_bytes(s) +
          reference_memory_bytes(s, reference_chunk_bytes) + 2 * l2_bytes + (64 << 20);
 }
 
-tune_result tune(const shape& s, const gpu_info& gpu, const compile_cache& cache,
+tune_result tune(const problem& s, const gpu_info& gpu, const compile_cache& cache,
                  const tune_options& options) {
   const auto start = clock_type::now();
   validate(s);
@@ -217,7 +217,7 @@ tune_result tune(const shape& s, const gpu_info& gpu, const compile_cache& cache
   // illegal address is sticky): a device reset, then the same seed gives the same inputs.
   struct checking_state {
     std::unique_ptr<support_kernels> support;
-    std::unique_ptr<problem> pr;
+    std::unique_ptr<device_problem> pr;
     reference_outputs ref;
     std::vector<cpu_sample> samples;
     std::unique_ptr<l2_flusher> flusher;
@@ -226,7 +226,7 @@ tune_result tune(const shape& s, const gpu_info& gpu, const compile_cache& cache
   auto make_state = [&] {
     auto st = std::make_unique<checking_state>();
     st->support = load_support(rt, cache, s.dtype, gpu.desc.arch);
-    st->pr = std::make_unique<problem>(s, *st->support, options.seed, options.inputs);
+    st->pr = std::make_unique<device_problem>(s, *st->support, options.seed, options.inputs);
     st->ref = compute_reference(*st->support, *st->pr, options.reference_chunk_bytes);
     st->samples = cpu_samples(rt, *st->pr, options.cpu_check_rows, options.seed);
     st->flusher = std::make_unique<l2_flusher>(rt, gpu.l2_bytes);
@@ -381,7 +381,7 @@ tune_result tune(const shape& s, const gpu_info& gpu, const compile_cache& cache
   return result;
 }
 
-tune_result compile_only(const shape& s, const std::string& arch, const compile_cache& cache,
+tune_result compile_only(const problem& s, const std::string& arch, const compile_cache& cache,
                          const tune_options& options) {
   const auto start = clock_type::now();
   validate(s);
@@ -412,13 +412,13 @@ tune_result compile_only(const shape& s, const std::string& arch, const compile_
   return result;
 }
 
-void dump_best(const shape& s, const gpu_info& gpu, const compile_cache& cache, const tune_result& result,
+void dump_best(const problem& s, const gpu_info& gpu, const compile_cache& cache, const tune_result& result,
                uint64_t seed, input_kind inputs, double kernel_timeout_s, const std::string& dir) {
   if (!result.best) throw std::runtime_error("--dump: no variant passed, nothing to dump");
   const record& r = result.records[*result.best];
   const device_runtime& rt = runtime_of(gpu);
   const auto support = load_support(rt, cache, s.dtype, gpu.desc.arch);
-  const problem pr(s, *support, seed, inputs);
+  const device_problem pr(s, *support, seed, inputs);
   // The winner may have been compiled in another process (isolated re-runs): the cache has it.
   const kernel_family& family = find_family(r.family);
   const std::string cubin = !result.best_cubin.empty()

@@ -83,21 +83,21 @@ std::optional<size_t> choose_best(const std::vector<record>& rows);
 void assign_ranks(std::vector<record>& rows, std::optional<size_t> best);
 
 /// Device memory a tuning run of s needs (inputs, outputs, reference, L2 flush buffer).
-int64_t tuning_memory_bytes(const shape& s, int64_t l2_bytes, int64_t reference_chunk_bytes);
+int64_t tuning_memory_bytes(const problem& s, int64_t l2_bytes, int64_t reference_chunk_bytes);
 
 /// Throws invalid_input when the shape cannot run on the device (too large for memory or grid),
 /// or when options.family is not of the device's backend. A variant that hangs ends the run
 /// (tune_result::hung).
-tune_result tune(const shape& s, const gpu_info& gpu, const compile_cache& cache,
+tune_result tune(const problem& s, const gpu_info& gpu, const compile_cache& cache,
                  const tune_options& options);
 
 /// No device: build every variant for `arch`; records end as compiled/compile_error/pruned.
-tune_result compile_only(const shape& s, const std::string& arch, const compile_cache& cache,
+tune_result compile_only(const problem& s, const std::string& arch, const compile_cache& cache,
                          const tune_options& options);
 
 /// Runs the best variant once more on fresh inputs (of kind `inputs`) and writes q, k, v, o, lse
 /// as .npy to dir.
-void dump_best(const shape& s, const gpu_info& gpu, const compile_cache& cache, const tune_result& result,
+void dump_best(const problem& s, const gpu_info& gpu, const compile_cache& cache, const tune_result& result,
                uint64_t seed, input_kind inputs, double kernel_timeout_s, const std::string& dir);
 
 }  // namespace attn

@@ -4,7 +4,7 @@
 
 namespace attn {
 
-variant_runner::variant_runner(const std::string& family, const shape& s, const tile_config& c,
+variant_runner::variant_runner(const std::string& family, const problem& s, const tile_config& c,
                                const gpu_info& gpu, const compile_cache& cache, uint64_t seed)
     : m_rt(runtime_of(gpu)) {
   tune_options t;
@@ -19,7 +19,7 @@ variant_runner::variant_runner(const std::string& family, const shape& s, const 
     throw std::runtime_error(fmt::format("{} on {} is {}: {}", name(c), describe(s), to_string(m_record.status),
                                          m_record.message));
   m_support = load_support(m_rt, cache, s.dtype, gpu.desc.arch);
-  m_problem = std::make_unique<problem>(s, *m_support, seed + 1);
+  m_problem = std::make_unique<device_problem>(s, *m_support, seed + 1);
   m_kernel = std::make_unique<loaded_variant>(load_variant(m_rt, r.best_cubin, m_record, gpu.ordinal));
   m_plan = plan_launch(*m_kernel, m_record, *m_problem, gpu);
   m_flusher = std::make_unique<l2_flusher>(m_rt, gpu.l2_bytes);

@@ -9,9 +9,9 @@ namespace attn {
 
 std::vector<bool> rows_done(const std::vector<sweep_row>& rows, const std::vector<record>& results) {
   std::set<std::string> have;
-  for (const auto& r : results) have.insert(shape_key(r.shape));
+  for (const auto& r : results) have.insert(problem_key(r.shape));
   std::vector<bool> done;
-  for (const auto& row : rows) done.push_back(have.count(shape_key(row.problem)) > 0);
+  for (const auto& row : rows) done.push_back(have.count(problem_key(row.problem)) > 0);
   return done;
 }
 
@@ -39,7 +39,7 @@ std::vector<record> merge_results(const std::vector<std::vector<record>>& parts,
       if (!inserted && first->second.first != r.kernel_hash)
         throw invalid_input(fmt::format("merge: '{}' was tuned with {} kernel sources {} but '{}' with {}", names[p],
                                         r.family, r.kernel_hash, first->second.second, first->second.first));
-      const auto key = shape_key(r.shape);
+      const auto key = problem_key(r.shape);
       own.insert(key);
       if (auto it = shape_file.find(key); it != shape_file.end() && it->second != names[p])
         throw invalid_input(fmt::format("merge: shape {} is in both '{}' and '{}'", describe(r.shape), it->second,

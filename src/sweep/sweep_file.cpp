@@ -1,6 +1,8 @@
 #include "sweep/sweep_file.hpp"
 
 #include <algorithm>
+#include <array>
+#include <tuple>
 #include <fstream>
 #include <map>
 
@@ -22,10 +24,10 @@ int64_t positive(const std::string& text, const std::string& where, const char* 
   return value;
 }
 
-bool flag(const std::string& text, const std::string& where) {
+bool flag(const std::string& text, const std::string& where, const char* column) {
   if (text.empty() || text == "0" || text == "false" || text == "no") return false;
   if (text == "1" || text == "true" || text == "yes") return true;
-  throw invalid_input(fmt::format("{}: column 'causal': '{}' is not 0/1", where, text));
+  throw invalid_input(fmt::format("{}: column '{}': '{}' is not 0/1", where, column, text));
 }
 
 // A '#' after leading blanks starts a comment too: such a line is blanked (kept, so line
@@ -54,32 +56,40 @@ std::vector<sweep_row> read_sweep_file(const std::string& path) {
   }
   blank_comment_lines(text);
   try {
-    io::CSVReader<10, io::trim_chars<' ', '\t'>, io::double_quote_escape<',', '"'>, io::throw_on_overflow,
+    constexpr size_t columns = 1 + problem_field_count;  // "name", then the problem's fields
+    io::CSVReader<columns, io::trim_chars<' ', '\t'>, io::double_quote_escape<',', '"'>, io::throw_on_overflow,
                   io::single_and_empty_line_comment<'#'>>
         reader(path, text.data(), text.data() + text.size());
-    reader.read_header(io::ignore_no_column, "name", "B", "H", "kv_heads", "N", "kv_len", "D",
-                       "causal", "dtype", "layout");
-    std::string name, b, h, hkv, n, nkv, d, causal, dt, lay;
-    while (reader.read_row(name, b, h, hkv, n, nkv, d, causal, dt, lay)) {
+    std::array<const char*, columns> names{"name"};
+    for (size_t i = 0; i < problem_field_count; ++i) names[i + 1] = problem_fields()[i].sweep_column;
+    std::apply([&](auto... n) { reader.read_header(io::ignore_no_column, n...); }, names);
+    std::array<std::string, columns> cells;
+    while (std::apply([&](auto&... c) { return reader.read_row(c...); }, cells)) {
       const std::string where = fmt::format("{}:{}", path, reader.get_file_line());
       sweep_row row;
       row.line = static_cast<int>(reader.get_file_line());
-      shape& s = row.problem;
-      s.batch = positive(b, where, "B");
-      s.heads = positive(h, where, "H");
-      s.kv_heads = hkv.empty() ? s.heads : positive(hkv, where, "kv_heads");
-      s.q_len = positive(n, where, "N");
-      s.kv_len = nkv.empty() ? s.q_len : positive(nkv, where, "kv_len");
-      s.head_dim = positive(d, where, "D");
-      s.causal = flag(causal, where);
+      problem& s = row.problem;
+      for (size_t i = 0; i < problem_field_count; ++i) {
+        const problem_field& f = problem_fields()[i];
+        const std::string& cell = cells[i + 1];
+        if (cell.empty() && !f.required) {
+          if (f.follows >= 0) f.set(s, problem_fields()[f.follows].get(s));
+          continue;
+        }
+        if (f.type == field_type::integer) positive(cell, where, f.sweep_column);
+        const std::string text = f.type == field_type::flag ? (flag(cell, where, f.sweep_column) ? "1" : "0") : cell;
+        try {
+          f.set(s, text);
+        } catch (const invalid_input& e) {
+          throw invalid_input(fmt::format("{}: {}", where, e.what()));
+        }
+      }
       try {
-        if (!dt.empty()) s.dtype = parse_dtype(dt);
-        if (!lay.empty()) s.layout = parse_layout(lay);
         validate(s);
       } catch (const invalid_input& e) {
         throw invalid_input(fmt::format("{}: {}", where, e.what()));
       }
-      row.name = name.empty() ? describe(s) : name;
+      row.name = cells[0].empty() ? describe(s) : cells[0];
       rows.push_back(std::move(row));
     }
   } catch (const io::error::base& e) {
@@ -87,11 +97,6 @@ std::vector<sweep_row> read_sweep_file(const std::string& path) {
   }
   if (rows.empty()) throw invalid_input(fmt::format("sweep file '{}' has no rows", path));
   return rows;
-}
-
-std::string shape_key(const shape& s) {
-  return fmt::format("{},{},{},{},{},{},{},{},{}", s.batch, s.heads, s.kv_heads, s.q_len, s.kv_len,
-                     s.head_dim, s.causal ? 1 : 0, to_string(s.dtype), to_string(s.layout));
 }
 
 shard_spec parse_shard(const std::string& text, const std::function<const char*(const char*)>& env) {
@@ -142,7 +147,7 @@ std::vector<sweep_row> distinct_shapes(const std::vector<sweep_row>& rows, std::
   std::vector<sweep_row> out;
   std::map<std::string, size_t> first;  // shape key -> index in out
   for (const auto& r : rows) {
-    const auto [it, fresh] = first.emplace(shape_key(r.problem), out.size());
+    const auto [it, fresh] = first.emplace(problem_key(r.problem), out.size());
     if (fresh) out.push_back(r);
     else
       repeats.push_back(fmt::format("{} (line {}) is the shape of {} (line {})", r.name, r.line,

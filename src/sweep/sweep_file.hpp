@@ -6,21 +6,18 @@
 #include <string>
 #include <vector>
 
-#include "plan/shape.hpp"
+#include "core/problem.hpp"
 
 namespace attn {
 
 struct sweep_row {
   std::string name;
-  shape problem;
+  attn::problem problem;
   int line = 0;  ///< in the file, for messages
 };
 
 /// Throws invalid_input naming the file, the line and the column of a bad row.
 std::vector<sweep_row> read_sweep_file(const std::string& path);
-
-/// Identifies a problem in results: "B,H,Hkv,Nq,Nkv,D,causal,dtype,layout".
-std::string shape_key(const shape& s);
 
 /// The rows whose shape no earlier row has (a results file holds one tuning per shape: models
 /// often share one, e.g. Mistral-7B's are Llama-3-8B's). Each row left out is appended to

@@ -40,11 +40,11 @@ void attention_row_fp64(const float* q, const float* k, const float* v, int64_t 
   if (lse != nullptr) *lse = row_max + std::log(sum);
 }
 
-int64_t last_visible_key(const shape& s, int64_t query_row) {
+int64_t last_visible_key(const problem& s, int64_t query_row) {
   return s.causal ? query_row + s.kv_len - s.q_len : s.kv_len - 1;
 }
 
-std::vector<double> attention_fp64(const shape& s, const std::vector<float>& q,
+std::vector<double> attention_fp64(const problem& s, const std::vector<float>& q,
                                    const std::vector<float>& k, const std::vector<float>& v,
                                    std::vector<double>* lse) {
   // No validate(): the reference also serves tiny hand-checked shapes the kernels never take.

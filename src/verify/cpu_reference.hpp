@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "plan/shape.hpp"
+#include "core/problem.hpp"
 
 namespace attn {
 
@@ -15,13 +15,13 @@ void attention_row_fp64(const float* q, const float* k, const float* v, int64_t 
                         int64_t kv_row_stride, int64_t head_dim, double scale, int64_t last_key,
                         double* out, double* lse);
 
-/// Last key a query row may see under shape s (kv_len - 1 when not causal; bottom-right
+/// Last key a query row may see under problem s (kv_len - 1 when not causal; bottom-right
 /// aligned when causal: i + kv_len - q_len, which may be negative).
-int64_t last_visible_key(const shape& s, int64_t query_row);
+int64_t last_visible_key(const problem& s, int64_t query_row);
 
 /// Whole attention for float inputs laid out per s.layout; returns O in the same layout as q
 /// and (if lse != nullptr) fills lse[(b*H + h)*Nq + i]. Softmax scale 1/sqrt(D).
-std::vector<double> attention_fp64(const shape& s, const std::vector<float>& q,
+std::vector<double> attention_fp64(const problem& s, const std::vector<float>& q,
                                    const std::vector<float>& k, const std::vector<float>& v,
                                    std::vector<double>* lse = nullptr);
 

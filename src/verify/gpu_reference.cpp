@@ -43,7 +43,7 @@ std::unique_ptr<support_kernels> load_support(const device_runtime& rt, const co
   return s;
 }
 
-problem::problem(const shape& s, const support_kernels& support, uint64_t seed, input_kind kind)
+device_problem::device_problem(const problem& s, const support_kernels& support, uint64_t seed, input_kind kind)
     : shp(s), inputs(kind) {
   const device_runtime& rt = support.rt;
   q = device_buffer(rt, q_bytes(s));
@@ -69,12 +69,12 @@ problem::problem(const shape& s, const support_kernels& support, uint64_t seed, 
   rt.synchronize_device();
 }
 
-int64_t problem::q_elements() const { return shp.batch * shp.heads * shp.q_len * shp.head_dim; }
-int64_t problem::kv_elements() const {
+int64_t device_problem::q_elements() const { return shp.batch * shp.heads * shp.q_len * shp.head_dim; }
+int64_t device_problem::kv_elements() const {
   return shp.batch * shp.kv_heads * shp.kv_len * shp.head_dim;
 }
 
-attn_k::fwd_params problem::params() const {
+attn_k::fwd_params device_problem::params() const {
   attn_k::fwd_params p{};
   p.q = q.get();
   p.k = k.get();
@@ -108,7 +108,7 @@ attn_k::fwd_params problem::params() const {
 
 namespace {
 
-int64_t pairs_per_chunk(const shape& s, int64_t chunk_bytes) {
+int64_t pairs_per_chunk(const problem& s, int64_t chunk_bytes) {
   const int64_t per_pair = s.q_len * s.kv_len * 8;  // fp32 scores + fp32 probabilities
   return std::clamp<int64_t>(chunk_bytes / per_pair, 1, std::min<int64_t>(s.batch * s.heads, 65535));
 }
@@ -118,7 +118,7 @@ int64_t pairs_per_chunk(const shape& s, int64_t chunk_bytes) {
 enum class pass_kind { full, naive, rounded };
 
 // One materializing pass over pairs [bh0, bh0 + n): scores, softmax, P V.
-void materializing_pass(const support_kernels& sk, const problem& pr, pass_kind kind, int bh0, int n,
+void materializing_pass(const support_kernels& sk, const device_problem& pr, pass_kind kind, int bh0, int n,
                 float* scores, void* probs, float* lse, void* out) {
   const bool lowp_scores = kind == pass_kind::naive, lowp_output = kind != pass_kind::full;
   attn_k::fwd_params p = pr.params();
@@ -171,15 +171,15 @@ error_stats run_error(const device_runtime& rt, kernel_t kernel, const void* out
 
 }  // namespace
 
-int64_t reference_memory_bytes(const shape& s, int64_t chunk_bytes) {
+int64_t reference_memory_bytes(const problem& s, int64_t chunk_bytes) {
   const int64_t q_elems = s.batch * s.heads * s.q_len * s.head_dim;
   return pairs_per_chunk(s, chunk_bytes) * s.q_len * s.kv_len * 8 + q_elems * 4 + lse_bytes(s) +
          q_bytes(s);
 }
 
-reference_outputs compute_reference(const support_kernels& support, const problem& pr,
+reference_outputs compute_reference(const support_kernels& support, const device_problem& pr,
                                     int64_t chunk_bytes) {
-  const shape& s = pr.shp;
+  const problem& s = pr.shp;
   const device_runtime& rt = support.rt;
   reference_outputs r;
   r.o_full = device_buffer(rt, pr.q_elements() * 4);
@@ -204,7 +204,7 @@ reference_outputs compute_reference(const support_kernels& support, const proble
   return r;
 }
 
-void poison_outputs(const support_kernels& support, const problem& pr, stream_t stream) {
+void poison_outputs(const support_kernels& support, const device_problem& pr, stream_t stream) {
   const std::pair<void*, int64_t> targets[] = {{pr.o.get(), pr.o.bytes() / 4},
                                                {pr.lse.get(), pr.lse.bytes() / 4}};
   for (auto [ptr, words] : targets) {

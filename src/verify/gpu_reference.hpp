@@ -6,7 +6,7 @@
 
 #include "backend/resources.hpp"
 #include "codegen/cache.hpp"
-#include "plan/shape.hpp"
+#include "core/problem.hpp"
 #include "verify/input_fill.hpp"
 #include "common/params.cuh"  // kernels/common, shared with the device code
 
@@ -31,9 +31,9 @@ std::vector<std::string> support_options(dtype t);
 
 /// Q, K, V, O and LSE of one shape on the device, Q, K and V filled with fresh random values of
 /// the kind asked for.
-struct problem {
-  problem(const shape& s, const support_kernels& support, uint64_t seed, input_kind inputs = input_kind::normal);
-  shape shp;
+struct device_problem {
+  device_problem(const problem& s, const support_kernels& support, uint64_t seed, input_kind inputs = input_kind::normal);
+  problem shp;
   input_kind inputs = input_kind::normal;
   device_buffer q, k, v, o, lse;
   int64_t lse_measured_bytes = 0;  ///< device memory the LSE allocation actually took
@@ -58,12 +58,12 @@ struct reference_outputs {
 
 /// Scores are materialized for at most `chunk_bytes` of (batch, head) pairs at a time (at least
 /// one pair). Throws device_error.
-reference_outputs compute_reference(const support_kernels& support, const problem& p,
+reference_outputs compute_reference(const support_kernels& support, const device_problem& p,
                                     int64_t chunk_bytes);
 /// Device memory compute_reference needs beyond the problem's own buffers.
-int64_t reference_memory_bytes(const shape& s, int64_t chunk_bytes);
+int64_t reference_memory_bytes(const problem& s, int64_t chunk_bytes);
 
-void poison_outputs(const support_kernels& support, const problem& p, stream_t stream);
+void poison_outputs(const support_kernels& support, const device_problem& p, stream_t stream);
 error_stats element_error(const support_kernels& support, const void* out, const float* ref,
                           int64_t n);
 error_stats float_error(const support_kernels& support, const float* out, const float* ref,

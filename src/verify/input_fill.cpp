@@ -12,7 +12,7 @@ constexpr double sink_logits[attn_k::max_sink_rows] = {30, 20, 40};
 
 }  // namespace
 
-attn_k::input_fill input_fill_for(input_kind k, tensor_role t, const shape& s) {
+attn_k::input_fill input_fill_for(input_kind k, tensor_role t, const problem& s) {
   const bool query = t == tensor_role::q;
   const int64_t heads = query ? s.heads : s.kv_heads, len = query ? s.q_len : s.kv_len;
   attn_k::input_fill f{};

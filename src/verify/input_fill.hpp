@@ -2,7 +2,7 @@
 // Each kind of inputs (plan/input_kind.hpp) as a distribution per tensor (kernels/common/
 // inputs.cuh), filled on the device by the support module.
 #include "plan/input_kind.hpp"
-#include "plan/shape.hpp"
+#include "core/problem.hpp"
 #include "common/inputs.cuh"  // kernels/common, shared with the device code
 
 namespace attn {
@@ -10,6 +10,6 @@ namespace attn {
 enum class tensor_role { q, k, v };
 
 /// The distribution of one tensor of shape s for inputs of kind k.
-attn_k::input_fill input_fill_for(input_kind k, tensor_role t, const shape& s);
+attn_k::input_fill input_fill_for(input_kind k, tensor_role t, const problem& s);
 
 }  // namespace attn

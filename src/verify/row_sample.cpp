@@ -10,8 +10,8 @@
 
 namespace attn {
 
-std::vector<cpu_sample> cpu_samples(const device_runtime& rt, const problem& pr, int count, uint64_t seed) {
-  const shape& s = pr.shp;
+std::vector<cpu_sample> cpu_samples(const device_runtime& rt, const device_problem& pr, int count, uint64_t seed) {
+  const problem& s = pr.shp;
   const auto q = to_host<uint16_t>(rt, pr.q), k = to_host<uint16_t>(rt, pr.k), v = to_host<uint16_t>(rt, pr.v);
   std::mt19937_64 rng(seed ^ 0x5eed);
   std::vector<cpu_sample> samples = {{0, 0, 0, {}, 0},
@@ -39,8 +39,8 @@ std::vector<cpu_sample> cpu_samples(const device_runtime& rt, const problem& pr,
   return samples;
 }
 
-double cpu_sample_error(const device_runtime& rt, const problem& pr, const std::vector<cpu_sample>& samples) {
-  const shape& s = pr.shp;
+double cpu_sample_error(const device_runtime& rt, const device_problem& pr, const std::vector<cpu_sample>& samples) {
+  const problem& s = pr.shp;
   const int64_t d = s.head_dim;
   double worst = 0;
   std::vector<uint16_t> row(d);

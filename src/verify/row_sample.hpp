@@ -16,8 +16,8 @@ struct cpu_sample {
 
 /// `count` rows (at least the first and the last) of pr's inputs, seeded by `seed`, with their
 /// expected output and LSE in float64.
-std::vector<cpu_sample> cpu_samples(const device_runtime& rt, const problem& pr, int count, uint64_t seed);
+std::vector<cpu_sample> cpu_samples(const device_runtime& rt, const device_problem& pr, int count, uint64_t seed);
 /// Largest |error| of the sampled rows; NaN if any output is not finite.
-double cpu_sample_error(const device_runtime& rt, const problem& pr, const std::vector<cpu_sample>& samples);
+double cpu_sample_error(const device_runtime& rt, const device_problem& pr, const std::vector<cpu_sample>& samples);
 
 }  // namespace attn

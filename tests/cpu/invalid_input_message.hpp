@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "plan/shape.hpp"
+#include "core/problem.hpp"
 
 namespace attn::testing {
 

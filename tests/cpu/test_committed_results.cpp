@@ -31,7 +31,7 @@ TEST(committed_results, read_back_and_have_one_best_per_shape) {
     ASSERT_FALSE(rows.empty()) << entry.path();
     std::map<std::string, int> best;  // per shape: exactly one rank 1
     for (const auto& r : rows) {
-      best[shape_key(r.shape)] += r.rank == 1;
+      best[problem_key(r.shape)] += r.rank == 1;
       if (r.status == status::ok) {
         EXPECT_GT(r.tflops, 0) << entry.path();
         EXPECT_LE(r.max_error, r.allowed_error) << entry.path() << " " << name(r.config);

@@ -32,7 +32,7 @@ class compile_default_space : public ::testing::TestWithParam<compile_case> {};
 
 TEST_P(compile_default_space, every_variant_compiles) {
   const auto [family, arch, d, causal] = GetParam();
-  shape s;
+  problem s;
   s.batch = 2, s.heads = 4, s.kv_heads = 4, s.q_len = s.kv_len = 1024, s.head_dim = d;
   s.causal = causal;
   // A fresh, empty cache: everything is really compiled.
@@ -83,7 +83,7 @@ INSTANTIATE_TEST_SUITE_P(
     });
 
 TEST(wgmma_family, is_pruned_off_hopper_and_runs_only_on_cc_9_0) {
-  shape s;
+  problem s;
   s.batch = 1, s.heads = 2, s.kv_heads = 2, s.q_len = s.kv_len = 256, s.head_dim = 128;
   tune_options t;
   t.family = "wgmma";
@@ -105,7 +105,7 @@ TEST(wgmma_family, is_pruned_off_hopper_and_runs_only_on_cc_9_0) {
 }
 
 TEST(wgmma_family, rejects_what_it_cannot_express) {
-  shape s;
+  problem s;
   s.batch = 1, s.heads = 2, s.kv_heads = 2, s.q_len = s.kv_len = 256, s.head_dim = 256;
   resource_limits hopper;
   const auto& f = wgmma_family();
@@ -139,7 +139,7 @@ TEST(compile_support_module, both_dtypes_both_archs) {
 // NVRTC's log has no ptxas report (the driver's compute cache answered the compile).
 TEST(cubin_resources, match_ptxas_report) {
   const compile_cache no_cache("");
-  shape s;
+  problem s;
   s.batch = 1, s.heads = 2, s.kv_heads = 2, s.q_len = s.kv_len = 512, s.head_dim = 64, s.causal = true;
   struct one {
     std::string source, arch;

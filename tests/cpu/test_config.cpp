@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "plan/config.hpp"
-#include "plan/shape.hpp"
+#include "core/problem.hpp"
 #include "invalid_input_message.hpp"
 
 namespace {

@@ -5,16 +5,16 @@
 #include <stdexcept>
 #include <vector>
 
-#include "plan/shape.hpp"
+#include "core/problem.hpp"
 #include "verify/cpu_reference.hpp"
 
 namespace {
 
 constexpr double inf = std::numeric_limits<double>::infinity();
 
-attn::shape small_shape(int64_t b, int64_t h, int64_t kvh, int64_t nq, int64_t nkv, int64_t d,
+attn::problem small_shape(int64_t b, int64_t h, int64_t kvh, int64_t nq, int64_t nkv, int64_t d,
                         bool causal = false) {
-  attn::shape s;
+  attn::problem s;
   s.batch = b;
   s.heads = h;
   s.kv_heads = kvh;
@@ -50,7 +50,7 @@ std::vector<T> to_bshd(const std::vector<T>& x, int64_t b_count, int64_t h_count
 }
 
 // Textbook attention on bhsd inputs: no max subtraction, independent of the library's code.
-std::vector<double> naive_bhsd(const attn::shape& s, const std::vector<float>& q,
+std::vector<double> naive_bhsd(const attn::problem& s, const std::vector<float>& q,
                                const std::vector<float>& k, const std::vector<float>& v,
                                std::vector<double>& lse) {
   const int64_t d = s.head_dim, group = s.heads / s.kv_heads;
@@ -201,14 +201,14 @@ TEST(AttentionRow, LargeScoresDoNotOverflow) {
 }
 
 TEST(LastVisibleKey, SelfAttention) {
-  attn::shape s = small_shape(1, 1, 1, 4, 4, 2);
+  attn::problem s = small_shape(1, 1, 1, 4, 4, 2);
   for (int64_t i = 0; i < 4; ++i) EXPECT_EQ(attn::last_visible_key(s, i), 3);
   s.causal = true;
   for (int64_t i = 0; i < 4; ++i) EXPECT_EQ(attn::last_visible_key(s, i), i);
 }
 
 TEST(LastVisibleKey, CrossAttentionIsBottomRightAligned) {
-  attn::shape s = small_shape(1, 1, 1, 2, 5, 2);
+  attn::problem s = small_shape(1, 1, 1, 2, 5, 2);
   EXPECT_EQ(attn::last_visible_key(s, 0), 4);
   s.causal = true;
   EXPECT_EQ(attn::last_visible_key(s, 0), 3);  // 0 + 5 - 2
@@ -223,7 +223,7 @@ TEST(LastVisibleKey, CrossAttentionIsBottomRightAligned) {
 
 TEST(AttentionFp64, HandComputedTinyShape) {
   // B1 H1 N2 D2, causal: row 0 sees key 0 only, row 1 sees both.
-  attn::shape s = small_shape(1, 1, 1, 2, 2, 2, true);
+  attn::problem s = small_shape(1, 1, 1, 2, 2, 2, true);
   const std::vector<float> q{1, 0, 0, 2}, k{1, 0, 0, 1}, v{1, 2, 3, 4};
   std::vector<double> lse;
   std::vector<double> out = attn::attention_fp64(s, q, k, v, &lse);
@@ -241,7 +241,7 @@ TEST(AttentionFp64, HandComputedTinyShape) {
 
 TEST(AttentionFp64, MatchesNaiveAndBothLayoutsAgree) {
   for (bool causal : {false, true}) {
-    attn::shape s = small_shape(2, 3, 3, 5, 5, 4, causal);
+    attn::problem s = small_shape(2, 3, 3, 5, 5, 4, causal);
     std::vector<float> q = pattern(2 * 3 * 5 * 4, 1);
     std::vector<float> k = pattern(2 * 3 * 5 * 4, 2);
     std::vector<float> v = pattern(2 * 3 * 5 * 4, 3);
@@ -264,7 +264,7 @@ TEST(AttentionFp64, MatchesNaiveAndBothLayoutsAgree) {
 
 TEST(AttentionFp64, GroupedQueryAttention) {
   // heads 4, kv_heads 2: heads 0 and 1 read kv head 0, heads 2 and 3 read kv head 1.
-  attn::shape s = small_shape(1, 4, 2, 3, 3, 4);
+  attn::problem s = small_shape(1, 4, 2, 3, 3, 4);
   std::vector<float> q_one_head = pattern(3 * 4, 7);
   std::vector<float> q;
   for (int h = 0; h < 4; ++h) q.insert(q.end(), q_one_head.begin(), q_one_head.end());
@@ -280,7 +280,7 @@ TEST(AttentionFp64, GroupedQueryAttention) {
   EXPECT_NE(head_slice(0), head_slice(2));
 
   // Head 1 equals plain attention against kv head 0 alone; head 3 against kv head 1.
-  attn::shape one = small_shape(1, 1, 1, 3, 3, 4);
+  attn::problem one = small_shape(1, 1, 1, 3, 3, 4);
   std::vector<float> k0(k.begin(), k.begin() + head), v0(v.begin(), v.begin() + head);
   std::vector<float> k1(k.begin() + head, k.end()), v1(v.begin() + head, v.end());
   EXPECT_EQ(head_slice(1), attn::attention_fp64(one, q_one_head, k0, v0));
@@ -301,7 +301,7 @@ TEST(AttentionFp64, GroupedQueryAttention) {
 TEST(AttentionFp64, CrossAttention) {
   for (bool causal : {false, true}) {
     for (auto [nq, nkv] : {std::pair<int64_t, int64_t>{2, 5}, {5, 2}}) {
-      attn::shape s = small_shape(1, 2, 1, nq, nkv, 4, causal);
+      attn::problem s = small_shape(1, 2, 1, nq, nkv, 4, causal);
       std::vector<float> q = pattern(2 * nq * 4, 11);
       std::vector<float> k = pattern(nkv * 4, 12), v = pattern(nkv * 4, 13);
       std::vector<double> expected_lse, lse;
@@ -317,7 +317,7 @@ TEST(AttentionFp64, CrossAttention) {
 }
 
 TEST(AttentionFp64, CausalWithMoreQueriesThanKeysMasksEarlyRows) {
-  attn::shape s = small_shape(1, 1, 1, 4, 2, 2, true);
+  attn::problem s = small_shape(1, 1, 1, 4, 2, 2, true);
   std::vector<float> q = pattern(8, 21), k = pattern(4, 22), v = pattern(4, 23);
   std::vector<double> lse;
   std::vector<double> out = attn::attention_fp64(s, q, k, v, &lse);
@@ -332,7 +332,7 @@ TEST(AttentionFp64, CausalWithMoreQueriesThanKeysMasksEarlyRows) {
 }
 
 TEST(AttentionFp64, RejectsMismatchedInputs) {
-  attn::shape s = small_shape(1, 2, 1, 3, 3, 4);
+  attn::problem s = small_shape(1, 2, 1, 3, 3, 4);
   std::vector<float> q(2 * 3 * 4), kv(3 * 4);
   EXPECT_NO_THROW(attn::attention_fp64(s, q, kv, kv));
   EXPECT_THROW(attn::attention_fp64(s, q, q, q), std::invalid_argument);  // k too big

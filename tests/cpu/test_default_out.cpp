@@ -1,4 +1,4 @@
-// Without --out, a run writes results/<device>-<shape>.csv, or the next free name beside it: a
+// Without --out, a run writes results/<device>-<problem>.csv, or the next free name beside it: a
 // second run of the same command neither refuses to start nor writes over the first one's results.
 #include <gtest/gtest.h>
 

@@ -72,7 +72,7 @@ struct case_t {
 // O of float64 attention in the problem's layout, as the kernel would write it (rounded bits).
 std::vector<uint16_t> right_output(const case_t& c, const std::vector<float>& q, const std::vector<float>& k,
                                    const std::vector<float>& v) {
-  shape s;
+  attn::problem s;
   s.batch = c.b, s.heads = c.h, s.kv_heads = c.h_kv, s.q_len = c.n_q, s.kv_len = c.n_kv, s.head_dim = c.d;
   s.causal = c.causal, s.layout = c.bshd ? layout::bshd : layout::bhsd, s.dtype = c.bf16 ? dtype::bf16 : dtype::fp16;
   const std::vector<double> o = attention_fp64(s, q, k, v);

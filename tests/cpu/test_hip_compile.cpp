@@ -39,7 +39,7 @@ class mfma_default_space : public ::testing::TestWithParam<hip_case> {};
 TEST_P(mfma_default_space, every_variant_compiles_for_gfx90a) {
   if (!hip_available()) GTEST_SKIP() << "built without HIP (libamdhip64-dev, libhiprtc-builtins5)";
   const auto [d, causal, type] = GetParam();
-  shape s;
+  problem s;
   s.batch = 2, s.heads = 8, s.kv_heads = 2, s.q_len = s.kv_len = 1024, s.head_dim = d;
   s.causal = causal, s.dtype = type;
   const temp_dir dir("attn-tune-hip-test-" + std::to_string(d));  // unique: parallel runs never share it
@@ -83,14 +83,14 @@ TEST(mfma_knob, waves_per_eu_is_an_axis_and_caps_the_registers) {
   EXPECT_EQ(parse_config_name("m128_n32_w2_s1_k2"), (tile_config{128, 32, 2, 1, 2}));
   EXPECT_EQ(name(tile_config{128, 32, 2, 1, 0}), "m128_n32_w2_s1");
   {
-    shape small;
+    problem small;
     small.batch = small.heads = small.kv_heads = 1, small.q_len = small.kv_len = 64, small.head_dim = 64;
     const auto why = mfma_family().reject_reason(tile_config{64, 32, 2, 1, 9}, small, limits_for_arch("gfx90a"));
     ASSERT_TRUE(why.has_value());
     EXPECT_EQ(*why, "waves_per_eu 9 not in [0, 8]");
   }
   if (!hip_available()) GTEST_SKIP() << "built without HIP";
-  shape s;
+  problem s;
   s.batch = 1, s.heads = 2, s.kv_heads = 2, s.q_len = s.kv_len = 512, s.head_dim = 128;
   const compile_cache no_cache("");
   tune_options t;

@@ -10,9 +10,9 @@
 namespace attn {
 namespace {
 
-shape make(int64_t b, int64_t h, int64_t hk, int64_t n, int64_t nk, int64_t d, bool causal = false,
+problem make(int64_t b, int64_t h, int64_t hk, int64_t n, int64_t nk, int64_t d, bool causal = false,
            layout l = layout::bhsd) {
-  shape s;
+  problem s;
   s.batch = b, s.heads = h, s.kv_heads = hk, s.q_len = n, s.kv_len = nk, s.head_dim = d, s.causal = causal;
   s.layout = l;
   return s;
@@ -105,8 +105,8 @@ TEST(hopper_family, register_hand_over_follows_flashattention3) {
 TEST(hopper_family, rejects_what_it_cannot_express_and_says_why) {
   const resource_limits h200;
   const auto& f = hopper_family();
-  const shape d128 = make(1, 2, 2, 1024, 1024, 128), d256 = make(1, 2, 2, 1024, 1024, 256);
-  auto why = [&](const shape& s, int bm, int bn, int w, int st, int k) {
+  const problem d128 = make(1, 2, 2, 1024, 1024, 128), d256 = make(1, 2, 2, 1024, 1024, 256);
+  auto why = [&](const problem& s, int bm, int bn, int w, int st, int k) {
     return f.reject_reason(tile_config{bm, bn, w, st, k}, s, h200);
   };
   EXPECT_FALSE(why(d128, 128, 128, 12, 2, 5).has_value()) << *why(d128, 128, 128, 12, 2, 5);
@@ -116,7 +116,7 @@ TEST(hopper_family, rejects_what_it_cannot_express_and_says_why) {
   EXPECT_NE(why(d128, 128, 128, 12, 1, 5)->find("stages 1 not in [2, 8]"), std::string::npos);
   EXPECT_NE(why(d128, 128, 128, 12, 2, 32)->find("schedule 32 not in [0, 31]"), std::string::npos);
   // The half-width last tile (bit 16): kept where it can act, refused (a duplicate) elsewhere.
-  const shape causal = make(1, 2, 2, 1024, 1024, 128, true), short_tail = make(1, 2, 2, 1050, 1050, 128),
+  const problem causal = make(1, 2, 2, 1024, 1024, 128, true), short_tail = make(1, 2, 2, 1050, 1050, 128),
               long_tail = make(1, 2, 2, 1000, 1000, 128);
   EXPECT_FALSE(why(causal, 128, 128, 12, 2, 23).has_value()) << *why(causal, 128, 128, 12, 2, 23);
   EXPECT_FALSE(why(short_tail, 128, 128, 12, 2, 23).has_value()) << *why(short_tail, 128, 128, 12, 2, 23);  // 26 keys

@@ -37,15 +37,15 @@ TEST(inputs, the_option_defaults_to_normal_and_reaches_the_tuner_and_the_isolate
   EXPECT_NE(message.find("'uniform'"), std::string::npos) << message;
 }
 
-shape make(int64_t heads, int64_t kv_heads, int64_t q_len, int64_t kv_len, int64_t d, layout l) {
-  shape s;
+problem make(int64_t heads, int64_t kv_heads, int64_t q_len, int64_t kv_len, int64_t d, layout l) {
+  problem s;
   s.batch = 2, s.heads = heads, s.kv_heads = kv_heads, s.q_len = q_len, s.kv_len = kv_len, s.head_dim = d;
   s.layout = l;
   return s;
 }
 
 TEST(inputs, each_kind_is_a_distribution_per_tensor) {
-  const shape s = make(4, 2, 100, 256, 64, layout::bshd);
+  const problem s = make(4, 2, 100, 256, 64, layout::bshd);
   for (const tensor_role t : {tensor_role::q, tensor_role::k, tensor_role::v}) {
     const attn_k::input_fill f = input_fill_for(input_kind::normal, t, s);
     EXPECT_EQ(f.scale, 1.f);
@@ -111,7 +111,7 @@ TEST(inputs, input_value_follows_the_row_of_each_element) {
 // of the planted-defect test's shape (1,4,256,64, not causal), from host draws of the same
 // distributions the device fills.
 double rescaled_rows(input_kind kind) {
-  const shape s = make(4, 4, 256, 256, 64, layout::bhsd);
+  const problem s = make(4, 4, 256, 256, 64, layout::bhsd);
   const int64_t n = s.q_len, d = s.head_dim;
   std::mt19937_64 rng(7);
   std::normal_distribution<float> normal;

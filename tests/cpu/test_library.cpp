@@ -91,7 +91,7 @@ TEST(ChooseConfig, AConfigTheDeviceCannotRunFallsThrough) {
       "t.csv");
   device_desc d;
   d.name = "RTX", d.cc_major = 8, d.cc_minor = 6, d.sm_count = 84;
-  shape s;
+  problem s;
   s.q_len = s.kv_len = 1024, s.head_dim = 128;
   tuned_choice c = choose_config(t, d, limits_for_arch("sm_86"), s);
   EXPECT_EQ(c.source, choice_source::fallback);
@@ -104,7 +104,7 @@ TEST(ChooseConfig, AConfigTheDeviceCannotRunFallsThrough) {
 
 TEST(ChooseConfig, NoKernelForTheShapeIsUnsupported) {
   device_desc d;
-  shape s;
+  problem s;
   s.head_dim = 256;
   resource_limits tiny;
   tiny.shared_memory_per_block = 16 * 1024;
@@ -182,7 +182,7 @@ TEST(TableReaders, ABadJsonExportIsNamed) {
 }
 
 TEST(ForwardArgs, ContiguousStridesPerLayout) {
-  shape s;
+  problem s;
   s.heads = 8, s.kv_heads = 2, s.q_len = 128, s.kv_len = 256, s.head_dim = 64;
   auto q = contiguous_strides(s, false);
   EXPECT_EQ(std::vector<int64_t>({q.batch, q.head, q.row}), std::vector<int64_t>({8 * 128 * 64, 128 * 64, 64}));

@@ -19,7 +19,7 @@ TEST(planted_defects, each_applies_and_compiles) {
     const auto dir = testing::plant(defect, d.path());
     ASSERT_FALSE(dir.empty()) << "anchor not found in kernels/" << defect.file << ": move the defect";
     const compile_cache cache("", kernel_sources::from_directory(dir.string()));
-    shape s;
+    problem s;
     s.batch = 1, s.heads = 2, s.kv_heads = 2, s.q_len = s.kv_len = 256, s.head_dim = 64, s.causal = defect.causal;
     tune_options t;
     t.family = "fa2";

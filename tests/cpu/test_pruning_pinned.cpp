@@ -8,8 +8,8 @@
 namespace attn {
 namespace {
 
-shape shape_d(int d, bool causal = false) {
-  shape s;
+problem shape_d(int d, bool causal = false) {
+  problem s;
   s.batch = 2, s.heads = 4, s.kv_heads = 4, s.q_len = s.kv_len = 1024, s.head_dim = d;
   s.causal = causal;
   return s;

@@ -3,15 +3,15 @@
 #include <set>
 #include <string>
 
-#include "plan/shape.hpp"
+#include "core/problem.hpp"
 #include "invalid_input_message.hpp"
 
 namespace {
 
 using attn::testing::invalid_input_message;
 
-attn::shape valid_shape() {
-  attn::shape s;
+attn::problem valid_shape() {
+  attn::problem s;
   s.batch = 2;
   s.heads = 8;
   s.kv_heads = 2;
@@ -24,7 +24,7 @@ attn::shape valid_shape() {
 }  // namespace
 
 TEST(ParseShape, ParsesFourFields) {
-  attn::shape s = attn::parse_shape("4,32,4096,128");
+  attn::problem s = attn::parse_shape("4,32,4096,128");
   EXPECT_EQ(s.batch, 4);
   EXPECT_EQ(s.heads, 32);
   EXPECT_EQ(s.kv_heads, 32);
@@ -103,7 +103,7 @@ TEST(ParseShape, RejectsBadHeadDimThroughValidate) {
 TEST(Validate, AcceptsValidShape) { EXPECT_NO_THROW(attn::validate(valid_shape())); }
 
 TEST(Validate, HeadDimMustBeMultipleOf16InRange) {
-  attn::shape s = valid_shape();
+  attn::problem s = valid_shape();
   s.head_dim = 100;
   EXPECT_EQ(invalid_input_message([&] { attn::validate(s); }),
             "head dim 100 is not a multiple of 16 in [32, 256]");
@@ -120,7 +120,7 @@ TEST(Validate, HeadDimMustBeMultipleOf16InRange) {
 }
 
 TEST(Validate, HeadsMustBeDivisibleByKvHeads) {
-  attn::shape s = valid_shape();
+  attn::problem s = valid_shape();
   s.heads = 32;
   s.kv_heads = 5;
   EXPECT_EQ(invalid_input_message([&] { attn::validate(s); }),
@@ -133,7 +133,7 @@ TEST(Validate, HeadsMustBeDivisibleByKvHeads) {
 }
 
 TEST(Validate, SizesMustBePositive) {
-  attn::shape s = valid_shape();
+  attn::problem s = valid_shape();
   s.kv_len = 0;
   EXPECT_EQ(invalid_input_message([&] { attn::validate(s); }),
             "kv-len 0 is not a positive integer");
@@ -183,26 +183,26 @@ TEST(Layout, RejectsUnknownNamingIt) {
 }
 
 TEST(Flops, SelfAttention) {
-  attn::shape s = attn::parse_shape("4,32,4096,128");
+  attn::problem s = attn::parse_shape("4,32,4096,128");
   EXPECT_EQ(attn::attention_flops(s), 4.0 * 4 * 32 * 4096 * 4096 * 128);
   EXPECT_EQ(attn::attention_flops(s), 1099511627776.0);  // 2^40
 }
 
 TEST(Flops, CausalHalves) {
-  attn::shape s = attn::parse_shape("4,32,4096,128");
+  attn::problem s = attn::parse_shape("4,32,4096,128");
   s.causal = true;
   EXPECT_EQ(attn::attention_flops(s), 549755813888.0);
 }
 
 TEST(Flops, CrossAttentionUsesBothLengths) {
-  attn::shape s = valid_shape();  // B2 H8/2 N128x256 D64
+  attn::problem s = valid_shape();  // B2 H8/2 N128x256 D64
   EXPECT_EQ(attn::attention_flops(s), 4.0 * 2 * 8 * 128 * 256 * 64);
   s.kv_heads = 8;  // kv heads do not change the math done
   EXPECT_EQ(attn::attention_flops(s), 4.0 * 2 * 8 * 128 * 256 * 64);
 }
 
 TEST(Flops, Tflops) {
-  attn::shape s = attn::parse_shape("4,32,4096,128");
+  attn::problem s = attn::parse_shape("4,32,4096,128");
   EXPECT_DOUBLE_EQ(attn::tflops(s, 1.0), 1099.511627776);
   EXPECT_DOUBLE_EQ(attn::tflops(s, 2.0), 549.755813888);
   EXPECT_THROW(attn::tflops(s, 0.0), std::invalid_argument);
@@ -210,7 +210,7 @@ TEST(Flops, Tflops) {
 }
 
 TEST(Bytes, Formulas) {
-  attn::shape s;
+  attn::problem s;
   s.batch = 2;
   s.heads = 4;
   s.kv_heads = 2;
@@ -229,7 +229,7 @@ TEST(Bytes, Formulas) {
 }
 
 TEST(Bytes, LargeShapeDoesNotOverflow) {
-  attn::shape s = attn::parse_shape("4,32,4096,128");
+  attn::problem s = attn::parse_shape("4,32,4096,128");
   EXPECT_EQ(attn::materialized_extra_bytes(s), int64_t{4} * 32 * 4096 * 4096 * 6);
   EXPECT_EQ(attn::materialized_extra_bytes(s), 12884901888);
   EXPECT_EQ(attn::q_bytes(s), int64_t{4} * 32 * 4096 * 128 * 2);
@@ -269,14 +269,14 @@ TEST(ElementOffset, EveryRowHasItsOwnSlot) {
 }
 
 TEST(Describe, PlainShape) {
-  attn::shape s = attn::parse_shape("4,32,4096,128");
+  attn::problem s = attn::parse_shape("4,32,4096,128");
   EXPECT_EQ(attn::describe(s), "B4 H32 N4096 D128 bf16 bhsd");
   s.causal = true;
   EXPECT_EQ(attn::describe(s), "B4 H32 N4096 D128 bf16 bhsd causal");
 }
 
 TEST(Describe, ShowsKvHeadsAndKvLenOnlyWhenTheyDiffer) {
-  attn::shape s = valid_shape();
+  attn::problem s = valid_shape();
   s.dtype = attn::dtype::fp16;
   s.layout = attn::layout::bshd;
   EXPECT_EQ(attn::describe(s), "B2 H8/2 N128x256 D64 fp16 bshd");

@@ -155,7 +155,7 @@ TEST(sweep_file, the_shipped_llm_prefill_sweep_repeats_only_mistral) {
   for (const auto& r : repeats) EXPECT_EQ(r.rfind("mistral-7b-", 0), 0u) << r;
 }
 
-record result_for(const shape& s, const std::string& device = "NVIDIA H200", const std::string& hash = "aa") {
+record result_for(const problem& s, const std::string& device = "NVIDIA H200", const std::string& hash = "aa") {
   record r;
   r.shape = s;
   r.device.name = device;
@@ -188,13 +188,13 @@ TEST(merge, combines_shards_and_refuses_to_mix) {
   }
   const std::vector<record> other_kernel = {result_for(rows[2].problem, "NVIDIA H200", "bb")};
   EXPECT_THROW(merge_results({a, other_kernel}, {"a.csv", "d.csv"}), invalid_input);
-  EXPECT_THROW(merge_results({a, a}, {"a.csv", "a2.csv"}), invalid_input);  // same shape twice
+  EXPECT_THROW(merge_results({a, a}, {"a.csv", "a2.csv"}), invalid_input);  // same problem twice
 }
 
 TEST(merge, compares_kernel_sources_within_each_family) {
   // Shards of a two-family run: each file has fa2 rows (hash "aa") and wgmma rows (hash "cc").
   const auto rows = numbered_rows(3);
-  auto two_families = [&](const shape& s, const std::string& wgmma_hash) {
+  auto two_families = [&](const problem& s, const std::string& wgmma_hash) {
     record w = result_for(s, "NVIDIA H200", wgmma_hash);
     w.family = "wgmma";
     return std::vector<record>{result_for(s), w};

@@ -338,7 +338,7 @@ TEST_F(tuned_db_test, a_tuning_on_other_inputs_is_not_answered_from_one_on_norma
   d.name = "NVIDIA H200";
   d.cc_major = 9;
   d.sm_count = 132;
-  const shape sh = parse_shape("4,32,4096,128");
+  const problem sh = parse_shape("4,32,4096,128");
   tuned_db db = tuned_db::open(path());
   db.put(make_tuning_key(d, sh, s, embedded), tuning(1.0), utc_now());
   EXPECT_TRUE(db.find(make_tuning_key(d, sh, s, embedded)).has_value());
@@ -358,8 +358,8 @@ TEST_F(tuned_db_test, a_tuning_on_other_inputs_is_not_answered_from_one_on_norma
 TEST_F(tuned_db_test, sweep_skips_shapes_in_the_database_unless_retune) {
   tuned_db db = tuned_db::open(path());
   db.put(key(2), tuning(1.0), utc_now());
-  const std::vector<shape> shapes = {key(1).shape, key(2).shape, key(3).shape};
-  auto key_of = [](const shape& s) {
+  const std::vector<problem> shapes = {key(1).shape, key(2).shape, key(3).shape};
+  auto key_of = [](const problem& s) {
     tuning_key k = key();
     k.shape = s;
     return k;

@@ -61,7 +61,7 @@ void put(const std::string& path, const tuning_key& k, const std::vector<record>
   tuned_db::open(path).put(k, rows, "2026-01-01 00:00:00");
 }
 
-shape shape_of(const std::string& text) { return parse_shape(text); }
+problem shape_of(const std::string& text) { return parse_shape(text); }
 
 TEST(TunedDbTable, TheExactTunedShapeOfThisDevice) {
   temp_dir dir;
@@ -91,7 +91,7 @@ TEST(TunedDbTable, TheExactTunedShapeOfThisDevice) {
   c = table->candidates(h200(), shape_of("1,8,100,128"));
   EXPECT_EQ(c[0].source, choice_source::fallback);
   // The causal shape was not tuned: not even its bucket matches.
-  shape causal = shape_of("4,32,4096,128");
+  problem causal = shape_of("4,32,4096,128");
   causal.causal = true;
   EXPECT_EQ(table->candidates(h200(), causal)[0].source, choice_source::fallback);
 }

@@ -67,7 +67,7 @@ TEST(variant_line, verified_and_timed) {
 // before the next variant is compiled (one compile thread), not once the run is over.
 TEST(verbose, each_variant_is_reported_as_it_is_compiled) {
   const compile_cache no_cache("", kernel_sources::embedded());
-  shape s;
+  problem s;
   s.batch = 1, s.heads = 2, s.kv_heads = 2, s.q_len = s.kv_len = 128, s.head_dim = 64;
   tune_options t;
   t.family = "fa2";

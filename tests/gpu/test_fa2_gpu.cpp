@@ -23,12 +23,12 @@ namespace {
 
 struct fa2_case {
   const char* label;
-  shape s;
+  problem s;
 };
 
-shape make(int64_t b, int64_t h, int64_t hk, int64_t n, int64_t nk, int64_t d, bool causal,
+problem make(int64_t b, int64_t h, int64_t hk, int64_t n, int64_t nk, int64_t d, bool causal,
            dtype t, layout l) {
-  shape s;
+  problem s;
   s.batch = b, s.heads = h, s.kv_heads = hk, s.q_len = n, s.kv_len = nk, s.head_dim = d;
   s.causal = causal, s.dtype = t, s.layout = l;
   return s;
@@ -49,12 +49,12 @@ using correctness_case = std::tuple<fa2_case, input_kind>;
 
 class fa2_correctness : public gpu_test, public ::testing::WithParamInterface<correctness_case> {
  protected:
-  const shape& problem_shape() const { return std::get<0>(GetParam()).s; }
+  const problem& problem_shape() const { return std::get<0>(GetParam()).s; }
   input_kind inputs() const { return std::get<1>(GetParam()); }
 };
 
 // Verifies every variant of `space` of `family` on s; at least two must be ok.
-void expect_every_variant_passes(const shape& s, const gpu_info& gpu, const compile_cache& cache,
+void expect_every_variant_passes(const problem& s, const gpu_info& gpu, const compile_cache& cache,
                                  const std::string& family, const search_space& space,
                                  input_kind inputs = input_kind::normal) {
   tune_options t;
@@ -159,7 +159,7 @@ namespace attn::testing {
 namespace {
 
 TEST_F(gpu_test, shape_too_large_for_device_memory_is_refused_before_allocating) {
-  shape s;
+  problem s;
   s.batch = 64, s.heads = 64, s.kv_heads = 64, s.q_len = s.kv_len = 65536, s.head_dim = 128;
   tune_options t;
   t.family = m_family;
@@ -184,7 +184,7 @@ TEST_F(gpu_test, hopper_persistent_schedule_walks_every_tile) {
   gpu_info few_sms = m_gpu;
   few_sms.desc.sm_count = 7;
   few_sms.l2_bytes = 3 << 20;  // sections of a few heads
-  for (const shape& s : {make(3, 5, 5, 1000, 1000, 128, true, bf, bhsd), make(2, 6, 2, 900, 900, 128, false, fp, bshd),
+  for (const problem& s : {make(3, 5, 5, 1000, 1000, 128, true, bf, bhsd), make(2, 6, 2, 900, 900, 128, false, fp, bshd),
                          make(2, 5, 5, 640, 640, 256, true, bf, bhsd)}) {
     const int tiles = schedule_for(s, 128, few_sms.l2_bytes, 7, true).tiles;
     ASSERT_NE(tiles % 7, 0) << describe(s);

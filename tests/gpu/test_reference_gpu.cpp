@@ -14,7 +14,7 @@
 
 namespace attn {
 // gtest finds this by argument-dependent lookup: test names and failures show the shape.
-void PrintTo(const shape& s, std::ostream* os) { *os << describe(s); }
+void PrintTo(const problem& s, std::ostream* os) { *os << describe(s); }
 }  // namespace attn
 
 namespace attn::testing {
@@ -28,14 +28,14 @@ std::vector<float> widen(const device_runtime& rt, const device_buffer& b, dtype
   return out;
 }
 
-using reference_case = std::tuple<shape, input_kind>;
+using reference_case = std::tuple<problem, input_kind>;
 
 class reference_vs_cpu : public gpu_test, public ::testing::WithParamInterface<reference_case> {};
 
 TEST_P(reference_vs_cpu, matches_float64) {
   const auto& [s, inputs] = GetParam();
   const auto support = load_support(rt(), m_cache, s.dtype, m_gpu.desc.arch);
-  const problem pr(s, *support, 1234, inputs);
+  const device_problem pr(s, *support, 1234, inputs);
   // A tiny chunk budget forces one (batch, head) pair per pass: chunking is tested too.
   const auto ref = compute_reference(*support, pr, 1);
   std::vector<float> o(pr.q_elements()), lse(lse_bytes(s) / 4);
@@ -77,9 +77,9 @@ TEST_P(reference_vs_cpu, matches_float64) {
               to_string(inputs).c_str(), ref.lowp_error, ref.rounding_error);
 }
 
-shape make(int64_t b, int64_t h, int64_t hk, int64_t n, int64_t nk, int64_t d, bool causal,
+problem make(int64_t b, int64_t h, int64_t hk, int64_t n, int64_t nk, int64_t d, bool causal,
            dtype t = dtype::bf16, layout l = layout::bhsd) {
-  shape s;
+  problem s;
   s.batch = b, s.heads = h, s.kv_heads = hk, s.q_len = n, s.kv_len = nk, s.head_dim = d;
   s.causal = causal, s.dtype = t, s.layout = l;
   return s;
@@ -117,9 +117,9 @@ double mean_of(const std::vector<float>& x) {
 
 TEST_P(inputs_on_device, follow_their_distribution) {
   const input_kind kind = GetParam();
-  const shape s = make(1, 1, 1, 3000, 3000, 64, false);  // bhsd, one head: element i is in row i / D
+  const problem s = make(1, 1, 1, 3000, 3000, 64, false);  // bhsd, one head: element i is in row i / D
   const auto support = load_support(rt(), m_cache, s.dtype, m_gpu.desc.arch);
-  const problem pr(s, *support, 99, kind);
+  const device_problem pr(s, *support, 99, kind);
   const auto q = widen(rt(), pr.q, s.dtype), k = widen(rt(), pr.k, s.dtype), v = widen(rt(), pr.v, s.dtype);
   const int64_t d = s.head_dim, n = s.kv_len;
   const attn_k::input_fill fq = input_fill_for(kind, tensor_role::q, s), fk = input_fill_for(kind, tensor_role::k, s);
@@ -144,9 +144,9 @@ INSTANTIATE_TEST_SUITE_P(kinds, inputs_on_device,
                          [](const ::testing::TestParamInfo<input_kind>& info) { return to_string(info.param); });
 
 TEST_F(gpu_test, poisoned_output_that_is_never_written_is_caught) {
-  const shape s = make(1, 2, 2, 64, 64, 64, false);
+  const problem s = make(1, 2, 2, 64, 64, 64, false);
   const auto support = load_support(rt(), m_cache, s.dtype, m_gpu.desc.arch);
-  const problem pr(s, *support, 7);
+  const device_problem pr(s, *support, 7);
   const auto ref = compute_reference(*support, pr, 1 << 20);
   poison_outputs(*support, pr, nullptr);  // and no kernel runs
   rt().synchronize_device();

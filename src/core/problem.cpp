@@ -1,4 +1,4 @@
-#include "plan/shape.hpp"
+#include "core/problem.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -43,7 +43,110 @@ bool multiply(int64_t a, int64_t b, int64_t& product) {
   return !__builtin_mul_overflow(a, b, &product);
 }
 
+int64_t parse_integer_field(std::string_view text) {
+  int64_t value = 0;
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (text.empty() || ec != std::errc() || ptr != end)
+    throw invalid_input(fmt::format("bad number '{}'", text));
+  return value;
+}
+
+bool parse_flag_field(std::string_view text) {
+  if (text == "0") return false;
+  if (text == "1") return true;
+  throw invalid_input(fmt::format("expected 0 or 1, got '{}'", text));
+}
+
+// The fields of problem, each by a member pointer: get, set and tag are built from it.
+template <int64_t problem::*member>
+std::string integer_text(const problem& p) {
+  return std::to_string(p.*member);
+}
+template <int64_t problem::*member>
+void set_integer(problem& p, std::string_view text) {
+  p.*member = parse_integer_field(text);
+}
+
+constexpr int heads_index = 1, q_len_index = 3;
+
+// clang-format off
+constexpr std::array<problem_field, problem_field_count> field_list{{
+    {"batch", "B", field_type::integer, export_role::none, true, -1,
+     integer_text<&problem::batch>, set_integer<&problem::batch>,
+     [](const problem& p) { return field_tag{fmt::format("B{}", p.batch)}; }},
+    {"heads", "H", field_type::integer, export_role::none, true, -1,
+     integer_text<&problem::heads>, set_integer<&problem::heads>,
+     [](const problem& p) { return field_tag{fmt::format("H{}", p.heads)}; }},
+    {"kv_heads", "kv_heads", field_type::integer, export_role::none, false, heads_index,
+     integer_text<&problem::kv_heads>, set_integer<&problem::kv_heads>,
+     [](const problem& p) {
+       return p.kv_heads == p.heads ? field_tag{} : field_tag{fmt::format("/{}", p.kv_heads), true};
+     }},
+    {"q_len", "N", field_type::integer, export_role::bucket, true, -1,
+     integer_text<&problem::q_len>, set_integer<&problem::q_len>,
+     [](const problem& p) { return field_tag{fmt::format("N{}", p.q_len)}; }},
+    {"kv_len", "kv_len", field_type::integer, export_role::none, false, q_len_index,
+     integer_text<&problem::kv_len>, set_integer<&problem::kv_len>,
+     [](const problem& p) {
+       return p.kv_len == p.q_len ? field_tag{} : field_tag{fmt::format("x{}", p.kv_len), true};
+     }},
+    {"head_dim", "D", field_type::integer, export_role::key, true, -1,
+     integer_text<&problem::head_dim>, set_integer<&problem::head_dim>,
+     [](const problem& p) { return field_tag{fmt::format("D{}", p.head_dim)}; }},
+    {"dtype", "dtype", field_type::text, export_role::key, false, -1,
+     [](const problem& p) { return to_string(p.dtype); },
+     [](problem& p, std::string_view t) { p.dtype = parse_dtype(std::string(t)); },
+     [](const problem& p) { return field_tag{to_string(p.dtype)}; }},
+    {"layout", "layout", field_type::text, export_role::none, false, -1,
+     [](const problem& p) { return to_string(p.layout); },
+     [](problem& p, std::string_view t) { p.layout = parse_layout(std::string(t)); },
+     [](const problem& p) { return field_tag{to_string(p.layout)}; }},
+    {"causal", "causal", field_type::flag, export_role::key, false, -1,
+     [](const problem& p) { return std::string(p.causal ? "1" : "0"); },
+     [](problem& p, std::string_view t) { p.causal = parse_flag_field(t); },
+     [](const problem& p) { return p.causal ? field_tag{"causal"} : field_tag{}; }},
+}};
+// clang-format on
+
 }  // namespace
+
+const std::array<problem_field, problem_field_count>& problem_fields() { return field_list; }
+
+std::string problem_key(const problem& p) {
+  std::string key;
+  for (const auto& f : problem_fields()) key += fmt::format("{}{}={}", key.empty() ? "" : ",", f.name, f.get(p));
+  return key;
+}
+
+problem parse_problem_key(std::string_view key) {
+  problem p;
+  std::vector<bool> seen(problem_field_count, false);
+  for (std::string_view item : split(key, ',')) {
+    const size_t eq = item.find('=');
+    const std::string_view name = item.substr(0, eq);
+    size_t i = 0;
+    while (i < problem_field_count && name != problem_fields()[i].name) ++i;
+    if (eq == std::string_view::npos || i == problem_field_count || seen[i])
+      throw invalid_input(fmt::format("invalid problem '{}': '{}' is not name=value of a field given once", key, item));
+    try {
+      problem_fields()[i].set(p, item.substr(eq + 1));
+    } catch (const invalid_input& e) {
+      throw invalid_input(fmt::format("invalid problem '{}': {}: {}", key, name, e.what()));
+    }
+    seen[i] = true;
+  }
+  for (size_t i = 0; i < problem_field_count; ++i)
+    if (!seen[i]) throw invalid_input(fmt::format("invalid problem '{}': no {}", key, problem_fields()[i].name));
+  try {
+    validate(p);
+  } catch (const invalid_input& e) {
+    throw invalid_input(fmt::format("invalid problem '{}': {}", key, e.what()));
+  }
+  return p;
+}
+
+size_t hash_value(const problem& p) { return std::hash<std::string>()(problem_key(p)); }
 
 int element_size(dtype t) {
   switch (t) {
@@ -82,7 +185,7 @@ layout parse_layout(const std::string& text) {
   throw invalid_input(fmt::format("invalid layout '{}': expected bhsd or bshd", text));
 }
 
-shape parse_shape(const std::string& text) {
+problem parse_shape(const std::string& text) {
   std::vector<std::string_view> fields = split(text, ',');
   if (fields.size() != 4) {
     throw invalid_input(fmt::format("invalid --shape '{}': expected B,H,N,D (4 values), got {}",
@@ -95,7 +198,7 @@ shape parse_shape(const std::string& text) {
           fmt::format("invalid --shape '{}': '{}' is not a positive integer", text, fields[i]));
     }
   }
-  shape s;
+  problem s;
   s.batch = values[0];
   s.heads = s.kv_heads = values[1];
   s.q_len = s.kv_len = values[2];
@@ -108,7 +211,7 @@ shape parse_shape(const std::string& text) {
   return s;
 }
 
-void validate(const shape& s) {
+void validate(const problem& s) {
   require_positive("batch", s.batch);
   require_positive("heads", s.heads);
   require_positive("kv-heads", s.kv_heads);
@@ -135,17 +238,18 @@ void validate(const shape& s) {
   if (!fits) throw invalid_input(fmt::format("shape {} is too large", describe(s)));
 }
 
-std::string describe(const shape& s) {
-  std::string text = fmt::format("B{} H{}", s.batch, s.heads);
-  if (s.kv_heads != s.heads) text += fmt::format("/{}", s.kv_heads);
-  text += fmt::format(" N{}", s.q_len);
-  if (s.kv_len != s.q_len) text += fmt::format("x{}", s.kv_len);
-  text += fmt::format(" D{} {} {}", s.head_dim, to_string(s.dtype), to_string(s.layout));
-  if (s.causal) text += " causal";
+std::string describe(const problem& s) {
+  std::string text;
+  for (const auto& f : problem_fields()) {
+    const field_tag t = f.tag(s);
+    if (t.text.empty()) continue;
+    if (!text.empty() && !t.glued) text += ' ';
+    text += t.text;
+  }
   return text;
 }
 
-double attention_flops(const shape& s) {
+double attention_flops(const problem& s) {
   // In double from the start: the integer product overflows int64 for long sequences.
   double flops = 4.0 * static_cast<double>(s.batch) * static_cast<double>(s.heads) *
                  static_cast<double>(s.q_len) * static_cast<double>(s.kv_len) *
@@ -153,7 +257,7 @@ double attention_flops(const shape& s) {
   return s.causal ? flops / 2 : flops;
 }
 
-double tflops(const shape& s, double milliseconds) {
+double tflops(const problem& s, double milliseconds) {
   // A zero or negative time is a measurement bug; an infinite rate in a table would hide it.
   if (!(milliseconds > 0)) {
     throw std::invalid_argument(fmt::format("tflops: time {} ms is not positive", milliseconds));
@@ -161,19 +265,19 @@ double tflops(const shape& s, double milliseconds) {
   return attention_flops(s) / (milliseconds * 1e9);
 }
 
-int64_t q_bytes(const shape& s) {
+int64_t q_bytes(const problem& s) {
   return s.batch * s.heads * s.q_len * s.head_dim * element_size(s.dtype);
 }
 
-int64_t kv_bytes(const shape& s) {
+int64_t kv_bytes(const problem& s) {
   return s.batch * s.kv_heads * s.kv_len * s.head_dim * element_size(s.dtype);
 }
 
-int64_t materialized_extra_bytes(const shape& s) {
+int64_t materialized_extra_bytes(const problem& s) {
   return s.batch * s.heads * s.q_len * s.kv_len * (4 + element_size(s.dtype));
 }
 
-int64_t lse_bytes(const shape& s) { return s.batch * s.heads * s.q_len * 4; }
+int64_t lse_bytes(const problem& s) { return s.batch * s.heads * s.q_len * 4; }
 
 int64_t element_offset(layout l, int64_t h_count, int64_t n, int64_t d, int64_t b, int64_t h,
                        int64_t i) {

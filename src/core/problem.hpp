@@ -1,0 +1,113 @@
+#pragma once
+// The attention problem attn-tune tunes: every field of it, the one list of those fields that every
+// serializer walks (results CSV, JSON, best table, database, export, sweep file, the child
+// process's arguments, benchmark names), and the formulas derived from it.
+//
+// Adding a field: the member below, its entry in problem_fields() (problem.cpp: its text form,
+// its parse and validation, its default for files written before it), and its kernel meaning.
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace attn {
+
+/// Bad user input (CLI value, sweep row, space token). The message names the bad value.
+struct invalid_input : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+enum class dtype { bf16, fp16 };
+enum class layout { bhsd, bshd };  ///< [B,H,N,D] (default) or [B,N,H,D]
+
+struct problem {
+  int64_t batch = 1;
+  int64_t heads = 1;
+  int64_t kv_heads = 1;  ///< H % kv_heads == 0; < heads means GQA/MQA
+  int64_t q_len = 1;
+  int64_t kv_len = 1;  ///< != q_len means cross-attention
+  int64_t head_dim = 64;
+  bool causal = false;  ///< bottom-right aligned: key j is masked for query i when j > i + kv_len - q_len
+  attn::dtype dtype = dtype::bf16;
+  attn::layout layout = layout::bhsd;
+
+  bool operator==(const problem&) const = default;
+};
+
+enum class field_type { integer, flag, text };
+/// How a field enters the export's key (a tuned config is looked up by it): matched exactly,
+/// as the sequence-length bucket, or not at all (the export keeps one config per bucket).
+enum class export_role { none, key, bucket };
+
+/// A field's piece of describe()'s text: "B4", "/8" (glued to the piece before it), or nothing.
+struct field_tag {
+  std::string text;
+  bool glued = false;
+};
+
+/// One field of `problem`, for code that handles every field alike.
+struct problem_field {
+  const char* name;          ///< its column and key in the CSV, JSON, database and best table
+  const char* sweep_column;  ///< its column in a sweep file
+  field_type type;
+  export_role in_export;
+  /// Whether a sweep file must give it; one that need not takes, when blank, the value of the
+  /// field `follows` names (kv_heads: heads), or else its default.
+  bool required;
+  int follows;
+  std::string (*get)(const problem&);  ///< "4", "1" (a flag), "bf16"
+  /// Parses and stores the text get() writes; throws invalid_input naming the text.
+  void (*set)(problem&, std::string_view text);
+  field_tag (*tag)(const problem&);
+  /// The results CSV's schema_version that added the column: files of an older schema lack it,
+  /// and their rows take the field's default (a default-constructed problem's).
+  int since_schema = 3;
+};
+
+inline constexpr size_t problem_field_count = 9;
+/// Every field, in the order files list them.
+const std::array<problem_field, problem_field_count>& problem_fields();
+
+/// "batch=4,heads=32,kv_heads=8,...": every field, stable, read back by parse_problem_key.
+std::string problem_key(const problem& p);
+/// Throws invalid_input naming the key and the bad or missing field; validates the problem.
+problem parse_problem_key(std::string_view key);
+size_t hash_value(const problem& p);
+
+int element_size(dtype t);
+std::string to_string(dtype t);  ///< "bf16" / "fp16"
+std::string to_string(layout l);  ///< "bhsd" / "bshd"
+dtype parse_dtype(const std::string& text);  ///< throws invalid_input naming the text
+layout parse_layout(const std::string& text);
+
+/// Parses "B,H,N,D" into batch, heads (= kv_heads), q_len (= kv_len), head_dim.
+problem parse_shape(const std::string& text);
+/// Throws invalid_input naming the first bad value: non-positive sizes, H % kv_heads != 0,
+/// head_dim not a multiple of 16 in [32, 256].
+void validate(const problem& s);
+/// "B4 H32 N4096 D128 bf16 bhsd causal"; shows "/kv" and "xNkv" only when they differ.
+std::string describe(const problem& s);
+
+/// 4*B*H*Nq*Nkv*D, halved when causal (FlashAttention/Triton convention).
+double attention_flops(const problem& s);
+double tflops(const problem& s, double milliseconds);
+
+int64_t q_bytes(const problem& s);   ///< also the size of O
+int64_t kv_bytes(const problem& s);  ///< one of K or V
+/// Extra device memory a materializing implementation needs: scores in fp32 plus
+/// probabilities in the input type, B*H*Nq*Nkv*(4 + element size).
+int64_t materialized_extra_bytes(const problem& s);
+/// What the fused kernel needs beyond Q, K, V and O: its LSE, B*H*Nq*4.
+int64_t lse_bytes(const problem& s);
+
+/// Element offset of (b, h, i, 0) for a tensor with `h_count` heads and `n` rows in layout l.
+int64_t element_offset(layout l, int64_t h_count, int64_t n, int64_t d, int64_t b, int64_t h, int64_t i);
+
+}  // namespace attn
+
+template <>
+struct std::hash<attn::problem> {
+  size_t operator()(const attn::problem& p) const { return attn::hash_value(p); }
+};
