@@ -10,7 +10,7 @@
 #include "codegen/compile_pool.hpp"
 #include "library/engine.hpp"
 #include "library/errors.hpp"
-#include "library/forward_args.hpp"
+#include "codegen/kernel_args.hpp"
 
 struct attn_tune_context {
   std::unique_ptr<attn::engine> engine;

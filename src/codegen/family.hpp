@@ -7,12 +7,13 @@
 #include <string>
 #include <vector>
 
+#include "common/params.cuh"  // kernels/common, shared with the device code
 #include "plan/config.hpp"
 #include "core/problem.hpp"
 
 namespace attn {
 
-struct launch_plan;  // run/launch.hpp
+struct launch_plan;  // codegen/launch_plan.hpp
 struct gpu_info;     // backend/runtime.hpp
 
 struct resource_limits {
@@ -43,9 +44,11 @@ struct kernel_family {
   std::vector<std::string> source_files;
   /// Built for an arch-specific target (sm_90a): runs on exactly min_cc_major.0, not newer.
   bool arch_specific = false;
-  /// Adjusts the default launch (plan.params filled in, one block per BLOCK_M rows of each head)
-  /// once per problem: its own parameter, its grid. nullptr keeps the default. Throws invalid_input.
-  void (*plan_launch)(launch_plan&, const tile_config&, const problem&, const gpu_info&) = nullptr;
+  /// Adjusts the default launch (one block per BLOCK_M rows of each head, `params` as the kernel's
+  /// argument) once per problem: its own argument built from `params`, its grid. nullptr keeps
+  /// the default. Throws invalid_input.
+  void (*plan_launch)(launch_plan&, const tile_config&, const problem&, const attn_k::fwd_params& params,
+                      const gpu_info&) = nullptr;
   /// On a device it runs on, a run with the default families searches only the families marked
   /// so (the others never won there: kernels/NOTES.md), unless all of them refuse the shape.
   bool supersedes_others = false;

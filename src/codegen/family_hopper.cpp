@@ -10,7 +10,9 @@
 #include "backend/tensor_map.hpp"
 #include "codegen/family.hpp"
 #include "codegen/family_hopper.hpp"
-#include "run/launch.hpp"
+#include "codegen/kernel_args.hpp"
+#include "codegen/launch_plan.hpp"
+#include "common/hopper_params.cuh"  // kernels/common, shared with the device code
 
 namespace attn {
 
@@ -61,17 +63,13 @@ hopper_schedule schedule_for(const problem& s, int block_m, int64_t l2_bytes, in
 
 std::optional<std::string> tma_stride_problem(const problem& s) {
   const int64_t d = s.head_dim;
-  const bool bhsd = s.layout == layout::bhsd;
-  // Element strides of Q/O and K/V (as device_problem::params computes them).
-  const int64_t q_row = bhsd ? d : s.heads * d, q_head = bhsd ? s.q_len * d : d, q_batch = s.heads * s.q_len * d;
-  const int64_t kv_row = bhsd ? d : s.kv_heads * d, kv_head = bhsd ? s.kv_len * d : d,
-                kv_batch = s.kv_heads * s.kv_len * d;
+  const tensor_strides q = contiguous_strides(s, false), kv = contiguous_strides(s, true);
   const bool bf16 = s.dtype == dtype::bf16;
-  if (auto why = tensor_map_problem(tensor_map_for(nullptr, bf16, d, s.q_len, s.heads, s.batch, q_row, q_head,
-                                                   q_batch, 64)))
+  if (auto why = tensor_map_problem(tensor_map_for(nullptr, bf16, d, s.q_len, s.heads, s.batch, q.row, q.head,
+                                                   q.batch, 64)))
     return "Q/O: " + *why;
-  if (auto why = tensor_map_problem(tensor_map_for(nullptr, bf16, d, s.kv_len, s.kv_heads, s.batch, kv_row,
-                                                   kv_head, kv_batch, 64)))
+  if (auto why = tensor_map_problem(tensor_map_for(nullptr, bf16, d, s.kv_len, s.kv_heads, s.batch, kv.row,
+                                                   kv.head, kv.batch, 64)))
     return "K/V: " + *why;
   return std::nullopt;
 }
@@ -153,9 +151,10 @@ std::string hopper_instantiation(const tile_config& c, const problem& s) {
 
 // The tensor maps are encoded once per (variant, problem): boxes of BLOCK_M rows of Q, BLOCK_N
 // of K and V, and 64 of O (each computing warpgroup stores its own rows).
-void hopper_plan(launch_plan& plan, const tile_config& c, const problem& s, const gpu_info& gpu) {
+void hopper_plan(launch_plan& plan, const tile_config& c, const problem& s, const attn_k::fwd_params& params,
+                 const gpu_info& gpu) {
   auto hp = std::make_shared<attn_k::hopper_params>();
-  hp->p = plan.params;
+  hp->p = params;
   const attn_k::fwd_params& p = hp->p;
   const device_runtime& rt = runtime_of(gpu);
   const bool bf16 = s.dtype == dtype::bf16;
@@ -180,7 +179,7 @@ void hopper_plan(launch_plan& plan, const tile_config& c, const problem& s, cons
   hp->heads_per_section = sched.heads_per_section;
   hp->tiles = sched.tiles;
   plan.grid = {static_cast<unsigned>(sched.grid), 1, 1};
-  plan.hopper = std::move(hp);
+  plan.argument = std::move(hp);
 }
 
 }  // namespace

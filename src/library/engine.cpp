@@ -16,8 +16,7 @@ constexpr size_t max_cached_plans = 4096;  // a plan holds pointers: a new buffe
 // The plan cache's key: the shape and the parameter bytes (pointers, strides, scale); the
 // kernel follows from the shape (the table and the device are the context's).
 std::string plan_key(const problem& s, const attn_k::fwd_params& p) {
-  std::string key = fmt::format("{}|{}|{}|{}|{}|{}|{}|{}|{}|", s.batch, s.heads, s.kv_heads, s.q_len,
-                                s.kv_len, s.head_dim, s.causal, static_cast<int>(s.dtype), static_cast<int>(s.layout));
+  std::string key = problem_key(s) + '|';
   key.append(reinterpret_cast<const char*>(&p), sizeof p);
   return key;
 }

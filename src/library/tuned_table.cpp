@@ -50,12 +50,6 @@ bool same_device(const device_desc& a, const device_desc& d) {
   return a.name == d.name && a.cc_major == d.cc_major && a.cc_minor == d.cc_minor && a.sm_count == d.sm_count;
 }
 
-bool same_problem(const problem& a, const problem& b) {
-  return a.batch == b.batch && a.heads == b.heads && a.kv_heads == b.kv_heads && a.q_len == b.q_len &&
-         a.kv_len == b.kv_len && a.head_dim == b.head_dim && a.causal == b.causal && a.dtype == b.dtype &&
-         a.layout == b.layout;
-}
-
 std::string describe_device(const std::string& name, int major, int minor, int sms) {
   return fmt::format("{} (cc {}.{}, {} SMs)", name, major, minor, sms);
 }
@@ -130,7 +124,7 @@ void tuned_table::check_device(const device_desc& d) const {
 std::vector<tuned_choice> tuned_table::candidates(const device_desc& d, const problem& s) const {
   std::vector<tuned_choice> out;
   for (const auto& e : m_exact)
-    if (same_device(e.device, d) && same_problem(e.shape, s)) {
+    if (same_device(e.device, d) && e.shape == s) {
       out.push_back({e.family, e.config, choice_source::tuned});
       break;
     }

@@ -27,20 +27,18 @@ launch_plan plan_launch(const loaded_variant& v, const record& r, const problem&
                         const gpu_info& gpu) {
   launch_plan plan;
   plan.kernel = v.kernel;
-  plan.params = params;
   plan.grid = {static_cast<unsigned>((s.q_len + r.config.block_m - 1) / r.config.block_m),
                static_cast<unsigned>(s.heads), static_cast<unsigned>(s.batch)};
   plan.block = {static_cast<unsigned>(v.family->threads(r.config))};
   plan.shared_bytes = dynamic_shared_memory(*v.family) ? static_cast<int>(r.shared_memory_bytes) : 0;
-  if (v.family->plan_launch) v.family->plan_launch(plan, r.config, s, gpu);
+  if (v.family->plan_launch) v.family->plan_launch(plan, r.config, s, params, gpu);
+  else plan.set_argument(params);
   return plan;
 }
 
 void launch(const device_runtime& rt, const launch_plan& plan, stream_t stream) {
   // Every family's kernel takes one parameter: the struct itself is copied at launch.
-  void* argument = plan.hopper ? static_cast<void*>(plan.hopper.get())
-                               : const_cast<void*>(static_cast<const void*>(&plan.params));
-  void* args[] = {argument};
+  void* args[] = {const_cast<void*>(plan.argument.get())};
   rt.launch(plan.kernel, plan.grid, plan.block, plan.shared_bytes, stream, args);
 }
 

@@ -1,12 +1,11 @@
 #pragma once
 // A compiled variant loaded for launching, and its launches on one problem. The plan is made once
-// per (variant, problem): the family's parameter (fwd_params, or the hopper family's with its
-// tensor maps encoded), grid, threads and dynamic shared memory; each launch then only enqueues.
-#include <memory>
+// per (variant, problem): the family's parameter (fwd_params, or a family's own built from it),
+// grid, threads and dynamic shared memory; each launch then only enqueues.
 #include <string>
 
 #include "codegen/family.hpp"
-#include "common/hopper_params.cuh"  // kernels/common, shared with the device code
+#include "codegen/launch_plan.hpp"
 #include "report/record.hpp"
 #include "verify/gpu_reference.hpp"
 
@@ -22,19 +21,11 @@ struct loaded_variant {
 /// raises its dynamic shared memory limit where the family needs it. Throws device_error.
 loaded_variant load_variant(const device_runtime& rt, const std::string& image, const record& r, int device);
 
-struct launch_plan {
-  kernel_t kernel = nullptr;
-  dims3 grid, block;
-  int shared_bytes = 0;
-  attn_k::fwd_params params{};
-  std::shared_ptr<attn_k::hopper_params> hopper;  ///< the hopper family's parameter, when it is one
-};
-
-/// The default: fwd_params, one block per BLOCK_M query rows of each (head, batch); then the
-/// family's own plan_launch, if any. Throws invalid_input (a tensor the family cannot describe)
-/// or device_error.
+/// The default: fwd_params, one block per BLOCK_M query rows of each (head, batch); or the
+/// family's own plan_launch. Throws invalid_input (a tensor the family cannot describe) or
+/// device_error.
 launch_plan plan_launch(const loaded_variant& v, const record& r, const device_problem& pr, const gpu_info& gpu);
-/// The same for tensors the caller owns: `params` holds their pointers and strides (in elements).
+/// The same for tensors the caller owns: `params` (make_fwd_params) holds their pointers and strides.
 launch_plan plan_launch(const loaded_variant& v, const record& r, const problem& s, const attn_k::fwd_params& params,
                         const gpu_info& gpu);
 void launch(const device_runtime& rt, const launch_plan& plan, stream_t stream);

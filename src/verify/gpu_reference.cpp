@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "codegen/kernel_args.hpp"
+
 namespace attn {
 
 namespace {
@@ -75,35 +77,7 @@ int64_t device_problem::kv_elements() const {
 }
 
 attn_k::fwd_params device_problem::params() const {
-  attn_k::fwd_params p{};
-  p.q = q.get();
-  p.k = k.get();
-  p.v = v.get();
-  p.o = o.get();
-  p.lse = lse.as<float>();
-  const int64_t d = shp.head_dim;
-  if (shp.layout == layout::bhsd) {
-    p.q_batch_stride = shp.heads * shp.q_len * d;
-    p.q_head_stride = shp.q_len * d;
-    p.q_row_stride = d;
-    p.kv_batch_stride = shp.kv_heads * shp.kv_len * d;
-    p.kv_head_stride = shp.kv_len * d;
-    p.kv_row_stride = d;
-  } else {
-    p.q_batch_stride = shp.q_len * shp.heads * d;
-    p.q_head_stride = d;
-    p.q_row_stride = shp.heads * d;
-    p.kv_batch_stride = shp.kv_len * shp.kv_heads * d;
-    p.kv_head_stride = d;
-    p.kv_row_stride = shp.kv_heads * d;
-  }
-  p.q_len = static_cast<int>(shp.q_len);
-  p.kv_len = static_cast<int>(shp.kv_len);
-  p.heads = static_cast<int>(shp.heads);
-  p.group = static_cast<int>(shp.heads / shp.kv_heads);
-  p.softmax_scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)));
-  p.scale_log2 = static_cast<float>(1.0 / std::sqrt(static_cast<double>(d)) * M_LOG2E);
-  return p;
+  return make_fwd_params(shp, {q.get(), k.get(), v.get(), o.get(), lse.as<float>()}, {}, {}, 0);
 }
 
 namespace {

@@ -8,7 +8,7 @@
 #include "library/bundle.hpp"
 #include "library/bundle_builder.hpp"
 #include "library/errors.hpp"
-#include "library/forward_args.hpp"
+#include "codegen/kernel_args.hpp"
 #include "library/tuned_table.hpp"
 
 namespace attn {

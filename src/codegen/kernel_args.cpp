@@ -1,4 +1,4 @@
-#include "library/forward_args.hpp"
+#include "codegen/kernel_args.hpp"
 
 #include <climits>
 #include <cmath>

@@ -1,6 +1,8 @@
 #pragma once
-// A caller's forward call checked where it enters the library: the tensors' pointers, the sizes
-// and the strides become the kernels' fwd_params, or invalid_input naming the bad value.
+// The one place the kernels' fwd_params are built: from the problem and the tensors' pointers and
+// strides, checked (invalid_input naming the bad value). The tool's verification and timing and
+// the library's forward all go through make_fwd_params; a family's own parameter (the hopper
+// family's) is built from it by the family's plan_launch (codegen/family.hpp).
 #include <cstdint>
 
 #include "common/params.cuh"  // kernels/common, shared with the device code

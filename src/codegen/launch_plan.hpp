@@ -1,0 +1,24 @@
+#pragma once
+// How one compiled variant is launched on one problem: the grid, the threads, the dynamic shared
+// memory and its one kernel parameter, an argument block the family fills (fwd_params, or a
+// family's own struct) and the generic launcher passes on without knowing what it is.
+#include <memory>
+#include <utility>
+
+#include "backend/runtime.hpp"
+
+namespace attn {
+
+struct launch_plan {
+  kernel_t kernel = nullptr;
+  dims3 grid, block;
+  int shared_bytes = 0;
+  std::shared_ptr<const void> argument;  ///< the kernel's one parameter, copied at launch
+
+  template <class T>
+  void set_argument(T value) {
+    argument = std::make_shared<const T>(std::move(value));
+  }
+};
+
+}  // namespace attn
