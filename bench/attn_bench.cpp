@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "codegen/open_gpu.hpp"
 #include "backend/runtime.hpp"
 #include "report/bench_name.hpp"
 #include "report/best_table.hpp"
@@ -75,7 +76,7 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "error: invalid --device %d: %d device(s) found\n", args.device, devices);
       return 2;
     }
-    static const gpu_info gpu = rt.open_device(args.device);
+    static const gpu_info gpu = open_gpu(rt, args.device);
     static const compile_cache cache(default_cache_dir());
     benchmark::AddCustomContext("device", gpu.desc.name);
     benchmark::AddCustomContext("arch", gpu.desc.arch);

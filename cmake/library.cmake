@@ -1,5 +1,5 @@
 # libattn_tune: the tuned kernels for other programs (include/attn_tune/attn_tune.h), shared and
-# static, over attn_core; plus what `cmake --install` puts in place (tool, library, headers,
+# static, over the floors it uses (attn_library and below); plus what `cmake --install` puts in place (tool, library, headers,
 # kernel sources, CMake package config, pkg-config file, Python package) and their tests.
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
@@ -9,26 +9,33 @@ if(ATTN_TUNE_HAVE_HIP)
   list(APPEND ATTN_TUNE_LIB_DEPS ${AMDHIP_LIB})
 endif()
 
+# The floors the library uses (not the CLI's, nor CLI11).
+set(ATTN_TUNE_LIB_FLOORS attn_core attn_report attn_backend attn_sweep attn_codegen attn_verify attn_run attn_db
+    attn_library)
 add_library(attn_tune SHARED ${CMAKE_SOURCE_DIR}/lib/c_api.cpp)
-target_link_libraries(attn_tune PRIVATE attn_core)
+target_link_libraries(attn_tune PRIVATE attn_library)
 target_compile_definitions(attn_tune PRIVATE ATTN_TUNE_BUILDING)
 target_include_directories(attn_tune PUBLIC $<BUILD_INTERFACE:${CMAKE_SOURCE_DIR}/include>
                                              $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
-# Only the attn_tune_* functions are exported; attn_core, fmt and cudart stay inside.
+# Only the attn_tune_* functions are exported; the floors, fmt and cudart stay inside.
 set_target_properties(attn_tune PROPERTIES CXX_VISIBILITY_PRESET hidden VERSION ${PROJECT_VERSION} SOVERSION 0)
 target_link_options(attn_tune PRIVATE -Wl,--exclude-libs,ALL -Wl,--no-undefined
                     -Wl,--version-script=${CMAKE_SOURCE_DIR}/cmake/attn_tune.map)
 set_target_properties(attn_tune PROPERTIES LINK_DEPENDS ${CMAKE_SOURCE_DIR}/cmake/attn_tune.map)
 
-# The static library holds attn_core's objects too, so a consumer links one archive (and the
+# The static library holds the floors' objects too, so a consumer links one archive (and the
 # toolkit's libraries, which its imported target names).
-add_library(attn_tune_static STATIC ${CMAKE_SOURCE_DIR}/lib/c_api.cpp $<TARGET_OBJECTS:attn_core>)
-target_include_directories(attn_tune_static PRIVATE $<TARGET_PROPERTY:attn_core,INTERFACE_INCLUDE_DIRECTORIES>)
-target_compile_definitions(attn_tune_static PRIVATE $<TARGET_PROPERTY:attn_core,INTERFACE_COMPILE_DEFINITIONS>)
+set(floor_objects)
+foreach(floor ${ATTN_TUNE_LIB_FLOORS})
+  list(APPEND floor_objects $<TARGET_OBJECTS:${floor}>)
+endforeach()
+add_library(attn_tune_static STATIC ${CMAKE_SOURCE_DIR}/lib/c_api.cpp ${floor_objects})
+target_include_directories(attn_tune_static PRIVATE $<TARGET_PROPERTY:attn_library,INTERFACE_INCLUDE_DIRECTORIES>)
+target_compile_definitions(attn_tune_static PRIVATE $<TARGET_PROPERTY:attn_library,INTERFACE_COMPILE_DEFINITIONS>)
 target_include_directories(attn_tune_static PUBLIC $<BUILD_INTERFACE:${CMAKE_SOURCE_DIR}/include>
                                                     $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
 target_link_libraries(attn_tune_static PUBLIC ${ATTN_TUNE_LIB_DEPS})
-add_dependencies(attn_tune_static attn_core)
+add_dependencies(attn_tune_static ${ATTN_TUNE_LIB_FLOORS})
 set_target_properties(attn_tune_static PROPERTIES OUTPUT_NAME attn_tune EXPORT_NAME attn_tune_static)
 add_library(attn_tune::attn_tune ALIAS attn_tune)
 add_library(attn_tune::attn_tune_static ALIAS attn_tune_static)

@@ -1,7 +1,7 @@
 // --configs: any comma-separated text gives configs or invalid_input.
 #include "cli/option_checks.hpp"
 #include "fuzz_input.hpp"
-#include "plan/config.hpp"
+#include "core/config.hpp"
 #include "core/problem.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -2,7 +2,7 @@
 // the configs of an accepted space without signed overflow (UBSan).
 #include "codegen/family.hpp"
 #include "fuzz_input.hpp"
-#include "plan/config.hpp"
+#include "core/config.hpp"
 #include "core/problem.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

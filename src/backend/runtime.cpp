@@ -69,6 +69,4 @@ backend detect_backend() {
   return hip && hip->device_count(nullptr) > 0 ? backend::hip : backend::cuda;
 }
 
-const kernel_family& default_family(backend b) { return b == backend::hip ? mfma_family() : fa2_family(); }
-
 }  // namespace attn

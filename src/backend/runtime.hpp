@@ -9,8 +9,8 @@
 #include <string>
 
 #include "backend/tensor_map.hpp"
-#include "codegen/family.hpp"
-#include "report/record.hpp"
+#include "core/device.hpp"
+#include "core/record.hpp"
 
 namespace attn {
 
@@ -134,7 +134,5 @@ const device_runtime& runtime_for(backend b);
 inline const device_runtime& runtime_of(const gpu_info& gpu) { return runtime_for(gpu.backend); }
 /// What --backend auto runs on: HIP when this build has it and it sees a device, else CUDA.
 backend detect_backend();
-/// The family a backend runs when --family is not given: fa2 on CUDA, mfma on HIP.
-const kernel_family& default_family(backend b);
 
 }  // namespace attn

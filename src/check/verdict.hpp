@@ -3,7 +3,7 @@
 #include <optional>
 #include <string>
 
-#include "report/record.hpp"
+#include "core/record.hpp"
 
 namespace attn {
 

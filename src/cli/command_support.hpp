@@ -1,13 +1,13 @@
 #pragma once
 // What the commands share: progress on the terminal, the cache and tuning options from the
-// command line, the device check and opening, and tuning that survives a variant killing the
-// device context.
+// command line, the device check and opening (the run over families is run/orchestrator.hpp).
 #include <string>
 
 #include "backend/runtime.hpp"
 #include "cli/options.hpp"
 #include "codegen/cache.hpp"
 #include "report/json_report.hpp"
+#include "run/orchestrator.hpp"
 #include "run/tuner.hpp"
 
 namespace attn {
@@ -51,27 +51,7 @@ std::string best_path_for(const std::string& out);
 /// how to go on.
 std::string hang_report(const record& hung, const std::string& kept);
 
-/// The arguments (after the program's name) of a fresh attn-tune process that runs `configs` of
-/// `family` on problem s, with opt's timing, timeout, cache and kernels, and writes their records to
-/// csv: the isolated re-run after a variant lost the device context.
-std::vector<std::string> child_arguments(const options& opt, const std::string& family, const problem& s,
-                                         const std::vector<tile_config>& configs, uint64_t seed, int device,
-                                         const std::string& csv);
-
-/// tune(), and when a variant kills the device context beyond repair in this process, the
-/// variants it left are re-run in fresh processes, so one bad variant never ends the run. Once
-/// the context is dead, later shapes of this process are tuned in child processes too.
-tune_result tune_recovering(const options& opt, const problem& s, const gpu_info& gpu, const compile_cache& cache,
-                            const tune_options& t, bool& context_dead);
-
-/// Every family of the run that the device can run (fa2 and wgmma on a Hopper GPU), each through
-/// tune_recovering, as one result: all records, ranked together, one best.
-tune_result tune_families(const options& opt, const problem& s, const gpu_info& gpu, const compile_cache& cache,
-                          tune_options t, bool& context_dead);
-/// The same for --compile-only: the families that can run on --arch, compiled for it.
-tune_result compile_families(const options& opt, const problem& s, const compile_cache& cache, tune_options t);
-/// The families a run on a device of this capability searches first ("hopper" on an H200 with
-/// the default families), comma-separated, for the run's header line.
-std::string searched_families(const options& opt, int cc_major, int cc_minor);
+/// The run's families, spaces, cache and kernels, for run/orchestrator.hpp.
+family_run family_run_of(const options& opt);
 
 }  // namespace attn

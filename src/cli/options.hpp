@@ -7,8 +7,8 @@
 
 #include "cli/terminal.hpp"
 #include "codegen/family.hpp"
-#include "plan/config.hpp"
-#include "plan/input_kind.hpp"
+#include "core/config.hpp"
+#include "core/input_kind.hpp"
 #include "core/problem.hpp"
 
 namespace attn {

@@ -17,7 +17,7 @@
 #include "db/shapes_to_tune.hpp"
 #include "report/best_table.hpp"
 #include "report/csv.hpp"
-#include "report/phases.hpp"
+#include "run/phases.hpp"
 #include "run/nvml.hpp"
 #include "run/tuner.hpp"
 #include "sweep/merge.hpp"
@@ -75,7 +75,7 @@ int compile_sweep(const options& opt, const std::vector<sweep_row>& rows) {
     };
     tune_result r;
     try {
-      r = compile_families(opt, rows[i].problem, cache, t);
+      r = compile_families(family_run_of(opt), opt.arch, rows[i].problem, cache, t);
     } catch (const invalid_input& e) {  // e.g. no config of the space fits this shape: say so, go on
       progress.done();
       ++failed;
@@ -193,7 +193,7 @@ int run_sweep(const options& opt) {
       std::optional<tune_result> r;
       std::string error;
       try {
-        r = tune_families(opt, row.problem, gpu, cache, t, context_dead);
+        r = tune_families(family_run_of(opt), row.problem, gpu, cache, t, context_dead);
       } catch (const std::exception& e) {
         error = e.what();
       }

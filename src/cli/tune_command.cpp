@@ -4,14 +4,14 @@
 
 #include <fmt/format.h>
 
-#include "backend/cuda/nvrtc.hpp"
-#include "backend/hip/hiprtc.hpp"
+#include "codegen/nvrtc.hpp"
+#include "codegen/hiprtc.hpp"
 #include "cli/command_support.hpp"
 #include "cli/commands.hpp"
 #include "cli/db_support.hpp"
 #include "codegen/compile_pool.hpp"
 #include "report/csv.hpp"
-#include "report/phases.hpp"
+#include "run/phases.hpp"
 #include "run/nvml.hpp"
 #include "report/table.hpp"
 #include "verify/tolerance.hpp"
@@ -67,10 +67,10 @@ int run_tune(const options& opt) {
     const resource_limits arch = limits_for_arch(opt.arch);
     if (opt.verbosity != verbosity::quiet)
       fmt::print("attn-tune {} --compile-only: {} for {} ({} {}); timing needs a GPU\n",
-                 searched_families(opt, arch.cc_major, arch.cc_minor),
+                 searched_families(family_run_of(opt), arch.cc_major, arch.cc_minor),
                  describe(opt.problem), opt.arch, hip ? "hiprtc" : "NVRTC", hip ? hiprtc_version() : nvrtc_version());
     std::fflush(stdout);  // before the progress and -v lines on stderr, also when stdout is a pipe
-    const tune_result r = compile_families(opt, opt.problem, cache, t);
+    const tune_result r = compile_families(family_run_of(opt), opt.arch, opt.problem, cache, t);
     progress.done();
     write_csv(out, r.records);
     write_json(opt, results_json(metadata_of(opt, nullptr), r.records));
@@ -92,7 +92,7 @@ int run_tune(const options& opt) {
   if (opt.verbosity == verbosity::quiet) {
   } else if (gpu.backend == backend::cuda)
     fmt::print("attn-tune {}: {} on {} ({}, {} SMs, CUDA {}, NVRTC {}), seed {}\n",
-               searched_families(opt, gpu.desc.cc_major, gpu.desc.cc_minor),
+               searched_families(family_run_of(opt), gpu.desc.cc_major, gpu.desc.cc_minor),
                describe(opt.problem), gpu.desc.name, gpu.desc.arch, gpu.desc.sm_count,
                gpu.desc.cuda_version, gpu.desc.nvrtc_version, opt.seed);
   else
@@ -117,7 +117,7 @@ int run_tune(const options& opt) {
     t.clocks = &nvml;
   }
   bool context_dead = false;
-  const tune_result r = tune_families(opt, opt.problem, gpu, cache, t, context_dead);
+  const tune_result r = tune_families(family_run_of(opt), opt.problem, gpu, cache, t, context_dead);
   progress.done();
   write_csv(out, r.records);
   if (const std::string w = throttle_warning(r.records); !w.empty()) fmt::print(stderr, "{}\n", w);

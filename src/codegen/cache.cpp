@@ -7,9 +7,9 @@
 #include <algorithm>
 
 #include "backend/hip/amdgpu_metadata.hpp"
-#include "backend/hip/hiprtc.hpp"
+#include "codegen/hiprtc.hpp"
 #include "codegen/cache_entry.hpp"
-#include "plan/digest.hpp"
+#include "core/digest.hpp"
 #include "report/atomic_file.hpp"
 
 #include <fmt/format.h>

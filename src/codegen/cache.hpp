@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/cuda/nvrtc.hpp"
+#include "codegen/nvrtc.hpp"
 #include "codegen/family.hpp"
 
 namespace attn {

@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "plan/digest.hpp"
+#include "core/digest.hpp"
 
 namespace attn {
 

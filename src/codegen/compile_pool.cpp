@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "backend/cuda/nvrtc.hpp"
+#include "codegen/nvrtc.hpp"
 
 namespace attn {
 

@@ -7,7 +7,7 @@
 
 #include "codegen/cache.hpp"
 #include "codegen/family.hpp"
-#include "report/record.hpp"
+#include "core/record.hpp"
 
 namespace attn {
 

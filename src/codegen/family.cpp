@@ -5,7 +5,7 @@
 
 namespace attn {
 
-std::string to_string(backend b) { return b == backend::cuda ? "cuda" : "hip"; }
+const kernel_family& default_family(backend b) { return b == backend::hip ? mfma_family() : fa2_family(); }
 
 bool runs_on(const kernel_family& f, int cc_major, int cc_minor) {
   if (f.backend != backend::cuda) return true;

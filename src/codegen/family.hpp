@@ -8,22 +8,14 @@
 #include <vector>
 
 #include "common/params.cuh"  // kernels/common, shared with the device code
-#include "plan/config.hpp"
+#include "core/config.hpp"
+#include "core/device.hpp"
 #include "core/problem.hpp"
 
 namespace attn {
 
 struct launch_plan;  // codegen/launch_plan.hpp
 struct gpu_info;     // backend/runtime.hpp
-
-struct resource_limits {
-  int64_t shared_memory_per_block = 227 * 1024;  ///< opt-in maximum of the device
-  int max_threads_per_block = 1024;
-  int cc_major = 9, cc_minor = 0;
-};
-
-enum class backend { cuda, hip };
-std::string to_string(backend b);  ///< "cuda" / "hip"
 
 struct kernel_family {
   std::string name;
@@ -63,6 +55,8 @@ const kernel_family& fa2_family();
 const kernel_family& wgmma_family();   ///< Hopper (sm_90a) only
 const kernel_family& hopper_family();  ///< Hopper (sm_90a) only: TMA, persistent
 const kernel_family& mfma_family();
+/// The family a backend runs when --family is not given: fa2 on CUDA, mfma on HIP.
+const kernel_family& default_family(backend b);
 /// Throws invalid_input naming the family when it is unknown.
 const kernel_family& find_family(const std::string& name);
 

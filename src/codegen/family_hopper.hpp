@@ -5,7 +5,7 @@
 #include <optional>
 #include <string>
 
-#include "plan/config.hpp"
+#include "core/config.hpp"
 #include "core/problem.hpp"
 
 namespace attn {

@@ -10,7 +10,7 @@
 
 #include "db/sqlite.hpp"
 #include "core/problem.hpp"
-#include "report/record.hpp"
+#include "core/record.hpp"
 
 namespace attn {
 

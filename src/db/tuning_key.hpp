@@ -6,8 +6,8 @@
 
 #include "codegen/kernel_sources.hpp"
 #include "db/tuned_db.hpp"
-#include "plan/config.hpp"
-#include "plan/input_kind.hpp"
+#include "core/config.hpp"
+#include "core/input_kind.hpp"
 #include "run/search.hpp"
 
 namespace attn {

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "library/errors.hpp"
+#include "codegen/open_gpu.hpp"
 
 namespace attn {
 
@@ -45,7 +46,7 @@ engine::engine(const engine_options& options) : m_rt(cuda_runtime()), m_cache(op
                                       count));
   {
     device_guard guard(options.device);
-    m_gpu = m_rt.open_device(options.device);
+    m_gpu = open_gpu(m_rt, options.device);
   }
   std::string table = options.table, bundle_path = options.bundle;
   if (!table.empty() && bundle_path.empty() && looks_like_bundle(read_file_text(table).substr(0, 8)))

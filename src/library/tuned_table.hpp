@@ -13,7 +13,7 @@
 #include "codegen/family.hpp"
 #include "codegen/kernel_sources.hpp"
 #include "report/export.hpp"
-#include "report/record.hpp"
+#include "core/record.hpp"
 
 namespace attn {
 

@@ -1,5 +1,6 @@
 #include "report/best_table.hpp"
 
+#include <algorithm>
 #include <fstream>
 #include <map>
 
@@ -7,7 +8,6 @@
 
 #include "report/atomic_file.hpp"
 #include "report/csv.hpp"
-#include "sweep/sweep_file.hpp"
 
 namespace attn {
 

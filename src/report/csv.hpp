@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "report/atomic_file.hpp"
-#include "report/record.hpp"
+#include "core/record.hpp"
 
 namespace attn {
 

@@ -5,7 +5,7 @@
 
 #include <fmt/format.h>
 
-#include "plan/digest.hpp"
+#include "core/digest.hpp"
 #include "core/problem.hpp"
 
 namespace attn {

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "report/record.hpp"
+#include "core/record.hpp"
 
 namespace attn {
 

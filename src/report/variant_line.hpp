@@ -3,7 +3,7 @@
 // text for the terminal. Pure: the tuner says when, the command line where.
 #include <string>
 
-#include "report/record.hpp"
+#include "core/record.hpp"
 
 namespace attn {
 

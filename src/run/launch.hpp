@@ -6,7 +6,7 @@
 
 #include "codegen/family.hpp"
 #include "codegen/launch_plan.hpp"
-#include "report/record.hpp"
+#include "core/record.hpp"
 #include "verify/gpu_reference.hpp"
 
 namespace attn {

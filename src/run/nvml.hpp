@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "report/record.hpp"
+#include "core/record.hpp"
 
 namespace attn {
 

@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "plan/enum_names.hpp"
+#include "core/enum_names.hpp"
 #include "core/problem.hpp"
 
 namespace attn {

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "plan/config.hpp"
-#include "report/record.hpp"
+#include "core/config.hpp"
+#include "core/record.hpp"
 #include "run/stats.hpp"
 #include "run/timer.hpp"
 

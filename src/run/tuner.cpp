@@ -10,7 +10,7 @@
 
 #include <fmt/format.h>
 
-#include "plan/numeric.hpp"
+#include "core/numeric.hpp"
 #include "report/npy.hpp"
 #include "verify/gpu_reference.hpp"
 #include "verify/row_sample.hpp"

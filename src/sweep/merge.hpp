@@ -3,7 +3,7 @@
 #include <string>
 #include <vector>
 
-#include "report/record.hpp"
+#include "core/record.hpp"
 #include "sweep/sweep_file.hpp"
 
 namespace attn {

@@ -1,7 +1,7 @@
 #pragma once
 // Each kind of inputs (plan/input_kind.hpp) as a distribution per tensor (kernels/common/
 // inputs.cuh), filled on the device by the support module.
-#include "plan/input_kind.hpp"
+#include "core/input_kind.hpp"
 #include "core/problem.hpp"
 #include "common/inputs.cuh"  // kernels/common, shared with the device code
 

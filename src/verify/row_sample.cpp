@@ -4,7 +4,7 @@
 #include <cmath>
 #include <random>
 
-#include "plan/numeric.hpp"
+#include "core/numeric.hpp"
 #include "verify/cpu_reference.hpp"
 #include "verify/tolerance.hpp"
 

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/hip/hiprtc.hpp"
+#include "codegen/hiprtc.hpp"
 #include "backend/runtime.hpp"
 #include "cli/options.hpp"
 #include "codegen/family.hpp"

@@ -11,7 +11,7 @@
 
 #include <fmt/format.h>
 
-#include "backend/cuda/nvrtc.hpp"
+#include "codegen/nvrtc.hpp"
 #include "codegen/compile_pool.hpp"
 #include "codegen/family.hpp"
 #include "run/tuner.hpp"

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "plan/config.hpp"
+#include "core/config.hpp"
 #include "core/problem.hpp"
 #include "invalid_input_message.hpp"
 

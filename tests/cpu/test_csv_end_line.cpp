@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "plan/digest.hpp"
+#include "core/digest.hpp"
 #include "report/csv.hpp"
 #include "report/csv_trailer.hpp"
 #include "temp_dir.hpp"

@@ -11,7 +11,7 @@
 
 #include "cold_timer.hpp"
 #include "example_options.hpp"
-#include "plan/numeric.hpp"
+#include "core/numeric.hpp"
 #include "reference.hpp"
 #include "run/noise.hpp"
 #include "run/stats.hpp"

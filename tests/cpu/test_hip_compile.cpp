@@ -6,7 +6,7 @@
 #include <filesystem>
 
 #include "backend/hip/amdgpu_metadata.hpp"
-#include "backend/hip/hiprtc.hpp"
+#include "codegen/hiprtc.hpp"
 #include "run/tuner.hpp"
 #include "temp_dir.hpp"
 #include "verify/gpu_reference.hpp"

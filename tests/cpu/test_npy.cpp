@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "plan/numeric.hpp"
+#include "core/numeric.hpp"
 #include "report/npy.hpp"
 
 namespace attn {

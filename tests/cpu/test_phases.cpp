@@ -1,7 +1,7 @@
 // The tuning's summary line: how many variants each phase took in and how long it took.
 #include <gtest/gtest.h>
 
-#include "report/phases.hpp"
+#include "run/phases.hpp"
 
 namespace attn {
 namespace {

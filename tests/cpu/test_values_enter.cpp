@@ -6,7 +6,7 @@
 #include "codegen/compile_pool.hpp"
 #include "invalid_input_message.hpp"
 #include "parsed_options.hpp"
-#include "plan/config.hpp"
+#include "core/config.hpp"
 #include "report/bench_name.hpp"
 #include "report/best_table.hpp"
 #include "sweep/sweep_file.hpp"

@@ -11,6 +11,7 @@
 #include <sstream>
 #include <string>
 
+#include "codegen/open_gpu.hpp"
 #include "backend/runtime.hpp"
 #include "codegen/cache.hpp"
 
@@ -58,7 +59,7 @@ class gpu_test : public ::testing::Test {
         FAIL() << "no usable GPU (" << why << ")"
                << (gpu_required() ? " and ATTN_TUNE_REQUIRE_GPU=1" : ", although this machine has GPU device nodes");
     }
-    m_gpu = runtime_for(detect_backend()).open_device(0);
+    m_gpu = open_gpu(runtime_for(detect_backend()), 0);
     m_family = default_family(m_gpu.backend).name;
   }
   const device_runtime& rt() const { return runtime_of(m_gpu); }

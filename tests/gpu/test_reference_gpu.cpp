@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "gpu_fixture.hpp"
-#include "plan/numeric.hpp"
+#include "core/numeric.hpp"
 #include "verify/cpu_reference.hpp"
 #include "verify/gpu_reference.hpp"
 #include "verify/input_fill.hpp"

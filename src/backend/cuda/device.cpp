@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include "backend/cuda/check.hpp"
-#include "backend/cuda/nvrtc.hpp"
 #include "backend/device_properties.hpp"
 
 namespace attn {
@@ -45,7 +44,6 @@ gpu_info open_cuda_device(int ordinal) {
   cudaDriverGetVersion(&driver);
   info.desc.cuda_version = fmt::format("{}.{} (driver {}.{})", runtime / 1000, runtime % 1000 / 10,
                                        driver / 1000, driver % 1000 / 10);
-  info.desc.nvrtc_version = nvrtc_version();
   info.limits.shared_memory_per_block = static_cast<int64_t>(prop.sharedMemPerBlockOptin);
   info.driver_version = fmt::format("{}.{}", driver / 1000, driver % 1000 / 10);
   // Informational (attn-bench's context): a failure leaves 0 and no pending error.

@@ -9,7 +9,6 @@
 #include <fmt/format.h>
 
 #include "backend/device_properties.hpp"
-#include "backend/hip/hiprtc.hpp"
 
 namespace attn {
 
@@ -50,7 +49,6 @@ gpu_info open_hip_device(int ordinal) {
   if (hipRuntimeGetVersion(&runtime) != hipSuccess) runtime = 0;
   if (hipDriverGetVersion(&driver) != hipSuccess) driver = 0;
   info.desc.cuda_version = fmt::format("HIP {} (driver {})", version_text(runtime), version_text(driver));
-  info.desc.nvrtc_version = hiprtc_version();
   info.limits.shared_memory_per_block = static_cast<int64_t>(prop.sharedMemPerBlock);  // LDS, 64 KiB
   info.driver_version = version_text(driver);
   info.clock_mhz = prop.clockRate / 1000;

@@ -1,6 +1,6 @@
 // Stand-ins for a build without HIP (no libamdhip64-dev): everything says so.
 #ifndef ATTN_TUNE_HAVE_HIP
-#include "backend/hip/hiprtc.hpp"
+#include "codegen/hiprtc.hpp"
 
 namespace attn {
 

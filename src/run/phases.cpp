@@ -1,4 +1,4 @@
-#include "report/phases.hpp"
+#include "run/phases.hpp"
 
 #include <algorithm>
 

@@ -3,8 +3,8 @@
 #include <cstdint>
 #include <string>
 
-#include "plan/config.hpp"
-#include "plan/input_kind.hpp"
+#include "core/config.hpp"
+#include "core/input_kind.hpp"
 #include "core/problem.hpp"
 
 namespace attn {

@@ -1,8 +1,8 @@
-#include "plan/input_kind.hpp"
+#include "core/input_kind.hpp"
 
 #include <fmt/format.h>
 
-#include "plan/enum_names.hpp"
+#include "core/enum_names.hpp"
 #include "core/problem.hpp"
 
 namespace attn {

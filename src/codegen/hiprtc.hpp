@@ -6,7 +6,7 @@
 #include <vector>
 
 #include "codegen/kernel_sources.hpp"
-#include "backend/cuda/nvrtc.hpp"  // compile_result
+#include "codegen/nvrtc.hpp"  // compile_result
 
 namespace attn {
 

@@ -1,4 +1,4 @@
-#include "plan/config.hpp"
+#include "core/config.hpp"
 
 #include <algorithm>
 #include <charconv>

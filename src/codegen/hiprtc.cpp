@@ -1,5 +1,5 @@
 // hiprtc: compiled only when the HIP headers and libamdhip64 are found (ATTN_TUNE_HAVE_HIP).
-#include "backend/hip/hiprtc.hpp"
+#include "codegen/hiprtc.hpp"
 
 #include <hip/hiprtc.h>
 

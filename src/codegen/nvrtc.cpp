@@ -1,4 +1,4 @@
-#include "backend/cuda/nvrtc.hpp"
+#include "codegen/nvrtc.hpp"
 
 #include <nvrtc.h>
 

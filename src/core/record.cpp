@@ -1,6 +1,6 @@
-#include "report/record.hpp"
+#include "core/record.hpp"
 
-#include "plan/enum_names.hpp"
+#include "core/enum_names.hpp"
 
 namespace attn {
 

@@ -1,4 +1,4 @@
-#include "plan/digest.hpp"
+#include "core/digest.hpp"
 
 #include <xxhash.h>
 

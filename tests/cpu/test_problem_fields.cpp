@@ -1,0 +1,199 @@
+// The problem's field list (core/problem.hpp) drives every serializer: for each field in turn, a
+// problem that differs from a base problem in that field alone must come back whole from the key,
+// the results CSV, the JSON, the best table, the database, the sweep file and the child process's
+// arguments, and must differ from the base in each (a field a serializer forgot would come back as
+// the base's value, or as the default).
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/command_support.hpp"
+#include "core/problem.hpp"
+#include "db/tuned_db.hpp"
+#include "parsed_options.hpp"
+#include "report/bench_name.hpp"
+#include "report/best_table.hpp"
+#include "report/csv.hpp"
+#include "report/json_report.hpp"
+#include "sweep/sweep_file.hpp"
+#include "temp_dir.hpp"
+
+namespace attn {
+namespace {
+
+problem base_problem() {
+  problem p;
+  p.batch = 2, p.heads = 8, p.kv_heads = 4, p.q_len = 96, p.kv_len = 160, p.head_dim = 64;
+  return p;
+}
+
+// `base` with field f changed to another valid value: integers doubled, flags flipped, text fields
+// to the first of a few known words the field takes and that differs.
+problem varied(const problem_field& f, problem base) {
+  const std::string now = f.get(base);
+  switch (f.type) {
+    case field_type::integer: f.set(base, std::to_string(2 * std::stoll(now))); break;
+    case field_type::flag: f.set(base, now == "1" ? "0" : "1"); break;
+    case field_type::text:
+      for (const char* word : {"fp16", "bf16", "bshd", "bhsd"}) {
+        try {
+          f.set(base, word);
+        } catch (const invalid_input&) {
+          continue;
+        }
+        if (f.get(base) != now) break;
+      }
+      break;
+  }
+  validate(base);
+  return base;
+}
+
+record record_of(const problem& p) {
+  record r;
+  r.device = {"NVIDIA H200", "sm_90", 9, 0, 132, "13.0", "13.0"};
+  r.family = "fa2";
+  r.shape = p;
+  r.config = {64, 64, 4, 2};
+  r.status = status::ok;
+  r.reps = 20;
+  r.median_ms = 0.5;
+  r.tflops = tflops(p, 0.5);
+  r.rank = 1;
+  r.measured = measurement::full;
+  return r;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// The value of column `name` in the first data row of a CSV without quoted commas.
+std::string csv_value(const std::string& text, const std::string& name) {
+  std::istringstream in(text);
+  std::string header, row;
+  std::getline(in, header);
+  std::getline(in, row);
+  auto split = [](const std::string& line) {
+    std::vector<std::string> out;
+    std::stringstream s(line);
+    for (std::string cell; std::getline(s, cell, ',');) out.push_back(cell);
+    return out;
+  };
+  const auto names = split(header), cells = split(row);
+  for (size_t i = 0; i < names.size() && i < cells.size(); ++i)
+    if (names[i] == name) return cells[i];
+  return "(no column " + name + ")";
+}
+
+class problem_fields_test : public ::testing::TestWithParam<size_t> {
+ protected:
+  const problem_field& field() const { return problem_fields()[GetParam()]; }
+  problem base = base_problem();
+  problem other = varied(field(), base_problem());
+};
+
+TEST_P(problem_fields_test, the_varied_problem_differs_in_this_field_alone) {
+  ASSERT_NE(field().get(other), field().get(base)) << "no other value found for " << field().name;
+  for (const auto& f : problem_fields())
+    if (&f != &field() && f.follows != static_cast<int>(GetParam()))
+      EXPECT_EQ(f.get(other), f.get(base)) << f.name;
+  EXPECT_FALSE(other == base);
+  EXPECT_NE(hash_value(other), hash_value(base));
+  EXPECT_NE(describe(other), describe(base));
+  EXPECT_NE(benchmark_name(record_of(other)), benchmark_name(record_of(base)));
+}
+
+TEST_P(problem_fields_test, the_key_round_trips) {
+  EXPECT_EQ(parse_problem_key(problem_key(other)), other);
+  EXPECT_NE(problem_key(other), problem_key(base));
+}
+
+TEST_P(problem_fields_test, the_results_csv_round_trips) {
+  const auto rows = read_csv_text(csv_text({record_of(other)}), "memory");
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].shape, other);
+  EXPECT_EQ(csv_value(csv_text({record_of(other)}), field().name), field().get(other));
+}
+
+TEST_P(problem_fields_test, the_json_carries_it) {
+  const auto doc = nlohmann::json::parse(results_json({}, {record_of(other)}));
+  const auto& value = doc.at("variants").at(0).at("shape").at(field().name);
+  const std::string text = value.is_boolean() ? (value.get<bool>() ? "1" : "0")
+                           : value.is_string() ? value.get<std::string>()
+                                               : std::to_string(value.get<int64_t>());
+  EXPECT_EQ(text, field().get(other));
+}
+
+TEST_P(problem_fields_test, the_best_table_carries_it) {
+  temp_dir dir;
+  write_best_csv(dir / "x.best.csv", best_table({record_of(other)}));
+  EXPECT_EQ(csv_value(read_file(dir / "x.best.csv"), field().name), field().get(other));
+}
+
+TEST_P(problem_fields_test, the_database_keys_on_it) {
+  temp_dir dir;
+  tuned_db db = tuned_db::open(dir / "tuned.sqlite");
+  tuning_key k{"NVIDIA H200", "9.0", 132, "13.0", "13.0", "fa2=0", other, "screen"};
+  db.put(k, {record_of(other)}, "2026-12-01 00:00:00");
+  const auto hit = db.find(k);
+  ASSERT_TRUE(hit.has_value());
+  EXPECT_EQ(hit->key.shape, other);
+  EXPECT_EQ(hit->records.at(0).shape, other);
+  k.shape = base;
+  EXPECT_FALSE(db.find(k).has_value());
+}
+
+TEST_P(problem_fields_test, the_sweep_file_reads_it) {
+  temp_dir dir;
+  std::string header = "name", row = "r";
+  for (const auto& f : problem_fields()) header += std::string(",") + f.sweep_column, row += "," + f.get(other);
+  std::ofstream(dir / "s.csv") << header << "\n" << row << "\n";
+  const auto rows = read_sweep_file(dir / "s.csv");
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].problem, other);
+}
+
+TEST_P(problem_fields_test, the_child_process_gets_it) {
+  options o = testing::parsed({"--shape", "1,1,64,64"});
+  o.problem = other;
+  progress_line progress;
+  const options child =
+      testing::parsed(child_arguments(family_run_of(o), make_tune_options(o, progress), "fa2", other,
+                                      {{64, 64, 4, 2}}, 1, 0, "/tmp/child.csv"));
+  EXPECT_EQ(child.problem, other);
+}
+
+INSTANTIATE_TEST_SUITE_P(every_field, problem_fields_test, ::testing::Range<size_t>(0, problem_field_count),
+                         [](const auto& info) { return std::string(problem_fields()[info.param].name); });
+
+TEST(problem_key, refuses_a_bad_missing_or_repeated_field_naming_it) {
+  const std::string good = problem_key(base_problem());
+  for (const auto& [key, part] : std::vector<std::pair<std::string, std::string>>{
+           {good + ",batch=3", "batch=3"},
+           {"batch=2", "no heads"},
+           {good.substr(0, good.find(',')) + "x" + good.substr(good.find(',')), "batch"},
+           {good + ",window=4", "window=4"}}) {
+    try {
+      parse_problem_key(key);
+      ADD_FAILURE() << key << " was accepted";
+    } catch (const invalid_input& e) {
+      EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+    }
+  }
+}
+
+TEST(problem_key, a_problem_the_kernels_cannot_take_is_refused) {
+  problem p = base_problem();
+  p.head_dim = 72;
+  EXPECT_THROW(parse_problem_key(problem_key(p)), invalid_input);
+}
+
+}  // namespace
+}  // namespace attn
