@@ -440,6 +440,8 @@ def main(argv):
     p.set_defaults(run=inputs_command)
 
     args = ap.parse_args(argv[1:])
+    if args.dir and args.command != "tuning-bar":  # these two work from the repository root
+        args.dir = os.path.abspath(args.dir)
     return args.run(args)
 
 
