@@ -104,9 +104,9 @@ Run from the repository root; needs build-gpu/attn-tune and .peers/peers.py (pyt
 and triton). DIR (default /tmp/tuning_bar) must be new or empty: every command's output goes
 there, the table too (DIR/table.txt; it is printed before the sweep starts; `python3
 bench/tuning_bar.py table DIR/bar.tsv` prints it again). Each command has a time limit (a hang
-shows as exit 124 in the table's notes). On an H200 (2026-12-01, results/h200/2026-12-01-hopper/
-call14 and call17): the four rows take about 3 minutes, the cold sweep under 1 minute and peers.py
-for the sweep's other four shapes about 5 more (--sweep-triton; without it the sweep line compares
+shows as exit 124 in the table's notes). On an H200 (2026-12-01: call14/ and call17/ of
+results/h200/2026-12-01-hopper): the four rows take about 3 minutes, the cold sweep under 1 minute
+and peers.py for the sweep's other four shapes about 5 more (--sweep-triton; without it the sweep line compares
 with the four rows' shapes only). The whole exceeds a 10-minute device call; it splits in two:
 --rows-only (the four rows and their table, no sweep) and --sweep-only (the cold sweep, then
 peers.py for every shape of the sweep file, and the sweep line; about 8 minutes).
