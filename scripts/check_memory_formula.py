@@ -6,7 +6,7 @@ GPU; ctest runs it as gpu_memory_formula_pytorch, label gpu):
 
   python3 scripts/check_memory_formula.py [--shape 2,8,2048,64] [--dtype bf16] [--tolerance 0.05]
 
-The formula (README, "How it measures"): B*H*Nq*Nkv*(4 + element size) bytes beyond Q, K, V, O
+The formula (docs/measurement.md, "How it measures"): B*H*Nq*Nkv*(4 + element size) bytes beyond Q, K, V, O
 (fp32 scores, probabilities in the input type). Here the scores come from PyTorch's matmul in the
 input type, widened to fp32 (both exist for a moment: 2 + 4 bytes), are turned into probabilities
 in place and narrowed to the input type (4 + 2 bytes): the peak should be the formula. For

@@ -5,7 +5,7 @@
 // runs attn_tune_forward on random inputs of the problem (bf16 or fp16, [B,H,N,D] or [B,N,H,D],
 // GQA, N_kv != N_q, causal), times it with cold L2 (cold_timer.hpp), and compares sampled heads
 // and rows with float64 attention under FlashAttention's rule. The last line, `result: ...`,
-// holds every number as key=value for scripts (scripts/library_bar.sh).
+// holds every number as key=value for scripts (bench/run.py library-bar).
 #include <algorithm>
 #include <cstdio>
 #include <random>

@@ -8,7 +8,7 @@ the C++ example (examples/cpp, --example) does the same for the same table and s
 
 Prints one table: shape, config, tool ms, Python ms, C++ ms, their ratios to the tool's, each
 one's accuracy, and ok when both are within 3% of the tool, accurate, and ran the tuned config
-(MISS otherwise; the exit code is 1 when any shape misses). scripts/library_bar.sh runs it.
+(MISS otherwise; the exit code is 1 when any shape misses). `python3 bench/run.py library-bar` runs it.
 """
 import argparse
 import csv

@@ -1,5 +1,5 @@
-"""scripts/tuning_bar.py's parsing and table, and scripts/tuning_bar.sh end to end with a fake
-attn-tune and a fake peers.py (the real ones need the GPU machine)."""
+"""bench/tuning_bar.py's parsing and table, and bench/run.py (tuning-bar, library-bar, inputs) end
+to end with a fake attn-tune, a fake peers.py and a fake ctest (the real ones need the GPU machine)."""
 import os
 import subprocess
 import sys
@@ -8,7 +8,7 @@ import textwrap
 import unittest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.join(ROOT, "scripts"))
+sys.path.insert(0, os.path.join(ROOT, "bench"))
 import tuning_bar  # noqa: E402
 
 # What peers.py --shape 16,16,1024,64 --with-triton writes (its format; the numbers made up).
@@ -143,12 +143,12 @@ class table(unittest.TestCase):
         self.assertIsNone(r["same_run"])
         self.assertEqual(r["decider"], r["diff"])  # the two processes' diff decides, and the note says so
         note = ("the two winners were not measured side by side (no side-by-side run (it failed, or "
-                "tuning_bar.sh predates it)): the two processes' diff decides")
+                "its bar.tsv predates it)): the two processes' diff decides")
         self.assertIn(note, r["notes"])
         self.assertIn("note: 16,16,1024,64: " + note, tuning_bar.format_table([r]))
 
     def test_a_line_from_before_the_side_by_side_column_still_reads(self):
-        (r,) = self.rows([self.line().rsplit("\t", 1)[0]])  # 11 fields, as calls 11 and 15 wrote
+        (r,) = self.rows([self.line().rsplit("\t", 1)[0]])  # 11 fields, as results/h200/2026-12-01-hopper/call11 and call15 hold
         self.assertIsNone(r["same_run"])
         self.assertAlmostEqual(r["decider"], r["diff"])
         self.assertNotIn("MISSED", tuning_bar.format_table([r]))
@@ -232,12 +232,12 @@ open(csv, "w").write("\n".join(rows) + "\n"); print("\n".join(rows))
 
 
 class script(unittest.TestCase):
-    """tuning_bar.sh with fakes, in a folder laid out like the repository root."""
+    """bench/run.py tuning-bar with fakes, in a folder laid out like the repository root."""
 
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory(prefix="tuning-bar-")
         self.root = self.tmp.name
-        for name in ("scripts", "sweeps"):
+        for name in ("bench", "sweeps"):
             os.symlink(os.path.join(ROOT, name), os.path.join(self.root, name))
         for path, text in (("build-gpu/attn-tune", FAKE_ATTN_TUNE), (".peers/peers.py", FAKE_PEERS)):
             full = os.path.join(self.root, path)
@@ -252,7 +252,7 @@ class script(unittest.TestCase):
     def run_script(self, *args):
         # Caches and a database of the caller's must not reach the cold runs.
         env = dict(os.environ, TRITON_CACHE_DIR="/somewhere/warm", ATTN_TUNE_DB="/somewhere/else.sqlite")
-        return subprocess.run(["bash", "scripts/tuning_bar.sh", *args], cwd=self.root, env=env,
+        return subprocess.run([sys.executable, "bench/run.py", "tuning-bar", *args], cwd=self.root, env=env,
                               capture_output=True, text=True, timeout=120)
 
     def test_the_whole_call_prints_the_table_and_the_sweep_line(self):
@@ -328,6 +328,106 @@ class script(unittest.TestCase):
         with open(os.path.join(log, "mine.txt")) as f:
             self.assertEqual(f.read(), "keep me")
         self.assertEqual(self.run_script("--frobnicate").returncode, 2)
+
+
+FAKE_LIBRARY_BAR = r"""#!/usr/bin/env python3
+import os, sys
+print("argv", " ".join(sys.argv[1:]))
+print("env", os.environ["ATTN_TUNE_LIBRARY"], os.environ["PYTHONPATH"].split(":")[0])
+print("the table", file=sys.stderr)
+sys.exit(int(os.environ.get("FAKE_RC", "0")))
+"""
+
+# A stand-in for attn-tune's tuning with --inputs: two variants, the second wrong on sink inputs.
+FAKE_INPUTS_TOOL = r"""#!/usr/bin/env python3
+import sys
+a = sys.argv[1:]
+assert " --family fa2,wgmma,hopper --seed 7 --no-db --out " in " ".join(a), a
+kind, out = a[a.index("--inputs") + 1], a[a.index("--out") + 1]
+status = "wrong" if kind == "sink" else "ok"
+open(out, "w").write("family,config,status,max_error,allowed_error,bound,message\n"
+                     "hopper,m128_n128_w12_s2_k3,ok,1.0e-03,4.0e-03,naive,\n"
+                     f"hopper,m192_n80_w16_s2_k7,{status},2.0e-03,4.0e-03,naive,error 9e-3 over 4e-3\n"
+                     "#end,rows=2,xxh3=0\n")
+print(f"reference ({kind} inputs): naive error 1.5e-03, rounding error 2.5e-04")
+sys.exit(1 if kind == "sink" else 0)
+"""
+
+FAKE_CTEST = r"""#!/bin/sh
+echo "PyTorch: ctest $* REQUIRE=$ATTN_TUNE_REQUIRE_GPU in $(basename "$PWD")"
+echo "100% tests passed, 0 tests failed out of 5"
+"""
+
+
+class other_commands(unittest.TestCase):
+    """bench/run.py library-bar and inputs with fakes, in a folder laid out like the repository root."""
+
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory(prefix="bench-run-")
+        self.root = self.tmp.name
+        for name in ("bench", "sweeps"):
+            os.symlink(os.path.join(ROOT, name), os.path.join(self.root, name))
+
+    def tearDown(self):
+        self.tmp.cleanup()
+
+    def write(self, path, text, mode=0o755):
+        full = os.path.join(self.root, path)
+        os.makedirs(os.path.dirname(full), exist_ok=True)
+        with open(full, "w") as f:
+            f.write(text)
+        os.chmod(full, mode)
+        return full
+
+    def run_bench(self, *args, **env):
+        return subprocess.run([sys.executable, os.path.join(self.root, "bench", "run.py"), *args],
+                              env=dict(os.environ, **env), capture_output=True, text=True, timeout=120)
+
+    def test_library_bar_runs_the_python_bar_with_the_library_and_writes_the_report(self):
+        for f in ("attn-tune", "attn_tune_example", "libattn_tune.so"):
+            self.write(os.path.join("build-gpu", f), "")
+        self.write("examples/python/library_bar.py", FAKE_LIBRARY_BAR)
+        report = os.path.join(self.root, "report")
+        p = self.run_bench("library-bar", report, FAKE_RC="1")
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)  # a missed bar's exit code passes through
+        self.assertIn("argv --tool build-gpu/attn-tune --example build-gpu/attn_tune_example --shapes "
+                      "sweeps/ci-smoke.csv --extra 4,32,4096,128 --tool-args --min-time-ms 40", p.stdout)
+        self.assertIn(f"env {self.root}/build-gpu/libattn_tune.so {self.root}/python", p.stdout)
+        with open(os.path.join(report, "report.txt")) as f:
+            text = f.read()
+        self.assertIn("the table\n", text)
+        self.assertRegex(text, r"library_bar: \d+ s\n$")
+        p = self.run_bench("library-bar", TOOL_ARGS="--family hopper")
+        self.assertEqual(p.returncode, 0, p.stdout + p.stderr)
+        self.assertIn("--tool-args --family hopper\n", p.stdout)
+        p = self.run_bench("library-bar", "--build", "elsewhere")
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("no elsewhere/attn-tune: run 'bash scripts/device_build.sh elsewhere' first", p.stderr)
+        p = self.run_bench("library-bar", report)
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("exists and is not empty", p.stderr)
+
+    def test_inputs_tabulates_each_shape_and_kind_then_runs_the_gpu_tests(self):
+        self.write("build/attn-tune", FAKE_INPUTS_TOOL)
+        bin_dir = os.path.dirname(self.write("fakebin/ctest", FAKE_CTEST))
+        report = os.path.join(self.root, "report")
+        p = self.run_bench("inputs", report, PATH=bin_dir + ":" + os.environ["PATH"])
+        self.assertEqual(p.returncode, 1, p.stdout + p.stderr)  # the sink rows hold a wrong variant
+        lines = p.stdout.splitlines()
+        self.assertTrue(lines[0].startswith("shape "), lines[0])
+        rows = [l for l in lines if l.startswith(("2,8,777,128", "1,8,2048,64", "2,16,1024,128", "1,4,3000,256"))]
+        self.assertEqual(len(rows), 12, p.stdout)
+        self.assertIn("normal    2     0  2.00e-03  1.50e-03  2.50e-04  4.00e-03 naive       2.0", rows[0])
+        self.assertTrue(rows[2].endswith("  exit 1") and " sink      1     1 " in rows[2], rows[2])
+        self.assertIn("    wrong: hopper m192_n80_w16_s2_k7: error 9e-3 over 4e-3", p.stdout)
+        self.assertIn("PyTorch: ctest -L gpu -R reference_vs_cpu|inputs_on_device|fa2_correctness|planted_defects|"
+                      "gpu_memory_formula_pytorch --output-on-failure REQUIRE=1 in build", p.stdout)
+        self.assertIn("100% tests passed", p.stdout)
+        with open(os.path.join(report, "report.txt")) as f:
+            self.assertEqual(f.read(), p.stdout)
+        p = self.run_bench("inputs", "--build", "nowhere")
+        self.assertEqual(p.returncode, 2)
+        self.assertIn("no nowhere/attn-tune: build first", p.stderr)
 
 
 if __name__ == "__main__":

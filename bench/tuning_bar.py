@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""The parsing and the table of scripts/tuning_bar.sh (issue 10's bar), kept apart so that a CPU
-test can check them (tests/scripts/test_tuning_bar.py).
+"""The parsing and the table of the tuning bar (`python3 bench/run.py tuning-bar`), kept apart so
+that a CPU test can check them (tests/bench/test_run.py).
 
     tuning_bar.py triton PEERS_CSV CAUSAL     Triton's cold autotune seconds (peers.py's tune_s)
     tuning_bar.py winner RESULTS_CSV          "family config median_ms" of an attn-tune run's rank 1
@@ -15,7 +15,7 @@ import math
 import os
 import sys
 
-# BAR_TSV's columns, as tuning_bar.sh writes them (tab-separated, no header).
+# BAR_TSV's columns, as bench/run.py tuning-bar writes them (tab-separated, no header).
 # head_to_head: "AB_CSV;BA_CSV", the two winners measured in one process each, in both orders
 # (empty: the winners are the same config, or the runs failed).
 COLUMNS = ["shape", "causal", "peers_csv", "cold_s", "cold_rc", "cold_csv", "second_s", "second_rc",
@@ -125,7 +125,8 @@ def table_rows(lines, read_file=read):
         if not line.strip():
             continue
         fields = line.rstrip("\n").split("\t")
-        if len(fields) == len(COLUMNS) - 1:  # written before head_to_head (calls 11 and 15)
+        # 11 fields: written before head_to_head (results/h200/2026-12-01-hopper/call11 and call15)
+        if len(fields) == len(COLUMNS) - 1:
             fields.append("")
         if len(fields) != len(COLUMNS):
             raise ValueError(f"expected {len(COLUMNS)} tab-separated fields, got {len(fields)}: '{line.strip()}'")
@@ -168,7 +169,7 @@ def table_rows(lines, read_file=read):
                     [read_file(p) for p in m["head_to_head"].split(";")], row["screen"][1], row["exhaustive"][1]))
             else:
                 why = ("the winners are of two families" if row["screen"][0] != row["exhaustive"][0]
-                       else "no side-by-side run (it failed, or tuning_bar.sh predates it)")
+                       else "no side-by-side run (it failed, or its bar.tsv predates it)")
                 row["notes"].append(f"the two winners were not measured side by side ({why}): the two processes' "
                                     "diff decides")
         row["decider"] = row["same_run"] if row["same_run"] is not None else row["diff"]
@@ -226,7 +227,7 @@ def sweep_line(sweep_s, rows, peers_texts):
     if not missing and total > 0:
         line += f"; ratio {sweep_s / total:.3f}"
     else:
-        line += f"; no ratio: {len(missing)} rows not measured (tuning_bar.sh --sweep-triton measures them)"
+        line += f"; no ratio: {len(missing)} rows not measured (bench/run.py tuning-bar --sweep-triton measures them)"
     return line
 
 

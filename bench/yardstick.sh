@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Tunes the benchmark table (SHAPES.md: six shapes, causal and not, bf16) and measures the peers
 # (peers.py: PyTorch SDPA backends; PEERS_ARGS="--with-flex" adds FlexAttention) in the same call.
-#   scripts/yardstick.sh BUILD_DIR PEERS_PY OUT_DIR [B,H,N,D ...]
+#   bash bench/yardstick.sh BUILD_DIR PEERS_PY OUT_DIR [B,H,N,D ...]
 # Writes OUT_DIR/<shape>.csv per tuning run, OUT_DIR/tune.log, OUT_DIR/peers.csv and prints
-# a summary table (scripts/summarize.py).
+# a summary table (bench/summarize.py).
 set -uo pipefail
 build=$1 peers=$2 out=$3
 shift 3
