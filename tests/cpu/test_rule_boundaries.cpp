@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <stdexcept>
 #include <vector>
@@ -120,6 +121,37 @@ TEST(bucket_rule, the_library_answers_from_a_bucket_at_its_upper_bound_and_not_a
     s.q_len = s.kv_len = n;
     EXPECT_EQ(csv.candidates(h200(), s).front().source, expected) << n;
   }
+}
+
+// The library's exact tuned shape: every field of the problem must match, or the bucket answers.
+TEST(bucket_rule, an_exact_tuned_shape_answers_only_its_own_problem) {
+  tuned_shape t;
+  t.device = h200();
+  t.shape.batch = 2;
+  t.shape.heads = 8;
+  t.shape.kv_heads = 4;
+  t.shape.q_len = 1000;
+  t.shape.kv_len = 1500;
+  t.shape.head_dim = 128;
+  t.family = "fa2";
+  t.config = parse_config_name("m64_n32_w4_s1");
+  const tuned_table table = tuned_table::from_parts("test", {t}, {});
+  EXPECT_EQ(table.candidates(h200(), t.shape).front().source, choice_source::tuned);
+  const std::vector<std::pair<std::string, std::function<void(shape&)>>> changes = {
+      {"batch", [](shape& s) { s.batch = 3; }},       {"heads", [](shape& s) { s.heads = 16; }},
+      {"kv_heads", [](shape& s) { s.kv_heads = 2; }}, {"q_len", [](shape& s) { s.q_len = 999; }},
+      {"kv_len", [](shape& s) { s.kv_len = 1501; }},  {"head_dim", [](shape& s) { s.head_dim = 64; }},
+      {"causal", [](shape& s) { s.causal = true; }},  {"dtype", [](shape& s) { s.dtype = dtype::fp16; }},
+      {"layout", [](shape& s) { s.layout = layout::bshd; }},
+  };
+  for (const auto& [what, change] : changes) {
+    shape s = t.shape;
+    change(s);
+    EXPECT_EQ(table.candidates(h200(), s).front().source, choice_source::fallback) << what;
+  }
+  device_desc other = h200();
+  other.sm_count = 114;
+  EXPECT_EQ(table.candidates(other, t.shape).front().source, choice_source::fallback);
 }
 
 // ---- the export's majority vote ----------------------------------------------------------------
