@@ -98,7 +98,8 @@ def main():
     ap.add_argument("--list", action="store_true", help="list the mutations and whether each applies")
     ap.add_argument("--no-baseline", action="store_true", help="skip checking that the tests pass unmutated")
     ap.add_argument("--restore", action="store_true", help="put back files a killed run left mutated")
-    ap.add_argument("--timeout", type=int, default=600, help="seconds per test")
+    ap.add_argument("--timeout", type=int, default=120,
+                    help="seconds per test (a mutant that loops forever is caught by it)")
     ap.add_argument("--log", default=None, help="build and test output (default BUILD/mutation-check.log)")
     args = ap.parse_args()
     build = os.path.join(ROOT, args.build_dir)

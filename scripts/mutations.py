@@ -13,6 +13,9 @@ CPU = ["attn_cpu_tests"]
 LIB = ["attn_library_tests"]
 HEADER = ["attn-tune", "attn_export_header_tests"]
 FAULT = ["attn_durable_write_tests", "attn_fault_inject"]
+# Every gtest of the CPU binaries (their names hold a dot; the CLI tests' do not) and cli_outputs.
+ALL = ["attn-tune", "attn_cpu_tests", "attn_library_tests", "attn_export_header_tests"]
+ALL_TESTS = r"^([A-Za-z_]+\.|cli_outputs$)"
 
 MUTATIONS = [
     # ---- the database key: every field of the question -------------------------------------
@@ -186,4 +189,32 @@ MUTATIONS = [
          original="    ::close(fd);\n    ::unlink(tmp.c_str());\n    return write_error(",
          replacement="    ::close(fd);\n    return write_error(",
          build=FAULT, tests=r"^durable_writes$"),
+
+    # ---- other host code that decides what users get back, run against the whole CPU suite
+    # (written to check the suite as it stood: all but exact_shape_ignores_layout were caught; the
+    # test bucket_rule.an_exact_tuned_shape_answers_only_its_own_problem was added for it) ---------
+    dict(name="runner_up_gap_inverted", kind="other", file="src/report/best_table.cpp",
+         original="ok[1]->median_ms / ok[0]->median_ms - 1", replacement="ok[0]->median_ms / ok[1]->median_ms - 1",
+         build=ALL, tests=ALL_TESTS),
+    dict(name="db_runner_up_is_rank_3", kind="other", file="src/db/tuned_db.cpp",
+         original="if (r.rank == 2) second = &r;", replacement="if (r.rank == 3) second = &r;",
+         build=ALL, tests=ALL_TESTS),
+    dict(name="shard_by_blocks_not_stride", kind="other", file="src/sweep/sweep_file.cpp",
+         original="static_cast<int>(i % shard.count) == shard.index", replacement="static_cast<int>(i / shard.count) == shard.index",
+         build=ALL, tests=ALL_TESTS),
+    dict(name="shard_index_may_equal_count", kind="other", file="src/sweep/sweep_file.cpp",
+         original="if (s.count < 1 || s.index >= s.count)", replacement="if (s.count < 1 || s.index > s.count)",
+         build=ALL, tests=ALL_TESTS),
+    dict(name="exact_shape_ignores_layout", kind="other", file="src/library/tuned_table.cpp",
+         original="a.dtype == b.dtype &&\n         a.layout == b.layout;", replacement="a.dtype == b.dtype;",
+         build=ALL, tests=ALL_TESTS),
+    dict(name="causal_flops_not_halved", kind="other", file="src/plan/shape.cpp",
+         original="return s.causal ? flops / 2 : flops;", replacement="return flops;",
+         build=ALL, tests=ALL_TESTS),
+    dict(name="ranks_mix_screened_and_full", kind="other", file="src/run/tuner.cpp",
+         original="    if (can_win[a] != can_win[b]) return bool(can_win[a]);\n", replacement="",
+         build=ALL, tests=ALL_TESTS),
+    dict(name="json_export_seq_min_is_seq_max", kind="other", file="src/report/export.cpp",
+         original='{"seq_min_exclusive", e.seq_min},', replacement='{"seq_min_exclusive", e.seq_max},',
+         build=ALL, tests=ALL_TESTS),
 ]
