@@ -35,6 +35,18 @@ void check_strides(const tensor_strides& t, const char* name, int64_t head_dim, 
                                     t.row, head_dim));
 }
 
+// The last element the strides reach, (count - 1) * stride summed, plus the row: refused when it
+// does not fit in 64 bits (the kernels' offsets are 64-bit, so anything below is handled).
+void check_reach(const tensor_strides& t, const char* name, int64_t batch, int64_t heads, int64_t rows,
+                 int64_t head_dim) {
+  __int128 last = head_dim;
+  last += static_cast<__int128>(batch - 1) * t.batch + static_cast<__int128>(heads - 1) * t.head +
+          static_cast<__int128>(rows - 1) * t.row;
+  if (last > INT64_MAX)
+    throw invalid_input(fmt::format("{} strides {}, {}, {} over [{}, {}, {}] reach past 64 bits of elements", name,
+                                    t.batch, t.head, t.row, batch, heads, rows));
+}
+
 }  // namespace
 
 attn_k::fwd_params make_fwd_params(const problem& s, const forward_tensors& t, tensor_strides q_strides,
@@ -51,6 +63,8 @@ attn_k::fwd_params make_fwd_params(const problem& s, const forward_tensors& t, t
   if (kv_strides.unset()) kv_strides = contiguous_strides(s, true);
   check_strides(q_strides, "q", s.head_dim, element_size(s.dtype));
   check_strides(kv_strides, "kv", s.head_dim, element_size(s.dtype));
+  check_reach(q_strides, "q", s.batch, s.heads, s.q_len, s.head_dim);
+  check_reach(kv_strides, "kv", s.batch, s.kv_heads, s.kv_len, s.head_dim);
   if (softmax_scale != 0 && !(std::isfinite(softmax_scale) && softmax_scale > 0))
     throw invalid_input(fmt::format("softmax_scale {} is not a positive finite number (0: 1/sqrt(D))", softmax_scale));
 

@@ -30,7 +30,12 @@ ln -s real.csv link.csv
 "$bin" "${one[@]}" --shape 1,8,512,64 --out - 2>/dev/null > stdout.csv || fail "tune --out -"
 head -1 stdout.csv | grep -q '^schema_version,' || fail "tune --out - did not start with the header"
 tail -1 stdout.csv | grep -q '^#end,rows=1,' || fail "tune --out - did not end with the end line"
-"$bin" export real.csv --out - 2>/dev/null | grep -q '^device,' && true  # compile-only rows: nothing to export
+"$bin" export real.csv --out - >exported 2>err; rc=$?  # compile-only rows: nothing to export
+[ $rc -eq 2 ] || fail "export of compile-only rows exited $rc: $(cat err)"
+grep -q "has no shape with an ok variant to export" err || fail "export's refusal: $(cat err)"
+[ ! -s exported ] || fail "export of nothing wrote: $(cat exported)"
+"$bin" export "$src/tests/data/export_fixture.csv" --out - 2>/dev/null > exported || fail "export --out -"
+[ "$(grep -c '^"NVIDIA H200",9\.0,132,bf16,' exported)" -eq 3 ] || fail "export --out - did not write the 3 entries: $(cat exported)"
 
 # Never overwritten without --force (tune) or --resume/--force (sweep), whatever the mode.
 cp real.csv keep.csv

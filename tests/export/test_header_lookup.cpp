@@ -57,4 +57,33 @@ TEST(exported_header, untuned_shapes_get_the_documented_fallback) {
   EXPECT_TRUE(fell_back);
 }
 
+// Issue 20, item 2: the bucket (seq_min, seq_max] at each bound and one past it, in the header.
+TEST(exported_header, each_bucket_holds_its_upper_bound_and_not_its_lower) {
+  struct probe {
+    const char* dtype;
+    int head_dim;
+    bool causal;
+    long long n;
+    bool tuned;
+  };
+  const probe probes[] = {
+      {"bf16", 128, false, 4096, true}, {"bf16", 128, false, 4097, false}, {"bf16", 128, false, 2049, true},
+      {"bf16", 128, false, 2048, false}, {"bf16", 64, true, 1024, true},   {"bf16", 64, true, 1025, false},
+      {"bf16", 64, true, 513, true},     {"bf16", 64, true, 512, false},   {"bf16", 256, false, 4096, true},
+      {"bf16", 256, false, 2048, false}, {"bf16", 256, false, 4097, false},
+  };
+  for (const probe& p : probes) {
+    bool fell_back = p.tuned;
+    attn_tuned::lookup("NVIDIA H200", 9, 0, 132, p.dtype, p.head_dim, p.causal, p.n, &fell_back);
+    EXPECT_EQ(fell_back, !p.tuned) << "D=" << p.head_dim << " causal=" << p.causal << " N=" << p.n;
+  }
+  // Another compute capability or SM count of the same name is another device.
+  bool fell_back = false;
+  attn_tuned::lookup("NVIDIA H200", 9, 1, 132, "bf16", 128, false, 4096, &fell_back);
+  EXPECT_TRUE(fell_back);
+  fell_back = false;
+  attn_tuned::lookup("NVIDIA H200", 9, 0, 114, "bf16", 128, false, 4096, &fell_back);
+  EXPECT_TRUE(fell_back);
+}
+
 }  // namespace

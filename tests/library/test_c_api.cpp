@@ -90,6 +90,72 @@ TEST(LibraryArguments, BadSizesDtypeLayoutAndStrides) {
   EXPECT_NE(error().find("problem->struct_size 8"), std::string::npos) << error();
 }
 
+// Issue 20, item 4: K's and V's strides are checked like Q's; causal is 0 or 1; sizes and
+// strides whose products pass 2^31 are handled (64-bit offsets), and ones past 2^63 refused.
+TEST(LibraryArguments, KvStridesAreCheckedLikeQs) {
+  auto p = attn_tune::make_problem(1, 1, 1, 64, 64, 64);
+  p.kv_strides[0] = 64 * 64, p.kv_strides[1] = 64 * 64, p.kv_strides[2] = 68;
+  EXPECT_EQ(check(p), ATTN_TUNE_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(error(), "kv row stride 68 is not a positive multiple of 8 elements (16 bytes)");
+  p.kv_strides[2] = 32;
+  EXPECT_EQ(check(p), ATTN_TUNE_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(error(), "kv row stride 32 is less than the head dim 64: rows would overlap");
+  p.kv_strides[2] = 64, p.kv_strides[1] = 0;
+  EXPECT_EQ(check(p), ATTN_TUNE_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(error(), "kv head stride 0 is not a positive multiple of 8 elements (16 bytes)");
+  p.kv_strides[1] = 64 * 64, p.kv_strides[0] = -8;
+  EXPECT_EQ(check(p), ATTN_TUNE_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(error(), "kv batch stride -8 is not a positive multiple of 8 elements (16 bytes)");
+  p.kv_strides[0] = 64 * 64 + 4;  // fp16/bf16: 8 elements per 16 bytes
+  EXPECT_EQ(check(p), ATTN_TUNE_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(error(), "kv batch stride 4100 is not a positive multiple of 8 elements (16 bytes)");
+  p.kv_strides[0] = 64 * 64 + 8;
+  EXPECT_EQ(check(p), ATTN_TUNE_OK) << error();
+  // Q's head stride alone wrong: named as q's.
+  p.q_strides[0] = 64 * 64, p.q_strides[1] = 12, p.q_strides[2] = 64;
+  EXPECT_EQ(check(p), ATTN_TUNE_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(error(), "q head stride 12 is not a positive multiple of 8 elements (16 bytes)");
+}
+
+TEST(LibraryArguments, CausalOtherThanZeroOrOneIsRefused) {
+  auto p = attn_tune::make_problem(1, 1, 1, 64, 64, 64);
+  for (int causal : {2, -1, 255}) {
+    p.causal = causal;
+    EXPECT_EQ(check(p), ATTN_TUNE_ERROR_INVALID_ARGUMENT) << causal;
+    EXPECT_EQ(error(), "causal " + std::to_string(causal) + " is not 0 or 1");
+  }
+  for (int causal : {0, 1}) {
+    p.causal = causal;
+    EXPECT_EQ(check(p), ATTN_TUNE_OK) << error();
+  }
+}
+
+TEST(LibraryArguments, OffsetsPast32BitsAreHandledAndPast63BitsRefused) {
+  // 2^31 elements and more in one tensor (64-bit strides): accepted.
+  auto p = attn_tune::make_problem(4, 32, 32, 32768, 32768, 128);
+  EXPECT_EQ(check(p), ATTN_TUNE_OK) << error();
+  p = attn_tune::make_problem(2, 1, 1, 64, 64, 64);
+  p.q_strides[0] = int64_t{1} << 33, p.q_strides[1] = 64 * 64, p.q_strides[2] = 64;
+  EXPECT_EQ(check(p), ATTN_TUNE_OK) << error();
+  // A batch stride whose product with the batch passes 2^63: refused, naming the tensor.
+  p = attn_tune::make_problem(4, 1, 1, 64, 64, 64);
+  p.kv_strides[0] = int64_t{1} << 62, p.kv_strides[1] = 64 * 64, p.kv_strides[2] = 64;
+  EXPECT_EQ(check(p), ATTN_TUNE_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(error().find("kv strides"), std::string::npos) << error();
+  EXPECT_NE(error().find("64 bits"), std::string::npos) << error();
+  p = attn_tune::make_problem(1, 4, 4, 64, 64, 64);
+  p.q_strides[0] = 64 * 64 * 4, p.q_strides[1] = int64_t{1} << 62, p.q_strides[2] = 64;
+  EXPECT_EQ(check(p), ATTN_TUNE_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(error().find("q strides"), std::string::npos) << error();
+  // Lengths past 32 bits are refused (the kernels index rows with int).
+  p = attn_tune::make_problem(1, 1, 1, int64_t{1} << 31, 64, 64);
+  EXPECT_EQ(check(p), ATTN_TUNE_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(error().find("32 bits"), std::string::npos) << error();
+  p = attn_tune::make_problem(1, 1, 1, 64, int64_t{1} << 31, 64);
+  EXPECT_EQ(check(p), ATTN_TUNE_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(error().find("32 bits"), std::string::npos) << error();
+}
+
 TEST(LibraryArguments, NoContextNoLaunch) {
   const auto p = attn_tune::make_problem(1, 1, 1, 64, 64, 64);
   const tensors t;

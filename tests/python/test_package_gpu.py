@@ -1,6 +1,9 @@
 """The Python package on a GPU (ctest python_package_gpu, label gpu; skips without PyTorch or CUDA):
 attn_tune.forward against a float64 reference under FlashAttention's rule, both layouts, GQA,
-cross-attention, causal (bottom-right), fp16; the custom op under torch.compile equals eager."""
+cross-attention, causal (bottom-right), fp16, a non-default softmax_scale, the LSE; the custom op
+under torch.compile against float64 and SDPA, not only against itself. With ATTN_TUNE_REQUIRE_GPU=1
+(a GPU machine) a missing PyTorch or CUDA fails instead of skipping."""
+import os
 import unittest
 
 try:
@@ -11,9 +14,10 @@ except ImportError:
 import attn_tune
 
 HAVE_GPU = torch is not None and torch.cuda.is_available()
+REQUIRE_GPU = os.environ.get("ATTN_TUNE_REQUIRE_GPU") == "1"
 
 
-def reference(q, k, v, causal, dtype):
+def reference(q, k, v, causal, dtype, scale=None):
     """float64 attention, and the same math done naively in `dtype` (FlashAttention's yardstick)."""
     group = q.shape[1] // k.shape[1]
     k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
@@ -25,14 +29,34 @@ def reference(q, k, v, causal, dtype):
         mask = j > i + n_kv - n_q
 
     def attend(q, k, v, low):
-        scale = q.shape[-1] ** -0.5
-        s = (q * scale) @ k.transpose(-1, -2) if low else (q @ k.transpose(-1, -2)) * scale
+        sc = scale if scale is not None else q.shape[-1] ** -0.5
+        s = (q * sc) @ k.transpose(-1, -2) if low else (q @ k.transpose(-1, -2)) * sc
         if mask is not None:
             s = s.masked_fill(mask, float("-inf"))
         p = torch.nan_to_num(torch.softmax(s.float() if low else s, dim=-1))
         return (p.to(dtype) @ v) if low else p @ v
 
     return attend(q.double(), k.double(), v.double(), False), attend(q, k, v, True)
+
+
+def reference_lse(q, k, causal, scale=None):
+    """float64 log-sum-exp of each query row's scaled scores; -inf for a row that sees no key."""
+    group = q.shape[1] // k.shape[1]
+    k = k.repeat_interleave(group, dim=1).double()
+    s = (q.double() @ k.transpose(-1, -2)) * (scale if scale is not None else q.shape[-1] ** -0.5)
+    if causal:
+        n_q, n_kv = q.shape[2], k.shape[2]
+        i = torch.arange(n_q, device=q.device)[:, None]
+        j = torch.arange(n_kv, device=q.device)[None, :]
+        s = s.masked_fill(j > i + n_kv - n_q, float("-inf"))
+    return torch.logsumexp(s, dim=-1)
+
+
+class GpuRequired(unittest.TestCase):
+    @unittest.skipUnless(REQUIRE_GPU, "ATTN_TUNE_REQUIRE_GPU is not 1")
+    def test_pytorch_with_cuda_is_there(self):
+        self.assertIsNotNone(torch, "ATTN_TUNE_REQUIRE_GPU=1 but PyTorch is not importable: the GPU tests would skip")
+        self.assertTrue(torch.cuda.is_available(), "ATTN_TUNE_REQUIRE_GPU=1 but PyTorch sees no CUDA device")
 
 
 @unittest.skipUnless(HAVE_GPU, "no PyTorch with CUDA")
@@ -78,6 +102,30 @@ class Forward(unittest.TestCase):
         eager = block(q)
         compiled = torch.compile(block, fullgraph=True)(q)
         torch.testing.assert_close(compiled, eager, rtol=0, atol=0)
+        # ...and both are attention: float64's under the rule, and close to PyTorch's SDPA.
+        exact, naive = reference(q * 2, q, q, True, torch.bfloat16)
+        error = (compiled.double() - (exact + 1)).abs().max().item()
+        allowed = 2 * (naive.double() - exact).abs().max().item() + 1e-4
+        self.assertLessEqual(error, allowed)
+        sdpa = torch.nn.functional.scaled_dot_product_attention(q * 2, q, q, is_causal=True) + 1
+        self.assertLessEqual((compiled.double() - sdpa.double()).abs().max().item(), 2 * allowed + 1e-2)
+
+    def test_a_non_default_softmax_scale_and_the_lse(self):
+        g = torch.Generator(device="cuda").manual_seed(3)
+        q = torch.randn(1, 4, 128, 64, device="cuda", dtype=torch.bfloat16, generator=g)
+        k = torch.randn(1, 2, 192, 64, device="cuda", dtype=torch.bfloat16, generator=g)
+        v = torch.randn(1, 2, 192, 64, device="cuda", dtype=torch.bfloat16, generator=g)
+        for scale in (0.37, None):
+            o, lse = attn_tune.forward_with_lse(q, k, v, causal=True, softmax_scale=scale)
+            exact, naive = reference(q, k, v, True, torch.bfloat16, scale)
+            error = (o.double() - exact).abs().max().item()
+            allowed = 2 * (naive.double() - exact).abs().max().item() + 1e-4
+            self.assertLessEqual(error, allowed, f"softmax_scale={scale}")
+            self.assertLessEqual((lse.double() - reference_lse(q, k, True, scale)).abs().max().item(), 2e-3)
+        # The scale is the one applied: 0.37 is far from the default's output.
+        o, _ = attn_tune.forward_with_lse(q, k, v, causal=True, softmax_scale=0.37)
+        default, _ = reference(q, k, v, True, torch.bfloat16)
+        self.assertGreater((o.double() - default).abs().max().item(), 0.05)
 
     def test_the_op_is_registered(self):
         self.assertTrue(hasattr(torch.ops.attn_tune, "forward"))
