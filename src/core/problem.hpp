@@ -37,9 +37,6 @@ struct problem {
 };
 
 enum class field_type { integer, flag, text };
-/// How a field enters the export's key (a tuned config is looked up by it): matched exactly,
-/// as the sequence-length bucket, or not at all (the export keeps one config per bucket).
-enum class export_role { none, key, bucket };
 
 /// A field's piece of describe()'s text: "B4", "/8" (glued to the piece before it), or nothing.
 struct field_tag {
@@ -52,7 +49,12 @@ struct problem_field {
   const char* name;          ///< its column and key in the CSV, JSON, database and best table
   const char* sweep_column;  ///< its column in a sweep file
   field_type type;
-  export_role in_export;
+  /// Its place in the export's key (report/export.hpp), by which a runtime looks up a tuned
+  /// config: 1, 2, ... among the fields matched exactly (in that order in the exported files and
+  /// the header's lookup()), 0 when the export does not match it.
+  int export_key;
+  /// The field the export matches by its power-of-two bucket (the sequence length).
+  bool export_bucket;
   /// Whether a sweep file must give it; one that need not takes, when blank, the value of the
   /// field `follows` names (kv_heads: heads), or else its default.
   bool required;
@@ -67,6 +69,8 @@ struct problem_field {
 };
 
 inline constexpr size_t problem_field_count = 9;
+/// How many of them have an export_key (the export's readers need the count at compile time).
+inline constexpr size_t export_key_field_count = 3;
 /// Every field, in the order files list them.
 const std::array<problem_field, problem_field_count>& problem_fields();
 

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "codegen/compile_pool.hpp"
+#include "report/export.hpp"
 #include "library/errors.hpp"
 
 namespace attn {
@@ -28,10 +29,10 @@ std::vector<bundle_target> bundle_targets(const tuned_table& table, const std::s
     const std::string key = instantiation_key(f, c, s);
     if (seen.insert(family_name + " " + key).second) out.push_back({&f, c, s, key});
   };
-  std::vector<problem> kinds;  // one problem per (dtype, head dim, causal), for the fallbacks
+  std::vector<problem> kinds;  // one problem per export key (dtype, head dim, causal), for the fallbacks
   auto note_kind = [&](const problem& s) {
     for (const auto& k : kinds)
-      if (k.dtype == s.dtype && k.head_dim == s.head_dim && k.causal == s.causal) return;
+      if (export_key_text(k) == export_key_text(s)) return;
     kinds.push_back(s);
   };
   bool any = false;
@@ -44,11 +45,8 @@ std::vector<bundle_target> bundle_targets(const tuned_table& table, const std::s
   for (const auto& e : table.buckets()) {
     if (e.cc_major != limits.cc_major || e.cc_minor != limits.cc_minor) continue;
     any = true;
-    problem s;
+    problem s = e.key;
     s.q_len = s.kv_len = e.seq_max;
-    s.head_dim = e.head_dim;
-    s.dtype = e.type;
-    s.causal = e.causal;
     add(e.family, e.config, s);
     note_kind(s);
   }

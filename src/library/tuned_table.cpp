@@ -129,8 +129,7 @@ std::vector<tuned_choice> tuned_table::candidates(const device_desc& d, const pr
       break;
     }
   for (const auto& e : m_buckets)
-    if (same_device(e, d) && e.type == s.dtype && e.head_dim == s.head_dim && e.causal == s.causal &&
-        s.q_len > e.seq_min && s.q_len <= e.seq_max) {
+    if (same_device(e, d) && export_key_matches(e, s)) {
       out.push_back({e.family, e.config, choice_source::bucket});
       break;
     }

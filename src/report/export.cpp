@@ -1,5 +1,6 @@
 #include "report/export.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <regex>
@@ -18,20 +19,46 @@ int64_t seq_bucket(int64_t n) {
   return b;
 }
 
+std::vector<const problem_field*> export_key_fields() {
+  std::vector<const problem_field*> out;
+  for (const auto& f : problem_fields())
+    if (f.export_key > 0) out.push_back(&f);
+  std::sort(out.begin(), out.end(), [](const auto* a, const auto* b) { return a->export_key < b->export_key; });
+  if (out.size() != export_key_field_count)
+    throw std::logic_error("export_key_fields: export_key_field_count disagrees with the field list");
+  return out;
+}
+
+const problem_field& export_bucket_field() {
+  for (const auto& f : problem_fields())
+    if (f.export_bucket) return f;
+  throw std::logic_error("export_bucket_field: the field list has no bucket field");
+}
+
+std::string export_key_text(const problem& p) {
+  std::string out;
+  for (const problem_field* f : export_key_fields()) out += f->get(p) + ',';
+  return out;
+}
+
+bool export_key_matches(const export_entry& e, const problem& p) {
+  const int64_t n = std::stoll(export_bucket_field().get(p));
+  return export_key_text(e.key) == export_key_text(p) && n > e.seq_min && n <= e.seq_max;
+}
+
 tile_config fallback_config(int head_dim) {
   // Both passed on every test shape and stay within sm_80's shared memory and the register budget.
   return head_dim <= 128 ? tile_config{128, 64, 4, 2} : tile_config{64, 64, 4, 1};
 }
 
 std::vector<export_entry> export_entries(const std::vector<best_row>& rows) {
-  using key_t = std::tuple<std::string, int, int, int, int, int, bool, int64_t>;
+  using key_t = std::tuple<std::string, int, int, int, std::string, int64_t>;
   std::vector<key_t> order;
   std::map<key_t, std::vector<const record*>> groups;
   for (const auto& row : rows) {
     const record& b = row.best;
     const key_t key{b.device.name, b.device.cc_major, b.device.cc_minor, b.device.sm_count,
-                    static_cast<int>(b.shape.dtype), static_cast<int>(b.shape.head_dim),
-                    b.shape.causal, seq_bucket(b.shape.q_len)};
+                    export_key_text(b.shape), seq_bucket(std::stoll(export_bucket_field().get(b.shape)))};
     if (!groups.count(key)) order.push_back(key);
     groups[key].push_back(&b);
   }
@@ -57,10 +84,8 @@ std::vector<export_entry> export_entries(const std::vector<best_row>& rows) {
     e.cc_major = chosen->device.cc_major;
     e.cc_minor = chosen->device.cc_minor;
     e.sm_count = chosen->device.sm_count;
-    e.type = chosen->shape.dtype;
-    e.head_dim = static_cast<int>(chosen->shape.head_dim);
-    e.causal = chosen->shape.causal;
-    e.seq_max = std::get<7>(key);
+    for (const problem_field* f : export_key_fields()) f->set(e.key, f->get(chosen->shape));
+    e.seq_max = std::get<5>(key);
     e.seq_min = e.seq_max / 2;
     e.family = chosen->family;
     e.config = chosen->config;
@@ -72,19 +97,35 @@ std::vector<export_entry> export_entries(const std::vector<best_row>& rows) {
 }
 
 std::string export_csv(const std::vector<export_entry>& entries) {
-  std::string out =
-      "device,cc,sm_count,dtype,head_dim,causal,seq_min_exclusive,seq_max,family,block_m,block_n,warps,"
-      "stages,knob,tflops,tuned_shapes\n";
-  for (const auto& e : entries)
-    out += fmt::format("{},{}.{},{},{},{},{},{},{},{},{},{},{},{},{},{:.1f},{}\n", csv_field(e.device, true), e.cc_major,
-                       e.cc_minor, e.sm_count, to_string(e.type), e.head_dim, e.causal ? 1 : 0,
-                       e.seq_min, e.seq_max, e.family, e.config.block_m, e.config.block_n, e.config.warps,
-                       e.config.stages, e.config.knob, e.tflops, e.shapes);
+  std::string out = "device,cc,sm_count,";
+  for (const problem_field* f : export_key_fields()) out += fmt::format("{},", f->name);
+  out += "seq_min_exclusive,seq_max,family,block_m,block_n,warps,stages,knob,tflops,tuned_shapes\n";
+  for (const auto& e : entries) {
+    out += fmt::format("{},{}.{},{},", csv_field(e.device, true), e.cc_major, e.cc_minor, e.sm_count);
+    for (const problem_field* f : export_key_fields()) out += csv_field(f->get(e.key)) + ',';
+    out += fmt::format("{},{},{},{},{},{},{},{},{:.1f},{}\n", e.seq_min, e.seq_max, e.family, e.config.block_m,
+                       e.config.block_n, e.config.warps, e.config.stages, e.config.knob, e.tflops, e.shapes);
+  }
   // Lines starting with '#' are comments (fast-cpp-csv-parser: single_line_comment<'#'>).
   return fmt::format("# fallback: head_dim <= 128 fa2 {}, head_dim > 128 fa2 {}\n", name(fallback_config(128)),
                      name(fallback_config(256))) +
          out;
 }
+
+namespace {
+
+// A field's value as JSON: a number, a boolean or a string, by its type.
+nlohmann::ordered_json typed_json(const problem_field& f, const problem& p) {
+  const std::string text = f.get(p);
+  switch (f.type) {
+    case field_type::integer: return std::stoll(text);
+    case field_type::flag: return text == "1";
+    case field_type::text: break;
+  }
+  return text;
+}
+
+}  // namespace
 
 std::string export_json(const std::vector<export_entry>& entries) {
   using nlohmann::ordered_json;
@@ -93,21 +134,22 @@ std::string export_json(const std::vector<export_entry>& entries) {
                         {"warps", c.warps},   {"stages", c.stages},   {"knob", c.knob}};
   };
   ordered_json list = ordered_json::array();
-  for (const auto& e : entries)
-    list.push_back({{"device", e.device},
-                    {"cc", fmt::format("{}.{}", e.cc_major, e.cc_minor)},
-                    {"sm_count", e.sm_count},
-                    {"dtype", to_string(e.type)},
-                    {"head_dim", e.head_dim},
-                    {"causal", e.causal},
-                    {"seq_min_exclusive", e.seq_min},
-                    {"seq_max", e.seq_max},
-                    {"config", cfg(e.family, e.config)},
-                    {"tflops", std::round(e.tflops * 10) / 10},
-                    {"tuned_shapes", e.shapes}});
+  for (const auto& e : entries) {
+    ordered_json j = {{"device", e.device}, {"cc", fmt::format("{}.{}", e.cc_major, e.cc_minor)}, {"sm_count", e.sm_count}};
+    for (const problem_field* f : export_key_fields()) j[f->name] = typed_json(*f, e.key);
+    j["seq_min_exclusive"] = e.seq_min;
+    j["seq_max"] = e.seq_max;
+    j["config"] = cfg(e.family, e.config);
+    j["tflops"] = std::round(e.tflops * 10) / 10;
+    j["tuned_shapes"] = e.shapes;
+    list.push_back(std::move(j));
+  }
+  ordered_json key = {"device", "cc", "sm_count"};
+  for (const problem_field* f : export_key_fields()) key.push_back(f->name);
+  key.push_back("seq_len in (seq_min_exclusive, seq_max]");
   const ordered_json doc = {
       {"schema", 1},
-      {"key", {"device", "cc", "sm_count", "dtype", "head_dim", "causal", "seq_len in (seq_min_exclusive, seq_max]"}},
+      {"key", key},
       {"fallback",
        {{"head_dim_le_128", cfg("fa2", fallback_config(128))}, {"head_dim_gt_128", cfg("fa2", fallback_config(256))}}},
       {"entries", list}};
@@ -128,22 +170,56 @@ std::string cpp_escaped(const std::string& text) {
   return out;
 }
 
+
+// The header's pieces for the key fields: each field's member of `entry`, its value in a row and
+// in the end marker, lookup()'s parameter, its test, and its part of the warning.
+struct header_parts {
+  std::string members, end_values, parameters, tests, warn_format, warn_arguments;
+};
+
+const char* cpp_type(field_type t) { return t == field_type::text ? "const char*" : t == field_type::flag ? "bool" : "int"; }
+
+header_parts key_parts() {
+  header_parts h;
+  for (const problem_field* f : export_key_fields()) {
+    h.members += fmt::format("  {} {};\n", cpp_type(f->type), f->name);
+    h.end_values += f->type == field_type::text ? "nullptr, " : f->type == field_type::flag ? "false, " : "0, ";
+    h.parameters += fmt::format("{} {}, ", cpp_type(f->type), f->name);
+    h.tests += f->type == field_type::text ? fmt::format(" && std::strcmp(e->{0}, {0}) == 0", f->name)
+                                           : fmt::format(" && e->{0} == {0}", f->name);
+    h.warn_format += fmt::format(" {}=%{}", f->name, f->type == field_type::text ? "s" : "d");
+    h.warn_arguments += f->type == field_type::flag ? fmt::format(", {} ? 1 : 0", f->name) : fmt::format(", {}", f->name);
+  }
+  return h;
+}
+
+std::string row_values(const export_entry& e) {
+  std::string out;
+  for (const problem_field* f : export_key_fields()) {
+    const std::string text = f->get(e.key);
+    out += f->type == field_type::text   ? fmt::format("\"{}\", ", cpp_escaped(text))
+           : f->type == field_type::flag ? std::string(text == "1" ? "true, " : "false, ")
+                                         : text + ", ";
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string export_header(const std::vector<export_entry>& entries, const std::string& source) {
   std::string rows;
   for (const auto& e : entries)
-    rows += fmt::format("    {{\"{}\", {}, {}, {}, \"{}\", {}, {}, {}, {}, {{\"{}\", {}, {}, {}, {}{}}}}},\n", cpp_escaped(e.device),
-                        e.cc_major, e.cc_minor, e.sm_count, to_string(e.type), e.head_dim,
-                        e.causal ? "true" : "false", e.seq_min, e.seq_max, cpp_escaped(e.family), e.config.block_m,
-                        e.config.block_n, e.config.warps, e.config.stages,
+    rows += fmt::format("    {{\"{}\", {}, {}, {}, {}{}, {}, {{\"{}\", {}, {}, {}, {}{}}}}},\n", cpp_escaped(e.device),
+                        e.cc_major, e.cc_minor, e.sm_count, row_values(e), e.seq_min, e.seq_max, cpp_escaped(e.family),
+                        e.config.block_m, e.config.block_n, e.config.warps, e.config.stages,
                         e.config.knob ? fmt::format(", {}", e.config.knob) : "");
+  const header_parts key = key_parts();
   const tile_config small = fallback_config(128), large = fallback_config(256);
   return fmt::format(R"(// Generated by `attn-tune export --format header` from {source}. Do not edit.
 // Tuned launch configs for a runtime's dispatcher: each names its kernel family ("fa2": the
 // mma.sync kernel; "wgmma": the Hopper kernel, warps = block_m/16 [+ 4 for a producer
-// warpgroup]; "mfma": AMD). lookup() returns the tuned config of the bucket (seq_min, seq_max]
-// holding seq_len for this device, dtype, head dim and causality; for anything not tuned it
+// warpgroup]; "hopper": the TMA kernel; "mfma": AMD). lookup() returns the tuned config of the
+// bucket (seq_min, seq_max] holding seq_len for this device and key; for anything not tuned it
 // returns the fa2 fallback (BLOCK_M 128, BLOCK_N 64, 4 warps, 2 stages up to head dim 128; 64,
 // 64, 4, 1 above) and warns on stderr, unless ATTN_TUNED_QUIET is defined.
 #pragma once
@@ -161,27 +237,23 @@ struct config {{
 struct entry {{
   const char* device;
   int cc_major, cc_minor, sm_count;
-  const char* dtype;  // "bf16" or "fp16"
-  int head_dim;
-  bool causal;
-  long long seq_min_exclusive, seq_max;
+{members}  long long seq_min_exclusive, seq_max;
   config cfg;
 }};
 
 inline constexpr entry entries[] = {{
-{rows}    {{nullptr, 0, 0, 0, nullptr, 0, false, 0, 0, {{nullptr, 0, 0, 0, 0}}}},  // end marker
+{rows}    {{nullptr, 0, 0, 0, {end_values}0, 0, {{nullptr, 0, 0, 0, 0}}}},  // end marker
 }};
 
 inline constexpr config fallback(int head_dim) {{
   return head_dim <= 128 ? config{{"fa2", {sbm}, {sbn}, {sw}, {ss}}} : config{{"fa2", {lbm}, {lbn}, {lw}, {ls}}};
 }}
 
-inline config lookup(const char* device, int cc_major, int cc_minor, int sm_count, const char* dtype,
-                     int head_dim, bool causal, long long seq_len, bool* fell_back = nullptr) {{
+inline config lookup(const char* device, int cc_major, int cc_minor, int sm_count, {parameters}long long seq_len,
+                     bool* fell_back = nullptr) {{
   for (const entry* e = entries; e->device != nullptr; ++e) {{
     if (std::strcmp(e->device, device) == 0 && e->cc_major == cc_major && e->cc_minor == cc_minor &&
-        e->sm_count == sm_count && std::strcmp(e->dtype, dtype) == 0 && e->head_dim == head_dim &&
-        e->causal == causal && seq_len > e->seq_min_exclusive && seq_len <= e->seq_max) {{
+        e->sm_count == sm_count{tests} && seq_len > e->seq_min_exclusive && seq_len <= e->seq_max) {{
       if (fell_back) *fell_back = false;
       return e->cfg;
     }}
@@ -189,16 +261,19 @@ inline config lookup(const char* device, int cc_major, int cc_minor, int sm_coun
   if (fell_back) *fell_back = true;
 #ifndef ATTN_TUNED_QUIET
   std::fprintf(stderr,
-               "attn_tuned: no tuned config for %s sm_%d%d (%d SMs) %s D=%d causal=%d N=%lld; "
+               "attn_tuned: no tuned config for %s sm_%d%d (%d SMs){warn_format} N=%lld; "
                "using the fallback\n",
-               device, cc_major, cc_minor, sm_count, dtype, head_dim, causal ? 1 : 0, seq_len);
+               device, cc_major, cc_minor, sm_count{warn_arguments}, seq_len);
 #endif
   return fallback(head_dim);
 }}
 
 }}  // namespace attn_tuned
 )",
-                     fmt::arg("source", std::regex_replace(source, std::regex("[\r\n]"), " ")), fmt::arg("rows", rows), fmt::arg("sbm", small.block_m),
+                     fmt::arg("source", std::regex_replace(source, std::regex("[\r\n]"), " ")), fmt::arg("rows", rows),
+                     fmt::arg("members", key.members), fmt::arg("end_values", key.end_values),
+                     fmt::arg("parameters", key.parameters), fmt::arg("tests", key.tests),
+                     fmt::arg("warn_format", key.warn_format), fmt::arg("warn_arguments", key.warn_arguments), fmt::arg("sbm", small.block_m),
                      fmt::arg("sbn", small.block_n), fmt::arg("sw", small.warps), fmt::arg("ss", small.stages),
                      fmt::arg("lbm", large.block_m), fmt::arg("lbn", large.block_n), fmt::arg("lw", large.warps),
                      fmt::arg("ls", large.stages));

@@ -1,8 +1,8 @@
 #pragma once
 // Tuned configs as a lookup table for a runtime's kernel dispatcher: keyed by device (name,
-// compute capability, SM count), dtype, head dim, causal and sequence-length bucket, with a
-// documented fallback for anything not tuned. Formats: csv, json, and a self-contained C++
-// header with lookup().
+// compute capability, SM count), the problem's export-key fields (core/problem.hpp: dtype, head
+// dim, causal) and the sequence-length bucket, with a documented fallback for anything not tuned.
+// Formats: csv, json, and a self-contained C++ header with lookup().
 #include <string>
 #include <vector>
 
@@ -10,13 +10,16 @@
 
 namespace attn {
 
+/// The fields of the export's key, in its order (problem_field::export_key).
+std::vector<const problem_field*> export_key_fields();
+/// The field matched by its bucket (the sequence length, q_len).
+const problem_field& export_bucket_field();
+
 struct export_entry {
   std::string device;
   int cc_major = 0, cc_minor = 0, sm_count = 0;
-  dtype type = dtype::bf16;
-  int head_dim = 0;
-  bool causal = false;
-  int64_t seq_min = 0, seq_max = 0;  ///< bucket (seq_min, seq_max]: powers of two
+  problem key;  ///< its export_key_fields() are the entry's; the other fields are defaults
+  int64_t seq_min = 0, seq_max = 0;  ///< bucket (seq_min, seq_max] of the bucket field: powers of two
   std::string family = "fa2";  ///< the kernel family the config belongs to (fa2, wgmma, mfma)
   tile_config config;
   double tflops = 0;
@@ -25,6 +28,10 @@ struct export_entry {
 
 /// The power-of-two bucket holding n: (bucket / 2, bucket].
 int64_t seq_bucket(int64_t n);
+/// Whether e's key fields are p's and p's bucket field lies in e's bucket (the device aside).
+bool export_key_matches(const export_entry& e, const problem& p);
+/// "bf16,128,1": the key fields' text, to tell two keys apart.
+std::string export_key_text(const problem& p);
 /// Fallback for shapes not tuned: an fa2 config valid for every head dim fa2 supports on sm_80+.
 tile_config fallback_config(int head_dim);
 

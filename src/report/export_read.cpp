@@ -15,10 +15,20 @@ namespace attn {
 
 namespace {
 
-constexpr const char* export_columns[] = {"device", "cc",      "sm_count", "dtype",  "head_dim",
-                                          "causal", "seq_min_exclusive", "seq_max", "family", "block_m",
-                                          "block_n", "warps",  "stages",   "knob",   "tflops", "tuned_shapes"};
-constexpr size_t export_column_count = std::size(export_columns);
+// The columns: the device's, the problem's export-key fields (export_key_fields()), then these.
+constexpr std::array<const char*, 3> device_columns{"device", "cc", "sm_count"};
+constexpr std::array<const char*, 10> entry_columns{"seq_min_exclusive", "seq_max", "family", "block_m", "block_n",
+                                                    "warps", "stages", "knob", "tflops", "tuned_shapes"};
+constexpr size_t export_column_count = device_columns.size() + export_key_field_count + entry_columns.size();
+
+const std::array<const char*, export_column_count> export_columns = [] {
+  std::array<const char*, export_column_count> names{};
+  size_t i = 0;
+  for (const char* n : device_columns) names[i++] = n;
+  for (const problem_field* f : export_key_fields()) names[i++] = f->name;
+  for (const char* n : entry_columns) names[i++] = n;
+  return names;
+}();
 
 // "9.0" -> (9, 0)
 void parse_cc(const std::string& text, int& major, int& minor) {
@@ -49,9 +59,14 @@ export_entry entry_of_fields(const std::array<std::string, export_column_count>&
   e.device = next();
   parse_cc(next(), e.cc_major, e.cc_minor);
   e.sm_count = integer("sm_count");
-  e.type = parse_dtype(next());
-  e.head_dim = integer("head_dim");
-  e.causal = integer("causal") != 0;
+  for (const problem_field* f : export_key_fields()) {
+    const std::string& text = next();
+    try {
+      f->set(e.key, text);
+    } catch (const invalid_input& why) {
+      throw invalid_input(fmt::format("column '{}': {}", f->name, why.what()));
+    }
+  }
   e.seq_min = number<int64_t>(next(), "seq_min_exclusive");
   e.seq_max = number<int64_t>(next(), "seq_max");
   e.family = next();
@@ -75,7 +90,7 @@ std::vector<export_entry> read_export_csv(const std::string& text, const std::st
                   io::throw_on_overflow, io::single_and_empty_line_comment<'#'>>
         reader(path, text.data(), text.data() + text.size());
     // Exports from before the knob axis lack its column; every other one must be there.
-    std::apply([&](auto... names) { reader.read_header(io::ignore_missing_column, names...); }, std::to_array(export_columns));
+    std::apply([&](auto... names) { reader.read_header(io::ignore_missing_column, names...); }, export_columns);
     for (const char* column : export_columns)
       if (!reader.has_column(column) && std::string_view(column) != "knob")
         throw invalid_input(fmt::format("cannot read export '{}': the header lacks column '{}'", path, column));
@@ -103,9 +118,12 @@ std::vector<export_entry> read_export_json(const std::string& text, const std::s
       e.device = j.at("device").get<std::string>();
       parse_cc(j.at("cc").get<std::string>(), e.cc_major, e.cc_minor);
       e.sm_count = j.at("sm_count").get<int>();
-      e.type = parse_dtype(j.at("dtype").get<std::string>());
-      e.head_dim = j.at("head_dim").get<int>();
-      e.causal = j.at("causal").get<bool>();
+      for (const problem_field* f : export_key_fields()) {
+        const nlohmann::json& v = j.at(f->name);
+        f->set(e.key, f->type == field_type::text   ? v.get<std::string>()
+                      : f->type == field_type::flag ? std::string(v.get<bool>() ? "1" : "0")
+                                                    : std::to_string(v.get<int64_t>()));
+      }
       e.seq_min = j.at("seq_min_exclusive").get<int64_t>();
       e.seq_max = j.at("seq_max").get<int64_t>();
       const nlohmann::json& c = j.at("config");

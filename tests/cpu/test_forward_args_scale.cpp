@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "library/forward_args.hpp"
+#include "codegen/kernel_args.hpp"
 
 namespace attn {
 namespace {
@@ -15,7 +15,7 @@ forward_tensors fake_tensors() {
 }
 
 TEST(ForwardArgsScale, AGivenScaleReachesTheKernelsInBothForms) {
-  shape s;
+  problem s;
   s.heads = s.kv_heads = 2;
   s.q_len = s.kv_len = 128;
   s.head_dim = 128;
@@ -29,7 +29,7 @@ TEST(ForwardArgsScale, AGivenScaleReachesTheKernelsInBothForms) {
 }
 
 TEST(ForwardArgsScale, KvStridesReachTheKernelsAsGiven) {
-  shape s;
+  problem s;
   s.batch = 2;
   s.heads = 4;
   s.kv_heads = 2;

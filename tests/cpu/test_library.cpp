@@ -169,7 +169,7 @@ TEST(TableReaders, ABadJsonExportIsNamed) {
   const auto t = tuned_table::parse(R"({"entries": [)" + entry + "]}", "t.json");
   ASSERT_EQ(t.buckets().size(), 1u);
   EXPECT_EQ(name(t.buckets()[0].config), "m64_n64_w4_s2");
-  EXPECT_TRUE(t.buckets()[0].causal);
+  EXPECT_TRUE(t.buckets()[0].key.causal);
   std::string message = table_error_of(R"({"entries": [)" + entry + "", "t.json");
   EXPECT_NE(message.find("cannot read export 't.json'"), std::string::npos) << message;
   message = table_error_of(R"({"entries": [{"device": "H"}]})", "t.json");

@@ -93,14 +93,14 @@ TEST(bucket_rule, the_library_answers_from_a_bucket_at_its_upper_bound_and_not_a
   e.device = "NVIDIA H200";
   e.cc_major = 9;
   e.sm_count = 132;
-  e.head_dim = 128;
+  e.key.head_dim = 128;
   e.seq_min = 512;
   e.seq_max = 1024;
   e.family = "fa2";
   e.config = parse_config_name("m64_n32_w4_s1");  // not the fallback, so the source shows
   const tuned_table t = tuned_table::from_parts("test", {}, {e});
   auto source_at = [&](int64_t n) {
-    shape s;
+    problem s;
     s.heads = s.kv_heads = 8;
     s.q_len = s.kv_len = n;
     s.head_dim = 128;
@@ -112,7 +112,7 @@ TEST(bucket_rule, the_library_answers_from_a_bucket_at_its_upper_bound_and_not_a
   EXPECT_EQ(source_at(512), choice_source::fallback);
   // Through a CSV export read back, the same bounds.
   const tuned_table csv = tuned_table::parse(export_csv({e}), "export.csv");
-  shape s;
+  problem s;
   s.heads = s.kv_heads = 8;
   s.head_dim = 128;
   for (const auto& [n, expected] : std::vector<std::pair<int64_t, choice_source>>{
@@ -137,15 +137,15 @@ TEST(bucket_rule, an_exact_tuned_shape_answers_only_its_own_problem) {
   t.config = parse_config_name("m64_n32_w4_s1");
   const tuned_table table = tuned_table::from_parts("test", {t}, {});
   EXPECT_EQ(table.candidates(h200(), t.shape).front().source, choice_source::tuned);
-  const std::vector<std::pair<std::string, std::function<void(shape&)>>> changes = {
-      {"batch", [](shape& s) { s.batch = 3; }},       {"heads", [](shape& s) { s.heads = 16; }},
-      {"kv_heads", [](shape& s) { s.kv_heads = 2; }}, {"q_len", [](shape& s) { s.q_len = 999; }},
-      {"kv_len", [](shape& s) { s.kv_len = 1501; }},  {"head_dim", [](shape& s) { s.head_dim = 64; }},
-      {"causal", [](shape& s) { s.causal = true; }},  {"dtype", [](shape& s) { s.dtype = dtype::fp16; }},
-      {"layout", [](shape& s) { s.layout = layout::bshd; }},
+  const std::vector<std::pair<std::string, std::function<void(problem&)>>> changes = {
+      {"batch", [](problem& s) { s.batch = 3; }},       {"heads", [](problem& s) { s.heads = 16; }},
+      {"kv_heads", [](problem& s) { s.kv_heads = 2; }}, {"q_len", [](problem& s) { s.q_len = 999; }},
+      {"kv_len", [](problem& s) { s.kv_len = 1501; }},  {"head_dim", [](problem& s) { s.head_dim = 64; }},
+      {"causal", [](problem& s) { s.causal = true; }},  {"dtype", [](problem& s) { s.dtype = dtype::fp16; }},
+      {"layout", [](problem& s) { s.layout = layout::bshd; }},
   };
   for (const auto& [what, change] : changes) {
-    shape s = t.shape;
+    problem s = t.shape;
     change(s);
     EXPECT_EQ(table.candidates(h200(), s).front().source, choice_source::fallback) << what;
   }
