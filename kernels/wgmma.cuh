@@ -108,7 +108,7 @@ __device__ void wgmma_forward(const fwd_params& p) {
   const int m_block = C::CAUSAL ? gridDim.x - 1 - blockIdx.x : blockIdx.x;  // heaviest first
   const int head = blockIdx.y, batch = blockIdx.z;
   const int m0 = m_block * C::BLOCK_M;
-  const int causal_offset = p.kv_len - p.q_len;  // bottom-right alignment
+  const attention_mask<C::CAUSAL> mask = attention_mask<C::CAUSAL>::of(p);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int warp_row0 = m0 + warp * 16;
   // This warpgroup's 64 rows of Q: rows 64 wg .. of every piece.
@@ -116,11 +116,13 @@ __device__ void wgmma_forward(const fwd_params& p) {
 
   const head_inputs in = inputs_of(p, batch, head);
   const elem_bits *q = in.q, *k = in.k, *v = in.v;
-  const int n_blocks = kv_tiles<C::BLOCK_M, C::BLOCK_N, C::CAUSAL>(p, m0, causal_offset);
+  // Today's masks start at tile 0 (range.first == 0), so the loops count tiles from 0.
+  const int n_blocks = mask.template range<C::BLOCK_M, C::BLOCK_N>(m0).end;
   // Tiles [0, n_plain) need no mask for this warpgroup's 64 rows: later warpgroups of a causal
   // block unmask more of them. (Stopping each warpgroup at its own last visible tile, handing the
   // remaining slots back, was measured too: +1% on short causal shapes, -2% at N=16384.)
-  const int n_plain = unmasked_tiles<C::BLOCK_N, C::CAUSAL>(p, m0 + (warp / 4) * 64, causal_offset, n_blocks);
+  const int n_plain =
+      mask.template full_tiles<C::BLOCK_N>(m0 + (warp / 4) * 64, kv_tile_range{0, n_blocks}).full_end;
 
   float acc[C::D / 2];
   float row_max[2] = {neg_inf(), neg_inf()}, row_sum[2] = {0.f, 0.f};
@@ -129,12 +131,13 @@ __device__ void wgmma_forward(const fwd_params& p) {
   float s[C::BLOCK_N / 2], alpha[2];
   unsigned pr[C::BLOCK_N / 16][4];
   // Softmax of tile j (its S in s): masked when it is on the causal diagonal or ragged.
+  using row_masks = typename attention_mask<C::CAUSAL>::row_masks;
   auto softmax = [&](int j) {
     if (j < n_plain)
-      return wg_softmax<C, false>(s, alpha, row_max, row_sum, j * C::BLOCK_N, warp_row0, causal_offset,
-                                  p.kv_len, p.scale_log2);
-    return wg_softmax<C, true>(s, alpha, row_max, row_sum, j * C::BLOCK_N, warp_row0, causal_offset,
-                               p.kv_len, p.scale_log2);
+      return wg_softmax<C, false>(s, alpha, row_max, row_sum, j * C::BLOCK_N, warp_row0,
+                                  row_masks{p.kv_len, mask.causal_offset}, p.scale_log2);
+    return wg_softmax<C, true>(s, alpha, row_max, row_sum, j * C::BLOCK_N, warp_row0,
+                               row_masks{p.kv_len, mask.causal_offset}, p.scale_log2);
   };
 
   // Loader threads: all of them, or only the producer warpgroup's.
