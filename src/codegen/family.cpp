@@ -2,6 +2,7 @@
 
 #include "codegen/family.hpp"
 #include "codegen/family_parts.hpp"
+#include "codegen/kernel_sources.hpp"
 
 namespace attn {
 
@@ -23,6 +24,10 @@ const kernel_family& find_family(const std::string& name) {
   if (name == "hopper") return hopper_family();
   if (name == "mfma") return mfma_family();
   throw invalid_input(fmt::format("unknown kernel family '{}' (known: fa2, wgmma, hopper, mfma)", name));
+}
+
+std::vector<std::string> family_sources(const std::vector<std::string>& roots) {
+  return kernel_sources::embedded().include_closure(roots);
 }
 
 int64_t padded_tiles_bytes(const tile_config& c, const shape& s) {

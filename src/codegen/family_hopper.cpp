@@ -10,6 +10,7 @@
 #include "backend/tensor_map.hpp"
 #include "codegen/family.hpp"
 #include "codegen/family_hopper.hpp"
+#include "codegen/family_parts.hpp"
 #include "run/launch.hpp"
 
 namespace attn {
@@ -213,10 +214,7 @@ const kernel_family& hopper_family() {
       hopper_reject,
       hopper_instantiation,
       {"--use_fast_math"},
-      {"common/attention.cuh", "common/device.cuh", "common/params.cuh", "common/hopper_params.cuh",
-       "common/hopper_ptx.cuh", "common/swizzle.cuh", "common/wgmma_ops.cuh", "hopper.cuh", "hopper/config.cuh",
-       "hopper/epilogue.cuh", "hopper/mainloop.cuh", "hopper/mma.cuh", "hopper/producer.cuh",
-       "hopper/scheduler.cuh", "hopper/softmax.cuh", "reference.cuh"},
+      family_sources({"hopper.cuh", "reference.cuh"}),
       true,  // arch-specific: sm_90a runs on cc 9.0 only
       hopper_plan,
       true};  // supersedes fa2 and wgmma on sm_90 (every benchmark-table winner is hopper's)

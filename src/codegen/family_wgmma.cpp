@@ -82,9 +82,7 @@ const kernel_family& wgmma_family() {
       9,               wgmma_default_space(), wgmma_shared_memory,
       wgmma_threads,   wgmma_reject,          wgmma_instantiation,
       {"--use_fast_math"},
-      {"common/attention.cuh", "common/device.cuh", "common/hopper_params.cuh", "common/hopper_ptx.cuh",
-       "common/params.cuh", "common/swizzle.cuh", "common/vendor.cuh", "common/wgmma_ops.cuh", "hopper/mma.cuh",
-       "hopper/softmax.cuh", "wgmma.cuh", "reference.cuh"},
+      family_sources({"wgmma.cuh", "reference.cuh"}),
       true};  // arch-specific: sm_90a runs on cc 9.0 only
   return family;
 }
