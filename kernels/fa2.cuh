@@ -10,6 +10,7 @@
 // Shared memory rows are padded by 8 elements (16 bytes): the row pitch is then an odd number of
 // 16-byte chunks, which keeps ldmatrix and cp.async free of bank conflicts for every head dim.
 #include "common/attention.cuh"
+#include "common/resources.cuh"
 
 namespace attn_k {
 
@@ -30,7 +31,7 @@ struct fa2_config {
   static constexpr int PITCH = D + 8;             ///< shared-memory row pitch, elements
   static constexpr int Q_ELEMS = BLOCK_M * PITCH;
   static constexpr int KV_ELEMS = BLOCK_N * PITCH;
-  static constexpr int SHARED_BYTES = (Q_ELEMS + 2 * STAGES * KV_ELEMS) * 2;
+  static constexpr int SHARED_BYTES = padded_tiles_bytes(BLOCK_M, BLOCK_N, STAGES, D, 2);  ///< = the host's
   static_assert(D % 16 == 0 && D >= 32 && D <= 256, "head dim: a multiple of 16 in [32, 256]");
   static_assert(WARP_M % 16 == 0 && WARP_M >= 16, "each warp needs whole 16-row mma tiles");
   static_assert(BLOCK_N % 16 == 0, "BLOCK_N: a multiple of 16");

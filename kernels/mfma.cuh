@@ -15,6 +15,7 @@
 // O^T = V^T P^T, whose result again has row = lane%16. So every lane keeps one row's softmax
 // state, row reductions are two shuffles (xor 16, 32), and P never leaves registers.
 #include "common/attention.cuh"
+#include "common/resources.cuh"
 
 namespace attn_k {
 
@@ -44,7 +45,7 @@ struct mfma_config {
   static constexpr int PITCH = D + 8;  // 16-byte aligned rows
   static constexpr int Q_ELEMS = BLOCK_M * PITCH;
   static constexpr int KV_ELEMS = BLOCK_N * PITCH;
-  static constexpr int LDS_ELEMS = Q_ELEMS + 2 * STAGES * KV_ELEMS;
+  static constexpr int LDS_ELEMS = padded_tiles_bytes(BLOCK_M, BLOCK_N, STAGES, D, 2) / 2;  ///< = the host's
   static_assert(D % 16 == 0 && D >= 32 && D <= 256, "head dim: a multiple of 16 in [32, 256]");
   static_assert(WAVE_M % 16 == 0 && WAVE_M >= 16, "each wavefront needs whole 16-row tiles");
   static_assert(BLOCK_N % 16 == 0, "BLOCK_N: a multiple of 16");

@@ -11,6 +11,7 @@
 // fa2's.
 #include "common/attention.cuh"
 #include "common/hopper_ptx.cuh"
+#include "common/resources.cuh"
 #include "common/swizzle.cuh"
 #include "hopper/mma.cuh"
 #include "hopper/softmax.cuh"
@@ -27,22 +28,16 @@ struct wgmma_config {
   static constexpr int CONSUMERS = BLOCK_M / 64;  ///< warpgroups that compute
   /// One warpgroup more than the rows need: it only loads K/V (warp specialization).
   static constexpr bool PRODUCER = WARPS == 4 * CONSUMERS + 4;
-  static constexpr int Q_BYTES = BLOCK_M * D * 2;
-  static constexpr int KV_BYTES = BLOCK_N * D * 2;
-  static constexpr int TILE_BYTES = Q_BYTES + 2 * STAGES * KV_BYTES;
-  /// + K/V full/empty mbarriers, + room to align the tiles to the swizzle pattern (1024 bytes)
-  static constexpr int SHARED_BYTES = TILE_BYTES + 4 * STAGES * 8 + 1024;
+  /// Tiles, then K/V full/empty mbarriers, + room to align the tiles (common/resources.cuh).
+  static constexpr wgmma_layout LAYOUT{BLOCK_M, BLOCK_N, STAGES, D, 2};
+  static constexpr int Q_BYTES = LAYOUT.q_bytes(), KV_BYTES = LAYOUT.kv_bytes(), TILE_BYTES = LAYOUT.tile_bytes();
+  static constexpr int SHARED_BYTES = LAYOUT.shared_bytes();
   static_assert(BLOCK_M % 64 == 0 && (WARPS == 4 * CONSUMERS || PRODUCER),
                 "64 query rows per warpgroup, plus at most one producer warpgroup");
-  /// Registers per thread after setmaxnreg: the producer keeps 40, the consumers share the rest
-  /// of what the block was given at launch (__launch_bounds__(THREADS, 1): the 64K file over its
-  /// threads, multiples of 8, at most 256), in multiples of 8. setmaxnreg.inc only takes registers
-  /// the block already holds: asking for more waits forever.
-  static constexpr int LAUNCH_REGS = 65536 / THREADS / 8 * 8 > 256 ? 256 : 65536 / THREADS / 8 * 8;
-  static constexpr int PRODUCER_REGS = 40;
-  static constexpr int CONSUMER_SHARE =
-      (LAUNCH_REGS * THREADS - 128 * PRODUCER_REGS) / (CONSUMERS > 0 ? CONSUMERS * 128 : 128) / 8 * 8;
-  static constexpr int CONSUMER_REGS = CONSUMER_SHARE > 256 ? 256 : CONSUMER_SHARE;
+  /// Registers per thread after setmaxnreg (common/resources.cuh): the producer keeps 40, the
+  /// consumers share the rest of what the block was given at launch.
+  static constexpr int PRODUCER_REGS = wgmma_producer_registers;
+  static constexpr int CONSUMER_REGS = consumer_registers(THREADS, CONSUMERS, PRODUCER_REGS);
   static_assert(!PRODUCER || STAGES >= 2, "the producer keeps a tile in flight: stages >= 2");
   static_assert(D % 16 == 0 && D >= 32 && D <= 256, "head dim: a multiple of 16 in [32, 256]");
   static_assert(BLOCK_N % 16 == 0 && BLOCK_N <= 256, "BLOCK_N: a multiple of 16 up to 256");

@@ -3,6 +3,7 @@
 #include "codegen/family.hpp"
 #include "codegen/family_parts.hpp"
 #include "codegen/kernel_sources.hpp"
+#include "common/resources.cuh"  // kernels/common, shared with the device code
 
 namespace attn {
 
@@ -31,7 +32,8 @@ std::vector<std::string> family_sources(const std::vector<std::string>& roots) {
 }
 
 int64_t padded_tiles_bytes(const tile_config& c, const shape& s) {
-  return (c.block_m + 2LL * c.stages * c.block_n) * (s.head_dim + 8) * element_size(s.dtype);
+  return attn_k::padded_tiles_bytes(c.block_m, c.block_n, c.stages, static_cast<int>(s.head_dim),
+                                    static_cast<int>(element_size(s.dtype)));
 }
 
 std::optional<std::string> tiling_reason(const tile_config& c, const char* groups, const char* tiles) {
