@@ -120,7 +120,7 @@ __device__ __forceinline__ void mfma_attend_tile(const elem_bits* q_lds, const e
     const int row = first_row + wave * C::WAVE_M + mi * 16 + r16;
     if constexpr (MASK)
       online_softmax_step<NB * 4, 1, true>(x, row_max_of, row_max[mi], row_sum[mi], alpha[mi], any_grow, scale_log2,
-                                           col, mask.row(row, n0, 4 * g4));
+                                           col, mask.template row<4>(row, n0, g4));
     else
       online_softmax_step<NB * 4, 1, true>(x, row_max_of, row_max[mi], row_sum[mi], alpha[mi], any_grow, scale_log2,
                                            col, no_limit{});

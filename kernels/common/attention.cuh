@@ -113,11 +113,13 @@ struct attention_mask {
     }
   };
   /// The rows' limits in partial tiles, with kv_len read where this is made (a softmax's call).
+  /// row(row, n0, part): the limit of a thread that holds the row's columns from part * COLS on.
   struct row_masks {
     int kv_len, causal_offset;
-    __device__ __forceinline__ row_limit row(int row, int n0, int col0) const {
-      if constexpr (CAUSAL) return {min(kv_len, row + causal_offset + 1) - n0 - col0, 0, 0, 0};
-      else return {0, n0, col0, kv_len};
+    template <int COLS>
+    __device__ __forceinline__ row_limit row(int row, int n0, int part) const {
+      if constexpr (CAUSAL) return {min(kv_len, row + causal_offset + 1) - n0 - part * COLS, 0, 0, 0};
+      else return {0, n0, part * COLS, kv_len};
     }
   };
   __device__ __forceinline__ row_masks rows() const { return {kv_len(), causal_offset}; }
@@ -143,7 +145,7 @@ __device__ __forceinline__ void quad_rows_softmax(S&& s, const Mask& mask, int r
     auto col = [](int i) { return i / 2 * 8 + i % 2; };
     if constexpr (MASK)
       online_softmax_step<NW / 4, 2, SUM_PARTS_FIRST>(x, quad_max_of, row_max[h], row_sum[h], alpha[h], any_grow,
-                                                      scale_log2, col, mask.row(row0 + h * 8, n0, t * 2));
+                                                      scale_log2, col, mask.template row<2>(row0 + h * 8, n0, t));
     else
       online_softmax_step<NW / 4, 2, SUM_PARTS_FIRST>(x, quad_max_of, row_max[h], row_sum[h], alpha[h], any_grow,
                                                       scale_log2, col, no_limit{});
