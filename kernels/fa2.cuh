@@ -10,6 +10,7 @@
 // Shared memory rows are padded by 8 elements (16 bytes): the row pitch is then an odd number of
 // 16-byte chunks, which keeps ldmatrix and cp.async free of bank conflicts for every head dim.
 #include "common/attention.cuh"
+#include "common/resources.cuh"
 
 namespace attn_k {
 
@@ -30,7 +31,7 @@ struct fa2_config {
   static constexpr int PITCH = D + 8;             ///< shared-memory row pitch, elements
   static constexpr int Q_ELEMS = BLOCK_M * PITCH;
   static constexpr int KV_ELEMS = BLOCK_N * PITCH;
-  static constexpr int SHARED_BYTES = (Q_ELEMS + 2 * STAGES * KV_ELEMS) * 2;
+  static constexpr int SHARED_BYTES = padded_tiles_bytes(BLOCK_M, BLOCK_N, STAGES, D, 2);  ///< = the host's
   static_assert(D % 16 == 0 && D >= 32 && D <= 256, "head dim: a multiple of 16 in [32, 256]");
   static_assert(WARP_M % 16 == 0 && WARP_M >= 16, "each warp needs whole 16-row mma tiles");
   static_assert(BLOCK_N % 16 == 0, "BLOCK_N: a multiple of 16");
@@ -51,12 +52,12 @@ __device__ __forceinline__ void load_tile(unsigned smem, const elem_bits* base, 
   }
 }
 
-/// One K/V tile: S = Q K^T, online softmax, O += P V. MASK applies the causal / kv_len mask.
+/// One K/V tile: S = Q K^T, online softmax, O += P V. MASK: the tile is partial (the mask applies).
 template <class C, bool MASK>
 __device__ __forceinline__ void attend_tile(unsigned q_smem, unsigned k_smem, unsigned v_smem,
                                             float (&acc)[C::MI][C::D / 8][4],
                                             float (&row_max)[C::MI][2], float (&row_sum)[C::MI][2],
-                                            int n0, int first_row, int causal_offset, int kv_len,
+                                            int n0, int first_row, const typename attention_mask<C::CAUSAL>::row_masks& mask,
                                             float scale_log2) {
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   float s[C::MI][C::BLOCK_N / 8][4];
@@ -94,9 +95,9 @@ __device__ __forceinline__ void attend_tile(unsigned q_smem, unsigned k_smem, un
   bool any_grow = false;
 #pragma unroll
   for (int mi = 0; mi < C::MI; ++mi)
-    online_softmax_rows<C::BLOCK_N, C::CAUSAL, MASK>(s[mi], row_max[mi], row_sum[mi], alpha[mi], any_grow,
-                                                     first_row + warp * C::WARP_M + mi * 16 + g, t, n0,
-                                                     causal_offset, kv_len, scale_log2);
+    quad_rows_softmax<C::BLOCK_N, MASK, true>([&](int nf, int k) -> float& { return s[mi][nf][k]; }, mask,
+                                              first_row + warp * C::WARP_M + mi * 16 + g, n0, t, row_max[mi],
+                                              row_sum[mi], alpha[mi], any_grow, scale_log2);
 
   // P in the element type: the accumulator layout of two adjacent 8-column tiles is exactly an
   // A fragment of a 16-column k-step. Packing now lets the fp32 scores die before P V.
@@ -150,15 +151,15 @@ __device__ void fa2_forward(const fwd_params& p) {
   const int m_block = C::CAUSAL ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
   const int head = blockIdx.y, batch = blockIdx.z;
   const int m0 = m_block * C::BLOCK_M;
-  const int causal_offset = p.kv_len - p.q_len;  // bottom-right alignment
+  const attention_mask<C::CAUSAL> mask = attention_mask<C::CAUSAL>::of(p);
 
   const head_inputs in = inputs_of(p, batch, head);
   const elem_bits *q = in.q, *k = in.k, *v = in.v;
-  const int n_blocks = kv_tiles<C::BLOCK_M, C::BLOCK_N, C::CAUSAL>(p, m0, causal_offset);
-  // Tiles [0, n_plain) are attended unmasked. Causal: two loops rather than a branch per tile keep
-  // the mask's registers out of the hot loop (measured faster on the H200; for non-causal the
-  // single loop below was faster).
-  const int n_plain = unmasked_tiles<C::BLOCK_N, C::CAUSAL>(p, m0, causal_offset, n_blocks);
+  const kv_tile_range range = mask.template range<C::BLOCK_M, C::BLOCK_N>(m0);
+  // Tiles [full_first, full_end) are attended unmasked. Causal: two loops rather than a branch per
+  // tile keep the mask's registers out of the hot loop (measured faster on the H200; for
+  // non-causal the single loop below was faster).
+  const kv_full_tiles full = mask.template full_tiles<C::BLOCK_N>(m0, range);
 
   float acc[C::MI][C::D / 8][4];
   float row_max[C::MI][2], row_sum[C::MI][2];
@@ -180,53 +181,60 @@ __device__ void fa2_forward(const fwd_params& p) {
   };
   auto attend = [&](int j, int stage, auto masked) {
     attend_tile<C, decltype(masked)::value>(q_smem, k_stage(stage), v_stage(stage), acc, row_max,
-                                            row_sum, j * C::BLOCK_N, m0, causal_offset, p.kv_len,
+                                            row_sum, j * C::BLOCK_N, m0, mask.rows(),
                                             p.scale_log2);
   };
 
+  // Tile j of the range goes through ring stage (j - range.first) % STAGES. The tiles are
+  // attended in three runs: the partial ones before the full ones (none for today's masks: a
+  // window's leading edge), the full ones unmasked, then the partial ones after them (the causal
+  // diagonal, a ragged last tile).
+  auto stage_of = [&](int j) { return (j - range.first) % C::STAGES; };
+  auto runs = [&](auto&& step) {
+    for (int j = range.first; j < full.full_first; ++j) step(j, bool_constant<true>());
+    for (int j = full.full_first; j < full.full_end; ++j) step(j, bool_constant<false>());
+    for (int j = full.full_end; j < range.end; ++j) step(j, bool_constant<true>());
+  };
   if constexpr (C::STAGES == 1) {
-    auto step = [&](int j, auto masked) {
+    runs([&](int j, auto masked) {
       load_kv(j, 0);
       cp_async_commit();
       cp_async_wait<0>();
       __syncthreads();
       attend(j, 0, masked);
       __syncthreads();
-    };
-    for (int j = 0; j < n_plain; ++j) step(j, bool_constant<false>());
-    for (int j = n_plain; j < n_blocks; ++j) step(j, bool_constant<true>());
+    });
   } else {
-    // Prologue: tiles 0 .. STAGES-2 in flight. Every iteration commits exactly one group (maybe
-    // empty), so "tile j has landed" is always "at most STAGES-2 groups pending".
+    // Prologue: the range's first STAGES-1 tiles in flight. Every iteration commits exactly one
+    // group (maybe empty), so "tile j has landed" is always "at most STAGES-2 groups pending".
 #pragma unroll
     for (int s = 0; s < C::STAGES - 1; ++s) {
-      if (s < n_blocks) load_kv(s, s);
+      if (s < range.count()) load_kv(range.first + s, s);
       cp_async_commit();
     }
-    auto step = [&](int j, auto masked) {
-      cp_async_wait<C::STAGES - 2>();
-      __syncthreads();  // tile j visible to all; every warp is done with tile j-1's stage
+    auto refill = [&](int j) {  // after the barrier: every warp is done with tile j-1's stage
       const int next = j + C::STAGES - 1;
-      if (next < n_blocks) load_kv(next, next % C::STAGES);
+      if (next < range.end) load_kv(next, stage_of(next));
       cp_async_commit();
-      attend(j, j % C::STAGES, masked);
     };
     if constexpr (C::CAUSAL) {
-      for (int j = 0; j < n_plain; ++j) step(j, bool_constant<false>());
-      for (int j = n_plain; j < n_blocks; ++j) step(j, bool_constant<true>());
+      runs([&](int j, auto masked) {
+        cp_async_wait<C::STAGES - 2>();
+        __syncthreads();  // tile j visible to all
+        refill(j);
+        attend(j, stage_of(j), masked);
+      });
     } else {
-      // Only a ragged last tile is masked: one loop with the branch after the loads (measured
+      // Only a ragged last tile is partial: one loop with the branch after the loads (measured
       // faster than two loops, and than the branch around the whole step).
-      for (int j = 0; j < n_blocks; ++j) {
+      for (int j = range.first; j < range.end; ++j) {
         cp_async_wait<C::STAGES - 2>();
         __syncthreads();
-        const int next = j + C::STAGES - 1;
-        if (next < n_blocks) load_kv(next, next % C::STAGES);
-        cp_async_commit();
-        if (j * C::BLOCK_N + C::BLOCK_N > p.kv_len)
-          attend(j, j % C::STAGES, bool_constant<true>());
+        refill(j);
+        if (mask.template past_keys<C::BLOCK_N>(j))
+          attend(j, stage_of(j), bool_constant<true>());
         else
-          attend(j, j % C::STAGES, bool_constant<false>());
+          attend(j, stage_of(j), bool_constant<false>());
       }
     }
   }

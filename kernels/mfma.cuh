@@ -14,8 +14,8 @@
 // query row r = lane%16 and keys 4*(lane/16)+e in each lane, which is exactly the B operand of
 // O^T = V^T P^T, whose result again has row = lane%16. So every lane keeps one row's softmax
 // state, row reductions are two shuffles (xor 16, 32), and P never leaves registers.
-#include "common/device_hip.cuh"
-#include "common/params.cuh"
+#include "common/attention.cuh"
+#include "common/resources.cuh"
 
 namespace attn_k {
 
@@ -45,7 +45,7 @@ struct mfma_config {
   static constexpr int PITCH = D + 8;  // 16-byte aligned rows
   static constexpr int Q_ELEMS = BLOCK_M * PITCH;
   static constexpr int KV_ELEMS = BLOCK_N * PITCH;
-  static constexpr int LDS_ELEMS = Q_ELEMS + 2 * STAGES * KV_ELEMS;
+  static constexpr int LDS_ELEMS = padded_tiles_bytes(BLOCK_M, BLOCK_N, STAGES, D, 2) / 2;  ///< = the host's
   static_assert(D % 16 == 0 && D >= 32 && D <= 256, "head dim: a multiple of 16 in [32, 256]");
   static_assert(WAVE_M % 16 == 0 && WAVE_M >= 16, "each wavefront needs whole 16-row tiles");
   static_assert(BLOCK_N % 16 == 0, "BLOCK_N: a multiple of 16");
@@ -75,7 +75,8 @@ template <class C, bool MASK>
 __device__ __forceinline__ void mfma_attend_tile(const elem_bits* q_lds, const elem_bits* k_lds,
                                                  const elem_bits* v_lds, floatx4 (&acc)[C::MI][C::D / 16],
                                                  float (&row_max)[C::MI], float (&row_sum)[C::MI], int n0,
-                                                 int first_row, int causal_offset, int kv_len, float scale_log2) {
+                                                 int first_row, const typename attention_mask<C::CAUSAL>::row_masks& mask,
+                                                 float scale_log2) {
   const int lane = threadIdx.x % 64, wave = threadIdx.x / 64;
   const int r16 = lane % 16, g4 = lane / 16;
   constexpr int NB = C::BLOCK_N / 16;
@@ -100,40 +101,31 @@ __device__ __forceinline__ void mfma_attend_tile(const elem_bits* q_lds, const e
     }
   }
 
-  // Each lane: one query row (r16), keys nb*16 + 4*g4 + e.
+  // Each lane: one query row (r16), keys nb*16 + 4*g4 + e; the row is shared by lanes 16 apart.
   float alpha[C::MI];
   bool any_grow = false;
+  auto row_max_of = [](float m) {
+    m = fmaxf(m, __shfl_xor(m, 16));
+    return fmaxf(m, __shfl_xor(m, 32));
+  };
 #pragma unroll
   for (int mi = 0; mi < C::MI; ++mi) {
+    // The step takes float&: vector elements do not bind to references, so the row goes through
+    // a plain array (registers either way).
+    float row_s[NB * 4];
+#pragma unroll
+    for (int i = 0; i < NB * 4; ++i) row_s[i] = s[mi][i / 4][i % 4];
+    auto x = [&](int i) -> float& { return row_s[i]; };
+    auto col = [](int i) { return i / 4 * 16 + i % 4; };
     const int row = first_row + wave * C::WAVE_M + mi * 16 + r16;
-    int visible = kv_len;
-    if (C::CAUSAL) visible = min(visible, row + causal_offset + 1);
-    visible -= n0 + 4 * g4;
-    float mx = row_max[mi];
+    if constexpr (MASK)
+      online_softmax_step<NB * 4, 1, true>(x, row_max_of, row_max[mi], row_sum[mi], alpha[mi], any_grow, scale_log2,
+                                           col, mask.template row<4>(row, n0, g4));
+    else
+      online_softmax_step<NB * 4, 1, true>(x, row_max_of, row_max[mi], row_sum[mi], alpha[mi], any_grow, scale_log2,
+                                           col, no_limit{});
 #pragma unroll
-    for (int nb = 0; nb < NB; ++nb)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        if (MASK && nb * 16 + e >= visible) s[mi][nb][e] = neg_inf();
-        mx = fmaxf(mx, s[mi][nb][e]);
-      }
-    mx = fmaxf(mx, __shfl_xor(mx, 16));
-    mx = fmaxf(mx, __shfl_xor(mx, 32));
-    const bool grow = (mx - row_max[mi]) * scale_log2 > 8.f;
-    const float ref = grow ? mx : row_max[mi];
-    alpha[mi] = grow ? exp2f((row_max[mi] - ref) * scale_log2) : 1.f;
-    any_grow |= grow;
-    row_max[mi] = ref;
-    const float shift = ref == neg_inf() ? 0.f : ref * scale_log2;
-    float sum = 0.f;
-#pragma unroll
-    for (int nb = 0; nb < NB; ++nb)
-#pragma unroll
-      for (int e = 0; e < 4; ++e) {
-        s[mi][nb][e] = exp2f(s[mi][nb][e] * scale_log2 - shift);
-        sum += s[mi][nb][e];
-      }
-    row_sum[mi] = row_sum[mi] * alpha[mi] + sum;
+    for (int i = 0; i < NB * 4; ++i) s[mi][i / 4][i % 4] = row_s[i];
   }
   if (__any(any_grow)) {
 #pragma unroll
@@ -175,18 +167,12 @@ __device__ void mfma_forward(const fwd_params& p) {
   const int m_block = C::CAUSAL ? gridDim.x - 1 - blockIdx.x : blockIdx.x;  // heaviest first
   const int head = blockIdx.y, batch = blockIdx.z;
   const int m0 = m_block * C::BLOCK_M;
-  const int causal_offset = p.kv_len - p.q_len;
-  const elem_bits* q = static_cast<const elem_bits*>(p.q) + batch * p.q_batch_stride + head * p.q_head_stride;
-  const long long kv_base = batch * p.kv_batch_stride + (head / p.group) * p.kv_head_stride;
-  const elem_bits* k = static_cast<const elem_bits*>(p.k) + kv_base;
-  const elem_bits* v = static_cast<const elem_bits*>(p.v) + kv_base;
-
-  int kv_end = p.kv_len;
-  if (C::CAUSAL) kv_end = max(0, min(kv_end, min(m0 + C::BLOCK_M, p.q_len) - 1 + causal_offset + 1));
-  const int n_blocks = (kv_end + C::BLOCK_N - 1) / C::BLOCK_N;
-  int n_plain = p.kv_len / C::BLOCK_N;
-  if (C::CAUSAL) n_plain = min(n_plain, max(0, m0 + causal_offset + 1) / C::BLOCK_N);
-  n_plain = min(n_plain, n_blocks);
+  const attention_mask<C::CAUSAL> mask = attention_mask<C::CAUSAL>::of(p);
+  const head_inputs in = inputs_of(p, batch, head);
+  const elem_bits *q = in.q, *k = in.k, *v = in.v;
+  // Today's masks start at tile 0 (range.first == 0), so the loop counts tiles from 0.
+  const int n_blocks = mask.template range<C::BLOCK_M, C::BLOCK_N>(m0).end;
+  const int n_plain = mask.template full_tiles<C::BLOCK_N>(m0, kv_tile_range{0, n_blocks}).full_end;
 
   floatx4 acc[C::MI][C::D / 16];
   float row_max[C::MI], row_sum[C::MI];
@@ -206,10 +192,10 @@ __device__ void mfma_forward(const fwd_params& p) {
   auto attend = [&](int j, int stage) {
     if (j >= n_plain)
       mfma_attend_tile<C, true>(q_lds, k_stage(stage), v_stage(stage), acc, row_max, row_sum, j * C::BLOCK_N, m0,
-                                causal_offset, p.kv_len, p.scale_log2);
+                                mask.rows(), p.scale_log2);
     else
       mfma_attend_tile<C, false>(q_lds, k_stage(stage), v_stage(stage), acc, row_max, row_sum, j * C::BLOCK_N, m0,
-                                 causal_offset, p.kv_len, p.scale_log2);
+                                 mask.rows(), p.scale_log2);
   };
   // LDS ring without asynchronous copies: tile j + STAGES - 1 is loaded into the stage tile j - 1
   // used, right after the barrier that proves every wavefront is done with it.

@@ -11,6 +11,7 @@
 // fa2's.
 #include "common/attention.cuh"
 #include "common/hopper_ptx.cuh"
+#include "common/resources.cuh"
 #include "common/swizzle.cuh"
 #include "hopper/mma.cuh"
 #include "hopper/softmax.cuh"
@@ -27,22 +28,16 @@ struct wgmma_config {
   static constexpr int CONSUMERS = BLOCK_M / 64;  ///< warpgroups that compute
   /// One warpgroup more than the rows need: it only loads K/V (warp specialization).
   static constexpr bool PRODUCER = WARPS == 4 * CONSUMERS + 4;
-  static constexpr int Q_BYTES = BLOCK_M * D * 2;
-  static constexpr int KV_BYTES = BLOCK_N * D * 2;
-  static constexpr int TILE_BYTES = Q_BYTES + 2 * STAGES * KV_BYTES;
-  /// + K/V full/empty mbarriers, + room to align the tiles to the swizzle pattern (1024 bytes)
-  static constexpr int SHARED_BYTES = TILE_BYTES + 4 * STAGES * 8 + 1024;
+  /// Tiles, then K/V full/empty mbarriers, + room to align the tiles (common/resources.cuh).
+  static constexpr wgmma_layout LAYOUT{BLOCK_M, BLOCK_N, STAGES, D, 2};
+  static constexpr int Q_BYTES = LAYOUT.q_bytes(), KV_BYTES = LAYOUT.kv_bytes(), TILE_BYTES = LAYOUT.tile_bytes();
+  static constexpr int SHARED_BYTES = LAYOUT.shared_bytes();
   static_assert(BLOCK_M % 64 == 0 && (WARPS == 4 * CONSUMERS || PRODUCER),
                 "64 query rows per warpgroup, plus at most one producer warpgroup");
-  /// Registers per thread after setmaxnreg: the producer keeps 40, the consumers share the rest
-  /// of what the block was given at launch (__launch_bounds__(THREADS, 1): the 64K file over its
-  /// threads, multiples of 8, at most 256), in multiples of 8. setmaxnreg.inc only takes registers
-  /// the block already holds: asking for more waits forever.
-  static constexpr int LAUNCH_REGS = 65536 / THREADS / 8 * 8 > 256 ? 256 : 65536 / THREADS / 8 * 8;
-  static constexpr int PRODUCER_REGS = 40;
-  static constexpr int CONSUMER_SHARE =
-      (LAUNCH_REGS * THREADS - 128 * PRODUCER_REGS) / (CONSUMERS > 0 ? CONSUMERS * 128 : 128) / 8 * 8;
-  static constexpr int CONSUMER_REGS = CONSUMER_SHARE > 256 ? 256 : CONSUMER_SHARE;
+  /// Registers per thread after setmaxnreg (common/resources.cuh): the producer keeps 40, the
+  /// consumers share the rest of what the block was given at launch.
+  static constexpr int PRODUCER_REGS = wgmma_producer_registers;
+  static constexpr int CONSUMER_REGS = consumer_registers(THREADS, CONSUMERS, PRODUCER_REGS);
   static_assert(!PRODUCER || STAGES >= 2, "the producer keeps a tile in flight: stages >= 2");
   static_assert(D % 16 == 0 && D >= 32 && D <= 256, "head dim: a multiple of 16 in [32, 256]");
   static_assert(BLOCK_N % 16 == 0 && BLOCK_N <= 256, "BLOCK_N: a multiple of 16 up to 256");
@@ -108,7 +103,7 @@ __device__ void wgmma_forward(const fwd_params& p) {
   const int m_block = C::CAUSAL ? gridDim.x - 1 - blockIdx.x : blockIdx.x;  // heaviest first
   const int head = blockIdx.y, batch = blockIdx.z;
   const int m0 = m_block * C::BLOCK_M;
-  const int causal_offset = p.kv_len - p.q_len;  // bottom-right alignment
+  const attention_mask<C::CAUSAL> mask = attention_mask<C::CAUSAL>::of(p);
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int warp_row0 = m0 + warp * 16;
   // This warpgroup's 64 rows of Q: rows 64 wg .. of every piece.
@@ -116,11 +111,13 @@ __device__ void wgmma_forward(const fwd_params& p) {
 
   const head_inputs in = inputs_of(p, batch, head);
   const elem_bits *q = in.q, *k = in.k, *v = in.v;
-  const int n_blocks = kv_tiles<C::BLOCK_M, C::BLOCK_N, C::CAUSAL>(p, m0, causal_offset);
+  // Today's masks start at tile 0 (range.first == 0), so the loops count tiles from 0.
+  const int n_blocks = mask.template range<C::BLOCK_M, C::BLOCK_N>(m0).end;
   // Tiles [0, n_plain) need no mask for this warpgroup's 64 rows: later warpgroups of a causal
   // block unmask more of them. (Stopping each warpgroup at its own last visible tile, handing the
   // remaining slots back, was measured too: +1% on short causal shapes, -2% at N=16384.)
-  const int n_plain = unmasked_tiles<C::BLOCK_N, C::CAUSAL>(p, m0 + (warp / 4) * 64, causal_offset, n_blocks);
+  const int n_plain =
+      mask.template full_tiles<C::BLOCK_N>(m0 + (warp / 4) * 64, kv_tile_range{0, n_blocks}).full_end;
 
   float acc[C::D / 2];
   float row_max[2] = {neg_inf(), neg_inf()}, row_sum[2] = {0.f, 0.f};
@@ -129,12 +126,13 @@ __device__ void wgmma_forward(const fwd_params& p) {
   float s[C::BLOCK_N / 2], alpha[2];
   unsigned pr[C::BLOCK_N / 16][4];
   // Softmax of tile j (its S in s): masked when it is on the causal diagonal or ragged.
+  using row_masks = typename attention_mask<C::CAUSAL>::row_masks;
   auto softmax = [&](int j) {
     if (j < n_plain)
-      return wg_softmax<C, false>(s, alpha, row_max, row_sum, j * C::BLOCK_N, warp_row0, causal_offset,
-                                  p.kv_len, p.scale_log2);
-    return wg_softmax<C, true>(s, alpha, row_max, row_sum, j * C::BLOCK_N, warp_row0, causal_offset,
-                               p.kv_len, p.scale_log2);
+      return wg_softmax<C, false>(s, alpha, row_max, row_sum, j * C::BLOCK_N, warp_row0,
+                                  row_masks{p.kv_len, mask.causal_offset}, p.scale_log2);
+    return wg_softmax<C, true>(s, alpha, row_max, row_sum, j * C::BLOCK_N, warp_row0,
+                               row_masks{p.kv_len, mask.causal_offset}, p.scale_log2);
   };
 
   // Loader threads: all of them, or only the producer warpgroup's.

@@ -1,11 +1,11 @@
 #pragma once
-// The parts of the forward pass that the NVIDIA families (fa2 on mma.sync, wgmma on warpgroup
-// MMA) share: which K/V tiles a block of query rows attends to, and the masked online softmax of
-// one 16-row MMA tile of S. Both instructions leave S in the same per-thread layout: for each
-// 8-column chunk nf, s[nf][0..1] are row g's columns 2t, 2t+1 and s[nf][2..3] row g+8's (g =
-// lane / 4, t = lane % 4).
-#include "common/device.cuh"
+// The attention core every family shares (fa2 on mma.sync, wgmma and hopper on warpgroup MMA,
+// mfma on AMD's matrix cores): where a head's inputs are, which K/V tiles a block of query rows
+// attends to and which of them the mask touches (attention_mask), and one online-softmax step
+// (common/softmax.cuh). Vendor-neutral: common/vendor.cuh picks the device primitives.
 #include "common/params.cuh"
+#include "common/softmax.cuh"
+#include "common/vendor.cuh"
 
 namespace attn_k {
 
@@ -24,85 +24,131 @@ __device__ __forceinline__ head_inputs inputs_of(const fwd_params& p, int batch,
   return in;
 }
 
-/// The keys that query rows [m0, m0 + rows) see: the first kv_seen() of them (all, or when causal
-/// (aligned bottom-right: causal_offset = kv_len - q_len) those up to the last row's key).
+/// The K/V tiles [first, end) that a block of query rows attends to, in tiles of the family's
+/// BLOCK_N keys. Today's masks start at tile 0; a sliding window (or a split-KV block's share)
+/// starts later, so loops run from `first` and compute a tile's keys from its index j.
+struct kv_tile_range {
+  int first, end;
+  __device__ __forceinline__ int count() const { return end - first; }
+};
+
+/// The K/V tiles of a range that the mask touches for a span of query rows (tile_kind).
+/// [full_first, full_end) need no mask for any of those rows; the others of the range are partial
+/// for some row (masked with attention_mask::row); tiles outside the range are empty.
+struct kv_full_tiles {
+  int full_first, full_end;
+};
+enum class tile_kind { empty, partial, full };
+
+/// Which keys each query row sees, and from that which tiles are empty, partial or full. Query
+/// row i sees keys [0, key_end(i)): all kv_len of them (CAUSAL false), or (bottom-right aligned
+/// causal: causal_offset = kv_len - q_len) those up to i + causal_offset. The mask is applied to
+/// a partial tile before the softmax runs (row_limit), so the softmax never sees it.
+///
+/// Extending it (sliding window, split-KV, per-sequence lengths): key_begin(i) > 0 gives a range
+/// with first > 0 and partial tiles on both of its edges (full_first > first); kv_len per batch
+/// entry comes in through the constructor; a split-KV block intersects range() with its share.
 template <bool CAUSAL>
-__device__ __forceinline__ int kv_seen(const fwd_params& p, int m0, int rows, int causal_offset) {
-  int kv_end = p.kv_len;
-  if (CAUSAL) {
-    const int last_row = min(m0 + rows, p.q_len) - 1;
-    kv_end = max(0, min(kv_end, last_row + causal_offset + 1));
+struct attention_mask {
+  const fwd_params* params;  ///< read where used, as the kernels did before the mask existed
+  int causal_offset;
+
+  __device__ __forceinline__ static attention_mask of(const fwd_params& p) {
+    return {&p, p.kv_len - p.q_len};  // bottom-right alignment
   }
-  return kv_end;
-}
+  __device__ __forceinline__ int q_len() const { return params->q_len; }
+  __device__ __forceinline__ int kv_len() const { return params->kv_len; }
 
-/// K/V tiles of BLOCK_N keys that query rows [m0, m0 + BLOCK_M) attend to.
-template <int BLOCK_M, int BLOCK_N, bool CAUSAL>
-__device__ __forceinline__ int kv_tiles(const fwd_params& p, int m0, int causal_offset) {
-  return (kv_seen<CAUSAL>(p, m0, BLOCK_M, causal_offset) + BLOCK_N - 1) / BLOCK_N;
-}
+  /// The keys that query rows [m0, m0 + rows) see together: [0, keys_end()) (all, or when causal
+  /// those up to the last row's key; rows past q_len see nothing).
+  __device__ __forceinline__ int keys_end(int m0, int rows) const {
+    int kv_end = kv_len();
+    if (CAUSAL) {
+      const int last_row = min(m0 + rows, q_len()) - 1;
+      kv_end = max(0, min(kv_end, last_row + causal_offset + 1));
+    }
+    return kv_end;
+  }
 
-/// Tiles [0, n) need no mask for rows from first_row on: they end before the last key and, when
-/// causal, before first_row's diagonal. The rest (the diagonal, a ragged last tile) are masked.
-template <int BLOCK_N, bool CAUSAL>
-__device__ __forceinline__ int unmasked_tiles(const fwd_params& p, int first_row, int causal_offset, int n_blocks) {
-  int n_plain = p.kv_len / BLOCK_N;
-  if (CAUSAL) n_plain = min(n_plain, max(0, first_row + causal_offset + 1) / BLOCK_N);
-  return min(n_plain, n_blocks);
-}
+  /// The K/V tiles of BLOCK_N keys that query rows [m0, m0 + ROWS) attend to.
+  template <int ROWS, int BLOCK_N>
+  __device__ __forceinline__ kv_tile_range range(int m0) const {
+    return {0, (keys_end(m0, ROWS) + BLOCK_N - 1) / BLOCK_N};
+  }
 
-/// Masks (MASK: the causal diagonal, keys past kv_len) and runs the online softmax over this
-/// thread's two rows (row0 and row0 + 8) of one 16-row tile of S, keys n0 on: S becomes the
-/// unnormalized probabilities, row_max / row_sum are updated and alpha is what O must be scaled
-/// by; any_grow is set when either row needs that (the caller reduces it over the warp).
-template <int BLOCK_N, bool CAUSAL, bool MASK>
-__device__ __forceinline__ void online_softmax_rows(float (&s)[BLOCK_N / 8][4], float (&row_max)[2],
-                                                    float (&row_sum)[2], float (&alpha)[2], bool& any_grow,
-                                                    int row0, int t, int n0, int causal_offset, int kv_len,
-                                                    float scale_log2) {
+  /// The tiles of `r` that need no mask for the rows from first_row on: they end before the last
+  /// key and, when causal, before first_row's diagonal. The rest (the diagonal, a ragged last
+  /// tile) are partial.
+  template <int BLOCK_N>
+  __device__ __forceinline__ kv_full_tiles full_tiles(int first_row, kv_tile_range r) const {
+    int n_plain = kv_len() / BLOCK_N;
+    if (CAUSAL) n_plain = min(n_plain, max(0, first_row + causal_offset + 1) / BLOCK_N);
+    return {r.first, min(n_plain, r.end)};
+  }
+
+  /// Whether tile j reaches past the last key: without a causal mask, the one partial tile (this
+  /// test kept fa2's non-causal binaries as measured; full_tiles' bounds compile differently).
+  template <int BLOCK_N>
+  __device__ __forceinline__ bool past_keys(int j) const {
+    return j * BLOCK_N + BLOCK_N > kv_len();
+  }
+
+  template <int BLOCK_N>
+  __device__ __forceinline__ static tile_kind kind(int j, kv_tile_range r, kv_full_tiles f) {
+    if (j < r.first || j >= r.end) return tile_kind::empty;
+    return j >= f.full_first && j < f.full_end ? tile_kind::full : tile_kind::partial;
+  }
+
+  /// One query row's limit in a partial tile whose keys start at n0, from a thread's first column
+  /// col0 of it on: hides(c) says whether that thread's column col0 + c is masked. c is a
+  /// compile-time column in the callers' unrolled loops, so each test is one compare.
+  struct row_limit {
+    int visible;  ///< causal: keys this row sees, counted from the thread's first column
+    int n0, col0, kv_len;  ///< not causal: the plain column test
+    __device__ __forceinline__ bool hides(int c) const {
+      // Measured on the H200: the first form is faster for causal tiles, the plain column test
+      // for ragged-only ones.
+      if constexpr (CAUSAL) return c >= visible;
+      else return n0 + c + col0 >= kv_len;
+    }
+  };
+  /// The rows' limits in partial tiles, with kv_len read where this is made (a softmax's call).
+  /// row(row, n0, part): the limit of a thread that holds the row's columns from part * COLS on.
+  struct row_masks {
+    int kv_len, causal_offset;
+    template <int COLS>
+    __device__ __forceinline__ row_limit row(int row, int n0, int part) const {
+      if constexpr (CAUSAL) return {min(kv_len, row + causal_offset + 1) - n0 - part * COLS, 0, 0, 0};
+      else return {0, n0, part * COLS, kv_len};
+    }
+  };
+  __device__ __forceinline__ row_masks rows() const { return {kv_len(), causal_offset}; }
+};
+
+/// One online-softmax step over the two rows a thread holds of a 16-row tile of S in the NVIDIA
+/// tensor cores' accumulator layout (mma.sync m16n8 and wgmma alike): for each 8-column chunk
+/// nf, s(nf, 0..1) are row row0's columns 2t, 2t + 1 and s(nf, 2..3) row row0 + 8's (row0 = the
+/// tile's row of lane / 4, t = lane % 4); the four lanes of a quad share the rows. Chunks
+/// [0, NW / 8) take part (the tile's first NW keys); MASK: the tile is partial, and each row's
+/// mask is applied in the step. Sets any_grow when either row's O needs rescaling by alpha.
+template <int NW, bool MASK, bool SUM_PARTS_FIRST, class S, class Mask>
+__device__ __forceinline__ void quad_rows_softmax(S&& s, const Mask& mask, int row0, int n0, int t,
+                                                  float (&row_max)[2], float (&row_sum)[2], float (&alpha)[2],
+                                                  bool& any_grow, float scale_log2) {
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
-    const int row = row0 + h * 8;
-    // Causal: keys visible to this row, counted from this thread's first column of the tile,
-    // so the test per element compares with a compile-time constant. (Measured on the H200:
-    // this form is faster for causal tiles, the plain column test for ragged-only ones.)
-    const int visible = CAUSAL ? min(kv_len, row + causal_offset + 1) - n0 - t * 2 : 0;
-    // Two independent partial maxima / sums per row: shorter dependency chains, more ILP.
-    float mx2[2] = {row_max[h], neg_inf()};
-#pragma unroll
-    for (int nf = 0; nf < BLOCK_N / 8; ++nf) {
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        float& x = s[nf][h * 2 + e];
-        if constexpr (MASK && CAUSAL) {
-          if (nf * 8 + e >= visible) x = neg_inf();
-        } else if constexpr (MASK) {
-          if (n0 + nf * 8 + t * 2 + e >= kv_len) x = neg_inf();
-        }
-        mx2[e] = fmaxf(mx2[e], x);
-      }
-    }
-    const float mx = quad_max(fmaxf(mx2[0], mx2[1]));
-    // Lazy rescaling: keep the reference max until the row max grows by more than 2^8, so
-    // P stays <= 256 (exact enough in bf16/fp16) and most tiles skip rescaling O.
-    const bool grow = (mx - row_max[h]) * scale_log2 > 8.f;
-    const float ref = grow ? mx : row_max[h];
-    alpha[h] = grow ? exp2f((row_max[h] - ref) * scale_log2) : 1.f;
-    any_grow |= grow;
-    row_max[h] = ref;
-    const float mx_scaled = ref == neg_inf() ? 0.f : ref * scale_log2;
-    float sum2[2] = {0.f, 0.f};
-#pragma unroll
-    for (int nf = 0; nf < BLOCK_N / 8; ++nf) {
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        float& x = s[nf][h * 2 + e];
-        x = exp2f(fmaf(x, scale_log2, -mx_scaled));
-        sum2[e] += x;
-      }
-    }
-    const float sum = sum2[0] + sum2[1];
-    row_sum[h] = row_sum[h] * alpha[h] + sum;
+    auto x = [&](int i) -> float& { return s(i / 2, h * 2 + i % 2); };
+    auto quad_max_of = [](float m) {
+      m = fmaxf(m, warp_xor(m, 1));
+      return fmaxf(m, warp_xor(m, 2));
+    };
+    auto col = [](int i) { return i / 2 * 8 + i % 2; };
+    if constexpr (MASK)
+      online_softmax_step<NW / 4, 2, SUM_PARTS_FIRST>(x, quad_max_of, row_max[h], row_sum[h], alpha[h], any_grow,
+                                                      scale_log2, col, mask.template row<2>(row0 + h * 8, n0, t));
+    else
+      online_softmax_step<NW / 4, 2, SUM_PARTS_FIRST>(x, quad_max_of, row_max[h], row_sum[h], alpha[h], any_grow,
+                                                      scale_log2, col, no_limit{});
   }
 }
 

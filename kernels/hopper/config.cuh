@@ -1,17 +1,14 @@
 #pragma once
 // The hopper family's compile-time configuration: warpgroup roles, the register hand-over, the
-// schedule switches and the shared-memory layout (tiles, then mbarriers). The host's resource
-// model (src/codegen/family_hopper.cpp) mirrors these numbers.
+// schedule switches and the shared-memory layout (tiles, then mbarriers). The numbers the host's
+// resource model (src/codegen/family_hopper.cpp) needs too are defined in common/resources.cuh.
+#include "common/resources.cuh"
 #include "common/swizzle.cuh"
 
 namespace attn_k {
 
-/// SCHEDULE bits: 1 = intra-warpgroup overlap (S of tile j+1 issued before P V of tile j, its
-/// softmax under that product), 2 = ping-pong (the computing warpgroups take turns to issue their
-/// products, so one's softmax runs under the other's), 8 = two Q tiles (the next tile's Q lands
-/// while this tile runs), 16 = half-width last tile (a warpgroup whose rows see at most the first
-/// half of a tile's last K/V tile runs its softmax and P V there over that half only). 4
-/// (persistent grid) is the host's launch.
+/// SCHEDULE: the OR of common/resources.cuh's hopper_schedule_bit (schedule_persistent is the
+/// host's launch only; the others select the kernel's code below).
 /// O_SMEM: O has its own tile (else it is staged in Q's, and the next Q there waits for it).
 template <bool BF16_, int D_, int BLOCK_M_, int BLOCK_N_, int WARPS_, int STAGES_, bool CAUSAL_, int SCHEDULE_,
           bool O_SMEM_>
@@ -20,34 +17,28 @@ struct hopper_config {
   static constexpr int D = D_, BLOCK_M = BLOCK_M_, BLOCK_N = BLOCK_N_, WARPS = WARPS_, STAGES = STAGES_;
   static constexpr int THREADS = WARPS * 32;
   static constexpr int CONSUMERS = BLOCK_M / 64;  ///< warpgroups that compute, 64 rows each
-  static constexpr bool OVERLAP = (SCHEDULE_ & 1) != 0;
-  static constexpr bool PINGPONG = (SCHEDULE_ & 2) != 0 && CONSUMERS >= 2;
-  static constexpr int Q_BUFS = (SCHEDULE_ & 8) != 0 ? 2 : 1;
-  static constexpr bool HALF_LAST = (SCHEDULE_ & 16) != 0 && BLOCK_N % 32 == 0;
+  static constexpr bool OVERLAP = (SCHEDULE_ & schedule_overlap) != 0;
+  static constexpr bool PINGPONG = (SCHEDULE_ & schedule_pingpong) != 0 && CONSUMERS >= 2;
+  static constexpr int Q_BUFS = (SCHEDULE_ & schedule_two_q) != 0 ? 2 : 1;
+  static constexpr bool HALF_LAST = (SCHEDULE_ & schedule_half_last) != 0 && BLOCK_N % 32 == 0;
   static_assert(BLOCK_M % 64 == 0 && WARPS == 4 * CONSUMERS + 4, "64 rows per consumer warpgroup + a producer");
   static_assert(D % 16 == 0 && D >= 32 && D <= 256, "head dim: a multiple of 16 in [32, 256]");
   static_assert(BLOCK_N % 16 == 0 && BLOCK_N <= 256, "BLOCK_N: a multiple of 16 up to 256");
   static_assert(STAGES >= 2 && STAGES <= 8, "STAGES in [2, 8]");
 
-  /// Registers per thread after setmaxnreg: the producer (one TMA-issuing thread) keeps 24 or 32,
-  /// the consumers share the rest of what the block was given at launch (__launch_bounds__(THREADS,
-  /// 1): the 64K file over the threads, multiples of 8, at most 256). setmaxnreg.inc only takes
-  /// registers the block already holds: asking for more waits forever. 2 consumers: 24 / 240; 3:
-  /// 32 / 160 (FlashAttention-3's split).
-  static constexpr int LAUNCH_REGS = 65536 / THREADS / 8 * 8 > 256 ? 256 : 65536 / THREADS / 8 * 8;
-  static constexpr int PRODUCER_REGS = CONSUMERS == 2 ? 24 : 32;
-  static constexpr int CONSUMER_SHARE = (LAUNCH_REGS * THREADS - 128 * PRODUCER_REGS) / (CONSUMERS * 128) / 8 * 8;
-  static constexpr int CONSUMER_REGS = CONSUMER_SHARE > 256 ? 256 : CONSUMER_SHARE;
+  /// Registers per thread after setmaxnreg (common/resources.cuh): the producer (one TMA-issuing
+  /// thread) keeps 24 or 32, the consumers share the rest of what the block was given at launch.
+  static constexpr int PRODUCER_REGS = hopper_producer_registers(CONSUMERS);
+  static constexpr int CONSUMER_REGS = consumer_registers(THREADS, CONSUMERS, PRODUCER_REGS);
 
   /// TMA boxes are one swizzle span wide: D is copied as PIECES boxes of SPAN elements.
   static constexpr int SPAN = swizzle<D>::W / 2, PIECES = D / SPAN;
-  static constexpr int Q_BYTES = BLOCK_M * D * 2, KV_BYTES = BLOCK_N * D * 2;
-  static constexpr int O_OFFSET = Q_BYTES * Q_BUFS;  ///< when O_SMEM
-  static constexpr int KV_OFFSET = Q_BYTES * (Q_BUFS + (O_SMEM ? 1 : 0));
-  static constexpr int TILE_BYTES = KV_OFFSET + 2 * STAGES * KV_BYTES;
-  static constexpr int BARRIERS = 2 * Q_BUFS + 4 * STAGES;  ///< Q full/empty per Q tile, K and V full/empty per stage
-  /// + room to align the tiles to the swizzle pattern (1024 bytes)
-  static constexpr int SHARED_BYTES = TILE_BYTES + BARRIERS * 8 + 1024;
+  /// Tiles, then mbarriers, + room to align the tiles (common/resources.cuh, the host's too).
+  static constexpr hopper_layout LAYOUT{BLOCK_M, BLOCK_N, STAGES, D, 2, Q_BUFS, O_SMEM};
+  static constexpr int Q_BYTES = LAYOUT.q_bytes(), KV_BYTES = LAYOUT.kv_bytes();
+  static constexpr int O_OFFSET = LAYOUT.o_offset();  ///< when O_SMEM
+  static constexpr int KV_OFFSET = LAYOUT.kv_offset(), TILE_BYTES = LAYOUT.tile_bytes();
+  static constexpr int SHARED_BYTES = LAYOUT.shared_bytes();
 };
 
 /// Shared-memory addresses of one block's tiles and barriers. Full barriers complete on the

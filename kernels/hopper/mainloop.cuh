@@ -52,7 +52,8 @@ __device__ __forceinline__ auto with_width(bool half, F&& f) {
 template <class C>
 __device__ __forceinline__ void mainloop(tile_state<C>& st, const fwd_params& p, const hopper_smem<C>& sm,
                                          unsigned q_wg, unsigned q_empty, int kv_it, int n, int n_plain,
-                                         bool half_last, int warp_row0, int causal_offset, int wg) {
+                                         bool half_last, int warp_row0,
+                                         const attention_mask<C::CAUSAL>& mask, int wg) {
   const bool leader = threadIdx.x % 128 == 0;
   auto release = [&](unsigned bar) {
     if (leader) mbar_arrive(bar);
@@ -68,11 +69,12 @@ __device__ __forceinline__ void mainloop(tile_state<C>& st, const fwd_params& p,
   unsigned pr[C::BLOCK_N / 16][4];
   auto softmax = [&](int j, auto w) {
     constexpr int W = decltype(w)::value;
+    const typename attention_mask<C::CAUSAL>::row_masks rows{p.kv_len, mask.causal_offset};
     if (j < n_plain)
-      return wg_softmax<C, false, W>(s, alpha, st.row_max, st.row_sum, j * C::BLOCK_N, warp_row0, causal_offset,
-                                     p.kv_len, p.scale_log2);
-    return wg_softmax<C, true, W>(s, alpha, st.row_max, st.row_sum, j * C::BLOCK_N, warp_row0, causal_offset,
-                                  p.kv_len, p.scale_log2);
+      return wg_softmax<C, false, W>(s, alpha, st.row_max, st.row_sum, j * C::BLOCK_N, warp_row0,
+                                     rows, p.scale_log2);
+    return wg_softmax<C, true, W>(s, alpha, st.row_max, st.row_sum, j * C::BLOCK_N, warp_row0,
+                                  rows, p.scale_log2);
   };
   if (n == 0) return;
 

@@ -26,7 +26,7 @@ __device__ __forceinline__ void produce(const hopper_params& hp, const hopper_sm
   tma_prefetch(&hp.q_map);
   tma_prefetch(&hp.k_map);
   tma_prefetch(&hp.v_map);
-  const int causal_offset = p.kv_len - p.q_len;
+  const attention_mask<C::CAUSAL> mask = attention_mask<C::CAUSAL>::of(p);
   int kv_it = 0, tile_it = 0;
   auto load_k = [&](int j, int kv_head, int batch) {
     const ring_pos r = ring_at<C::STAGES>(kv_it + j);
@@ -43,7 +43,7 @@ __device__ __forceinline__ void produce(const hopper_params& hp, const hopper_sm
   for (int t = blockIdx.x; t < hp.tiles; t += gridDim.x, ++tile_it) {
     const tile_coord tc = tile_at<C::CAUSAL>(hp, t);
     const int m0 = tc.m_block * C::BLOCK_M, kv_head = tc.head / p.group;
-    const int n = kv_tiles<C::BLOCK_M, C::BLOCK_N, C::CAUSAL>(p, m0, causal_offset);
+    const int n = mask.template range<C::BLOCK_M, C::BLOCK_N>(m0).end;
     if (n > 0) load_k(0, kv_head, tc.batch);
     const ring_pos rq = ring_at<C::Q_BUFS>(tile_it);
     mbar_wait(sm.q_empty(rq.stage), rq.phase ^ 1u);

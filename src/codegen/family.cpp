@@ -2,6 +2,8 @@
 
 #include "codegen/family.hpp"
 #include "codegen/family_parts.hpp"
+#include "codegen/kernel_sources.hpp"
+#include "common/resources.cuh"  // kernels/common, shared with the device code
 
 namespace attn {
 
@@ -25,8 +27,13 @@ const kernel_family& find_family(const std::string& name) {
   throw invalid_input(fmt::format("unknown kernel family '{}' (known: fa2, wgmma, hopper, mfma)", name));
 }
 
+std::vector<std::string> family_sources(const std::vector<std::string>& roots) {
+  return kernel_sources::embedded().include_closure(roots);
+}
+
 int64_t padded_tiles_bytes(const tile_config& c, const problem& s) {
-  return (c.block_m + 2LL * c.stages * c.block_n) * (s.head_dim + 8) * element_size(s.dtype);
+  return attn_k::padded_tiles_bytes(c.block_m, c.block_n, c.stages, static_cast<int>(s.head_dim),
+                                    static_cast<int>(element_size(s.dtype)));
 }
 
 std::optional<std::string> tiling_reason(const tile_config& c, const char* groups, const char* tiles) {

@@ -50,8 +50,7 @@ const kernel_family& fa2_family() {
       8,               default_space(),   fa2_shared_memory,
       fa2_threads,     fa2_reject,        fa2_instantiation,
       {"--use_fast_math"},
-      {"common/attention.cuh", "common/device.cuh", "common/params.cuh", "common/vendor.cuh", "fa2.cuh",
-       "reference.cuh"}};
+      family_sources({"fa2.cuh", "reference.cuh"})};
   return family;
 }
 

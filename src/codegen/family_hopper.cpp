@@ -1,7 +1,7 @@
 // The hopper family: kernels/hopper.cuh, FlashAttention-3's forward (TMA, warp-specialized
-// pipeline, ping-pong, persistent tile scheduler), sm_90a only. Its knob is the schedule
-// (kernels/hopper/config.cuh): 1 = intra-warpgroup overlap, 2 = ping-pong, 4 = persistent grid,
-// 8 = two Q tiles, 16 = half-width last tile.
+// pipeline, ping-pong, persistent tile scheduler), sm_90a only. Its knob is the schedule, the OR
+// of kernels/common/resources.cuh's bits (the `_k<N>` of a config's name): 1 = intra-warpgroup
+// overlap, 2 = ping-pong, 4 = persistent grid, 8 = two Q tiles, 16 = half-width last tile.
 #include <algorithm>
 
 #include <fmt/format.h>
@@ -10,28 +10,33 @@
 #include "backend/tensor_map.hpp"
 #include "codegen/family.hpp"
 #include "codegen/family_hopper.hpp"
+#include "codegen/family_parts.hpp"
 #include "codegen/kernel_args.hpp"
 #include "codegen/launch_plan.hpp"
 #include "common/hopper_params.cuh"  // kernels/common, shared with the device code
+#include "common/resources.cuh"      // kernels/common, shared with the device code
 
 namespace attn {
 
 namespace {
 
 constexpr int64_t sm90_shared_memory = 227 * 1024;  // the opt-in maximum of every sm_90 part
-constexpr int schedule_overlap = 1, schedule_pingpong = 2, schedule_persistent = 4, schedule_two_q = 8,
-              schedule_half_last = 16;
+using attn_k::schedule_half_last;
+using attn_k::schedule_overlap;
+using attn_k::schedule_persistent;
+using attn_k::schedule_pingpong;
+using attn_k::schedule_two_q;
 
 int consumers(const tile_config& c) { return c.block_m / 64; }
 int hopper_threads(const tile_config& c) { return c.warps * 32; }
 
-// Mirrors hopper_config: one or two Q tiles (and O, when it fits beside them) and STAGES K and V
-// tiles, unpadded and swizzled, 2 per Q tile + 4 x STAGES mbarriers and 1024 bytes to align.
+// hopper_config's layout (common/resources.cuh): one or two Q tiles (and O, when it fits beside
+// them) and STAGES K and V tiles, unpadded and swizzled, then the mbarriers, 1024 bytes to align.
 int64_t tiles_bytes(const tile_config& c, const problem& s, bool o_smem) {
   const int q_tiles = (c.knob & schedule_two_q) ? 2 : 1;
-  return ((q_tiles + (o_smem ? 1LL : 0LL)) * c.block_m + 2LL * c.stages * c.block_n) * s.head_dim *
-             element_size(s.dtype) +
-         8LL * (2 * q_tiles + 4 * c.stages) + 1024;
+  return attn_k::hopper_layout{c.block_m, c.block_n, c.stages, static_cast<int>(s.head_dim),
+                               static_cast<int>(element_size(s.dtype)), q_tiles, o_smem}
+      .shared_bytes();
 }
 /// O gets its own tile when that still fits: the next tile's Q then loads during this epilogue.
 bool o_has_own_tile(const tile_config& c, const problem& s) { return tiles_bytes(c, s, true) <= sm90_shared_memory; }
@@ -75,9 +80,7 @@ std::optional<std::string> tma_stride_problem(const problem& s) {
 }
 
 int hopper_consumer_registers(const tile_config& c) {
-  const int threads = hopper_threads(c), launch = std::min(256, 65536 / threads / 8 * 8);
-  const int producer = consumers(c) == 2 ? 24 : 32;
-  return std::min(256, (launch * threads - 128 * producer) / (consumers(c) * 128) / 8 * 8);
+  return attn_k::consumer_registers(hopper_threads(c), consumers(c), attn_k::hopper_producer_registers(consumers(c)));
 }
 
 int hopper_state_registers(const tile_config& c, const problem& s) {
@@ -99,7 +102,8 @@ std::optional<std::string> hopper_reject(const tile_config& c, const problem& s,
   if (c.block_n % 16 != 0 || c.block_n > 256)
     return fmt::format("block_n {} is not a multiple of 16 up to 256", c.block_n);
   if (c.stages < 2 || c.stages > 8) return fmt::format("stages {} not in [2, 8]", c.stages);
-  if (c.knob < 0 || c.knob > 31) return fmt::format("schedule {} not in [0, 31]", c.knob);
+  if (c.knob < 0 || c.knob > attn_k::schedule_all)
+    return fmt::format("schedule {} not in [0, {}]", c.knob, static_cast<int>(attn_k::schedule_all));
   if (c.knob & schedule_half_last) {
     if (c.block_n % 32 != 0)
       return fmt::format("half-width last tile (schedule bit 16) needs block_n a multiple of 32, not {}",
@@ -145,7 +149,7 @@ std::string hopper_instantiation(const tile_config& c, const problem& s) {
       "}}\n",
       fmt::arg("threads", hopper_threads(c)), fmt::arg("bf16", s.dtype == dtype::bf16), fmt::arg("d", s.head_dim),
       fmt::arg("bm", c.block_m), fmt::arg("bn", c.block_n), fmt::arg("w", c.warps), fmt::arg("st", c.stages),
-      fmt::arg("causal", s.causal), fmt::arg("sched", c.knob & (schedule_overlap | schedule_pingpong | schedule_two_q | schedule_half_last)),
+      fmt::arg("causal", s.causal), fmt::arg("sched", c.knob & attn_k::schedule_kernel_bits),
       fmt::arg("o_smem", o_has_own_tile(c, s)));
 }
 
@@ -212,10 +216,7 @@ const kernel_family& hopper_family() {
       hopper_reject,
       hopper_instantiation,
       {"--use_fast_math"},
-      {"common/attention.cuh", "common/device.cuh", "common/params.cuh", "common/hopper_params.cuh",
-       "common/hopper_ptx.cuh", "common/swizzle.cuh", "common/wgmma_ops.cuh", "hopper.cuh", "hopper/config.cuh",
-       "hopper/epilogue.cuh", "hopper/mainloop.cuh", "hopper/mma.cuh", "hopper/producer.cuh",
-       "hopper/scheduler.cuh", "hopper/softmax.cuh", "reference.cuh"},
+      family_sources({"hopper.cuh", "reference.cuh"}),
       true,  // arch-specific: sm_90a runs on cc 9.0 only
       hopper_plan,
       true};  // supersedes fa2 and wgmma on sm_90 (every benchmark-table winner is hopper's)

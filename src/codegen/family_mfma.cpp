@@ -54,7 +54,7 @@ const kernel_family& mfma_family() {
       0,               mfma_default_space(), mfma_lds,
       mfma_threads,    mfma_reject,          mfma_instantiation,
       {},
-      {"common/device_hip.cuh", "common/params.cuh", "common/vendor.cuh", "mfma.cuh", "reference.cuh"}};
+      family_sources({"mfma.cuh", "reference.cuh"})};
   return family;
 }
 

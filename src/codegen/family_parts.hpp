@@ -3,6 +3,7 @@
 // by the same kind of stub.
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "codegen/family.hpp"
 
@@ -14,6 +15,10 @@ int64_t padded_tiles_bytes(const tile_config& c, const problem& s);
 /// Why block_m cannot be split into whole 16-row matrix tiles over c.warps groups, or block_n
 /// into 16-column steps; `groups` / `tiles` name them ("warps"/"mma", "wavefronts"/"MFMA").
 std::optional<std::string> tiling_reason(const tile_config& c, const char* groups, const char* tiles);
+
+/// A family's source_files: its root kernel files and everything they include (the embedded
+/// kernels' include closure), so an edit to any file the family compiles changes its hash.
+std::vector<std::string> family_sources(const std::vector<std::string>& roots);
 
 /// `#include "<header>"` and an extern "C" `entry` that runs forward<config<...>>(p), declared
 /// with __launch_bounds__(threads[, min_blocks]) and then `attributes` (when not empty).

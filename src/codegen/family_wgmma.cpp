@@ -5,15 +5,18 @@
 
 #include "codegen/family.hpp"
 #include "codegen/family_parts.hpp"
+#include "common/resources.cuh"  // kernels/common, shared with the device code
 
 namespace attn {
 
 namespace {
 
-// Mirrors wgmma_config in kernels/wgmma.cuh: unpadded tiles (the swizzled layout is
+// wgmma_config's layout (common/resources.cuh): unpadded tiles (the swizzled layout is
 // conflict-free as it is), four mbarriers per stage and 1024 bytes to align the tiles.
 int64_t wgmma_shared_memory(const tile_config& c, const problem& s) {
-  return (c.block_m + 2LL * c.stages * c.block_n) * s.head_dim * element_size(s.dtype) + 32LL * c.stages + 1024;
+  return attn_k::wgmma_layout{c.block_m, c.block_n, c.stages, static_cast<int>(s.head_dim),
+                              static_cast<int>(element_size(s.dtype))}
+      .shared_bytes();
 }
 
 // One warpgroup per 64 rows, plus (warp specialization) one that only loads.
@@ -23,12 +26,12 @@ int wgmma_threads(const tile_config& c) { return c.warps * 32; }
 
 // Registers a computing thread may use: without a producer, the 64K register file over the
 // block's threads; with one, what setmaxnreg hands the consumers out of what the block holds
-// from launch, less the producer's 40 (mirrors wgmma_config::CONSUMER_REGS: asking for more
-// than the block holds hangs the kernel, measured with 4 consumers).
+// from launch, less the producer's 40 (wgmma_config::CONSUMER_REGS, common/resources.cuh).
 int consumer_registers(const tile_config& c) {
-  const int threads = wgmma_threads(c), launch = std::min(256, 65536 / threads / 8 * 8);
-  if (has_producer(c)) return std::min(256, (launch * threads - 128 * 40) / (c.block_m / 64 * 128) / 8 * 8);
-  return std::min(255, launch);
+  const int threads = wgmma_threads(c);
+  if (has_producer(c))
+    return attn_k::consumer_registers(threads, c.block_m / 64, attn_k::wgmma_producer_registers);
+  return std::min(255, attn_k::launch_registers(threads));
 }
 
 // Registers a thread's tile state takes: O (64 x D) and S (64 x BLOCK_N) in fp32 over a
@@ -82,9 +85,7 @@ const kernel_family& wgmma_family() {
       9,               wgmma_default_space(), wgmma_shared_memory,
       wgmma_threads,   wgmma_reject,          wgmma_instantiation,
       {"--use_fast_math"},
-      {"common/attention.cuh", "common/device.cuh", "common/hopper_params.cuh", "common/hopper_ptx.cuh",
-       "common/params.cuh", "common/swizzle.cuh", "common/vendor.cuh", "common/wgmma_ops.cuh", "hopper/mma.cuh",
-       "hopper/softmax.cuh", "wgmma.cuh", "reference.cuh"},
+      family_sources({"wgmma.cuh", "reference.cuh"}),
       true};  // arch-specific: sm_90a runs on cc 9.0 only
   return family;
 }

@@ -23,12 +23,45 @@ kernel_sources::kernel_sources(std::vector<kernel_source_file> files, std::strin
   for (const auto& f : m_files) m_hash = fnv1a64(f.name + '\0' + f.text + '\0', m_hash);
 }
 
-uint64_t kernel_sources::hash_of(const std::vector<std::string>& names) const {
+uint64_t kernel_sources::hash_of(const std::vector<std::string>& roots) const {
+  const std::vector<std::string> names = include_closure(roots);
   uint64_t h = 1469598103934665603ULL;
   for (const auto& f : m_files)  // sorted by name, like hash()
     if (std::find(names.begin(), names.end(), f.name) != names.end())
       h = fnv1a64(f.name + '\0' + f.text + '\0', h);
   return h;
+}
+
+std::vector<std::string> kernel_sources::include_closure(const std::vector<std::string>& roots) const {
+  auto find = [&](const std::string& name) -> const kernel_source_file* {
+    for (const auto& f : m_files)
+      if (f.name == name) return &f;
+    return nullptr;
+  };
+  std::vector<std::string> seen, todo = roots;
+  while (!todo.empty()) {
+    const std::string name = todo.back();
+    todo.pop_back();
+    if (std::find(seen.begin(), seen.end(), name) != seen.end()) continue;
+    const kernel_source_file* f = find(name);
+    if (f == nullptr) continue;
+    seen.push_back(name);
+    std::istringstream lines(f->text);
+    for (std::string line; std::getline(lines, line);) {
+      const auto hash = line.find_first_not_of(" \t");
+      if (hash == std::string::npos || line[hash] != '#') continue;
+      const auto word = line.find_first_not_of(" \t", hash + 1);
+      if (word == std::string::npos || line.compare(word, 7, "include") != 0) continue;
+      const auto open = line.find('"', word + 7), close = open == std::string::npos ? open : line.find('"', open + 1);
+      if (close == std::string::npos) continue;  // <...>: not a kernel file
+      const std::string target = line.substr(open + 1, close - open - 1);
+      const auto slash = name.rfind('/');
+      const std::string sibling = slash == std::string::npos ? target : name.substr(0, slash + 1) + target;
+      todo.push_back(find(target) != nullptr ? target : sibling);
+    }
+  }
+  std::sort(seen.begin(), seen.end());
+  return seen;
 }
 
 kernel_sources kernel_sources::from_files(std::vector<kernel_source_file> files, std::string origin) {

@@ -21,8 +21,14 @@ class kernel_sources {
   static kernel_sources from_files(std::vector<kernel_source_file> files, std::string origin);
   const std::vector<kernel_source_file>& files() const { return m_files; }
   uint64_t hash() const { return m_hash; }
-  /// Hash of the named files only (a family's own sources), in the same form as hash().
+  /// Hash of the named files and what they include (include_closure: a family's own sources, so a
+  /// file a --kernels-dir kernel newly includes counts too), in the same form as hash().
   uint64_t hash_of(const std::vector<std::string>& names) const;
+  /// The roots and every file they include, directly or not, sorted by name: each `#include "x"`
+  /// line (any preprocessor branch) resolved as NVRTC resolves it here, "x" relative to kernels/
+  /// (the names the files are given under), else relative to the including file's folder. An
+  /// include of no file here (a system header) is left out.
+  std::vector<std::string> include_closure(const std::vector<std::string>& roots) const;
   std::string origin() const { return m_origin; }  ///< "embedded" or the directory
 
  private:

@@ -1,0 +1,89 @@
+#pragma once
+// The numbers the host's resource model (src/codegen/family_*.cpp) and the kernels share, defined
+// once: the hopper family's schedule bits, the registers setmaxnreg hands over between a producer
+// warpgroup and the computing ones, and each family's shared-memory layout. Plain C++ (constexpr
+// only, no storage in the module): g++, NVRTC and hiprtc all accept it.
+#ifndef ATTN_HOST_DEVICE
+#if defined(__CUDACC__) || defined(__HIPCC__)
+#define ATTN_HOST_DEVICE __host__ __device__
+#else
+#define ATTN_HOST_DEVICE
+#endif
+#endif
+
+namespace attn_k {
+
+/// The hopper family's schedule (its search axis `schedule`; the config name's `_k<N>` is the OR of
+/// these bits, e.g. m128_n128_w12_s2_k13 = overlap | persistent | two Q tiles):
+enum hopper_schedule_bit : int {
+  /// Intra-warpgroup overlap: S of tile j+1 is issued before P V of tile j, and its softmax runs
+  /// under that product.
+  schedule_overlap = 1,
+  /// Ping-pong: the computing warpgroups take turns to issue their products (named barriers), so
+  /// one's softmax runs under the other's products. Needs two computing warpgroups.
+  schedule_pingpong = 2,
+  /// Persistent grid: one block per SM walks the tiles. The host's launch only (the grid); it does
+  /// not reach the kernel source.
+  schedule_persistent = 4,
+  /// Two Q tiles: the next tile's Q lands while this tile runs.
+  schedule_two_q = 8,
+  /// Half-width last tile: a warpgroup whose rows see at most the first half of its last K/V tile
+  /// runs its softmax and P V there over that half only. Needs BLOCK_N a multiple of 32.
+  schedule_half_last = 16,
+};
+/// Every bit: schedules are in [0, schedule_all].
+enum : int { schedule_all = 31 };
+/// The bits that change the kernel's source (the instantiation's SCHEDULE parameter).
+enum : int { schedule_kernel_bits = schedule_overlap | schedule_pingpong | schedule_two_q | schedule_half_last };
+
+/// Registers per thread a block of `threads` holds at launch under __launch_bounds__(threads, 1):
+/// the 64K register file over its threads, in multiples of 8, at most 256.
+ATTN_HOST_DEVICE constexpr int launch_registers(int threads) {
+  return 65536 / threads / 8 * 8 > 256 ? 256 : 65536 / threads / 8 * 8;
+}
+/// The register hand-over (setmaxnreg) of a block of `threads` with one producer warpgroup that
+/// keeps producer_registers: each of the `consumers` computing warpgroups' threads gets the rest of
+/// what the block holds from launch, in multiples of 8, at most 256. setmaxnreg.inc only takes
+/// registers the block already holds: asking for more waits forever (measured with 4 consumers).
+ATTN_HOST_DEVICE constexpr int consumer_registers(int threads, int consumers, int producer_registers) {
+  const int share =
+      (launch_registers(threads) * threads - 128 * producer_registers) / (consumers > 0 ? consumers * 128 : 128) / 8 * 8;
+  return share > 256 ? 256 : share;
+}
+/// What the producer warpgroup keeps: wgmma's loads with 128 threads (cp.async), hopper's with one
+/// thread (TMA): 24 beside 2 consumers, 32 beside 3 (FlashAttention-3's split: 24 / 240, 32 / 160).
+enum : int { wgmma_producer_registers = 40 };
+ATTN_HOST_DEVICE constexpr int hopper_producer_registers(int consumers) { return consumers == 2 ? 24 : 32; }
+
+/// fa2 (shared memory) and mfma (LDS): the Q tile and `stages` K and V tiles, rows of D elements
+/// padded by 8 (so ldmatrix and cp.async are free of bank conflicts for every head dim).
+ATTN_HOST_DEVICE constexpr long long padded_tiles_bytes(int block_m, int block_n, int stages, int d, int elem_bytes) {
+  return (block_m + 2LL * stages * block_n) * (d + 8) * elem_bytes;
+}
+
+/// wgmma: unpadded, swizzled Q and `stages` K and V tiles, 1024-byte aligned; then a full and an
+/// empty mbarrier per K and V stage; and 1024 bytes of room to align the tiles.
+struct wgmma_layout {
+  int block_m, block_n, stages, d, elem_bytes;
+  ATTN_HOST_DEVICE constexpr int q_bytes() const { return block_m * d * elem_bytes; }
+  ATTN_HOST_DEVICE constexpr int kv_bytes() const { return block_n * d * elem_bytes; }
+  ATTN_HOST_DEVICE constexpr int tile_bytes() const { return q_bytes() + 2 * stages * kv_bytes(); }
+  ATTN_HOST_DEVICE constexpr int shared_bytes() const { return tile_bytes() + 4 * stages * 8 + 1024; }
+};
+
+/// hopper: q_tiles Q tiles, O's own tile when o_smem (else O is staged in its Q tile), `stages` K
+/// and V tiles (K at 2 s, V at 2 s + 1), unpadded and swizzled; then the mbarriers (Q full/empty
+/// per Q tile, K and V full/empty per stage); and 1024 bytes of room to align the tiles.
+struct hopper_layout {
+  int block_m, block_n, stages, d, elem_bytes, q_tiles;
+  bool o_smem;
+  ATTN_HOST_DEVICE constexpr int q_bytes() const { return block_m * d * elem_bytes; }
+  ATTN_HOST_DEVICE constexpr int kv_bytes() const { return block_n * d * elem_bytes; }
+  ATTN_HOST_DEVICE constexpr int o_offset() const { return q_bytes() * q_tiles; }  ///< when o_smem
+  ATTN_HOST_DEVICE constexpr int kv_offset() const { return q_bytes() * (q_tiles + (o_smem ? 1 : 0)); }
+  ATTN_HOST_DEVICE constexpr int tile_bytes() const { return kv_offset() + 2 * stages * kv_bytes(); }
+  ATTN_HOST_DEVICE constexpr int barriers() const { return 2 * q_tiles + 4 * stages; }
+  ATTN_HOST_DEVICE constexpr int shared_bytes() const { return tile_bytes() + barriers() * 8 + 1024; }
+};
+
+}  // namespace attn_k
