@@ -73,6 +73,52 @@ const std::string entry_columns =
 // records_csv comes after the entry's columns in find() and get().
 constexpr int records_column = 1 + key_column_count + 9 + 3;
 
+// The problem fields the table has no column for: fields added to the list after the database was
+// made. A writer adds them (add_problem_fields); a reader refuses the file until one has.
+std::vector<const problem_field*> missing_fields(const sqlite_connection& c) {
+  std::vector<std::string> have;
+  auto q = c.prepare("PRAGMA table_info(tunings)");
+  while (q.step()) have.push_back(q.text(1));
+  std::vector<const problem_field*> out;
+  for (const auto& f : problem_fields())
+    if (std::find(have.begin(), have.end(), f.name) == have.end()) out.push_back(&f);
+  return out;
+}
+
+const char* sql_type(const problem_field& f) { return f.type == field_type::text ? "TEXT" : "INTEGER"; }
+
+// Rebuilds the table with a column for every field of the list (its rows take a new field's
+// default, a default-constructed problem's) and the key's UNIQUE over all of them, in the
+// caller's transaction. The schema version stays: it counts the table's other changes.
+void add_problem_fields(sqlite_connection& c) {
+  const auto missing = missing_fields(c);
+  if (missing.empty()) return;
+  std::vector<std::string> old_columns;
+  {
+    auto q = c.prepare("PRAGMA table_info(tunings)");
+    while (q.step()) old_columns.push_back(q.text(1));
+  }
+  std::string columns = "id INTEGER PRIMARY KEY";
+  for (const std::string& name : old_columns) {
+    if (name == "id") continue;
+    auto q = c.prepare("SELECT type, \"notnull\", dflt_value FROM pragma_table_info('tunings') WHERE name = ?1");
+    q.bind(1, name);
+    q.step();
+    columns += fmt::format(", {} {}{}{}", name, q.text(0), q.integer(1) ? " NOT NULL" : "",
+                           q.text(2).empty() ? "" : " DEFAULT " + q.text(2));
+  }
+  std::string defaults;
+  const problem none;
+  for (const problem_field* f : missing) {
+    const std::string value = f->type == field_type::text ? fmt::format("'{}'", f->get(none)) : f->get(none);
+    columns += fmt::format(", {} {} NOT NULL DEFAULT {}", f->name, sql_type(*f), value);
+  }
+  c.exec(fmt::format("CREATE TABLE tunings_new ({}, UNIQUE ({}))", columns, fmt::join(key_columns(), ", ")));
+  c.exec(fmt::format("INSERT INTO tunings_new ({0}) SELECT {0} FROM tunings", fmt::join(old_columns, ", ")));
+  c.exec("DROP TABLE tunings");
+  c.exec("ALTER TABLE tunings_new RENAME TO tunings");
+}
+
 void bind_field(sqlite_statement& q, int i, const problem_field& f, const problem& p) {
   if (f.type == field_type::text) q.bind(i, f.get(p));
   else q.bind(i, int64_t{std::stoll(f.get(p))});
@@ -143,6 +189,7 @@ void upgrade(sqlite_connection& c) {
     version = 1;
   }
   for (; version < db_schema_version; ++version) c.exec(migrations[version - 1]);
+  add_problem_fields(c);
   tx.commit();
 }
 
@@ -203,7 +250,7 @@ tuned_db tuned_db::open_once(const std::string& path) {
           "another file with --db PATH (or ATTN_TUNE_DB), or run with --no-db",
           path, version, db_schema_version, path, path));
     c.exec("PRAGMA journal_mode = WAL");
-    if (version < db_schema_version) upgrade(c);
+    if (version < db_schema_version || !missing_fields(c).empty()) upgrade(c);
     return tuned_db(std::move(c));
   } catch (const sqlite_error& e) {
     if (e.code == 26 || e.code == 11) throw not_ours(path, e.what());  // SQLITE_NOTADB, SQLITE_CORRUPT
@@ -230,6 +277,10 @@ tuned_db tuned_db::open_read_only(const std::string& path) {
           version > db_schema_version ? "newer than" : "older than", db_schema_version,
           version > db_schema_version ? "use the attn-tune that wrote it (or export it with that one)"
                                       : fmt::format("run any attn-tune tuning with --db '{}' once to upgrade it", path)));
+    if (const auto missing = missing_fields(c); !missing.empty())
+      throw invalid_input(fmt::format("'{}' has no column for the problem field '{}', which this build keys on: run any "
+                                      "attn-tune tuning with --db '{}' once to upgrade it",
+                                      path, missing.front()->name, path));
     return tuned_db(std::move(c));
   } catch (const sqlite_error& e) {
     if (e.code == 26 || e.code == 11) throw foreign(e.what());  // SQLITE_NOTADB, SQLITE_CORRUPT

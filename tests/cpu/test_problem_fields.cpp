@@ -12,6 +12,7 @@
 
 #include "cli/command_support.hpp"
 #include "core/problem.hpp"
+#include "db/sqlite.hpp"
 #include "db/tuned_db.hpp"
 #include "parsed_options.hpp"
 #include "report/bench_name.hpp"
@@ -172,6 +173,52 @@ TEST_P(problem_fields_test, the_child_process_gets_it) {
 
 INSTANTIATE_TEST_SUITE_P(every_field, problem_fields_test, ::testing::Range<size_t>(0, problem_field_count),
                          [](const auto& info) { return std::string(problem_fields()[info.param].name); });
+
+// A database made before a field joined the list (here: one without the layout column) is rebuilt
+// when a writer opens it, its rows taking the field's default; a reader refuses it until then.
+TEST(problem_fields_database, a_field_the_table_lacks_is_added_by_a_writer_and_refused_by_a_reader) {
+  temp_dir dir;
+  const std::string path = dir / "old.sqlite";
+  const problem p = base_problem();
+  {
+    std::string schema = db_schema_v1_sql();
+    for (const std::string piece : {" layout TEXT NOT NULL,", " layout,"}) {
+      const size_t at = schema.find(piece);
+      ASSERT_NE(at, std::string::npos) << piece;
+      schema.erase(at, piece.size());
+    }
+    sqlite_connection c(path, true);
+    c.exec(schema);
+    auto insert = c.prepare(
+        "INSERT INTO tunings (device, cc, sm_count, cuda_version, nvrtc_version, kernel_hashes, batch, heads, "
+        "kv_heads, q_len, kv_len, head_dim, dtype, causal, space, best_family, best_config, tflops, median_ms, "
+        "noise, max_error, runner_up, tuned_at, version, records_csv) VALUES ('NVIDIA H200', '9.0', 132, '13.0', "
+        "'13.0', 'fa2=0', 2, 8, 4, 96, 160, 64, 'bf16', 0, 'screen', 'fa2', 'm64_n64_w4_s2', 1, 0.5, 0, 0, '', "
+        "'2026-12-01 00:00:00', '0.1', ?1)");
+    insert.bind(1, csv_text({record_of(p)}));
+    insert.step();
+    c.exec("ALTER TABLE tunings ADD COLUMN sm_clock_min_mhz INTEGER NOT NULL DEFAULT 0; ALTER TABLE tunings ADD "
+           "COLUMN sm_clock_max_mhz INTEGER NOT NULL DEFAULT 0; ALTER TABLE tunings ADD COLUMN throttled INTEGER NOT "
+           "NULL DEFAULT 0; PRAGMA user_version = 2;");  // schema 2 as it is today, less the column
+  }
+  try {
+    tuned_db::open_read_only(path);
+    ADD_FAILURE() << "a database without the layout column was read";
+  } catch (const invalid_input& e) {
+    EXPECT_NE(std::string(e.what()).find("'layout'"), std::string::npos) << e.what();
+  }
+  tuned_db db = tuned_db::open(path);
+  const tuning_key k{"NVIDIA H200", "9.0", 132, "13.0", "13.0", "fa2=0", p, "screen"};
+  const auto hit = db.find(k);  // the row, with layout bhsd (the default)
+  ASSERT_TRUE(hit.has_value());
+  EXPECT_EQ(hit->best_config, "m64_n64_w4_s2");
+  tuning_key other = k;
+  other.shape.layout = layout::bshd;
+  EXPECT_FALSE(db.find(other).has_value());
+  db.put(other, {record_of(other.shape)}, "2026-12-01 00:00:01");  // the new key is unique with the field
+  EXPECT_EQ(db.list().size(), 2u);
+  EXPECT_NO_THROW(tuned_db::open_read_only(path));
+}
 
 TEST(problem_key, refuses_a_bad_missing_or_repeated_field_naming_it) {
   const std::string good = problem_key(base_problem());

@@ -74,7 +74,7 @@ class gate_gpu : public gpu_test {
     const fs::path report = m_dir / "report.csv", out = m_dir / "check.txt";
     fs::remove(report);
     const std::string command = std::string(ATTN_TUNE_BINARY) + " check --baseline " + baseline_csv +
-                                " --no-db --min-reps 10 --csv-report " + report.string() + " " + extra + " > " +
+                                " --no-db --min-reps 10 --csv " + report.string() + " " + extra + " > " +
                                 out.string() + " 2>&1";
     const int rc = exit_code_of(command);
     *verdicts = verdicts_of(report);
