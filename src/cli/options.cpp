@@ -8,6 +8,7 @@
 #include <cctype>
 #include <algorithm>
 #include <chrono>
+#include <string_view>
 
 #include "backend/runtime.hpp"
 #include "cli/option_checks.hpp"
@@ -34,6 +35,38 @@ Examples:
   attn-tune --shape 2,32,1024,128 --kv-len 8192 --kv-heads 8 --dtype fp16 --out results/mine.csv
   attn-tune --shape 1,8,512,64 --space block_m=64,128 block_n=64 warps=4 stages=2,3
   attn-tune --compile-only --arch sm_80 --shape 4,32,4096,128     # no GPU needed)";
+
+bool asks_for_help(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i)
+    if (std::string_view(argv[i]) == "-h" || std::string_view(argv[i]) == "--help") return true;
+  return false;
+}
+
+// The default space of the family that runs here (hopper on an H100/H200, else fa2; mfma on AMD),
+// and the others': --help teaches what a plain run searches on this machine.
+std::string default_space_help() {
+  std::string here;
+  try {
+    const backend b = detect_backend();
+    const device_runtime& rt = runtime_for(b);
+    if (rt.device_count(nullptr) > 0) {
+      const gpu_info gpu = rt.open_device(0);
+      const kernel_family* chosen = &default_family(b);
+      for (const kernel_family* f : families_of(b))
+        if (f->supersedes_others && runs_on(*f, gpu.desc.cc_major, gpu.desc.cc_minor)) chosen = f;
+      here = fmt::format("Default on this {} ({}): {} {}", gpu.desc.name, gpu.desc.arch, chosen->name,
+                         space_text(chosen->default_space));
+    }
+  } catch (const std::exception&) {
+    here.clear();  // no device to ask: the defaults below
+  }
+  const std::string elsewhere = fmt::format("{} {}; on an H100/H200 (sm_90): hopper {}; on AMD: mfma {}",
+                                            fa2_family().name, space_text(fa2_family().default_space),
+                                            space_text(hopper_family().default_space),
+                                            space_text(mfma_family().default_space));
+  return here.empty() ? fmt::format("Default (no GPU here): {}", elsewhere)
+                      : fmt::format("{}. Elsewhere: {}", here, elsewhere);
+}
 
 }  // namespace
 
@@ -116,9 +149,8 @@ bool parse_options(int argc, char** argv, options& out) {
                  "not run on AMD hardware yet")
       ->capture_default_str();
   app.add_option("--space", space_tokens,
-                 "Search space, axes not named keep their defaults, e.g. --space block_m=64,128 "
-                 "block_n=64 warps=4 stages=2,3 (default: block_m=64,128,256 "
-                 "block_n=32,64,128 warps=4,8 stages=1,2,3,4)");
+                 "Search space, axes not named keep their family's defaults, e.g. --space block_m=64,128 "
+                 "block_n=64 warps=4 stages=2,3. " + (asks_for_help(argc, argv) ? default_space_help() : ""));
   app.add_option("--configs", out.configs,
                  "Run exactly these configs instead of a space, e.g. m128_n64_w4_s2,m64_n64_w4_s1")
       ->delimiter(',');

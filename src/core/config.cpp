@@ -100,6 +100,13 @@ std::vector<tile_config> search_space::enumerate() const {
 }
 
 // 256-row blocks (two 16-row tiles per warp over 8 warps) won the D=128 prefill shapes on the H200.
+std::string space_text(const search_space& s) {
+  std::string out = fmt::format("block_m={} block_n={} warps={} stages={}", fmt::join(s.block_m, ","),
+                                fmt::join(s.block_n, ","), fmt::join(s.warps, ","), fmt::join(s.stages, ","));
+  if (!s.knob_name.empty()) out += fmt::format(" {}={}", s.knob_name, fmt::join(s.knob, ","));
+  return out;
+}
+
 search_space default_space() { return {{64, 128, 256}, {32, 64, 128}, {4, 8}, {1, 2, 3, 4}}; }
 
 search_space parse_space(const std::vector<std::string>& tokens) { return parse_space(tokens, default_space()); }

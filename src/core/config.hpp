@@ -37,6 +37,10 @@ struct search_space {
   std::vector<tile_config> enumerate() const;
 };
 
+/// "block_m=64,128 block_n=32,64 warps=4 stages=1,2", then " <knob_name>=..." when it has one:
+/// the space as --space writes it.
+std::string space_text(const search_space& s);
+
 /// block_m {64,128,256} x block_n {32,64,128} x warps {4,8} x stages {1,2,3,4}: 72 configs.
 search_space default_space();
 /// Tokens like {"block_m=64,128", "block_n=64", "warps=4", "stages=2,3"}; axes not named keep

@@ -12,12 +12,8 @@ std::string describe_searched(const searched_space& s) {
   std::string out = to_string(s.search);
   if (s.search == search_kind::random) out += fmt::format(" {} seed {}", s.samples, s.seed);
   if (!s.configs.empty()) return fmt::format("{}; {}: configs={}", out, fmt::join(s.families, ","), fmt::join(s.configs, ","));
-  for (size_t i = 0; i < s.families.size() && i < s.spaces.size(); ++i) {
-    const search_space& sp = s.spaces[i];
-    out += fmt::format("; {}: block_m={} block_n={} warps={} stages={}", s.families[i], fmt::join(sp.block_m, ","),
-                       fmt::join(sp.block_n, ","), fmt::join(sp.warps, ","), fmt::join(sp.stages, ","));
-    if (!sp.knob_name.empty()) out += fmt::format(" {}={}", sp.knob_name, fmt::join(sp.knob, ","));
-  }
+  for (size_t i = 0; i < s.families.size() && i < s.spaces.size(); ++i)
+    out += fmt::format("; {}: {}", s.families[i], space_text(s.spaces[i]));
   return out;
 }
 
