@@ -11,6 +11,7 @@
 #include <string_view>
 
 #include "backend/runtime.hpp"
+#include "cli/command_options.hpp"
 #include "cli/option_checks.hpp"
 #include "codegen/cache.hpp"
 #include "codegen/family.hpp"
@@ -221,50 +222,7 @@ bool parse_options(int argc, char** argv, options& out) {
 
   // Subcommands share the tuning options above (space, timing, cache, device), given before or
   // after the subcommand's name.
-  auto* sweep = app.add_subcommand("sweep", "Tune every shape of a sweep file (name,B,H,kv_heads,N,kv_len,D,causal,dtype,layout)");
-  sweep->add_option("file", out.sweep_file, "Sweep file, e.g. sweeps/llm-prefill.csv")->required();
-  sweep->add_option("--out", out.out, "Per-variant results CSV (default: results/<device>/<sweep name>.csv); "
-                                      "the best table goes beside it as <name>.best.csv");
-  sweep->add_flag("--resume", out.resume, "Keep the shapes already in --out and tune only the rest");
-  sweep->add_flag("--force", out.force, "Overwrite an existing --out");
-  sweep->add_option("--shard", out.shard, "Take a share of the rows: k/n, or auto (Slurm array / Kubernetes indexed job)");
-  sweep->add_option("--devices", out.devices, "GPUs of this host to spread the shapes over, e.g. 0,1 (one worker per GPU)")
-      ->delimiter(',');
-  sweep->fallthrough();
-  auto* merge = app.add_subcommand("merge", "Combine the CSVs of sweep shards into one table (same device and kernel sources only)");
-  merge->add_option("files", out.merge_inputs, "Shard CSVs")->required()->expected(1, -1);
-  merge->add_option("--out", out.out, "Merged CSV (the best table goes beside it)")->required();
-  merge->add_flag("--force", out.force, "Overwrite an existing --out (also one of the inputs)");
-  auto* exp = app.add_subcommand("export", "Write tuned configs as a dispatch table: csv, json or a C++ header with lookup()");
-  exp->add_option("results", out.input,
-                  "Results CSV (per-variant rows, from attn-tune or a sweep) or a tuned-results database")
-      ->required();
-  exp->add_option("--format", out.format, "csv, json or header")->capture_default_str();
-  exp->add_option("--out", out.out, "Output file (default: standard output)");
-  const char* device_name_help =
-      "Read the results of this device (its name, as `attn-tune db list` shows it) when the input holds several";
-  exp->add_option("--device-name", out.device_name, device_name_help);
-  auto* check = app.add_subcommand("check", "CI performance gate: re-run each baseline shape with its recorded best config");
-  check->add_option("--baseline", out.baseline,
-                    "Baseline results CSV (e.g. results/h200/ci-smoke.csv) or a tuned-results database")
-      ->required();
-  check->add_option("--tolerance", out.tolerance, "Allowed slowdown, as a fraction")->capture_default_str();
-  check->add_option("--csv", out.csv_report, "Also write the side-by-side table as CSV");
-  check->add_option("--markdown", out.markdown_report, "Also write it as Markdown (for a CI summary page)");
-  check->add_option("--device-name", out.device_name, device_name_help);
-  check->fallthrough();
-  auto* db = app.add_subcommand("db", "See and edit the tuned-results database: list, show ID..., forget ID..., path");
-  db->add_option("action", out.db_action, "list, show, forget or path")
-      ->required()
-      ->check(CLI::IsMember({"list", "show", "forget", "path"}));
-  db->add_option("ids", out.db_ids, "Entry ids (from db list), for show and forget");
-  db->fallthrough();
-  // Listed for --help only: main() hands `attn-tune bundle ...` to run_bundle_main, whose options
-  // are its own, before this parser runs. Anywhere else on the line it is a mistake, said below.
-  auto* bundle = app.add_subcommand(
-      "bundle", "Write a deployment bundle: a tuned table and its configs' cubins for one architecture, loaded by "
-                "libattn_tune without NVRTC (attn-tune bundle --help)");
-  bundle->prefix_command();
+  const subcommands commands = add_subcommands(app, out);
 
   try {
     app.parse(argc, argv);
@@ -279,25 +237,7 @@ bool parse_options(int argc, char** argv, options& out) {
     return false;
   }
 
-  if (bundle->parsed())
-    throw invalid_input("'bundle' must come first, with its own options: attn-tune bundle --table T --arch sm_90a "
-                        "--out model.attnb (see attn-tune bundle --help)");
-  if (sweep->parsed()) out.command = command::sweep;
-  if (exp->parsed()) out.command = command::export_table;
-  if (check->parsed()) out.command = command::check;
-  if (merge->parsed()) out.command = command::merge;
-  if (db->parsed()) out.command = command::db;
-  if (db->parsed() && out.no_db)
-    throw invalid_input(fmt::format("attn-tune db {} reads or edits the tuned-results database, which --no-db "
-                                    "turns off; leave out --no-db (--db PATH chooses another database)",
-                                    out.db_action));
-  if (out.db_path.empty()) out.db_path = default_db_path();
-  for (int d : out.devices)
-    if (d < 0) throw invalid_input(fmt::format("invalid --devices: {} is not a device ordinal", d));
-  if (exp->parsed() && out.format != "csv" && out.format != "json" && out.format != "header")
-    throw invalid_input(fmt::format("invalid --format '{}': expected csv, json or header", out.format));
-  if (check->parsed() && !(out.tolerance >= 0 && out.tolerance < 10))
-    throw invalid_input(fmt::format("invalid --tolerance {}: expected a fraction such as 0.10", out.tolerance));
+  check_subcommands(commands, out);
 
   problem s = parse_shape(shape_text);
   if (app.count("--kv-len")) s.kv_len = parse_positive_count(kv_len_text, "--kv-len");
