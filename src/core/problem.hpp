@@ -44,6 +44,9 @@ struct field_tag {
   bool glued = false;
 };
 
+/// The results CSV's schema_version that the first fields date from (the oldest that is read).
+inline constexpr int first_field_schema = 3;
+
 /// One field of `problem`, for code that handles every field alike.
 struct problem_field {
   const char* name;          ///< its column and key in the CSV, JSON, database and best table
@@ -64,9 +67,13 @@ struct problem_field {
   void (*set)(problem&, std::string_view text);
   field_tag (*tag)(const problem&);
   /// The results CSV's schema_version that added the column: files of an older schema lack it,
-  /// and their rows take the field's default (a default-constructed problem's).
-  int since_schema = 3;
+  /// and their rows take the field's default (a default-constructed problem's). A field added
+  /// after first_field_schema may also lack its column in a sweep file or the database.
+  int since_schema = first_field_schema;
 };
+
+/// Whether every file has the field's column (it dates from first_field_schema).
+inline bool in_first_schema(const problem_field& f) { return f.since_schema <= first_field_schema; }
 
 inline constexpr size_t problem_field_count = 9;
 /// How many of them have an export_key (the export's readers need the count at compile time).

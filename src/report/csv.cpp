@@ -24,7 +24,9 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// The columns: these, the problem's fields (core/problem.hpp), then the rest.
+// The columns: these, the problem's fields of the first schema (core/problem.hpp), then the rest,
+// then the fields added since (each file schema adds its columns at the end: the columns of an
+// older schema are a prefix of today's).
 constexpr std::array leading_columns{"schema_version", "device", "arch", "cc", "sm_count", "cuda_version",
                                      "nvrtc_version", "family"};
 // clang-format off
@@ -36,23 +38,48 @@ constexpr std::array trailing_columns{
     "noise", "measured", "sm_clock_before_mhz", "sm_clock_after_mhz", "temperature_c", "power_w",
     "throttle", "tied", "inputs", "bound"};
 // clang-format on
-constexpr size_t first_field_column = leading_columns.size();
 constexpr size_t column_count = leading_columns.size() + problem_field_count + trailing_columns.size();
-// Schema 3 files end before "noise", schema 4 files before "inputs"; the columns from there on
-// are read when present.
-constexpr size_t schema3_columns = column_count - 10;
-constexpr size_t schema4_columns = column_count - 2;
+
+// The fields in column order: those of the first schema, then the later ones.
+const std::vector<const problem_field*> fields_in_order = [] {
+  std::vector<const problem_field*> out;
+  for (const auto& f : problem_fields())
+    if (in_first_schema(f)) out.push_back(&f);
+  for (const auto& f : problem_fields())
+    if (!in_first_schema(f)) out.push_back(&f);
+  return out;
+}();
+const size_t first_schema_field_count = [] {
+  size_t n = 0;
+  for (const auto& f : problem_fields()) n += in_first_schema(f);
+  return n;
+}();
 
 const std::array<const char*, column_count> column_names = [] {
   std::array<const char*, column_count> names{};
   size_t i = 0;
   for (const char* n : leading_columns) names[i++] = n;
-  for (const auto& f : problem_fields()) names[i++] = f.name;
+  for (size_t k = 0; k < first_schema_field_count; ++k) names[i++] = fields_in_order[k]->name;
   for (const char* n : trailing_columns) names[i++] = n;
+  for (size_t k = first_schema_field_count; k < problem_field_count; ++k) names[i++] = fields_in_order[k]->name;
   return names;
 }();
 
-bool is_field_column(size_t i) { return i >= first_field_column && i < first_field_column + problem_field_count; }
+// Schema 3 files end before "noise", schema 4 files before "inputs", schema 5 before the fields
+// added since; the columns from there on are read when present.
+const size_t schema3_columns = leading_columns.size() + first_schema_field_count + trailing_columns.size() - 10;
+const size_t schema4_columns = schema3_columns + 8;
+const size_t schema5_columns = schema4_columns + 2;
+
+// Reads a field's text into r; a field added after the file's schema takes its default when blank.
+void read_field(record& r, const problem_field& f, const std::string& text, int version) {
+  if (text.empty() && version < f.since_schema) return;
+  try {
+    f.set(r.shape, text);
+  } catch (const invalid_input& e) {
+    throw invalid_input(fmt::format("column '{}': {}", f.name, e.what()));
+  }
+}
 
 invalid_input read_error(const std::string& path, const std::string& detail) {
   return invalid_input(fmt::format("cannot read results CSV '{}': {}", path, detail));
@@ -118,15 +145,7 @@ record parse_record(const std::array<std::string, column_count>& f) {
   r.device.cuda_version = next();
   r.device.nvrtc_version = next();
   r.family = next();
-  for (const auto& field : problem_fields()) {
-    const std::string& text = next();
-    if (text.empty() && version < field.since_schema) continue;  // an older file: the default
-    try {
-      field.set(r.shape, text);
-    } catch (const invalid_input& e) {
-      throw invalid_input(fmt::format("column '{}': {}", column(), e.what()));
-    }
-  }
+  for (size_t k = 0; k < first_schema_field_count; ++k) read_field(r, *fields_in_order[k], next(), version);
   const std::string& config_text = next();
   r.config.block_m = integer();
   r.config.block_n = integer();
@@ -177,6 +196,8 @@ record parse_record(const std::array<std::string, column_count>& f) {
   r.bound = next();
   if (!r.bound.empty() && r.bound != "naive" && r.bound != "rounding")
     throw invalid_input(fmt::format("column 'bound': expected naive, rounding or nothing, got '{}'", r.bound));
+  for (size_t k = first_schema_field_count; k < problem_field_count; ++k)
+    read_field(r, *fields_in_order[k], next(), version);
   return r;
 }
 
@@ -210,10 +231,11 @@ const std::vector<std::string>& csv_columns() {
 std::string csv_row(const record& r) {
   const auto& d = r.device;
   const auto& c = r.config;
-  std::string fields;
-  for (const auto& f : problem_fields()) fields += csv_field(f.get(r.shape)) + ',';
+  std::string fields, later_fields;
+  for (size_t k = 0; k < problem_field_count; ++k)
+    (k < first_schema_field_count ? fields : later_fields) += csv_field(fields_in_order[k]->get(r.shape)) + ',';
   return fmt::format(
-      "{},{},{},{}.{},{},{},{},{},{}{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+      "{},{},{},{}.{},{},{},{},{},{}{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}{}",
       csv_schema_version, csv_field(d.name), csv_field(d.arch), d.cc_major, d.cc_minor, d.sm_count,
       csv_field(d.cuda_version), csv_field(d.nvrtc_version), csv_field(r.family), fields,
       name(c), c.block_m, c.block_n, c.warps, c.stages, to_string(r.status),
@@ -221,7 +243,8 @@ std::string csv_row(const record& r) {
       r.shared_memory_bytes, r.reps, r.median_ms, r.iqr_ms, r.tflops, r.max_error, r.allowed_error,
       r.materialized_bytes, r.fused_extra_bytes, r.memory_saving_ratio, r.rank, csv_field(r.kernel_hash),
       r.noise, to_string(r.measured), r.clocks.sm_clock_before_mhz, r.clocks.sm_clock_after_mhz,
-      r.clocks.temperature_c, r.clocks.power_w, r.clocks.throttle, r.tied ? 1 : 0, to_string(r.inputs), r.bound);
+      r.clocks.temperature_c, r.clocks.power_w, r.clocks.throttle, r.tied ? 1 : 0, to_string(r.inputs), r.bound,
+      later_fields.empty() ? "" : "," + later_fields.substr(0, later_fields.size() - 1));
 }
 
 void write_csv(const std::string& path, const std::vector<record>& rows) {
@@ -253,12 +276,12 @@ std::vector<record> read_records(const std::string& path, std::string_view text,
                column_names);
     // A schema 3 file lacks the columns from "noise" on, a schema 4 file those from "inputs" on;
     // any other missing column is an error.
-    const size_t needed = reader.has_column(column_names[schema4_columns])   ? column_count
+    // The fields added since schema 5 are never needed: a file without them reads with defaults.
+    const size_t needed = reader.has_column(column_names[schema4_columns])   ? schema5_columns
                           : reader.has_column(column_names[schema3_columns]) ? schema4_columns
                                                                              : schema3_columns;
     for (size_t i = 0; i < needed; ++i)
-      if (!reader.has_column(column_names[i]) &&
-          !(is_field_column(i) && problem_fields()[i - first_field_column].since_schema > csv_schema_version_without_end_line))
+      if (!reader.has_column(column_names[i]))
         throw read_error(path, fmt::format("the header lacks column '{}'", column_names[i]));
     std::array<std::string, column_count> fields;
     while (std::apply([&](auto&... f) { return reader.read_row(f...); }, fields)) {

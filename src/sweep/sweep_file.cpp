@@ -62,7 +62,15 @@ std::vector<sweep_row> read_sweep_file(const std::string& path) {
         reader(path, text.data(), text.data() + text.size());
     std::array<const char*, columns> names{"name"};
     for (size_t i = 0; i < problem_field_count; ++i) names[i + 1] = problem_fields()[i].sweep_column;
-    std::apply([&](auto... n) { reader.read_header(io::ignore_no_column, n...); }, names);
+    // Every column of the first fields must be there (blank cells take defaults); a field added
+    // later may lack its column, so files written before it still read.
+    std::apply([&](auto... n) { reader.read_header(io::ignore_missing_column, n...); }, names);
+    for (size_t i = 0; i < columns; ++i) {
+      const bool later = i > 0 && !in_first_schema(problem_fields()[i - 1]);
+      if (!later && !reader.has_column(names[i]))
+        throw invalid_input(fmt::format("cannot read sweep file '{}': Missing column \"{}\" in header of file \"{}\".",
+                                        path, names[i], path));
+    }
     std::array<std::string, columns> cells;
     while (std::apply([&](auto&... c) { return reader.read_row(c...); }, cells)) {
       const std::string where = fmt::format("{}:{}", path, reader.get_file_line());
