@@ -12,6 +12,7 @@
 #include <cuda_runtime_api.h>
 
 #include "attn_tune/attn_tune.hpp"
+#include "library_gpu_fixture.hpp"
 #include "reference.hpp"  // examples/cpp: bits <-> float
 
 namespace {
@@ -140,17 +141,7 @@ double max_error(const std::vector<float>& got, const std::vector<double>& want)
   return e;
 }
 
-class LibraryArgumentsGpu : public testing::Test {
- protected:
-  void SetUp() override {
-    int count = 0;
-    if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) GTEST_SKIP() << "no CUDA device";
-    attn_tune::context_options o;
-    o.cache_dir = std::string(ATTN_TUNE_BINARY_DIR) + "/test-cache";
-    m_ctx.emplace(o);
-  }
-  std::optional<attn_tune::context> m_ctx;
-};
+class LibraryArgumentsGpu : public library_gpu_test {};
 
 TEST_F(LibraryArgumentsGpu, ANonDefaultSoftmaxScaleIsTheOneApplied) {
   auto p = attn_tune::make_problem(1, 2, 2, 128, 192, 64);

@@ -13,6 +13,7 @@
 #include <cuda_runtime_api.h>
 
 #include "attn_tune/attn_tune.hpp"
+#include "library_gpu_fixture.hpp"
 #include "reference.hpp"  // examples/cpp
 
 namespace {
@@ -53,17 +54,7 @@ std::pair<double, double> run_and_compare(attn_tune::context& ctx, const attn_tu
   return {r.error, r.allowed};
 }
 
-class LibraryForward : public testing::Test {
- protected:
-  void SetUp() override {
-    int count = 0;
-    if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) GTEST_SKIP() << "no CUDA device";
-    attn_tune::context_options o;
-    o.cache_dir = std::string(ATTN_TUNE_BINARY_DIR) + "/test-cache";
-    m_ctx.emplace(o);
-  }
-  std::optional<attn_tune::context> m_ctx;
-};
+class LibraryForward : public library_gpu_test {};
 
 void expect_passes(attn_tune::context& ctx, const attn_tune::problem& p) {
   const auto [error, allowed] = run_and_compare(ctx, p, 7);

@@ -1,0 +1,23 @@
+#pragma once
+// The library's GPU tests share one fixture: skipped without a CUDA device, else a context whose
+// kernel cache is the build's test cache.
+#include <gtest/gtest.h>
+
+#include <optional>
+#include <string>
+
+#include <cuda_runtime_api.h>
+
+#include "attn_tune/attn_tune.hpp"
+
+class library_gpu_test : public testing::Test {
+ protected:
+  void SetUp() override {
+    int count = 0;
+    if (cudaGetDeviceCount(&count) != cudaSuccess || count == 0) GTEST_SKIP() << "no CUDA device";
+    attn_tune::context_options o;
+    o.cache_dir = std::string(ATTN_TUNE_BINARY_DIR) + "/test-cache";
+    m_ctx.emplace(o);
+  }
+  std::optional<attn_tune::context> m_ctx;
+};
