@@ -9,8 +9,15 @@
 //
 // Shared memory rows are padded by 8 elements (16 bytes): the row pitch is then an odd number of
 // 16-byte chunks, which keeps ldmatrix and cp.async free of bank conflicts for every head dim.
+//
+// Decode (few query rows, many keys): PACK puts the rows of the heads that share a K/V head in one
+// M tile (row m of a K/V head's packed rows is query row m / group of head kv_head * group +
+// m % group), so each K/V tile is read once per K/V head; SPLIT shares a row block's K/V tiles
+// among num_splits blocks (blockIdx.x = row block * num_splits + split), each writing its
+// normalized O in fp32 and its LSE to the workspace, merged by combine_splits.
 #include "common/attention.cuh"
 #include "common/resources.cuh"
+#include "common/split_merge.cuh"
 
 namespace attn_k {
 
@@ -19,12 +26,13 @@ struct bool_constant {
   static constexpr bool value = B;
 };
 
-template <bool BF16_, int D_, int BLOCK_M_, int BLOCK_N_, int WARPS_, int STAGES_, bool CAUSAL_>
+template <bool BF16_, int D_, int BLOCK_M_, int BLOCK_N_, int WARPS_, int STAGES_, bool CAUSAL_,
+          bool PACK_ = false, bool SPLIT_ = false>
 struct fa2_config {
   static constexpr bool BF16 = BF16_;
   static constexpr int D = D_, BLOCK_M = BLOCK_M_, BLOCK_N = BLOCK_N_;
   static constexpr int WARPS = WARPS_, STAGES = STAGES_;
-  static constexpr bool CAUSAL = CAUSAL_;
+  static constexpr bool CAUSAL = CAUSAL_, PACK = PACK_, SPLIT = SPLIT_;
   static constexpr int THREADS = WARPS * 32;
   static constexpr int WARP_M = BLOCK_M / WARPS;  ///< query rows per warp
   static constexpr int MI = WARP_M / 16;          ///< 16-row mma tiles per warp
@@ -52,13 +60,51 @@ __device__ __forceinline__ void load_tile(unsigned smem, const elem_bits* base, 
   }
 }
 
+/// Where packed row m (PACK) or query row m of one (batch, head) lives in Q and O: its head and
+/// its query row.
+template <class C>
+struct q_rows {
+  int head, group;
+  __device__ __forceinline__ int head_of(int m) const { return C::PACK ? head * group + m % group : head; }
+  __device__ __forceinline__ int row_of(int m) const { return C::PACK ? m / group : m; }
+};
+
+/// The Q tile of rows [m0, m0 + BLOCK_M) of `rows` (PACK: gathered from the group's heads).
+template <class C>
+__device__ __forceinline__ void load_q(unsigned smem, const fwd_params& p, const elem_bits* q_batch,
+                                       q_rows<C> at, int m0, int rows) {
+  constexpr int CHUNKS = C::D / 8;
+  for (int c = threadIdx.x; c < C::BLOCK_M * CHUNKS; c += C::THREADS) {
+    const int r = c / CHUNKS, col = (c % CHUNKS) * 8, m = m0 + r;
+    const bool valid = m < rows;
+    const elem_bits* src =
+        q_batch + (valid ? at.head_of(m) * p.q_head_stride + at.row_of(m) * p.q_row_stride + col : 0);
+    cp_async_16(smem + (r * C::PITCH + col) * 2, src, valid);
+  }
+}
+
+/// A mask's row limits for packed rows: packed row m is query row m / group.
+template <class Masks>
+struct packed_row_masks {
+  Masks rows;
+  int group;
+  template <int COLS>
+  __device__ __forceinline__ auto row(int m, int n0, int part) const {
+    return rows.template row<COLS>(m / group, n0, part);
+  }
+};
+
+/// One block's view of the lengths its mask reads (attention_mask's Lengths).
+struct seq_lengths {
+  int q_len, kv_len;
+};
+
 /// One K/V tile: S = Q K^T, online softmax, O += P V. MASK: the tile is partial (the mask applies).
-template <class C, bool MASK>
+template <class C, bool MASK, class Masks>
 __device__ __forceinline__ void attend_tile(unsigned q_smem, unsigned k_smem, unsigned v_smem,
                                             float (&acc)[C::MI][C::D / 8][4],
                                             float (&row_max)[C::MI][2], float (&row_sum)[C::MI][2],
-                                            int n0, int first_row, const typename attention_mask<C::CAUSAL>::row_masks& mask,
-                                            float scale_log2) {
+                                            int n0, int first_row, const Masks& mask, float scale_log2) {
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   float s[C::MI][C::BLOCK_N / 8][4];
 #pragma unroll
@@ -147,19 +193,37 @@ __device__ void fa2_forward(const fwd_params& p) {
   auto k_stage = [&](int s) { return kv_smem + (2 * s) * C::KV_ELEMS * 2; };
   auto v_stage = [&](int s) { return kv_smem + (2 * s + 1) * C::KV_ELEMS * 2; };
 
-  // Causal: the heaviest query blocks (last rows) are launched first.
-  const int m_block = C::CAUSAL ? gridDim.x - 1 - blockIdx.x : blockIdx.x;
-  const int head = blockIdx.y, batch = blockIdx.z;
+  // Causal: the heaviest query blocks (last rows) are launched first. SPLIT: the splits of a row
+  // block are neighbours in x.
+  const int splits = C::SPLIT ? p.num_splits : 1;
+  const int split = C::SPLIT ? blockIdx.x % splits : 0;
+  const int m_blocks = C::SPLIT ? gridDim.x / splits : gridDim.x;
+  const int m_index = C::SPLIT ? blockIdx.x / splits : blockIdx.x;
+  const int m_block = C::CAUSAL ? m_blocks - 1 - m_index : m_index;
+  const int head = blockIdx.y, batch = blockIdx.z;  // PACK: head is the K/V head
   const int m0 = m_block * C::BLOCK_M;
-  const attention_mask<C::CAUSAL> mask = attention_mask<C::CAUSAL>::of(p);
+  const int group = C::PACK ? p.group : 1;
+  const int rows = p.q_len * group;  // query rows of the block's head(s)
+  const q_rows<C> at{head, group};
+  const seq_lengths lengths{p.q_len, p.kv_len};
+  const attention_mask<C::CAUSAL, seq_lengths> mask = attention_mask<C::CAUSAL, seq_lengths>::of(lengths);
 
-  const head_inputs in = inputs_of(p, batch, head);
-  const elem_bits *q = in.q, *k = in.k, *v = in.v;
-  const kv_tile_range range = mask.template range<C::BLOCK_M, C::BLOCK_N>(m0);
+  const elem_bits* q_batch = static_cast<const elem_bits*>(p.q) + batch * p.q_batch_stride;
+  const head_inputs in = inputs_of(p, batch, C::PACK ? head * group : head);
+  const elem_bits *k = in.k, *v = in.v;
+  // The query rows [q_first, q_last] the block holds, and the tiles they attend to.
+  const int q_first = at.row_of(m0), q_last = at.row_of(min(m0 + C::BLOCK_M, rows) - 1);
+  kv_tile_range range{0, (mask.keys_end(q_first, q_last - q_first + 1) + C::BLOCK_N - 1) / C::BLOCK_N};
+  if (C::SPLIT) {  // this split's share; empty when there are more splits than tiles
+    const int per = (range.count() + splits - 1) / splits;
+    range.first = min(range.end, split * per);
+    range.end = min(range.end, range.first + per);
+  }
   // Tiles [full_first, full_end) are attended unmasked. Causal: two loops rather than a branch per
   // tile keep the mask's registers out of the hot loop (measured faster on the H200; for
   // non-causal the single loop below was faster).
-  const kv_full_tiles full = mask.template full_tiles<C::BLOCK_N>(m0, range);
+  kv_full_tiles full = mask.template full_tiles<C::BLOCK_N>(q_first, range);
+  full.full_end = max(full.full_end, full.full_first);  // a split past the unmasked tiles
 
   float acc[C::MI][C::D / 8][4];
   float row_max[C::MI][2], row_sum[C::MI][2];
@@ -173,16 +237,20 @@ __device__ void fa2_forward(const fwd_params& p) {
     row_sum[mi][0] = row_sum[mi][1] = 0.f;
   }
 
-  load_tile<C>(q_smem, q, p.q_row_stride, m0, p.q_len, C::BLOCK_M);
+  load_q<C>(q_smem, p, q_batch, at, m0, rows);
   cp_async_commit();
   auto load_kv = [&](int j, int stage) {
-    load_tile<C>(k_stage(stage), k, p.kv_row_stride, j * C::BLOCK_N, p.kv_len, C::BLOCK_N);
-    load_tile<C>(v_stage(stage), v, p.kv_row_stride, j * C::BLOCK_N, p.kv_len, C::BLOCK_N);
+    load_tile<C>(k_stage(stage), k, p.kv_row_stride, j * C::BLOCK_N, mask.kv_len(), C::BLOCK_N);
+    load_tile<C>(v_stage(stage), v, p.kv_row_stride, j * C::BLOCK_N, mask.kv_len(), C::BLOCK_N);
   };
   auto attend = [&](int j, int stage, auto masked) {
-    attend_tile<C, decltype(masked)::value>(q_smem, k_stage(stage), v_stage(stage), acc, row_max,
-                                            row_sum, j * C::BLOCK_N, m0, mask.rows(),
-                                            p.scale_log2);
+    if constexpr (C::PACK)
+      attend_tile<C, decltype(masked)::value>(q_smem, k_stage(stage), v_stage(stage), acc, row_max, row_sum,
+                                              j * C::BLOCK_N, m0, packed_row_masks<decltype(mask.rows())>{mask.rows(), group},
+                                              p.scale_log2);
+    else
+      attend_tile<C, decltype(masked)::value>(q_smem, k_stage(stage), v_stage(stage), acc, row_max, row_sum,
+                                              j * C::BLOCK_N, m0, mask.rows(), p.scale_log2);
   };
 
   // Tile j of the range goes through ring stage (j - range.first) % STAGES. The tiles are
@@ -241,9 +309,14 @@ __device__ void fa2_forward(const fwd_params& p) {
   cp_async_wait<0>();
   __syncthreads();  // all warps done with shared memory: Q's tile becomes the output staging area
 
-  // Normalize, write O (through shared memory, for 16-byte coalesced stores) and the LSE.
+  // Normalize, write O and the LSE: through shared memory for 16-byte coalesced stores; SPLIT:
+  // this split's O in fp32 and its LSE, straight from the registers, to the workspace.
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4, t = lane % 4;
   elem_bits* o_stage = reinterpret_cast<elem_bits*>(shared_raw);
+  // Row (b, h, i) of the output, [B, H, Nq]; SPLIT: of this split's part of the workspace.
+  auto out_row = [&](int m) {
+    return ((long long)(split * p.batch + batch) * p.heads + at.head_of(m)) * p.q_len + at.row_of(m);
+  };
 #pragma unroll
   for (int mi = 0; mi < C::MI; ++mi) {
 #pragma unroll
@@ -251,27 +324,68 @@ __device__ void fa2_forward(const fwd_params& p) {
       const float sum = quad_sum(row_sum[mi][h]);
       const float inv = sum > 0.f ? 1.f / sum : 0.f;
       const int r = warp * C::WARP_M + mi * 16 + g + h * 8;
+      if (C::SPLIT) {
+        if (m0 + r < rows) {
+          float* o_part = p.o_partial + out_row(m0 + r) * C::D;
 #pragma unroll
-      for (int df = 0; df < C::D / 8; ++df) {
-        *reinterpret_cast<unsigned*>(&o_stage[r * C::PITCH + df * 8 + t * 2]) =
-            pack2<C::BF16>(acc[mi][df][h * 2] * inv, acc[mi][df][h * 2 + 1] * inv);
+          for (int df = 0; df < C::D / 8; ++df)
+            *reinterpret_cast<float2*>(o_part + df * 8 + t * 2) =
+                make_float2(acc[mi][df][h * 2] * inv, acc[mi][df][h * 2 + 1] * inv);
+        }
+      } else {
+#pragma unroll
+        for (int df = 0; df < C::D / 8; ++df) {
+          *reinterpret_cast<unsigned*>(&o_stage[r * C::PITCH + df * 8 + t * 2]) =
+              pack2<C::BF16>(acc[mi][df][h * 2] * inv, acc[mi][df][h * 2 + 1] * inv);
+        }
       }
-      if (t == 0 && m0 + r < p.q_len) {
+      if (t == 0 && m0 + r < rows) {
         const float lse = sum > 0.f ? (row_max[mi][h] * p.scale_log2 + log2f(sum)) * 0.69314718056f
                                     : neg_inf();
-        p.lse[((long long)batch * p.heads + head) * p.q_len + m0 + r] = lse;
+        (C::SPLIT ? p.lse_partial : p.lse)[out_row(m0 + r)] = lse;
       }
     }
   }
+  if (C::SPLIT) return;
   __syncthreads();
-  elem_bits* o = static_cast<elem_bits*>(p.o) + batch * p.q_batch_stride + head * p.q_head_stride;
   constexpr int CHUNKS = C::D / 8;
   for (int c = threadIdx.x; c < C::BLOCK_M * CHUNKS; c += C::THREADS) {
-    const int r = c / CHUNKS, col = (c % CHUNKS) * 8;
-    if (m0 + r < p.q_len)
-      *reinterpret_cast<uint4*>(o + (m0 + r) * p.q_row_stride + col) =
+    const int r = c / CHUNKS, col = (c % CHUNKS) * 8, m = m0 + r;
+    if (m < rows) {
+      elem_bits* o = static_cast<elem_bits*>(p.o) + batch * p.q_batch_stride + at.head_of(m) * p.q_head_stride;
+      *reinterpret_cast<uint4*>(o + at.row_of(m) * p.q_row_stride + col) =
           *reinterpret_cast<const uint4*>(&o_stage[r * C::PITCH + col]);
+    }
   }
+}
+
+/// Split-KV's combine step: O and LSE of each row (b, h, i) from its splits' partial O and LSE:
+/// lse = log(sum_s exp(lse_s)), O = sum_s exp(lse_s - lse) O_s. One warp per row, 4 per block;
+/// a row no split saw a key of (every lse_s -inf) gets O = 0 and LSE = -inf.
+template <bool BF16, int D>
+__device__ void combine_splits(const fwd_params& p) {
+  const int lane = threadIdx.x % 32;
+  const long long rows = (long long)p.batch * p.heads * p.q_len;
+  const long long row = (long long)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+  if (row >= rows) return;
+  auto lse_at = [&](int s) { return p.lse_partial[s * rows + row]; };
+  auto warp_max = [](float x) {
+#pragma unroll
+    for (int o = 16; o > 0; o /= 2) x = fmaxf(x, warp_xor(x, o));
+    return x;
+  };
+  auto warp_sum = [](float x) {
+#pragma unroll
+    for (int o = 16; o > 0; o /= 2) x += warp_xor(x, o);
+    return x;
+  };
+  const float lse = merged_lse<32>(lane, p.num_splits, lse_at, warp_max, warp_sum);
+  const int i = row % p.q_len, h = (row / p.q_len) % p.heads, b = row / ((long long)p.q_len * p.heads);
+  elem_bits* o = static_cast<elem_bits*>(p.o) + b * p.q_batch_stride + h * p.q_head_stride + i * p.q_row_stride;
+  for (int d = lane; d < D; d += 32)
+    o[d] = from_float<BF16>(
+        merged_o(p.num_splits, lse, lse_at, [&](int s) { return p.o_partial[(s * rows + row) * D + d]; }));
+  if (lane == 0) p.lse[row] = lse;
 }
 
 }  // namespace attn_k

@@ -48,12 +48,13 @@ enum class tile_kind { empty, partial, full };
 /// Extending it (sliding window, split-KV, per-sequence lengths): key_begin(i) > 0 gives a range
 /// with first > 0 and partial tiles on both of its edges (full_first > first); kv_len per batch
 /// entry comes in through the constructor; a split-KV block intersects range() with its share.
-template <bool CAUSAL>
+/// Lengths: fwd_params, or any type with q_len and kv_len (fa2's per-block view of them).
+template <bool CAUSAL, class Lengths = fwd_params>
 struct attention_mask {
-  const fwd_params* params;  ///< read where used, as the kernels did before the mask existed
+  const Lengths* params;  ///< read where used, as the kernels did before the mask existed
   int causal_offset;
 
-  __device__ __forceinline__ static attention_mask of(const fwd_params& p) {
+  __device__ __forceinline__ static attention_mask of(const Lengths& p) {
     return {&p, p.kv_len - p.q_len};  // bottom-right alignment
   }
   __device__ __forceinline__ int q_len() const { return params->q_len; }

@@ -19,6 +19,15 @@ struct fwd_params {
   int group;            ///< heads / kv_heads: query head h reads kv head h / group
   float scale_log2;     ///< softmax scale * log2(e)
   float softmax_scale;  ///< 1 / sqrt(D) by default
+  // Decode (the fa2 family's split-KV and packed GQA; other families leave these unset).
+  int batch;
+  /// Split-KV: num_splits blocks share each row block's K/V tiles; each writes its normalized O
+  /// (fp32, [splits, B, H, Nq, D]) to o_partial and its LSE ([splits, B, H, Nq]) to lse_partial,
+  /// and the combine kernel merges them into o and lse. num_splits 0 or 1: no split.
+  int num_splits;
+  float* o_partial;
+  float* lse_partial;
+  long long workspace_floats;  ///< what o_partial has room for (the host checks it)
 };
 
 }  // namespace attn_k

@@ -71,7 +71,7 @@ int run_check(const options& opt) {
       change = kernel_change(b, fmt::format("{:016x}", cache.kernels().hash_of(find_family(b.family).source_files)));
     tune_options t = make_tune_options(opt, progress);
     t.family = b.family;  // the recorded best, whichever family it came from
-    t.space = {{b.config.block_m}, {b.config.block_n}, {b.config.warps}, {b.config.stages}, {b.config.knob}};
+    t.space = only(b.config);
     t.progress = [&](const std::string& text) {
       progress(fmt::format("shape {}/{} {}: {}", i + 1, baseline.size(), describe(b.shape), text));
     };

@@ -46,18 +46,19 @@ std::optional<std::string> tiling_reason(const tile_config& c, const char* group
 
 std::string instantiation_stub(const char* header, const char* entry, const char* forward, const char* config,
                                int threads, const tile_config& c, const problem& s, int min_blocks,
-                               const std::string& attributes) {
+                               const std::string& attributes, const std::string& extra_args) {
   const std::string bounds = min_blocks > 0 ? fmt::format("{}, {}", threads, min_blocks) : std::to_string(threads);
   return fmt::format(
       "#include \"{header}\"\n"
       "extern \"C\" __global__ void __launch_bounds__({bounds}){attributes} {entry}(const attn_k::fwd_params p) {{\n"
-      "  attn_k::{forward}<attn_k::{config}<{bf16}, {d}, {bm}, {bn}, {w}, {st}, {causal}>>(p);\n"
+      "  attn_k::{forward}<attn_k::{config}<{bf16}, {d}, {bm}, {bn}, {w}, {st}, {causal}{extra}>>(p);\n"
       "}}\n",
       fmt::arg("header", header), fmt::arg("entry", entry), fmt::arg("forward", forward),
       fmt::arg("config", config), fmt::arg("bounds", bounds),
       fmt::arg("attributes", attributes.empty() ? "" : " " + attributes), fmt::arg("bf16", s.dtype == dtype::bf16),
       fmt::arg("d", s.head_dim), fmt::arg("bm", c.block_m), fmt::arg("bn", c.block_n), fmt::arg("w", c.warps),
-      fmt::arg("st", c.stages), fmt::arg("causal", s.causal));
+      fmt::arg("st", c.stages), fmt::arg("causal", s.causal),
+      fmt::arg("extra", extra_args.empty() ? "" : ", " + extra_args));
 }
 
 }  // namespace attn

@@ -44,6 +44,8 @@ struct kernel_family {
   /// On a device it runs on, a run with the default families searches only the families marked
   /// so (the others never won there: kernels/NOTES.md), unless all of them refuse the shape.
   bool supersedes_others = false;
+  /// Split-KV's second kernel (the instantiation defines it when splits > 1); empty: none.
+  std::string combine_symbol;
 };
 
 /// Whether the family's kernels run on a device of this compute capability (CUDA families).

@@ -1,7 +1,11 @@
+#include <climits>
+
 #include <fmt/format.h>
 
 #include "codegen/family.hpp"
 #include "codegen/family_parts.hpp"
+#include "codegen/kernel_args.hpp"
+#include "codegen/launch_plan.hpp"
 
 namespace attn {
 
@@ -35,11 +39,60 @@ std::optional<std::string> fa2_reject(const tile_config& c, const problem& s,
     return fmt::format("shared memory {} KiB exceeds the device's {} KiB per block",
                        (bytes + 1023) / 1024, limits.shared_memory_per_block / 1024);
   if (limits.cc_major < 8) return std::string("mma.sync bf16/fp16 m16n8k16 needs sm_80 or newer");
+  if (c.splits < 1) return fmt::format("splits {} is not positive", c.splits);
+  if (c.pack_gqa != 0 && c.pack_gqa != 1) return fmt::format("pack_gqa {} is not 0 or 1", c.pack_gqa);
+  if (c.pack_gqa && s.kv_heads == s.heads)
+    return std::string("pack_gqa 1 needs fewer K/V heads than query heads (GQA/MQA)");
   return std::nullopt;
 }
 
 std::string fa2_instantiation(const tile_config& c, const problem& s) {
-  return instantiation_stub("fa2.cuh", "attn_fa2", "fa2_forward", "fa2_config", fa2_threads(c), c, s);
+  const bool split = c.splits > 1, pack = c.pack_gqa != 0;
+  // The split count is a launch parameter: every split count > 1 shares one binary.
+  // A decode variant's bounds say one block per SM at least: without it ptxas held one-warp
+  // blocks to 168 registers and spilled (D=64, 128-key tiles, split).
+  std::string text = instantiation_stub("fa2.cuh", "attn_fa2", "fa2_forward", "fa2_config", fa2_threads(c), c, s,
+                                        split || pack ? 1 : 0, "", split || pack ? fmt::format("{}, {}", pack, split) : "");
+  if (split)
+    text += fmt::format(
+        "extern \"C\" __global__ void __launch_bounds__(128) attn_fa2_combine(const attn_k::fwd_params p) {{\n"
+        "  attn_k::combine_splits<{}, {}>(p);\n}}\n",
+        s.dtype == dtype::bf16, s.head_dim);
+  return text;
+}
+
+// The grid over packed or per-head rows times the splits, and split-KV's workspace and combine.
+void fa2_plan(launch_plan& plan, const tile_config& c, const problem& s, const attn_k::fwd_params& params,
+              const gpu_info&) {
+  attn_k::fwd_params p = params;
+  const int64_t rows = c.pack_gqa ? s.q_len * (s.heads / s.kv_heads) : s.q_len;
+  const int64_t blocks_x = (rows + c.block_m - 1) / c.block_m * c.splits;
+  if (blocks_x > INT_MAX) throw invalid_input(fmt::format("{} row blocks exceed the grid's limit", blocks_x));
+  plan.grid = {static_cast<unsigned>(blocks_x), static_cast<unsigned>(c.pack_gqa ? s.kv_heads : s.heads),
+               static_cast<unsigned>(s.batch)};
+  p.num_splits = c.splits;
+  if (c.splits > 1) {
+    const int64_t need = split_workspace_floats(s, c.splits);
+    if (p.o_partial == nullptr || p.workspace_floats < need)
+      throw invalid_input(fmt::format("split-KV over {} splits needs a workspace of {} bytes; {} were given",
+                                      c.splits, need * 4, p.o_partial ? p.workspace_floats * 4 : 0));
+    if (plan.combine == nullptr) throw invalid_input("the variant was loaded without its combine kernel");
+    p.lse_partial = p.o_partial + c.splits * s.batch * s.heads * s.q_len * s.head_dim;
+    const int64_t out_rows = s.batch * s.heads * s.q_len;
+    plan.combine_grid = {static_cast<unsigned>((out_rows + 3) / 4)};
+    plan.combine_block = {128};
+  } else {
+    plan.combine = nullptr;
+  }
+  plan.set_argument(p);
+}
+
+search_space fa2_space() {
+  search_space space = default_space();
+  space.decode_axes = true;
+  space.splits.clear();  // chosen per problem (for_problem)
+  space.pack_gqa.clear();
+  return space;
 }
 
 }  // namespace
@@ -47,10 +100,14 @@ std::string fa2_instantiation(const tile_config& c, const problem& s) {
 const kernel_family& fa2_family() {
   static const kernel_family family{
       "fa2",           backend::cuda,     "attn_fa2",
-      8,               default_space(),   fa2_shared_memory,
+      8,               fa2_space(),       fa2_shared_memory,
       fa2_threads,     fa2_reject,        fa2_instantiation,
       {"--use_fast_math"},
-      family_sources({"fa2.cuh", "reference.cuh"})};
+      family_sources({"fa2.cuh", "reference.cuh"}),
+      false,
+      fa2_plan,
+      false,
+      "attn_fa2_combine"};
   return family;
 }
 

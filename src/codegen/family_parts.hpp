@@ -21,9 +21,10 @@ std::optional<std::string> tiling_reason(const tile_config& c, const char* group
 std::vector<std::string> family_sources(const std::vector<std::string>& roots);
 
 /// `#include "<header>"` and an extern "C" `entry` that runs forward<config<...>>(p), declared
-/// with __launch_bounds__(threads[, min_blocks]) and then `attributes` (when not empty).
+/// with __launch_bounds__(threads[, min_blocks]) and then `attributes` (when not empty);
+/// `extra_args` (when not empty) follow the config's seven template arguments.
 std::string instantiation_stub(const char* header, const char* entry, const char* forward, const char* config,
                                int threads, const tile_config& c, const problem& s, int min_blocks = 0,
-                               const std::string& attributes = "");
+                               const std::string& attributes = "", const std::string& extra_args = "");
 
 }  // namespace attn

@@ -13,6 +13,10 @@ tensor_strides contiguous_strides(const problem& s, bool kv) {
   return {n * h * d, d, h * d};
 }
 
+int64_t split_workspace_floats(const problem& s, int splits) {
+  return splits <= 1 ? 0 : int64_t(splits) * s.batch * s.heads * s.q_len * (s.head_dim + 1);
+}
+
 namespace {
 
 void check_pointer(const void* p, const char* name, int64_t alignment) {
@@ -52,8 +56,8 @@ void check_reach(const tensor_strides& t, const char* name, int64_t batch, int64
 attn_k::fwd_params make_fwd_params(const problem& s, const forward_tensors& t, tensor_strides q_strides,
                                    tensor_strides kv_strides, float softmax_scale) {
   validate(s);
-  if (s.q_len > INT_MAX || s.kv_len > INT_MAX || s.heads > INT_MAX)
-    throw invalid_input(fmt::format("{}: N_q, N_kv and heads must fit in 32 bits", describe(s)));
+  if (s.q_len > INT_MAX || s.kv_len > INT_MAX || s.heads > INT_MAX || s.batch > INT_MAX)
+    throw invalid_input(fmt::format("{}: batch, N_q, N_kv and heads must fit in 32 bits", describe(s)));
   check_pointer(t.q, "q", tensor_alignment);
   check_pointer(t.k, "k", tensor_alignment);
   check_pointer(t.v, "v", tensor_alignment);
@@ -74,6 +78,10 @@ attn_k::fwd_params make_fwd_params(const problem& s, const forward_tensors& t, t
   p.v = t.v;
   p.o = t.o;
   p.lse = t.lse;
+  p.batch = static_cast<int>(s.batch);
+  p.num_splits = 1;
+  p.o_partial = t.workspace;
+  p.workspace_floats = t.workspace ? t.workspace_floats : 0;
   p.q_batch_stride = q_strides.batch;
   p.q_head_stride = q_strides.head;
   p.q_row_stride = q_strides.row;

@@ -16,7 +16,13 @@ struct forward_tensors {
   const void* v = nullptr;
   void* o = nullptr;
   float* lse = nullptr;
+  /// Split-KV's partial O and LSE (split_workspace_floats); nullptr when no variant splits.
+  float* workspace = nullptr;
+  int64_t workspace_floats = 0;
 };
+
+/// The floats split-KV over `splits` blocks needs: a partial O and an LSE per split and row.
+int64_t split_workspace_floats(const problem& s, int splits);
 
 /// Batch, head and row strides in elements; all three 0 means contiguous in s.layout.
 struct tensor_strides {

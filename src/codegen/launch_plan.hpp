@@ -14,6 +14,9 @@ struct launch_plan {
   dims3 grid, block;
   int shared_bytes = 0;
   std::shared_ptr<const void> argument;  ///< the kernel's one parameter, copied at launch
+  /// Split-KV's combine step, launched after the kernel with the same argument (nullptr: none).
+  kernel_t combine = nullptr;
+  dims3 combine_grid, combine_block;
 
   template <class T>
   void set_argument(T value) {

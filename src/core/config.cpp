@@ -44,6 +44,7 @@ constexpr axis axes[] = {{"block_m", &search_space::block_m, 1024},
                          {"warps", &search_space::warps, 32},
                          {"stages", &search_space::stages, 16}};
 constexpr int largest_knob = 64;
+constexpr int largest_splits = 128;
 
 // "" when c is within every axis's bound, else why not (names the value and the bound).
 std::string out_of_range(const tile_config& c) {
@@ -52,27 +53,36 @@ std::string out_of_range(const tile_config& c) {
     if (values[i] > axes[i].largest)
       return fmt::format("{} {} is over the largest supported, {}", axes[i].name, values[i], axes[i].largest);
   if (c.knob > largest_knob) return fmt::format("knob {} is over the largest supported, {}", c.knob, largest_knob);
+  if (c.splits > largest_splits)
+    return fmt::format("splits {} is over the largest supported, {}", c.splits, largest_splits);
+  if (c.pack_gqa > 1) return fmt::format("pack_gqa {} is not 0 or 1", c.pack_gqa);
   return "";
 }
 
 }  // namespace
 
 std::string name(const tile_config& c) {
-  const std::string base = fmt::format("m{}_n{}_w{}_s{}", c.block_m, c.block_n, c.warps, c.stages);
-  return c.knob == 0 ? base : fmt::format("{}_k{}", base, c.knob);
+  std::string out = fmt::format("m{}_n{}_w{}_s{}", c.block_m, c.block_n, c.warps, c.stages);
+  if (c.knob != 0) out += fmt::format("_k{}", c.knob);
+  if (c.splits != 1) out += fmt::format("_p{}", c.splits);
+  if (c.pack_gqa != 0) out += fmt::format("_g{}", c.pack_gqa);
+  return out;
 }
 
 tile_config parse_config_name(const std::string& text) {
   tile_config c;
   std::string_view rest = text;
   bool ok = take_field(rest, 'm', c.block_m) && take_field(rest, 'n', c.block_n) &&
-            take_field(rest, 'w', c.warps) && take_field(rest, 's', c.stages) &&
-            (rest.empty() || (take_field(rest, 'k', c.knob) && rest.empty()));
+            take_field(rest, 'w', c.warps) && take_field(rest, 's', c.stages);
+  // The optional parts, each at most once and in this order.
+  for (auto [prefix, value] : {std::pair{'k', &c.knob}, {'p', &c.splits}, {'g', &c.pack_gqa}})
+    if (ok && !rest.empty() && rest.front() == prefix) ok = take_field(rest, prefix, *value);
+  ok = ok && rest.empty();
   // The round trip guards against spellings like "m064" that parse but would not be the key
   // this config is stored under.
   if (!ok || name(c) != text) {
     throw invalid_input(fmt::format(
-        "invalid config name '{}': expected m<block_m>_n<block_n>_w<warps>_s<stages>[_k<knob>]", text));
+        "invalid config name '{}': expected m<block_m>_n<block_n>_w<warps>_s<stages>[_k<knob>][_p<splits>][_g1]", text));
   }
   if (const std::string why = out_of_range(c); !why.empty())
     throw invalid_input(fmt::format("invalid config name '{}': {}", text, why));
@@ -80,22 +90,24 @@ tile_config parse_config_name(const std::string& text) {
 }
 
 bool simpler_than(const tile_config& a, const tile_config& b) {
-  return std::tie(a.stages, a.warps, a.block_m, a.block_n, a.knob) <
-         std::tie(b.stages, b.warps, b.block_m, b.block_n, b.knob);
+  return std::tie(a.stages, a.warps, a.block_m, a.block_n, a.knob, a.splits, a.pack_gqa) <
+         std::tie(b.stages, b.warps, b.block_m, b.block_n, b.knob, b.splits, b.pack_gqa);
 }
 
 std::vector<tile_config> search_space::enumerate() const {
+  const std::vector<int> one{1}, none{0};
+  const std::vector<int>& split_values = splits.empty() ? one : splits;
+  const std::vector<int>& pack_values = pack_gqa.empty() ? none : pack_gqa;
   std::vector<tile_config> configs;
-  configs.reserve(block_m.size() * block_n.size() * warps.size() * stages.size() * knob.size());
-  for (int m : block_m) {
-    for (int n : block_n) {
+  for (int m : block_m)
+    for (int n : block_n)
       for (int w : warps) {
-        for (int s : stages) {
-          for (int k : knob) configs.push_back({m, n, w, s, k});
-        }
+        if (warp_rows != 0 && m != w * warp_rows) continue;
+        for (int s : stages)
+          for (int k : knob)
+            for (int sp : split_values)
+              for (int g : pack_values) configs.push_back({m, n, w, s, k, sp, g});
       }
-    }
-  }
   return configs;
 }
 
@@ -104,10 +116,81 @@ std::string space_text(const search_space& s) {
   std::string out = fmt::format("block_m={} block_n={} warps={} stages={}", fmt::join(s.block_m, ","),
                                 fmt::join(s.block_n, ","), fmt::join(s.warps, ","), fmt::join(s.stages, ","));
   if (!s.knob_name.empty()) out += fmt::format(" {}={}", s.knob_name, fmt::join(s.knob, ","));
+  if (s.decode_axes) {
+    auto values = [](const std::vector<int>& v) { return v.empty() ? std::string("auto") : fmt::format("{}", fmt::join(v, ",")); };
+    out += fmt::format(" splits={} pack_gqa={}", values(s.splits), values(s.pack_gqa));
+  }
   return out;
 }
 
-search_space default_space() { return {{64, 128, 256}, {32, 64, 128}, {4, 8}, {1, 2, 3, 4}}; }
+bool decode_sized(const problem& p) {
+  const int64_t group = p.heads / p.kv_heads;
+  return p.q_len * group <= 64 && p.kv_len >= 4 * p.q_len;
+}
+
+std::vector<int> default_splits(const problem& p, bool pack_gqa, int sm_count) {
+  if (sm_count <= 0) sm_count = 132;
+  const int64_t group = p.heads / p.kv_heads;
+  const int64_t rows = pack_gqa ? p.q_len * group : p.q_len;
+  const int64_t blocks = (rows + 63) / 64 * (pack_gqa ? p.kv_heads : p.heads) * p.batch;
+  const int64_t most = std::min<int64_t>(largest_splits, p.kv_len / 64);
+  const int64_t waves = 4 * int64_t(sm_count);
+  if (most < 2 || blocks >= waves) return {1};
+  int64_t fill = 1;  // the power of two of splits that gives 4 waves
+  while (fill * blocks < waves) fill *= 2;
+  std::vector<int> out{1};
+  for (int64_t v : {fill / 4, fill / 2, fill})
+    if (v >= 2 && v <= most) out.push_back(static_cast<int>(v));
+  return out;
+}
+
+search_space for_problem(const search_space& s, const problem& p, int sm_count) {
+  if (!s.decode_axes) return s;
+  search_space out = s;
+  const bool decode = decode_sized(p);
+  if (out.pack_gqa.empty()) out.pack_gqa = p.kv_heads < p.heads && decode ? std::vector<int>{0, 1} : std::vector<int>{0};
+  if (out.splits.empty()) {
+    std::vector<int> all;
+    for (int g : out.pack_gqa)
+      for (int v : default_splits(p, g != 0, sm_count))
+        if (std::find(all.begin(), all.end(), v) == all.end()) all.push_back(v);
+    std::sort(all.begin(), all.end());
+    out.splits = all;
+  }
+  if (decode) {
+    auto keep = [&](const char* axis) { return std::find(s.named.begin(), s.named.end(), axis) != s.named.end(); };
+    if (!keep("block_m") && !keep("warps")) {
+      out.block_m = {16, 32, 64};
+      out.warps = {1, 2, 4};
+      out.warp_rows = 16;
+    }
+    if (!keep("block_n")) out.block_n = {64, 128};
+    if (!keep("stages")) out.stages = {2, 3};
+  }
+  return out;
+}
+
+search_space default_space() {
+  search_space s;
+  s.block_m = {64, 128, 256};
+  s.block_n = {32, 64, 128};
+  s.warps = {4, 8};
+  s.stages = {1, 2, 3, 4};
+  return s;
+}
+
+search_space only(const tile_config& c) {
+  search_space s;
+  s.block_m = {c.block_m};
+  s.block_n = {c.block_n};
+  s.warps = {c.warps};
+  s.stages = {c.stages};
+  s.knob = {c.knob};
+  s.splits = {c.splits};
+  s.pack_gqa = {c.pack_gqa};
+  s.decode_axes = c.splits != 1 || c.pack_gqa != 0;
+  return s;
+}
 
 search_space parse_space(const std::vector<std::string>& tokens) { return parse_space(tokens, default_space()); }
 
@@ -124,9 +207,13 @@ search_space parse_space(const std::vector<std::string>& tokens, const search_sp
     const axis* found = std::find_if(std::begin(axes), std::end(axes),
                                      [&](const axis& a) { return axis_name == a.name; });
     const bool is_knob = !base.knob_name.empty() && axis_name == base.knob_name;
-    if (found == std::end(axes) && !is_knob) {
-      throw fail(fmt::format("unknown axis '{}' (expected block_m, block_n, warps{}{} or stages)", axis_name,
-                             base.knob_name.empty() ? "" : ", ", base.knob_name));
+    const bool is_splits = axis_name == "splits", is_pack = axis_name == "pack_gqa";
+    if ((is_splits || is_pack) && !base.decode_axes)
+      throw fail(fmt::format("the family has no {} axis (the decode axes are fa2's)", axis_name));
+    if (found == std::end(axes) && !is_knob && !is_splits && !is_pack) {
+      throw fail(fmt::format("unknown axis '{}' (expected block_m, block_n, warps{}{}{} or stages)", axis_name,
+                             base.knob_name.empty() ? "" : ", ", base.knob_name,
+                             base.decode_axes ? ", splits, pack_gqa" : ""));
     }
     if (std::find(seen.begin(), seen.end(), axis_name) != seen.end()) {
       throw fail(fmt::format("axis '{}' given twice", axis_name));
@@ -140,12 +227,12 @@ search_space parse_space(const std::vector<std::string>& tokens, const search_sp
       size_t comma = list.find(',');
       std::string_view item = list.substr(0, comma);
       int value = 0;
-      if (is_knob && item == "0") {
-        value = 0;  // the knob's "not set"
+      if ((is_knob || is_pack) && item == "0") {
+        value = 0;  // the knob's "not set", no packing
       } else if (!parse_positive(item, value)) {
-        throw fail(fmt::format("'{}' is not a {} integer", item, is_knob ? "non-negative" : "positive"));
+        throw fail(fmt::format("'{}' is not a {} integer", item, is_knob || is_pack ? "non-negative" : "positive"));
       }
-      const int largest = is_knob ? largest_knob : found->largest;
+      const int largest = is_knob ? largest_knob : is_splits ? largest_splits : is_pack ? 1 : found->largest;
       if (value > largest)
         throw fail(fmt::format("{} {} is over the largest supported, {}", axis_name, value, largest));
       // A repeated value would time the same config twice and skew the ranking's tie-breaks.
@@ -156,7 +243,9 @@ search_space parse_space(const std::vector<std::string>& tokens, const search_sp
       if (comma == std::string_view::npos) break;
       list.remove_prefix(comma + 1);
     }
-    (is_knob ? space.knob : space.*(found->values)) = std::move(values);
+    (is_knob ? space.knob : is_splits ? space.splits : is_pack ? space.pack_gqa : space.*(found->values)) =
+        std::move(values);
+    space.named.emplace_back(axis_name);
   }
   return space;
 }

@@ -5,6 +5,8 @@
 
 namespace attn {
 
+struct problem;  // core/problem.hpp
+
 struct tile_config {
   int block_m = 64;
   int block_n = 64;
@@ -13,16 +15,23 @@ struct tile_config {
   /// A family's own axis (search_space::knob_name): mfma's waves per EU. 0 = not set, and the only
   /// value of families without one.
   int knob = 0;
+  /// Split-KV (decode axes, families with search_space::decode_axes): the K/V range of a row
+  /// block is split over `splits` blocks whose partial O and LSE a combine step merges; 1 = none.
+  int splits = 1;
+  /// 1: the query rows of the heads that share a K/V head form one M tile (each K/V tile is then
+  /// read once per K/V head, not once per query head); 0: one head's rows per tile.
+  int pack_gqa = 0;
   bool operator==(const tile_config&) const = default;
 };
 
-/// "m128_n64_w4_s2", "_k<knob>" appended when the knob is set: stable, used in tables, CSV and
-/// cache keys.
+/// "m128_n64_w4_s2", then "_k<knob>" when the knob is set, "_p<splits>" when splits > 1 and
+/// "_g1" when pack_gqa is set: stable, used in tables, CSV and cache keys.
 std::string name(const tile_config& c);
 /// Inverse of name(); throws invalid_input naming the text.
 tile_config parse_config_name(const std::string& text);
 /// Orders configs from simplest to most complex: fewer stages, then fewer warps, then smaller
-/// block_m, then smaller block_n, then the smaller knob. Used to break near-ties deterministically.
+/// block_m, then smaller block_n, then the smaller knob, fewer splits, no packing. Used to break
+/// near-ties deterministically.
 bool simpler_than(const tile_config& a, const tile_config& b);
 
 struct search_space {
@@ -33,9 +42,38 @@ struct search_space {
   std::vector<int> knob = {0};
   /// The family's own axis as --space names it (e.g. "waves_per_eu"); empty: the family has none.
   std::string knob_name;
-  /// Every combination, block_m outermost, the knob innermost, in the order the values are listed.
+  /// Whether the family takes the decode axes, splits and pack_gqa (--space splits=1,4
+  /// pack_gqa=0,1). Their values empty: chosen per problem (for_problem); enumerate() alone
+  /// then takes splits 1 and pack_gqa 0.
+  bool decode_axes = false;
+  std::vector<int> splits = {1};
+  std::vector<int> pack_gqa = {0};
+  /// The axes --space named (the others are the family's defaults, which for_problem may adapt).
+  std::vector<std::string> named;
+  /// When set, only configs with block_m / warps == warp_rows (the decode defaults: 16 rows per
+  /// warp, one mma tile, so that no warp spills).
+  int warp_rows = 0;
+  /// Every combination, block_m outermost, then block_n, warps, stages, the knob, splits,
+  /// pack_gqa innermost, in the order the values are listed.
   std::vector<tile_config> enumerate() const;
 };
+
+/// The space a problem is searched over: a decode axis left to the family (empty) becomes the
+/// heuristic's values, and for a decode-sized problem (decode_sized) the tile axes --space did not
+/// name become the decode defaults: block_m 16, 32, 64 with one warp per 16 rows, block_n 64 and
+/// 128, stages 2 and 3 (few query rows per block, many blocks).
+/// sm_count: the device's SMs (0: not known, taken as 132, an H200's). Other spaces unchanged.
+search_space for_problem(const search_space& s, const problem& p, int sm_count);
+/// Few query rows against many keys: at most 64 query rows per K/V head when packed (decode,
+/// speculative decode), at least 4 times as many keys as query rows.
+bool decode_sized(const problem& p);
+/// The heuristic's split counts: {1} when the grid of (pack_gqa ? packed : unpacked) 64-row
+/// blocks already fills 4 waves of sm_count SMs or the keys are few; else 1 and the powers of two
+/// around the count that does, at most 128 and at most one split per 64 keys.
+std::vector<int> default_splits(const problem& p, bool pack_gqa, int sm_count);
+
+/// The space of exactly one config.
+search_space only(const tile_config& c);
 
 /// "block_m=64,128 block_n=32,64 warps=4 stages=1,2", then " <knob_name>=..." when it has one:
 /// the space as --space writes it.

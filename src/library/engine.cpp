@@ -1,5 +1,7 @@
 #include "library/engine.hpp"
 
+#include "codegen/kernel_args.hpp"
+
 #include <cstring>
 
 #include <cuda_runtime_api.h>
@@ -111,7 +113,14 @@ forward_choice engine::forward(const problem& s, const attn_k::fwd_params& param
     const tuned_choice c = choose(s);
     const kernel_family& f = find_family(c.family);
     kernel_slot& slot = kernel_for(c, f, s);
-    cached = {plan_launch(*slot.variant, slot.rec, s, params, m_gpu), {c, slot.from_bundle}};
+    attn_k::fwd_params with_workspace = params;
+    std::shared_ptr<device_buffer> workspace;
+    if (const int64_t floats = split_workspace_floats(s, c.config.splits); floats > 0) {
+      workspace = std::make_shared<device_buffer>(m_rt, floats * 4);
+      with_workspace.o_partial = workspace->as<float>();
+      with_workspace.workspace_floats = floats;
+    }
+    cached = {plan_launch(*slot.variant, slot.rec, s, with_workspace, m_gpu), {c, slot.from_bundle}, workspace};
     std::lock_guard lock(m_mutex);
     if (m_plans.size() >= max_cached_plans) m_plans.clear();
     m_plans.emplace(key, cached);

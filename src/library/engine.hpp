@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "backend/resources.hpp"
 #include "backend/runtime.hpp"
 #include "codegen/cache.hpp"
 #include "library/bundle.hpp"
@@ -53,6 +54,8 @@ class engine {
   struct cached_plan {
     launch_plan plan;
     forward_choice choice;
+    /// Split-KV's partial outputs, made with the plan and kept alive by every copy of it.
+    std::shared_ptr<device_buffer> workspace;
   };
   kernel_slot& kernel_for(const tuned_choice& c, const kernel_family& f, const problem& s);
 

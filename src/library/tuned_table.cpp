@@ -168,6 +168,10 @@ tuned_choice choose_config(const tuned_source& table, const device_desc& d, cons
       reasons.push_back(fmt::format("{}: the family has no knob axis", label));
       continue;
     }
+    if ((c.config.splits != 1 || c.config.pack_gqa != 0) && !f->default_space.decode_axes) {
+      reasons.push_back(fmt::format("{}: the family has no decode axes", label));
+      continue;
+    }
     if (auto why = f->reject_reason(c.config, s, limits)) {
       reasons.push_back(fmt::format("{}: {}", label, *why));
       continue;

@@ -151,7 +151,12 @@ record parse_record(const std::array<std::string, column_count>& f) {
   r.config.block_n = integer();
   r.config.warps = integer();
   r.config.stages = integer();
-  r.config.knob = parse_config_name(config_text).knob;  // a family's own axis lives in the name only
+  {  // a family's own axis and the decode axes live in the name only
+    const tile_config named = parse_config_name(config_text);
+    r.config.knob = named.knob;
+    r.config.splits = named.splits;
+    r.config.pack_gqa = named.pack_gqa;
+  }
   // The name is redundant with the four numbers; a disagreement means the file was edited
   // by hand, and silently preferring one of them would hide that.
   if (parse_config_name(config_text) != r.config)

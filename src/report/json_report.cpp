@@ -44,6 +44,8 @@ ordered_json record_json(const record& r) {
           {"warps", r.config.warps},
           {"stages", r.config.stages},
           {"knob", r.config.knob},
+          {"splits", r.config.splits},
+          {"pack_gqa", r.config.pack_gqa},
           {"status", to_string(r.status)},
           {"message", r.message},
           {"compile_ms", number(r.compile_ms)},

@@ -1,5 +1,7 @@
 #include "run/launch.hpp"
 
+#include "codegen/kernel_args.hpp"
+
 namespace attn {
 
 namespace {
@@ -14,12 +16,14 @@ loaded_variant load_variant(const device_runtime& rt, const std::string& image, 
   const kernel_family& family = find_family(r.family);
   loaded_variant v{&family, loaded_module(rt, image)};
   v.kernel = v.module.kernel(family.kernel_symbol.c_str());
+  if (!family.combine_symbol.empty() && r.config.splits > 1) v.combine = v.module.kernel(family.combine_symbol.c_str());
   if (dynamic_shared_memory(family) && r.shared_memory_bytes > 48 * 1024)
     rt.set_dynamic_shared_memory(v.kernel, static_cast<int>(r.shared_memory_bytes), device);
   return v;
 }
 
 launch_plan plan_launch(const loaded_variant& v, const record& r, const device_problem& pr, const gpu_info& gpu) {
+  pr.reserve_workspace(split_workspace_floats(pr.shp, r.config.splits));
   return plan_launch(v, r, pr.shp, pr.params(), gpu);
 }
 
@@ -27,6 +31,7 @@ launch_plan plan_launch(const loaded_variant& v, const record& r, const problem&
                         const gpu_info& gpu) {
   launch_plan plan;
   plan.kernel = v.kernel;
+  plan.combine = v.combine;
   plan.grid = {static_cast<unsigned>((s.q_len + r.config.block_m - 1) / r.config.block_m),
                static_cast<unsigned>(s.heads), static_cast<unsigned>(s.batch)};
   plan.block = {static_cast<unsigned>(v.family->threads(r.config))};
@@ -40,6 +45,7 @@ void launch(const device_runtime& rt, const launch_plan& plan, stream_t stream) 
   // Every family's kernel takes one parameter: the struct itself is copied at launch.
   void* args[] = {const_cast<void*>(plan.argument.get())};
   rt.launch(plan.kernel, plan.grid, plan.block, plan.shared_bytes, stream, args);
+  if (plan.combine) rt.launch(plan.combine, plan.combine_grid, plan.combine_block, 0, stream, args);
 }
 
 }  // namespace attn

@@ -55,8 +55,9 @@ bool not_run_message(const record& r) { return r.message.rfind("not run:", 0) ==
 
 // The run's families that can run on a device of this capability; when none can, all of them
 // (their pruning then says why). With the default families and `superseding`, only those of them
-// that supersede the others on this device, when there are any.
-std::vector<size_t> runnable(const family_run& opt, int cc_major, int cc_minor, bool superseding) {
+// that supersede the others on this device, when there are any; for a decode-sized problem
+// (`decode`), those with the decode axes instead (split-KV and packed GQA are where decode is won).
+std::vector<size_t> runnable(const family_run& opt, int cc_major, int cc_minor, bool superseding, bool decode) {
   std::vector<size_t> out;
   for (size_t i = 0; i < opt.families.size(); ++i)
     if (runs_on(find_family(opt.families[i]), cc_major, cc_minor)) out.push_back(i);
@@ -64,8 +65,10 @@ std::vector<size_t> runnable(const family_run& opt, int cc_major, int cc_minor, 
     for (size_t i = 0; i < opt.families.size(); ++i) out.push_back(i);
   if (superseding && opt.families_defaulted) {
     std::vector<size_t> best;
-    for (size_t i : out)
-      if (find_family(opt.families[i]).supersedes_others) best.push_back(i);
+    for (size_t i : out) {
+      const kernel_family& f = find_family(opt.families[i]);
+      if (decode ? f.default_space.decode_axes : f.supersedes_others) best.push_back(i);
+    }
     if (!best.empty()) return best;
   }
   return out;
@@ -80,12 +83,12 @@ tune_result merge_families(std::vector<tune_result> parts);
 // With the default families on a device where one supersedes the others, only that one is run;
 // the others only when it refuses the shape.
 template <class Run>
-tune_result over_families(const family_run& opt, int cc_major, int cc_minor, tune_options t, Run run,
+tune_result over_families(const family_run& opt, int cc_major, int cc_minor, tune_options t, Run run, bool decode,
                           bool superseding = true) {
   std::vector<tune_result> parts;
   std::vector<std::string> refusals;  // each family's reason
   std::string named;                  // the same, each after its family's name
-  const std::vector<size_t> families = runnable(opt, cc_major, cc_minor, superseding);
+  const std::vector<size_t> families = runnable(opt, cc_major, cc_minor, superseding, decode);
   for (size_t i : families) {
     t.family = opt.families[i];
     t.space = opt.spaces[i];
@@ -96,8 +99,8 @@ tune_result over_families(const family_run& opt, int cc_major, int cc_minor, tun
       named += fmt::format("{}{}: {}", named.empty() ? "" : "\n", t.family, e.what());
     }
   }
-  if (parts.empty() && families != runnable(opt, cc_major, cc_minor, false))
-    return over_families(opt, cc_major, cc_minor, t, run, false);
+  if (parts.empty() && families != runnable(opt, cc_major, cc_minor, false, false))
+    return over_families(opt, cc_major, cc_minor, t, run, decode, false);
   if (parts.empty()) {  // a reason that is not the family's (the shape, the device) is said once
     const bool same = std::all_of(refusals.begin(), refusals.end(), [&](const auto& r) { return r == refusals[0]; });
     throw invalid_input(same ? refusals.front() : named);
@@ -187,7 +190,7 @@ tune_result tune_recovering(const family_run& opt, const problem& s, const gpu_i
     if (pending.empty()) return r;
     context_dead = true;
   } else {
-    pending = configs_of(t);
+    pending = configs_of(t, s, gpu.desc.sm_count);
   }
   const auto rerun_start = std::chrono::steady_clock::now();
   r.rerun = static_cast<int>(pending.size());
@@ -217,20 +220,22 @@ tune_result tune_recovering(const family_run& opt, const problem& s, const gpu_i
 
 tune_result tune_families(const family_run& opt, const problem& s, const gpu_info& gpu, const compile_cache& cache,
                           tune_options t, bool& context_dead) {
-  return over_families(opt, gpu.desc.cc_major, gpu.desc.cc_minor, t,
-                       [&](const tune_options& f) { return tune_recovering(opt, s, gpu, cache, f, context_dead); });
+  return over_families(
+      opt, gpu.desc.cc_major, gpu.desc.cc_minor, t,
+      [&](const tune_options& f) { return tune_recovering(opt, s, gpu, cache, f, context_dead); }, decode_sized(s));
 }
 
 tune_result compile_families(const family_run& opt, const std::string& arch, const problem& s,
                              const compile_cache& cache, tune_options t) {
   const resource_limits limits = limits_for_arch(arch);
-  return over_families(opt, limits.cc_major, limits.cc_minor, t,
-                       [&](const tune_options& f) { return compile_only(s, arch, cache, f); });
+  return over_families(
+      opt, limits.cc_major, limits.cc_minor, t, [&](const tune_options& f) { return compile_only(s, arch, cache, f); },
+      decode_sized(s));
 }
 
 std::string searched_families(const family_run& opt, int cc_major, int cc_minor) {
   std::vector<std::string> names;
-  for (size_t i : runnable(opt, cc_major, cc_minor, true)) names.push_back(opt.families[i]);
+  for (size_t i : runnable(opt, cc_major, cc_minor, true, false)) names.push_back(opt.families[i]);
   return fmt::format("{}", fmt::join(names, ","));
 }
 

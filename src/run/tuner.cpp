@@ -101,9 +101,9 @@ void check_grid_limits(const problem& s) {
 
 }  // namespace
 
-std::vector<tile_config> configs_of(const tune_options& options) {
+std::vector<tile_config> configs_of(const tune_options& options, const problem& s, int sm_count) {
   if (!options.configs.empty()) return options.configs;
-  const auto all = options.space.enumerate();
+  const auto all = for_problem(options.space, s, sm_count).enumerate();
   return options.search == search_kind::random ? sample_configs(all, options.samples, options.seed) : all;
 }
 
@@ -204,7 +204,7 @@ tune_result tune(const problem& s, const gpu_info& gpu, const compile_cache& cac
   // device (a cold tune's compile is most of its time; the reference no longer waits for it).
   const auto compile_start = clock_type::now();
   std::future<std::vector<variant>> compiling = std::async(std::launch::async, [&] {
-    auto built = build_variants(family, s, configs_of(options), gpu.desc, gpu.limits, cache, options.jobs,
+    auto built = build_variants(family, s, configs_of(options, s, gpu.desc.sm_count), gpu.desc, gpu.limits, cache, options.jobs,
                                 [&](int done, int total, int cached) {
                                   say(fmt::format("compiling {}/{} ({} from cache)", done, total, cached));
                                 },
@@ -393,7 +393,7 @@ tune_result compile_only(const problem& s, const std::string& arch, const compil
   device.cc_minor = limits.cc_minor;
   device.nvrtc_version = nvrtc_version();
   const kernel_family& family = find_family(options.family);
-  auto variants = build_variants(family, s, configs_of(options), device, limits, cache, options.jobs,
+  auto variants = build_variants(family, s, configs_of(options, s, 0), device, limits, cache, options.jobs,
                                  [&](int done, int total, int cached) {
                                    if (options.progress)
                                      options.progress(fmt::format("compiling {}/{} ({} from cache)",

@@ -69,9 +69,9 @@ struct tune_result {
   std::optional<size_t> hung;
 };
 
-/// The configs a run covers: options.configs if given, else options.space.enumerate() (with
-/// --search random, options.samples of them drawn with options.seed).
-std::vector<tile_config> configs_of(const tune_options& options);
+/// The configs a tune of s runs: options.configs, or the space for s (for_problem; sm_count 0 when
+/// the device is not known), options.samples of them drawn with options.seed for --search random.
+std::vector<tile_config> configs_of(const tune_options& options, const problem& s, int sm_count);
 
 /// Near-ties go to the simpler config: among ok records whose median is within the fastest's
 /// IQR of it (clamped to 1%..2% of its median), the simplest (simpler_than) wins. When any ok

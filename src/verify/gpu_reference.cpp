@@ -46,7 +46,7 @@ std::unique_ptr<support_kernels> load_support(const device_runtime& rt, const co
 }
 
 device_problem::device_problem(const problem& s, const support_kernels& support, uint64_t seed, input_kind kind)
-    : shp(s), inputs(kind) {
+    : shp(s), runtime(&support.rt), inputs(kind) {
   const device_runtime& rt = support.rt;
   q = device_buffer(rt, q_bytes(s));
   k = device_buffer(rt, kv_bytes(s));
@@ -76,8 +76,16 @@ int64_t device_problem::kv_elements() const {
   return shp.batch * shp.kv_heads * shp.kv_len * shp.head_dim;
 }
 
+void device_problem::reserve_workspace(int64_t floats) const {
+  if (floats <= workspace_floats) return;
+  workspace = device_buffer(*runtime, floats * 4);
+  workspace_floats = floats;
+}
+
 attn_k::fwd_params device_problem::params() const {
-  return make_fwd_params(shp, {q.get(), k.get(), v.get(), o.get(), lse.as<float>()}, {}, {}, 0);
+  return make_fwd_params(shp,
+                         {q.get(), k.get(), v.get(), o.get(), lse.as<float>(), workspace.as<float>(), workspace_floats},
+                         {}, {}, 0);
 }
 
 namespace {

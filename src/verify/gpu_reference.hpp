@@ -34,9 +34,14 @@ std::vector<std::string> support_options(dtype t);
 struct device_problem {
   device_problem(const problem& s, const support_kernels& support, uint64_t seed, input_kind inputs = input_kind::normal);
   problem shp;
+  const device_runtime* runtime;
   input_kind inputs = input_kind::normal;
   device_buffer q, k, v, o, lse;
   int64_t lse_measured_bytes = 0;  ///< device memory the LSE allocation actually took
+  /// Split-KV's partial outputs, grown to the largest a variant has needed (never shrunk).
+  mutable device_buffer workspace;
+  mutable int64_t workspace_floats = 0;
+  void reserve_workspace(int64_t floats) const;
   attn_k::fwd_params params() const;
   int64_t q_elements() const;
   int64_t kv_elements() const;

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# One device call for decode: build this tree, the decode GPU tests, then bench/decode.py (ours
+# through the Python package beside FlexAttention and SDPA, one rule, one process).
+#   carry: .deps      usage: bash bench/device/decode_check.sh [SHAPES] [--no-flex]
+set -uo pipefail
+t0=$(date +%s); el() { echo "[$(( $(date +%s) - t0 )) s]"; }
+[ -x build-gpu/attn-tune ] || { bash scripts/device_build.sh build-gpu > $OUT/build.log 2>&1 || { tail -30 $OUT/build.log; exit 1; }; }
+ninja -C build-gpu > $OUT/build2.log 2>&1 || { tail -30 $OUT/build2.log; exit 1; }
+echo "build done $(el)"
+export LD_LIBRARY_PATH=$PWD/.deps/usr/lib/x86_64-linux-gnu:$PWD/build-gpu:${LD_LIBRARY_PATH:-}
+export PYTHONPATH=$PWD/python:${PYTHONPATH:-} ATTN_TUNE_LIBRARY=$PWD/build-gpu/libattn_tune.so
+if [ "${SKIP_TESTS:-0}" != 1 ]; then
+  ATTN_TUNE_REQUIRE_GPU=1 timeout 300 build-gpu/attn_gpu_tests --gtest_filter='decode*' > $OUT/decode_gpu_tests.log 2>&1
+  echo "decode gpu tests rc=$? $(el)"; grep -E '^\[  (PASSED|FAILED) |FAILED|variants ok' $OUT/decode_gpu_tests.log | head -30
+fi
+timeout $(( 590 - ($(date +%s) - t0) )) python3 bench/decode.py --tool build-gpu/attn-tune --out $OUT/decode ${1:+--shapes "$1"} ${2:-} 2>&1 | tee $OUT/decode.log | tail -20
+echo "bench rc=$? $(el)"

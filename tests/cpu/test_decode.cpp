@@ -1,0 +1,194 @@
+// Decode without a GPU: the decode axes (splits, pack_gqa) in config names and --space, the
+// heuristic's space per problem, split-KV's merge against float64, and every default-space decode
+// variant compiling for sm_90a and sm_80 without spills.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "codegen/family.hpp"
+#include "codegen/kernel_args.hpp"
+#include "common/split_merge.cuh"  // kernels/common: the combine kernel's own merge
+#include "core/config.hpp"
+#include "core/problem.hpp"
+#include "invalid_input_message.hpp"
+#include "run/tuner.hpp"
+#include "temp_dir.hpp"
+
+namespace attn {
+namespace {
+
+using attn::testing::invalid_input_message;
+
+problem decode(int64_t b, int64_t h, int64_t hk, int64_t nq, int64_t nk, int64_t d = 128, bool causal = false) {
+  problem s;
+  s.batch = b, s.heads = h, s.kv_heads = hk, s.q_len = nq, s.kv_len = nk, s.head_dim = d, s.causal = causal;
+  return s;
+}
+
+TEST(DecodeConfig, NamesCarryTheDecodeAxesOnlyWhenSet) {
+  EXPECT_EQ(name({64, 64, 4, 2}), "m64_n64_w4_s2");
+  EXPECT_EQ(name({16, 128, 1, 3, 0, 16, 1}), "m16_n128_w1_s3_p16_g1");
+  EXPECT_EQ(name({16, 128, 1, 3, 0, 1, 1}), "m16_n128_w1_s3_g1");
+  EXPECT_EQ(name({128, 128, 12, 2, 13, 4, 0}), "m128_n128_w12_s2_k13_p4");
+  for (const char* text : {"m16_n128_w1_s3_p16_g1", "m16_n64_w1_s2_p2", "m64_n64_w4_s2_g1", "m128_n64_w12_s2_k3_p8"})
+    EXPECT_EQ(name(parse_config_name(text)), text);
+  for (const char* bad : {"m16_n64_w1_s2_g1_p2", "m16_n64_w1_s2_p1", "m16_n64_w1_s2_g0", "m16_n64_w1_s2_g2",
+                          "m16_n64_w1_s2_p129", "m16_n64_w1_s2_p2_p2", "m16_n64_w1_s2_p"}) {
+    const std::string message = invalid_input_message([&] { parse_config_name(bad); });
+    EXPECT_NE(message.find(bad), std::string::npos) << bad << ": " << message;
+  }
+}
+
+TEST(DecodeSpace, OnlyFa2TakesTheDecodeAxes) {
+  const search_space fa2 = fa2_family().default_space;
+  const search_space s = parse_space({"splits=1,4,16", "pack_gqa=1"}, fa2);
+  EXPECT_EQ(s.splits, (std::vector<int>{1, 4, 16}));
+  EXPECT_EQ(s.pack_gqa, (std::vector<int>{1}));
+  EXPECT_EQ(s.enumerate().size(), fa2.enumerate().size() * 3);
+  EXPECT_NE(space_text(s).find("splits=1,4,16 pack_gqa=1"), std::string::npos) << space_text(s);
+  EXPECT_NE(space_text(fa2).find("splits=auto pack_gqa=auto"), std::string::npos);
+  EXPECT_NE(invalid_input_message([&] { parse_space({"splits=2"}, hopper_family().default_space); })
+                .find("the family has no splits axis"),
+            std::string::npos);
+  EXPECT_NE(invalid_input_message([&] { parse_space({"pack_gqa=2"}, fa2); }).find("pack_gqa 2 is over"),
+            std::string::npos);
+  EXPECT_NE(invalid_input_message([&] { parse_space({"splits=0"}, fa2); }).find("'0' is not a positive"),
+            std::string::npos);
+  EXPECT_NE(invalid_input_message([&] { parse_space({"splits=256"}, fa2); }).find("largest supported, 128"),
+            std::string::npos);
+}
+
+TEST(DecodeSpace, PrefillKeepsItsSpace) {
+  const search_space fa2 = fa2_family().default_space;
+  problem prefill = decode(4, 32, 32, 4096, 4096);
+  const search_space s = for_problem(fa2, prefill, 132);
+  EXPECT_EQ(s.enumerate(), default_space().enumerate());
+  prefill.kv_heads = 8;  // GQA prefill: one head's rows fill the tiles; no packing, no splits
+  EXPECT_EQ(for_problem(fa2, prefill, 132).enumerate(), default_space().enumerate());
+  // Other families' spaces are never changed.
+  const problem d = decode(8, 32, 8, 1, 8192);
+  EXPECT_EQ(for_problem(hopper_family().default_space, d, 132).enumerate(),
+            hopper_family().default_space.enumerate());
+}
+
+TEST(DecodeSpace, DecodeGetsSplitsPackingAndSmallBlocks) {
+  const problem d = decode(8, 32, 8, 1, 8192);  // 64 packed blocks, 256 unpacked: far from 4 waves
+  ASSERT_TRUE(decode_sized(d));
+  EXPECT_EQ(default_splits(d, true, 132), (std::vector<int>{1, 4, 8, 16}));
+  EXPECT_EQ(default_splits(d, false, 132), (std::vector<int>{1, 2, 4}));
+  const search_space s = for_problem(fa2_family().default_space, d, 132);
+  EXPECT_EQ(s.splits, (std::vector<int>{1, 2, 4, 8, 16}));
+  EXPECT_EQ(s.pack_gqa, (std::vector<int>{0, 1}));
+  for (const tile_config& c : s.enumerate()) EXPECT_EQ(c.block_m, 16 * c.warps) << name(c);
+  EXPECT_EQ(s.enumerate().size(), 3u * 2 * 2 * 5 * 2);
+  // --space's own axes stay.
+  const search_space named = for_problem(parse_space({"block_m=64", "splits=4"}, fa2_family().default_space), d, 132);
+  EXPECT_EQ(named.block_m, (std::vector<int>{64}));
+  EXPECT_EQ(named.splits, (std::vector<int>{4}));
+  // A grid that fills the GPU, or too few keys, does not split; MHA does not pack.
+  EXPECT_EQ(default_splits(decode(256, 32, 8, 1, 8192), true, 132), (std::vector<int>{1}));
+  EXPECT_EQ(default_splits(decode(1, 32, 8, 1, 100), true, 132), (std::vector<int>{1}));
+  EXPECT_EQ(for_problem(fa2_family().default_space, decode(1, 32, 32, 1, 8192), 132).pack_gqa, (std::vector<int>{0}));
+  // At most 128 splits and one per 64 keys.
+  for (int v : default_splits(decode(1, 8, 1, 1, 1 << 20), true, 132)) EXPECT_LE(v, 128);
+  for (int v : default_splits(decode(1, 8, 1, 1, 512), true, 132)) EXPECT_LE(v, 8);
+  EXPECT_FALSE(decode_sized(decode(1, 32, 4, 16, 4096)));  // 128 packed rows: prefill-like tiles
+}
+
+TEST(DecodeWorkspace, SizeIsAPartialOAndLsePerSplitAndRow) {
+  const problem d = decode(2, 8, 2, 3, 100, 64);
+  EXPECT_EQ(split_workspace_floats(d, 1), 0);
+  EXPECT_EQ(split_workspace_floats(d, 4), 4 * 2 * 8 * 3 * (64 + 1));
+}
+
+// The combine kernel's merge (kernels/common/split_merge.cuh, run here with one lane) against
+// float64 on random partials: a row's splits see disjoint shares of its keys, some none at all
+// (LSE -inf, O 0), and some rows no key in any split.
+TEST(DecodeMerge, MatchesFloat64OnRandomPartials) {
+  std::mt19937 rng(1234);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  const float ninf = -std::numeric_limits<float>::infinity();
+  const int d = 16;
+  auto identity = [](float x) { return x; };
+  for (int trial = 0; trial < 400; ++trial) {
+    const int splits = 1 + trial % 37;
+    const int keys = trial % 5 == 0 ? 0 : 1 + static_cast<int>(rng() % 300);
+    // The row's scores and values, split into splits contiguous shares.
+    std::vector<double> score(keys), value(size_t(keys) * d);
+    for (auto& x : score) x = 3.0 * normal(rng) + (trial % 7 == 0 ? 40.0 : 0.0);
+    for (auto& x : value) x = normal(rng);
+    std::vector<float> lse(splits, ninf), o(size_t(splits) * d, 0.f);
+    const int per = (keys + splits - 1) / std::max(1, splits);
+    double top = -INFINITY;
+    for (double x : score) top = std::max(top, x);
+    for (int s = 0; s < splits; ++s) {
+      const int first = std::min(keys, s * per), end = std::min(keys, first + per);
+      if (first == end) continue;
+      double m = -INFINITY, sum = 0;
+      for (int j = first; j < end; ++j) m = std::max(m, score[j]);
+      for (int j = first; j < end; ++j) sum += std::exp(score[j] - m);
+      lse[s] = static_cast<float>(m + std::log(sum));
+      for (int c = 0; c < d; ++c) {
+        double x = 0;
+        for (int j = first; j < end; ++j) x += std::exp(score[j] - m) * value[size_t(j) * d + c];
+        o[size_t(s) * d + c] = static_cast<float>(x / sum);
+      }
+    }
+    auto lse_at = [&](int s) { return lse[s]; };
+    const float merged = attn_k::merged_lse<1>(0, splits, lse_at, identity, identity);
+    if (keys == 0) {
+      EXPECT_EQ(merged, ninf);
+    } else {
+      double sum = 0;
+      for (double x : score) sum += std::exp(x - top);
+      EXPECT_NEAR(merged, top + std::log(sum), 1e-4 * std::max(1.0, std::abs(top))) << trial;
+    }
+    for (int c = 0; c < d; ++c) {
+      const float got = attn_k::merged_o(splits, merged, lse_at, [&](int s) { return o[size_t(s) * d + c]; });
+      double want = 0;
+      if (keys > 0) {
+        double sum = 0;
+        for (int j = 0; j < keys; ++j) sum += std::exp(score[j] - top);
+        for (int j = 0; j < keys; ++j) want += std::exp(score[j] - top) / sum * value[size_t(j) * d + c];
+      }
+      EXPECT_TRUE(std::isfinite(got)) << trial;
+      EXPECT_NEAR(got, want, 2e-5 * std::sqrt(double(splits)) + 1e-6) << trial << " col " << c;
+    }
+  }
+}
+
+// Every variant of the default decode space (for_problem) compiles, and none spills.
+struct decode_compile_case {
+  const char* arch;
+  problem s;
+};
+class decode_compile : public ::testing::TestWithParam<decode_compile_case> {};
+TEST_P(decode_compile, every_default_variant_compiles_without_spills) {
+  const auto& [arch, s] = GetParam();
+  const temp_dir dir("attn-tune-decode-compile");
+  const compile_cache cache(dir.path().string());
+  tune_options t;
+  t.family = "fa2";
+  t.space = fa2_family().default_space;
+  const tune_result r = compile_only(s, arch, cache, t);
+  int compiled = 0;
+  for (const auto& rec : r.records) {
+    ASSERT_NE(rec.status, status::compile_error) << name(rec.config) << ": " << rec.message;
+    if (rec.status == status::pruned) continue;
+    EXPECT_EQ(rec.spill_bytes, 0) << name(rec.config) << " spills";
+    ++compiled;
+  }
+  EXPECT_GE(compiled, 24) << describe(s);
+}
+INSTANTIATE_TEST_SUITE_P(decode, decode_compile,
+                         ::testing::Values(decode_compile_case{"sm_90a", decode(8, 32, 8, 1, 8192)},
+                                           decode_compile_case{"sm_90a", decode(64, 32, 8, 16, 4096, 128, true)},
+                                           decode_compile_case{"sm_90a", decode(4, 16, 2, 1, 4096, 64)},
+                                           decode_compile_case{"sm_80", decode(8, 32, 8, 1, 8192)},
+                                           decode_compile_case{"sm_80", decode(64, 32, 8, 16, 4096, 128, true)}));
+
+}  // namespace
+}  // namespace attn

@@ -1,0 +1,90 @@
+// Decode on the fa2 family: split-KV (every split count of a small space, more splits than K/V
+// tiles, N_kv not a multiple of a split's share) and packed GQA (4:1, 8:1, MQA; 1:1 unpacked), for
+// N_q from 1 to 16, causal (bottom-right) and not, D 64 and 128. Every variant must pass the
+// reference check on fresh random inputs; the default decode space's variants as well.
+#include <cstdio>
+
+#include "gpu_fixture.hpp"
+#include "run/tuner.hpp"
+
+namespace attn::testing {
+namespace {
+
+struct decode_case {
+  const char* label;
+  problem s;
+};
+void PrintTo(const decode_case& c, std::ostream* os) { *os << c.label << ": " << describe(c.s); }
+
+problem decode(int64_t b, int64_t h, int64_t hk, int64_t nq, int64_t nk, int64_t d, bool causal, dtype t = dtype::bf16,
+               layout l = layout::bhsd) {
+  problem s;
+  s.batch = b, s.heads = h, s.kv_heads = hk, s.q_len = nq, s.kv_len = nk, s.head_dim = d;
+  s.causal = causal, s.dtype = t, s.layout = l;
+  return s;
+}
+
+class decode_correctness : public gpu_test, public ::testing::WithParamInterface<decode_case> {};
+
+int verify_all(const problem& s, const gpu_info& gpu, const compile_cache& cache, const search_space& space) {
+  tune_options t;
+  t.family = "fa2";
+  t.space = space;
+  t.seed = 7;
+  t.timing.min_reps = 2;
+  t.timing.max_reps = 2;
+  t.timing.min_total_ms = 0;
+  t.search = search_kind::exhaustive;
+  const tune_result r = tune(s, gpu, cache, t);
+  int ok = 0;
+  for (const auto& rec : r.records) {
+    if (rec.status == status::pruned) continue;
+    EXPECT_EQ(rec.status, status::ok) << name(rec.config) << ": " << to_string(rec.status) << " " << rec.message;
+    if (rec.status != status::ok) continue;
+    ++ok;
+    EXPECT_LE(rec.max_error, r.allowed_error) << name(rec.config);
+  }
+  std::printf("%s: %d variants ok, allowed error %.3e\n", describe(s).c_str(), ok, r.allowed_error);
+  return ok;
+}
+
+// Split counts 1 to 64 (a 200-key cache has 4 tiles of 64 keys: 7, 16 and 64 splits leave some
+// empty, 3 gives a short last share), packed and not, 16 and 64 rows per block.
+TEST_P(decode_correctness, every_split_and_packing_passes) {
+  if (m_gpu.backend != backend::cuda) GTEST_SKIP() << "the decode axes are the fa2 family's (CUDA)";
+  const problem& s = GetParam().s;
+  const search_space space = parse_space(
+      {"block_m=16,64", "block_n=64", "warps=1,4", "stages=2", "splits=1,2,3,7,16,64", "pack_gqa=0,1"},
+      fa2_family().default_space);
+  EXPECT_GE(verify_all(s, m_gpu, m_cache, space), s.kv_heads < s.heads ? 24 : 12);
+}
+
+const dtype bf = dtype::bf16, fp = dtype::fp16;
+INSTANTIATE_TEST_SUITE_P(
+    decode, decode_correctness,
+    ::testing::Values(decode_case{"mha_q1", decode(2, 4, 4, 1, 200, 128, false)},
+                      decode_case{"gqa4_q1", decode(2, 8, 2, 1, 200, 128, false)},
+                      decode_case{"gqa8_q1_causal", decode(1, 16, 2, 1, 333, 64, true, fp)},
+                      decode_case{"mqa_q3_causal", decode(2, 6, 1, 3, 200, 128, true)},
+                      decode_case{"gqa4_q16_causal", decode(2, 8, 2, 16, 517, 128, true, bf, layout::bshd)},
+                      decode_case{"gqa4_q16", decode(1, 8, 2, 16, 200, 64, false, fp)},
+                      decode_case{"gqa8_q7_causal_ragged", decode(3, 8, 1, 7, 129, 128, true)},
+                      decode_case{"mha_q16_causal", decode(1, 4, 4, 16, 64, 128, true)}),
+    [](const auto& info) { return std::string(info.param.label); });
+
+// The family's default space, as for_problem adapts it, on decode shapes like the (a long
+// cache, GQA 4:1, N_q 1 and 16 causal): every variant the tuner would run passes, and the best is
+// a split or packed one.
+class decode_default_space : public gpu_test {};
+TEST_F(decode_default_space, every_variant_passes) {
+  if (m_gpu.backend != backend::cuda) GTEST_SKIP() << "the decode axes are the fa2 family's (CUDA)";
+  for (const problem& s : {decode(2, 32, 8, 1, 8192, 128, false), decode(4, 32, 8, 16, 4096, 128, true)}) {
+    const search_space space = for_problem(fa2_family().default_space, s, m_gpu.desc.sm_count);
+    EXPECT_GT(space.splits.size(), 1u) << describe(s);
+    EXPECT_EQ(space.pack_gqa, (std::vector<int>{0, 1})) << describe(s);
+    EXPECT_GE(verify_all(s, m_gpu, m_cache, space), 24) << describe(s);
+  }
+}
+
+}  // namespace
+}  // namespace attn::testing
