@@ -14,8 +14,13 @@
 // M tile (row m of a K/V head's packed rows is query row m / group of head kv_head * group +
 // m % group), so each K/V tile is read once per K/V head; SPLIT shares a row block's K/V tiles
 // among num_splits blocks (blockIdx.x = row block * num_splits + split), each writing its
-// normalized O in fp32 and its LSE to the workspace, merged by combine_splits.
+// normalized O in fp32 and its LSE to the workspace, merged by combine_splits. BULK (sm_90, the
+// family's axis `loader` 1): warp 0 loads each K/V row with one bulk copy (cp.async.bulk) counted on
+// the stage's mbarrier, instead of every thread issuing 16-byte cp.async: measured on the H200,
+// decode's warps were busy issuing instructions (the loads' address arithmetic among them), not
+// waiting on memory.
 #include "common/attention.cuh"
+#include "common/hopper_ptx.cuh"
 #include "common/resources.cuh"
 #include "common/split_merge.cuh"
 
@@ -27,12 +32,12 @@ struct bool_constant {
 };
 
 template <bool BF16_, int D_, int BLOCK_M_, int BLOCK_N_, int WARPS_, int STAGES_, bool CAUSAL_,
-          bool PACK_ = false, bool SPLIT_ = false>
+          bool PACK_ = false, bool SPLIT_ = false, bool BULK_ = false>
 struct fa2_config {
   static constexpr bool BF16 = BF16_;
   static constexpr int D = D_, BLOCK_M = BLOCK_M_, BLOCK_N = BLOCK_N_;
   static constexpr int WARPS = WARPS_, STAGES = STAGES_;
-  static constexpr bool CAUSAL = CAUSAL_, PACK = PACK_, SPLIT = SPLIT_;
+  static constexpr bool CAUSAL = CAUSAL_, PACK = PACK_, SPLIT = SPLIT_, BULK = BULK_;
   static constexpr int THREADS = WARPS * 32;
   static constexpr int WARP_M = BLOCK_M / WARPS;  ///< query rows per warp
   static constexpr int MI = WARP_M / 16;          ///< 16-row mma tiles per warp
@@ -44,6 +49,8 @@ struct fa2_config {
   static_assert(WARP_M % 16 == 0 && WARP_M >= 16, "each warp needs whole 16-row mma tiles");
   static_assert(BLOCK_N % 16 == 0, "BLOCK_N: a multiple of 16");
   static_assert(STAGES >= 1 && STAGES <= 8, "STAGES in [1, 8]");
+  static_assert(!BULK || STAGES >= 2, "the bulk loader needs a ring of two stages or more");
+  static constexpr int BARRIERS_OFFSET = (Q_ELEMS + 2 * STAGES * KV_ELEMS) * 2;  ///< BULK: a mbarrier per stage
 };
 
 /// Copies `rows` rows of D elements starting at global row `row0` into a padded shared tile,
@@ -239,9 +246,42 @@ __device__ void fa2_forward(const fwd_params& p) {
 
   load_q<C>(q_smem, p, q_batch, at, m0, rows);
   cp_async_commit();
+  const unsigned bars = q_smem + C::BARRIERS_OFFSET;
+  auto bar = [&](int stage) { return bars + 8 * stage; };
+  if constexpr (C::BULK) {
+    if (threadIdx.x == 0) {
+      for (int s = 0; s < C::STAGES; ++s) mbar_init(bar(s), 1);
+      mbar_init_fence();
+    }
+    __syncthreads();
+  }
   auto load_kv = [&](int j, int stage) {
-    load_tile<C>(k_stage(stage), k, p.kv_row_stride, j * C::BLOCK_N, mask.kv_len(), C::BLOCK_N);
-    load_tile<C>(v_stage(stage), v, p.kv_row_stride, j * C::BLOCK_N, mask.kv_len(), C::BLOCK_N);
+    if constexpr (C::BULK) {  // warp 0: a bulk copy per row, rows past the keys zeroed
+      if (threadIdx.x >= 32) return;
+      const int lane = threadIdx.x, n0 = j * C::BLOCK_N, valid = min(C::BLOCK_N, mask.kv_len() - n0);
+      if (lane == 0) mbar_arrive_expect_tx(bar(stage), valid * C::D * 2 * 2);
+      fence_proxy_async();  // the consumers' reads of this stage (ordered by the block barrier) come first
+      for (int r = lane; r < C::BLOCK_N; r += 32) {
+        const unsigned k_row = k_stage(stage) + r * C::PITCH * 2, v_row = v_stage(stage) + r * C::PITCH * 2;
+        if (r < valid) {
+          bulk_load(k_row, k + (long long)(n0 + r) * p.kv_row_stride, C::D * 2, bar(stage));
+          bulk_load(v_row, v + (long long)(n0 + r) * p.kv_row_stride, C::D * 2, bar(stage));
+        } else {
+          for (int c = 0; c < C::D * 2; c += 16) {
+            asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(k_row + c), "r"(0u) : "memory");
+            asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(v_row + c), "r"(0u) : "memory");
+          }
+        }
+      }
+    } else {
+      load_tile<C>(k_stage(stage), k, p.kv_row_stride, j * C::BLOCK_N, mask.kv_len(), C::BLOCK_N);
+      load_tile<C>(v_stage(stage), v, p.kv_row_stride, j * C::BLOCK_N, mask.kv_len(), C::BLOCK_N);
+    }
+  };
+  // Commits a ring stage's loads (cp.async: a group; bulk copies: nothing, their mbarrier counts),
+  // and waits until tile j has landed.
+  auto commit = [&] {
+    if constexpr (!C::BULK) cp_async_commit();
   };
   auto attend = [&](int j, int stage, auto masked) {
     if constexpr (C::PACK)
@@ -278,16 +318,21 @@ __device__ void fa2_forward(const fwd_params& p) {
 #pragma unroll
     for (int s = 0; s < C::STAGES - 1; ++s) {
       if (s < range.count()) load_kv(range.first + s, s);
-      cp_async_commit();
+      commit();
     }
+    if constexpr (C::BULK) cp_async_wait<0>();  // Q (the tiles come through their mbarriers)
+    auto wait_tile = [&](int j) {
+      if constexpr (C::BULK) mbar_wait(bar(stage_of(j)), ((j - range.first) / C::STAGES) & 1);
+      else cp_async_wait<C::STAGES - 2>();
+    };
     auto refill = [&](int j) {  // after the barrier: every warp is done with tile j-1's stage
       const int next = j + C::STAGES - 1;
       if (next < range.end) load_kv(next, stage_of(next));
-      cp_async_commit();
+      commit();
     };
     if constexpr (C::CAUSAL) {
       runs([&](int j, auto masked) {
-        cp_async_wait<C::STAGES - 2>();
+        wait_tile(j);
         __syncthreads();  // tile j visible to all
         refill(j);
         attend(j, stage_of(j), masked);
@@ -296,7 +341,7 @@ __device__ void fa2_forward(const fwd_params& p) {
       // Only a ragged last tile is partial: one loop with the branch after the loads (measured
       // faster than two loops, and than the branch around the whole step).
       for (int j = range.first; j < range.end; ++j) {
-        cp_async_wait<C::STAGES - 2>();
+        wait_tile(j);
         __syncthreads();
         refill(j);
         if (mask.template past_keys<C::BLOCK_N>(j))
@@ -359,33 +404,54 @@ __device__ void fa2_forward(const fwd_params& p) {
   }
 }
 
-/// Split-KV's combine step: O and LSE of each row (b, h, i) from its splits' partial O and LSE:
-/// lse = log(sum_s exp(lse_s)), O = sum_s exp(lse_s - lse) O_s. One warp per row, 4 per block;
-/// a row no split saw a key of (every lse_s -inf) gets O = 0 and LSE = -inf.
+/// Split-KV's combine step: O and LSE of each row (b, h, i) from its splits' partial O and LSE
+/// (common/split_merge.cuh). One block of COMBINE_THREADS per row: the first warp merges the LSEs
+/// and leaves each split's weight in shared memory; then every thread sums weight * O_s over its
+/// share of the splits for its columns, and the shares are added in shared memory. A row no split
+/// saw a key of gets O = 0 and LSE = -inf.
 template <bool BF16, int D>
 __device__ void combine_splits(const fwd_params& p) {
-  const int lane = threadIdx.x % 32;
-  const long long rows = (long long)p.batch * p.heads * p.q_len;
-  const long long row = (long long)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
-  if (row >= rows) return;
+  constexpr int GROUPS = D >= COMBINE_THREADS ? 1 : COMBINE_THREADS / D;  // split shares per column
+  __shared__ float weight[MAX_SPLITS];
+  __shared__ float share[GROUPS][D];
+  __shared__ float merged;
+  const long long rows = (long long)p.batch * p.heads * p.q_len, row = blockIdx.x;
   auto lse_at = [&](int s) { return p.lse_partial[s * rows + row]; };
-  auto warp_max = [](float x) {
+  if (threadIdx.x < 32) {
+    auto warp_max = [](float x) {
 #pragma unroll
-    for (int o = 16; o > 0; o /= 2) x = fmaxf(x, warp_xor(x, o));
-    return x;
-  };
-  auto warp_sum = [](float x) {
+      for (int o = 16; o > 0; o /= 2) x = fmaxf(x, warp_xor(x, o));
+      return x;
+    };
+    auto warp_sum = [](float x) {
 #pragma unroll
-    for (int o = 16; o > 0; o /= 2) x += warp_xor(x, o);
-    return x;
-  };
-  const float lse = merged_lse<32>(lane, p.num_splits, lse_at, warp_max, warp_sum);
+      for (int o = 16; o > 0; o /= 2) x += warp_xor(x, o);
+      return x;
+    };
+    const float lse = merged_lse<32>(threadIdx.x, p.num_splits, lse_at, warp_max, warp_sum);
+    for (int s = threadIdx.x; s < p.num_splits; s += 32) weight[s] = split_weight(lse_at(s), lse);
+    if (threadIdx.x == 0) merged = lse;
+  }
+  __syncthreads();
+  const float* o_part = p.o_partial + row * D;
+  const long long split_stride = rows * D;
+  for (int idx = threadIdx.x; idx < GROUPS * D; idx += COMBINE_THREADS) {
+    const int d = idx % D, g = idx / D;
+    float x = 0.f;
+#pragma unroll 8
+    for (int s = g; s < p.num_splits; s += GROUPS) x += weight[s] * o_part[s * split_stride + d];
+    share[g][d] = x;
+  }
+  __syncthreads();
   const int i = row % p.q_len, h = (row / p.q_len) % p.heads, b = row / ((long long)p.q_len * p.heads);
   elem_bits* o = static_cast<elem_bits*>(p.o) + b * p.q_batch_stride + h * p.q_head_stride + i * p.q_row_stride;
-  for (int d = lane; d < D; d += 32)
-    o[d] = from_float<BF16>(
-        merged_o(p.num_splits, lse, lse_at, [&](int s) { return p.o_partial[(s * rows + row) * D + d]; }));
-  if (lane == 0) p.lse[row] = lse;
+  for (int d = threadIdx.x; d < D; d += COMBINE_THREADS) {
+    float x = 0.f;
+#pragma unroll
+    for (int g = 0; g < GROUPS; ++g) x += share[g][d];
+    o[d] = from_float<BF16>(x);
+  }
+  if (threadIdx.x == 0) p.lse[row] = merged;
 }
 
 }  // namespace attn_k

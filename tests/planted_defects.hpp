@@ -27,10 +27,8 @@ inline const std::vector<planted_defect>& planted_defects() {
   static const std::vector<planted_defect> all = {
       {"causal_mask_off_by_one", "common/attention.cuh", "min(kv_len, row + causal_offset + 1) - n0",
        "min(kv_len, row + causal_offset + 2) - n0", true},
-      {"wrong_scale", "fa2.cuh", "mask.rows(),\n                                            p.scale_log2);",
-       "mask.rows(),\n                                            p.scale_log2 * 1.125f);", false},
-      {"one_row_never_written", "fa2.cuh", "    if (m0 + r < p.q_len)\n", "    if (m0 + r < p.q_len && m0 + r != 5)\n",
-       false},
+      {"wrong_scale", "fa2.cuh", "m0, mask.rows(), p.scale_log2);", "m0, mask.rows(), p.scale_log2 * 1.125f);", false},
+      {"one_row_never_written", "fa2.cuh", "    if (m < rows) {\n", "    if (m < rows && m != 5) {\n", false},
       {"wrong_lse", "fa2.cuh", "log2f(sum)) * 0.69314718056f", "log2f(sum)) * 0.6875f", false},
       // O is not scaled when a row max grows (the row sum still is).
       {"skipped_rescale", "fa2.cuh", "if (__any_sync(0xffffffffu, any_grow))",

@@ -4,8 +4,7 @@
 #   carry: .deps      usage: bash bench/device/decode_check.sh [SHAPES] [--no-flex]
 set -uo pipefail
 t0=$(date +%s); el() { echo "[$(( $(date +%s) - t0 )) s]"; }
-[ -x build-gpu/attn-tune ] || { bash scripts/device_build.sh build-gpu > $OUT/build.log 2>&1 || { tail -30 $OUT/build.log; exit 1; }; }
-ninja -C build-gpu > $OUT/build2.log 2>&1 || { tail -30 $OUT/build2.log; exit 1; }
+bash scripts/device_build.sh build-gpu > $OUT/build.log 2>&1 || { tail -30 $OUT/build.log; exit 1; }
 echo "build done $(el)"
 export LD_LIBRARY_PATH=$PWD/.deps/usr/lib/x86_64-linux-gnu:$PWD/build-gpu:${LD_LIBRARY_PATH:-}
 export PYTHONPATH=$PWD/python:${PYTHONPATH:-} ATTN_TUNE_LIBRARY=$PWD/build-gpu/libattn_tune.so

@@ -70,6 +70,14 @@ __device__ __forceinline__ void mbar_wait(unsigned bar, unsigned parity) {
   } while (!done);
 }
 
+// --- the bulk copy engine, untiled: `bytes` (a multiple of 16, both addresses 16-byte aligned) from
+// global memory to this block's shared memory, counted on `bar`'s transactions when they land.
+__device__ __forceinline__ void bulk_load(unsigned dst, const void* src, unsigned bytes, unsigned bar) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::"r"(dst),
+               "l"(src), "r"(bytes), "r"(bar)
+               : "memory");
+}
+
 // --- the bulk tensor copy engine (TMA) ----------------------------------------------------------
 
 // The tensor maps (tensor_map, common/hopper_params.cuh) are kernel parameters: pass their addresses.

@@ -13,6 +13,11 @@
 
 namespace attn_k {
 
+/// Split-KV (the fa2 family): the most splits a config may have (config.cpp's largest_splits), and
+/// the threads of a combine block (one block per output row).
+constexpr int MAX_SPLITS = 128;
+constexpr int COMBINE_THREADS = 128;
+
 /// The hopper family's schedule (its search axis `schedule`; the config name's `_k<N>` is the OR of
 /// these bits, e.g. m128_n128_w12_s2_k13 = overlap | persistent | two Q tiles):
 enum hopper_schedule_bit : int {

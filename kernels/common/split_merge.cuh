@@ -36,16 +36,17 @@ ATTN_MERGE float merged_lse(int lane, int splits, LseAt lse_at, Max reduce_max, 
   return sum > 0.f ? top + logf(sum) : merge_neg_inf();
 }
 
-/// One element of the merged O: sum_s exp(lse_s - lse) o_at(s); 0 when lse is -inf. Splits that
-/// saw no key are skipped (their O_s is 0, and exp(-inf) is 0 as well).
+/// Split s's weight in the merged O, exp(lse_s - lse): 0 for a split that saw no key (its O_s is
+/// 0) and for a row no split saw a key of.
+ATTN_MERGE float split_weight(float lse_s, float lse) {
+  return lse_s == merge_neg_inf() || lse == merge_neg_inf() ? 0.f : expf(lse_s - lse);
+}
+
+/// One element of the merged O: sum_s split_weight(lse_s, lse) o_at(s).
 template <class LseAt, class OAt>
 ATTN_MERGE float merged_o(int splits, float lse, LseAt lse_at, OAt o_at) {
   float x = 0.f;
-  if (lse == merge_neg_inf()) return x;
-  for (int s = 0; s < splits; ++s) {
-    const float l = lse_at(s);
-    if (l != merge_neg_inf()) x += expf(l - lse) * o_at(s);
-  }
+  for (int s = 0; s < splits; ++s) x += split_weight(lse_at(s), lse) * o_at(s);
   return x;
 }
 

@@ -6,13 +6,17 @@
 #include "codegen/family_parts.hpp"
 #include "codegen/kernel_args.hpp"
 #include "codegen/launch_plan.hpp"
+#include "common/resources.cuh"  // kernels/common, shared with the device code
 
 namespace attn {
 
 namespace {
 
 // Mirrors fa2_config in kernels/fa2.cuh.
-int64_t fa2_shared_memory(const tile_config& c, const problem& s) { return padded_tiles_bytes(c, s); }
+// loader 1 (bulk copies) adds one 8-byte mbarrier per stage after the tiles.
+int64_t fa2_shared_memory(const tile_config& c, const problem& s) {
+  return padded_tiles_bytes(c, s) + (c.knob == 1 ? 8 * c.stages : 0);
+}
 
 int fa2_threads(const tile_config& c) { return c.warps * 32; }
 
@@ -39,6 +43,9 @@ std::optional<std::string> fa2_reject(const tile_config& c, const problem& s,
     return fmt::format("shared memory {} KiB exceeds the device's {} KiB per block",
                        (bytes + 1023) / 1024, limits.shared_memory_per_block / 1024);
   if (limits.cc_major < 8) return std::string("mma.sync bf16/fp16 m16n8k16 needs sm_80 or newer");
+  if (c.knob < 0 || c.knob > 1) return fmt::format("loader {} is not 0 (cp.async) or 1 (bulk copies)", c.knob);
+  if (c.knob == 1 && limits.cc_major < 9) return std::string("loader 1 (cp.async.bulk) needs sm_90 or newer");
+  if (c.knob == 1 && c.stages < 2) return std::string("loader 1 needs a ring of 2 stages or more");
   if (c.splits < 1) return fmt::format("splits {} is not positive", c.splits);
   if (c.pack_gqa != 0 && c.pack_gqa != 1) return fmt::format("pack_gqa {} is not 0 or 1", c.pack_gqa);
   if (c.pack_gqa && s.kv_heads == s.heads)
@@ -47,15 +54,16 @@ std::optional<std::string> fa2_reject(const tile_config& c, const problem& s,
 }
 
 std::string fa2_instantiation(const tile_config& c, const problem& s) {
-  const bool split = c.splits > 1, pack = c.pack_gqa != 0;
+  const bool split = c.splits > 1, pack = c.pack_gqa != 0, bulk = c.knob == 1;
   // The split count is a launch parameter: every split count > 1 shares one binary.
   // A decode variant's bounds say one block per SM at least: without it ptxas held one-warp
   // blocks to 168 registers and spilled (D=64, 128-key tiles, split).
   std::string text = instantiation_stub("fa2.cuh", "attn_fa2", "fa2_forward", "fa2_config", fa2_threads(c), c, s,
-                                        split || pack ? 1 : 0, "", split || pack ? fmt::format("{}, {}", pack, split) : "");
+                                        split || pack || bulk ? 1 : 0, "",
+                                        split || pack || bulk ? fmt::format("{}, {}, {}", pack, split, bulk) : "");
   if (split)
     text += fmt::format(
-        "extern \"C\" __global__ void __launch_bounds__(128) attn_fa2_combine(const attn_k::fwd_params p) {{\n"
+        "extern \"C\" __global__ void __launch_bounds__(attn_k::COMBINE_THREADS) attn_fa2_combine(const attn_k::fwd_params p) {{\n"
         "  attn_k::combine_splits<{}, {}>(p);\n}}\n",
         s.dtype == dtype::bf16, s.head_dim);
   return text;
@@ -78,17 +86,22 @@ void fa2_plan(launch_plan& plan, const tile_config& c, const problem& s, const a
                                       c.splits, need * 4, p.o_partial ? p.workspace_floats * 4 : 0));
     if (plan.combine == nullptr) throw invalid_input("the variant was loaded without its combine kernel");
     p.lse_partial = p.o_partial + c.splits * s.batch * s.heads * s.q_len * s.head_dim;
-    const int64_t out_rows = s.batch * s.heads * s.q_len;
-    plan.combine_grid = {static_cast<unsigned>((out_rows + 3) / 4)};
-    plan.combine_block = {128};
+    const int64_t out_rows = s.batch * s.heads * s.q_len;  // one block of 128 threads per row
+    if (out_rows > INT_MAX) throw invalid_input(fmt::format("{} output rows exceed the grid's limit", out_rows));
+    plan.combine_grid = {static_cast<unsigned>(out_rows)};
+    plan.combine_block = {attn_k::COMBINE_THREADS};
   } else {
     plan.combine = nullptr;
   }
   plan.set_argument(p);
 }
 
+// The family's own axis, `loader`: 0 every thread issues 16-byte cp.async, 1 (sm_90) warp 0 issues a
+// bulk copy per K/V row. The default is 0: on the H200 the bulk loader won none of four decode
+// shapes it was searched on (kernels/NOTES.md D1); --space loader=0,1 searches both.
 search_space fa2_space() {
   search_space space = default_space();
+  space.knob_name = "loader";
   space.decode_axes = true;
   space.splits.clear();  // chosen per problem (for_problem)
   space.pack_gqa.clear();

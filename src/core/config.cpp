@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "common/resources.cuh"  // kernels/common, shared with the device code
 #include "core/problem.hpp"
 
 namespace attn {
@@ -44,7 +45,7 @@ constexpr axis axes[] = {{"block_m", &search_space::block_m, 1024},
                          {"warps", &search_space::warps, 32},
                          {"stages", &search_space::stages, 16}};
 constexpr int largest_knob = 64;
-constexpr int largest_splits = 128;
+constexpr int largest_splits = attn_k::MAX_SPLITS;
 
 // "" when c is within every axis's bound, else why not (names the value and the bound).
 std::string out_of_range(const tile_config& c) {
@@ -165,7 +166,7 @@ search_space for_problem(const search_space& s, const problem& p, int sm_count) 
       out.warp_rows = 16;
     }
     if (!keep("block_n")) out.block_n = {64, 128};
-    if (!keep("stages")) out.stages = {2, 3};
+    if (!keep("stages")) out.stages = {2, 3, 4};
   }
   return out;
 }
@@ -208,8 +209,12 @@ search_space parse_space(const std::vector<std::string>& tokens, const search_sp
                                      [&](const axis& a) { return axis_name == a.name; });
     const bool is_knob = !base.knob_name.empty() && axis_name == base.knob_name;
     const bool is_splits = axis_name == "splits", is_pack = axis_name == "pack_gqa";
-    if ((is_splits || is_pack) && !base.decode_axes)
-      throw fail(fmt::format("the family has no {} axis (the decode axes are fa2's)", axis_name));
+    // A family without the decode axes takes their one value it has (splits=1, pack_gqa=0), so
+    // that one --space serves a run of several families.
+    const std::string_view only_value = is_splits ? "1" : "0";
+    if ((is_splits || is_pack) && !base.decode_axes && std::string_view(token).substr(eq + 1) != only_value)
+      throw fail(fmt::format("the family has no {} axis (the decode axes are fa2's; it takes only {}={})", axis_name,
+                             axis_name, only_value));
     if (found == std::end(axes) && !is_knob && !is_splits && !is_pack) {
       throw fail(fmt::format("unknown axis '{}' (expected block_m, block_n, warps{}{}{} or stages)", axis_name,
                              base.knob_name.empty() ? "" : ", ", base.knob_name,

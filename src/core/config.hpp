@@ -61,7 +61,7 @@ struct search_space {
 /// The space a problem is searched over: a decode axis left to the family (empty) becomes the
 /// heuristic's values, and for a decode-sized problem (decode_sized) the tile axes --space did not
 /// name become the decode defaults: block_m 16, 32, 64 with one warp per 16 rows, block_n 64 and
-/// 128, stages 2 and 3 (few query rows per block, many blocks).
+/// 128, stages 2 to 4 (few query rows per block, many blocks, deep K/V rings).
 /// sm_count: the device's SMs (0: not known, taken as 132, an H200's). Other spaces unchanged.
 search_space for_problem(const search_space& s, const problem& p, int sm_count);
 /// Few query rows against many keys: at most 64 query rows per K/V head when packed (decode,

@@ -17,8 +17,17 @@ namespace {
 
 // The columns: the device's, the problem's export-key fields (export_key_fields()), then these.
 constexpr std::array<const char*, 3> device_columns{"device", "cc", "sm_count"};
-constexpr std::array<const char*, 10> entry_columns{"seq_min_exclusive", "seq_max", "family", "block_m", "block_n",
-                                                    "warps", "stages", "knob", "tflops", "tuned_shapes"};
+constexpr std::array<const char*, 12> entry_columns{"seq_min_exclusive", "seq_max", "family", "block_m", "block_n",
+                                                    "warps", "stages", "knob", "splits", "pack_gqa", "tflops",
+                                                    "tuned_shapes"};
+// Columns added later: an export from before lacks them, and its entries take the default
+// (knob 0, splits 1, pack_gqa 0).
+constexpr std::array<std::pair<const char*, int>, 3> later_columns{{{"knob", 0}, {"splits", 1}, {"pack_gqa", 0}}};
+bool is_later_column(std::string_view name) {
+  for (const auto& [n, v] : later_columns)
+    if (name == n) return true;
+  return false;
+}
 constexpr size_t export_column_count = device_columns.size() + export_key_field_count + entry_columns.size();
 
 const std::array<const char*, export_column_count> export_columns = [] {
@@ -51,7 +60,8 @@ T number(const std::string& text, const char* column) {
   return value;
 }
 
-export_entry entry_of_fields(const std::array<std::string, export_column_count>& f, bool has_knob) {
+export_entry entry_of_fields(const std::array<std::string, export_column_count>& f,
+                             const std::array<bool, later_columns.size()>& has) {
   size_t i = 0;
   auto next = [&]() -> const std::string& { return f[i++]; };
   auto integer = [&](const char* column) { return number<int>(next(), column); };
@@ -74,8 +84,12 @@ export_entry entry_of_fields(const std::array<std::string, export_column_count>&
   e.config.block_n = integer("block_n");
   e.config.warps = integer("warps");
   e.config.stages = integer("stages");
-  const std::string& knob = next();
-  e.config.knob = has_knob ? number<int>(knob, "knob") : 0;
+  for (size_t k = 0; k < later_columns.size(); ++k) {
+    const std::string& text = next();
+    const auto [column, fallback] = later_columns[k];
+    (k == 0 ? e.config.knob : k == 1 ? e.config.splits : e.config.pack_gqa) =
+        has[k] ? number<int>(text, column) : fallback;
+  }
   e.tflops = number<double>(next(), "tflops");
   e.shapes = integer("tuned_shapes");
   return e;
@@ -89,16 +103,17 @@ std::vector<export_entry> read_export_csv(const std::string& text, const std::st
     io::CSVReader<export_column_count, io::trim_chars<' ', '\t'>, io::double_quote_escape<',', '"'>,
                   io::throw_on_overflow, io::single_and_empty_line_comment<'#'>>
         reader(path, text.data(), text.data() + text.size());
-    // Exports from before the knob axis lack its column; every other one must be there.
+    // Exports from before the later columns lack them; every other one must be there.
     std::apply([&](auto... names) { reader.read_header(io::ignore_missing_column, names...); }, export_columns);
     for (const char* column : export_columns)
-      if (!reader.has_column(column) && std::string_view(column) != "knob")
+      if (!reader.has_column(column) && !is_later_column(column))
         throw invalid_input(fmt::format("cannot read export '{}': the header lacks column '{}'", path, column));
-    const bool has_knob = reader.has_column("knob");
+    std::array<bool, later_columns.size()> has{};
+    for (size_t k = 0; k < later_columns.size(); ++k) has[k] = reader.has_column(later_columns[k].first);
     std::array<std::string, export_column_count> fields;
     while (std::apply([&](auto&... f) { return reader.read_row(f...); }, fields)) {
       try {
-        out.push_back(entry_of_fields(fields, has_knob));
+        out.push_back(entry_of_fields(fields, has));
       } catch (const invalid_input& e) {
         throw invalid_input(fmt::format("cannot read export '{}': line {}: {}", path, reader.get_file_line(), e.what()));
       }
@@ -129,7 +144,8 @@ std::vector<export_entry> read_export_json(const std::string& text, const std::s
       const nlohmann::json& c = j.at("config");
       e.family = c.at("family").get<std::string>();
       e.config = {c.at("block_m").get<int>(), c.at("block_n").get<int>(), c.at("warps").get<int>(),
-                  c.at("stages").get<int>(), c.value("knob", 0)};
+                  c.at("stages").get<int>(), c.value("knob", 0),   c.value("splits", 1),
+                  c.value("pack_gqa", 0)};
       e.tflops = j.value("tflops", 0.0);
       e.shapes = j.value("tuned_shapes", 0);
       out.push_back(e);

@@ -9,7 +9,7 @@ trap 'rm -rf "$dir"' EXIT
 cd "$dir"
 fail() { echo "FAIL: $*"; exit 1; }
 one=(--compile-only --arch sm_80 --family fa2 --configs m64_n64_w4_s1 --cache-dir "$cache")
-small=(--compile-only --arch sm_80 --space block_m=64 block_n=64 warps=4 stages=1 --cache-dir "$cache")
+small=(--compile-only --arch sm_80 --space block_m=64 block_n=64 warps=4 stages=1 splits=1 pack_gqa=0 --cache-dir "$cache")
 
 # A FIFO is written in place, a character device is not replaced, a symlink is followed.
 mkfifo pipe

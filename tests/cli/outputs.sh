@@ -32,7 +32,7 @@ grep -q '^#end,rows=2,xxh3=' smoke.csv || fail "smoke.csv end line: $(tail -1 sm
 [ "$(rows one.csv)" = "wgmma m64_n64_w8_s2 compiled 64" ] || fail "one.csv rows: $(rows one.csv)"
 
 # A compile-only sweep: every shape of the sweep file, one config each.
-"$bin" --compile-only --arch sm_80 --space block_m=64 block_n=64 warps=4 stages=1 \
+"$bin" --compile-only --arch sm_80 --space block_m=64 block_n=64 warps=4 stages=1 splits=1 pack_gqa=0 \
   sweep "$src/sweeps/ci-smoke.csv" --out sweep.csv --force --cache-dir "$cache" >out 2>&1 || fail "sweep: $(cat out)"
 grep -q '^#end,rows=4,' sweep.csv || fail "sweep.csv end line: $(tail -1 sweep.csv)"
 [ "$(rows sweep.csv | awk '$3 == "compiled"' | wc -l)" -eq 4 ] || fail "sweep.csv rows: $(rows sweep.csv)"
@@ -59,7 +59,7 @@ e = {(x["head_dim"], x["causal"], x["seq_max"]): x for x in d["entries"]}
 assert len(e) == 3, e.keys()
 c = e[(128, False, 4096)]
 assert (c["seq_min_exclusive"], c["device"], c["cc"], c["sm_count"]) == (2048, "NVIDIA H200", "9.0", 132), c
-assert c["config"] == {"family": "fa2", "block_m": 256, "block_n": 64, "warps": 8, "stages": 2, "knob": 0}, c
+assert c["config"] == {"family": "fa2", "block_m": 256, "block_n": 64, "warps": 8, "stages": 2, "knob": 0, "splits": 1, "pack_gqa": 0}, c
 assert e[(64, True, 1024)]["seq_min_exclusive"] == 512
 assert d["fallback"]["head_dim_le_128"]["block_m"] == 128
 PY

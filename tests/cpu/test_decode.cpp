@@ -83,7 +83,7 @@ TEST(DecodeSpace, DecodeGetsSplitsPackingAndSmallBlocks) {
   EXPECT_EQ(s.splits, (std::vector<int>{1, 2, 4, 8, 16}));
   EXPECT_EQ(s.pack_gqa, (std::vector<int>{0, 1}));
   for (const tile_config& c : s.enumerate()) EXPECT_EQ(c.block_m, 16 * c.warps) << name(c);
-  EXPECT_EQ(s.enumerate().size(), 3u * 2 * 2 * 5 * 2);
+  EXPECT_EQ(s.enumerate().size(), 3u * 2 * 3 * 5 * 2);  // tiles, stages, splits, packing
   // --space's own axes stay.
   const search_space named = for_problem(parse_space({"block_m=64", "splits=4"}, fa2_family().default_space), d, 132);
   EXPECT_EQ(named.block_m, (std::vector<int>{64}));
