@@ -8,7 +8,8 @@ run). The same process measures the device-to-device copy bandwidth (2 GiB); eac
 bytes decode must move (Q, K, V read, O and LSE written), ours as GB/s and as a fraction of that
 bandwidth, and each peer's time and our ratio to the fastest peer.
 
-    python3 bench/decode.py --tool build-gpu/attn-tune [--shapes B,H,HKV,NQ,NKV,D[,causal];...] [--out DIR]
+    python3 bench/decode.py --tool build-gpu/attn-tune [--shapes B,H,HKV,NQ,NKV,D[,causal];...]
+                            [--sweep sweeps/llm-decode.csv [--rows 0-5]] [--out DIR]
 
 Writes DIR/decode.csv and DIR/decode.md (DIR must be new or empty), and prints the table.
 """
@@ -54,6 +55,22 @@ def parse_shapes(text):
     return out
 
 
+def sweep_shapes(path, rows):
+    """The sweep file's rows (bf16, [B,H,N,D] only), those of `rows` ("0-5,9") when given."""
+    out = []
+    for r in csv.DictReader(line for line in open(path) if not line.startswith("#")):
+        h = int(r["H"])
+        n = int(r["N"])
+        out.append((int(r["B"]), h, int(r["kv_heads"] or h), n, int(r["kv_len"] or n), int(r["D"]), r["causal"] == "1"))
+    if not rows:
+        return out
+    keep = set()
+    for part in rows.split(","):
+        a, _, b = part.partition("-")
+        keep.update(range(int(a), int(b or a) + 1))
+    return [s for i, s in enumerate(out) if i in keep]
+
+
 def tune(tool, s, path):
     b, h, hk, nq, nk, d, causal = s
     argv = [tool, "--shape", f"{b},{h},{nq},{d}", "--kv-heads", str(hk), "--kv-len", str(nk), "--no-db", "-q",
@@ -82,10 +99,13 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tool", default="build-gpu/attn-tune")
     ap.add_argument("--shapes", default="", help="B,H,HKV,NQ,NKV,D[,causal] separated by ';' (default: the issue's)")
+    ap.add_argument("--sweep", default="", help="a sweep file's rows instead (e.g. sweeps/llm-decode.csv)")
+    ap.add_argument("--rows", default="", help="with --sweep: only these rows, e.g. 0-5,9")
     ap.add_argument("--out", default="", help="a new or empty folder for decode.csv and decode.md")
     ap.add_argument("--no-flex", action="store_true", help="leave FlexAttention out (its compile takes a minute)")
     args = ap.parse_args()
-    shapes = parse_shapes(args.shapes) if args.shapes else SHAPES
+    shapes = (sweep_shapes(args.sweep, args.rows) if args.sweep else parse_shapes(args.shapes) if args.shapes
+              else SHAPES)
     if args.out:
         if os.path.exists(args.out) and os.listdir(args.out):
             raise SystemExit(f"bench/decode.py: '{args.out}' is not empty; give a new folder")
