@@ -1,7 +1,14 @@
 #include "cli/options.hpp"
 
 #include <CLI/CLI.hpp>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -87,15 +94,44 @@ std::string default_out_path(const std::string& device_name, const problem& s) {
                      to_string(s.layout), s.causal ? "-causal" : "");
 }
 
-std::string first_free_path(const std::string& path) {
+claimed_file::claimed_file(const std::string& path) {
   std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) return path;
+  if (const auto parent = std::filesystem::path(path).parent_path(); !parent.empty())
+    std::filesystem::create_directories(parent, ec);
   const std::string stem = path.size() > 4 && path.compare(path.size() - 4, 4, ".csv") == 0
                                ? path.substr(0, path.size() - 4) : path;
-  for (int i = 2;; ++i) {
-    const std::string candidate = fmt::format("{}-{}.csv", stem, i);
-    if (!std::filesystem::exists(candidate, ec)) return candidate;
+  for (int i = 1;; ++i) {
+    const std::string candidate = i == 1 ? path : fmt::format("{}-{}.csv", stem, i);
+    const int fd = ::open(candidate.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd < 0 && errno == EEXIST) continue;
+    if (fd < 0)
+      throw std::runtime_error(fmt::format("cannot write '{}': {}", candidate, std::strerror(errno)));
+    struct stat st {};
+    ::fstat(fd, &st);
+    ::close(fd);
+    m_path = candidate;
+    m_inode = st.st_ino;
+    return;
   }
+}
+
+claimed_file& claimed_file::operator=(claimed_file&& o) noexcept {
+  if (this != &o) {
+    release();
+    m_path = std::exchange(o.m_path, std::string());
+    m_inode = std::exchange(o.m_inode, 0);
+  }
+  return *this;
+}
+
+claimed_file::~claimed_file() { release(); }
+
+void claimed_file::release() {
+  struct stat st {};
+  // Written, the file is another one (renamed over the claim); still the claim and empty: unused.
+  if (!m_path.empty() && ::lstat(m_path.c_str(), &st) == 0 && st.st_ino == m_inode && st.st_size == 0)
+    ::unlink(m_path.c_str());
+  m_path.clear();
 }
 
 backend choose_backend(const std::string& requested, const std::string& family, const std::string& arch,

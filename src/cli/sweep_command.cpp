@@ -34,6 +34,7 @@ std::vector<record> results_so_far(const options& opt, const std::string& out,
                                    const std::function<std::string(const record&)>& check) {
   if (same_file(out, opt.sweep_file))
     throw invalid_input(fmt::format("--out '{}' is the sweep file itself: name a results CSV", out));
+  check_json_apart(opt, out);
   std::vector<record> results;
   if (is_existing_file(out)) {
     if (opt.resume) {
