@@ -1,8 +1,9 @@
 #pragma once
 // On-disk cache of compiled cubins, keyed by everything that determines the binary: the kernel
 // sources NVRTC sees, the instantiation, the options, the NVRTC version and the architecture
-// (XXH3-128 of all of it). Each entry is one file carrying the XXH3-128 checksum of its contents
-// (codegen/cache_entry.hpp): a damaged entry is compiled again, with a warning.
+// (XXH3-128 of all of it). Each entry is one file carrying its key and the XXH3-128 checksum of
+// both (codegen/cache_entry.hpp): a damaged entry, or another key's, is compiled again, with a
+// warning.
 #include <atomic>
 #include <cstdint>
 #include <memory>
@@ -18,12 +19,14 @@ namespace attn {
 /// 64-bit FNV-1a; stable across runs and machines.
 uint64_t fnv1a64(const std::string& text, uint64_t seed = 1469598103934665603ULL);
 
-/// Default: $ATTN_TUNE_CACHE_DIR, else $XDG_CACHE_HOME/attn-tune, else ~/.cache/attn-tune.
+/// Default: $ATTN_TUNE_CACHE_DIR, else $XDG_CACHE_HOME/attn-tune, else ~/.cache/attn-tune, else
+/// (no HOME) temp_cache_dir(), a folder of this user's alone (core/private_dir.hpp).
 std::string default_cache_dir();
 
 class compile_cache {
  public:
-  /// An empty dir disables the cache.
+  /// An empty dir disables the cache. Entries are read and written without following links
+  /// planted in it. temp_cache_dir() is made private first (invalid_input when another user's).
   explicit compile_cache(std::string dir, kernel_sources kernels = kernel_sources::embedded());
   /// "<arch>-<32 hex digits>": XXH3-128 of the kernel sources, compiler and version, arch,
   /// instantiation and options.

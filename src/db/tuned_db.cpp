@@ -1,5 +1,7 @@
 #include "db/tuned_db.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <ctime>
@@ -11,6 +13,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "core/private_dir.hpp"
 #include "report/csv.hpp"
 
 namespace attn {
@@ -199,7 +202,7 @@ std::string default_db_path() {
   if (const char* d = std::getenv("ATTN_TUNE_DB"); d && *d) return d;
   if (const char* d = std::getenv("XDG_CACHE_HOME"); d && *d) return std::string(d) + "/attn-tune/tuned.sqlite";
   if (const char* d = std::getenv("HOME"); d && *d) return std::string(d) + "/.cache/attn-tune/tuned.sqlite";
-  return "/tmp/attn-tune-cache/tuned.sqlite";
+  return temp_cache_dir() + "/tuned.sqlite";
 }
 
 bool looks_like_sqlite(const std::string& path) {
@@ -225,7 +228,10 @@ tuned_db tuned_db::open(const std::string& path) {
   if (fs::is_directory(path, ec)) throw not_ours(path, "it is a directory");
   if (fs::exists(path, ec) && fs::file_size(path, ec) > 0 && !looks_like_sqlite(path))
     throw not_ours(path, "not an SQLite file");
-  if (const fs::path parent = fs::path(path).parent_path(); !parent.empty()) fs::create_directories(parent, ec);
+  if (const fs::path parent = fs::path(path).parent_path(); parent == temp_cache_dir())
+    ensure_private_dir(parent, ::geteuid());
+  else if (!parent.empty())
+    fs::create_directories(parent, ec);
   // Opening can meet another process creating the file or switching it to WAL, which SQLite
   // answers with SQLITE_BUSY without waiting: the open is tried again (for up to about a minute).
   for (int attempt = 0;; ++attempt) {

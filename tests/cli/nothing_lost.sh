@@ -36,6 +36,45 @@ for p in "${pids[@]}"; do wait "$p" || fail "a run at once failed: $(cat log*)";
 for f in results/*; do grep -q '^#end,rows=1,' "$f" || fail "$f is not a whole results CSV"; done
 cd ..
 
+# 4. The kernel cache follows no link planted in it, and without HOME it is a private folder.
+own=(--compile-only --arch sm_80 --family fa2 --shape 1,8,512,64 --cache-dir own-cache --force)
+"$bin" "${own[@]}" --configs m64_n64_w4_s1 --out k1.csv >/dev/null 2>&1 || fail "compile into own-cache"
+entry=$(ls own-cache/*.entry)
+echo "the user's file" > victim
+rm "$entry" && ln -s ../victim "$entry"
+"$bin" "${own[@]}" --configs m64_n64_w4_s1 --out k1.csv >/dev/null 2>err || fail "compile over a planted link: $(cat err)"
+[ "$(cat victim)" = "the user's file" ] || fail "the cache wrote through a planted link"
+[ -f "$entry" ] && [ ! -L "$entry" ] || fail "the planted link is still there"
+rm "$entry" && ln -s ../created "$entry"
+"$bin" "${own[@]}" --configs m64_n64_w4_s1 --out k1.csv >/dev/null 2>&1 || fail "compile over a dangling link"
+[ ! -e created ] || fail "a dangling link in the cache created its target"
+mkdir tmp
+no_home=(env -u HOME -u XDG_CACHE_HOME -u ATTN_TUNE_CACHE_DIR -u ATTN_TUNE_DB TMPDIR="$dir/tmp" "$bin")
+"${no_home[@]}" --compile-only --arch sm_80 --family fa2 --configs m64_n64_w4_s1 --shape 1,8,512,64 --out h.csv \
+  >/dev/null 2>err || fail "no HOME: $(cat err)"
+[ "$(stat -c %a "tmp/attn-tune-cache-$(id -u)")" = 700 ] || fail "the cache without HOME is not private"
+if [ "$(id -u)" = 0 ] && setpriv --version >/dev/null 2>&1; then
+  # Two users: another one (nobody) makes the folder first in a shared temporary folder.
+  chmod 755 "$dir" && mkdir shared && chmod 1777 shared
+  setpriv --reuid=65534 --regid=65534 --clear-groups mkdir -m 777 "shared/attn-tune-cache-0" || fail "nobody's mkdir"
+  env -u HOME -u XDG_CACHE_HOME -u ATTN_TUNE_CACHE_DIR TMPDIR="$dir/shared" "$bin" --compile-only --arch sm_80 \
+    --family fa2 --configs m64_n64_w4_s1 --shape 1,8,512,64 --out n.csv >/dev/null 2>err; rc=$?
+  [ $rc -eq 2 ] && grep -q "belongs to user 65534" err || fail "another user's cache folder: exit $rc, $(cat err)"
+  [ ! -e n.csv ] && [ -z "$(ls -A shared/attn-tune-cache-0)" ] || fail "another user's cache folder was used"
+else
+  echo "(not root: the two-user case is left to the unit test private_dir.made_0700_and_refused_when_another_users)"
+fi
+
+# 5. A cache entry copied over another config's is refused, and that config compiled again.
+"$bin" "${own[@]}" --configs m64_n64_w4_s2 --out k2.csv >/dev/null 2>&1 || fail "compile m64_n64_w4_s2"
+registers() { python3 -c 'import csv,sys; print([r["registers"] for r in csv.DictReader(l for l in open(sys.argv[1]) if not l.startswith("#"))][0])' "$1"; }
+want=$(registers k2.csv)
+for e in own-cache/*.entry; do [ "$e" = "$entry" ] || e2=$e; done
+cp "$entry" "$e2"
+"$bin" "${own[@]}" --configs m64_n64_w4_s2 --out k2.csv >/dev/null 2>err || fail "compile over a copied entry"
+grep -q "holds the entry of another key" err || fail "a copied entry was not refused: $(cat err)"
+[ "$(registers k2.csv)" = "$want" ] || fail "registers $(registers k2.csv) after the copied entry, not $want"
+
 # 20. A legal 250-byte --out name is written (its temporary name stays within the limit).
 long=$(printf 'n%.0s' $(seq 246)).csv
 "$bin" "${one[@]}" --shape 1,8,512,64 --out "$long" >out 2>&1 || fail "a 250-byte --out: $(cat out)"
