@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cctype>
+#include <filesystem>
 
 #include <fmt/format.h>
 
@@ -112,8 +113,15 @@ gpu_info open_device(const options& opt, int ordinal) {
 }
 
 std::string best_path_for(const std::string& out) {
-  const auto dot = out.rfind(".csv");
-  return (dot == std::string::npos ? out : out.substr(0, dot)) + ".best.csv";
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const bool regular = !out.empty() && out != "-" && out.rfind("/dev/", 0) != 0 && out.rfind("/proc/", 0) != 0 &&
+                       (!fs::exists(out, ec) || fs::is_regular_file(out, ec));
+  if (!regular) return "";
+  const fs::path p(out);
+  std::string name = p.filename().string();
+  if (name.size() > 4 && name.compare(name.size() - 4, 4, ".csv") == 0) name.resize(name.size() - 4);
+  return (p.parent_path() / (name + ".best.csv")).string();
 }
 
 std::string hang_report(const record& hung, const std::string& kept) {

@@ -48,7 +48,8 @@ void write_json(const options& opt, const std::string& text);
 void prepare_json(const options& opt);
 /// Refuses a --json that names `out`, the run's results CSV.
 void check_json_apart(const options& opt, const std::string& out);
-/// "x.best.csv" beside "x.csv".
+/// "x.best.csv" beside "x.csv" (from the file's name alone: "d.csv/out" gives "d.csv/out.best.csv");
+/// "" when `out` is not a regular file ("-", a FIFO, /dev/...): no best table is written then.
 std::string best_path_for(const std::string& out);
 /// The line on stderr after a variant hung: which one, `kept` (where what was measured went), and
 /// how to go on.

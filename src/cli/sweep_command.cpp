@@ -216,7 +216,7 @@ int run_sweep(const options& opt) {
       ++tuned;
       if (out != "-") {  // standard output gets the whole file once, at the end
         write_csv(out, results);
-        write_best_csv(best_path_for(out), best_table(results));
+        if (const std::string best = best_path_for(out); !best.empty()) write_best_csv(best, best_table(results));
       }
       if (r->best) {
         const record& b = r->records[*r->best];
@@ -245,8 +245,9 @@ int run_sweep(const options& opt) {
   if (out == "-") write_csv(out, results);
   write_json(opt, results_json(metadata_of(opt, &first), results));
   const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  fmt::print("sweep done: {} shapes tuned, {} failed, {:.1f} s; wrote {} and {}\n", tuned, failed, total,
-             out, best_path_for(out));
+  const std::string best = best_path_for(out);
+  fmt::print("sweep done: {} shapes tuned, {} failed, {:.1f} s; wrote {}{}\n", tuned, failed, total, out,
+             best.empty() ? "" : " and " + best);
   for (const auto& h : hangs) fmt::print(stderr, "{}\n", h);
   if (!hangs.empty()) return exit_hung;
   return failed > 0 ? 1 : 0;
@@ -272,7 +273,7 @@ int run_merge(const options& opt) {
   check_writable(opt.out);
   write_csv(opt.out, merged);
   const auto best = best_table(merged);
-  if (opt.out != "-") write_best_csv(best_path_for(opt.out), best);
+  if (const std::string path = best_path_for(opt.out); !path.empty()) write_best_csv(path, best);
   fmt::print("merged {} files, {} rows ({} shapes) into {}\n", parts.size(), merged.size(),
              best.size(), opt.out);
   return 0;

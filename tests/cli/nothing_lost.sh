@@ -75,6 +75,15 @@ cp "$entry" "$e2"
 grep -q "holds the entry of another key" err || fail "a copied entry was not refused: $(cat err)"
 [ "$(registers k2.csv)" = "$want" ] || fail "registers $(registers k2.csv) after the copied entry, not $want"
 
+# 16. The best table goes beside a regular file only, named from the file's name alone.
+cp "$src/results/h200/ci-smoke.csv" g.csv
+"$bin" merge g.csv --out /dev/stdout --force >merged 2>err || fail "merge --out /dev/stdout: $(cat err)"
+grep -q '^#end,' merged || fail "merge --out /dev/stdout wrote no CSV"
+"$bin" merge g.csv --out /dev/null --force >/dev/null 2>err || fail "merge --out /dev/null: $(cat err)"
+[ ! -e /dev/null.best.csv ] || fail "merge created /dev/null.best.csv"
+"$bin" merge g.csv --out a.csv.d/out >/dev/null 2>err || fail "merge --out a.csv.d/out: $(cat err)"
+[ -f a.csv.d/out.best.csv ] && [ ! -e a.best.csv ] || fail "the best table of a.csv.d/out: $(ls -R)"
+
 # 20. A legal 250-byte --out name is written (its temporary name stays within the limit).
 long=$(printf 'n%.0s' $(seq 246)).csv
 "$bin" "${one[@]}" --shape 1,8,512,64 --out "$long" >out 2>&1 || fail "a 250-byte --out: $(cat out)"

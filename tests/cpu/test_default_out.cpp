@@ -2,6 +2,8 @@
 // second run of the same command neither refuses to start nor writes over the first one's results.
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -44,6 +46,27 @@ TEST(default_out, runs_at_once_claim_distinct_names) {
   size_t left = 0;
   for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(d / "results")) ++left;
   EXPECT_EQ(left, 1u);  // the written one stays, the empty claims are gone
+}
+
+}  // namespace
+}  // namespace attn
+
+// Issue 21, item 16: the best table's name comes from the file's name alone, and only for a file.
+#include "cli/command_support.hpp"
+
+namespace attn {
+namespace {
+
+TEST(best_path, from_the_file_name_only_and_only_for_a_regular_file) {
+  EXPECT_EQ(best_path_for("results/h200/x.csv"), "results/h200/x.best.csv");
+  EXPECT_EQ(best_path_for("a.csv.d/out"), "a.csv.d/out.best.csv");
+  EXPECT_EQ(best_path_for("runs.csv/b.csv"), "runs.csv/b.best.csv");
+  EXPECT_EQ(best_path_for("/dev/stdout"), "");
+  EXPECT_EQ(best_path_for("/dev/null"), "");
+  EXPECT_EQ(best_path_for("-"), "");
+  temp_dir d;
+  ASSERT_EQ(::mkfifo((d / "pipe").c_str(), 0600), 0);
+  EXPECT_EQ(best_path_for(d / "pipe"), "");
 }
 
 }  // namespace
