@@ -266,7 +266,7 @@ std::vector<record> read_records(const std::string& path, std::string_view text,
                                         last_line, detail));
   };
   std::vector<record> rows;
-  bool any_current = false;
+  bool any_current = false;  // a row or the header of a schema that writes an end line (4 on)
   try {
     io::CSVReader<column_count, io::trim_chars<' ', '\t'>, io::double_quote_escape<',', '"'>> reader(
         path, text.data(), text.data() + text.size());
@@ -283,6 +283,7 @@ std::vector<record> read_records(const std::string& path, std::string_view text,
     for (size_t i = 0; i < needed; ++i)
       if (!reader.has_column(column_names[i]))
         throw read_error(path, fmt::format("the header lacks column '{}'", column_names[i]));
+    any_current = needed > schema3_columns;
     std::array<std::string, column_count> fields;
     while (std::apply([&](auto&... f) { return reader.read_row(f...); }, fields)) {
       try {
@@ -302,7 +303,8 @@ std::vector<record> read_records(const std::string& path, std::string_view text,
   if (has_end && *body->rows != rows.size())
     throw read_error(path, fmt::format("line {} (its end line) says {} rows, the file has {}", last_line + 1,
                                        *body->rows, rows.size()));
-  if (!has_end && any_current) throw cut_short("");
+  // A header and no rows nor end line is a file cut right after its first line, whatever its schema.
+  if (!has_end && (any_current || rows.empty())) throw cut_short("");
   if (!has_end)
     fmt::print(stderr,
                "warning: '{}' has no '#end' line (schema_version {}, from before attn-tune checked its files), so "
