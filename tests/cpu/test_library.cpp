@@ -2,6 +2,8 @@
 // config choice falling through a config the device cannot run, and the caller's strides.
 #include <gtest/gtest.h>
 
+#include <array>
+
 #include <fmt/format.h>
 
 #include "codegen/compile_pool.hpp"
@@ -100,6 +102,22 @@ TEST(ChooseConfig, AConfigTheDeviceCannotRunFallsThrough) {
   d.name = "A100";
   c = choose_config(tuned_table(), d, limits_for_arch("sm_80"), s);
   EXPECT_EQ(name(c.config), "m128_n64_w4_s2");
+}
+
+// Issue 21, item 8: the major version is every digit but the last.
+TEST(ArchLimits, MajorAndMinorOfEachArchitecture) {
+  const std::pair<const char*, std::array<int, 3>> archs[] = {
+      {"sm_80", {8, 0, 163}}, {"sm_86", {8, 6, 99}},  {"sm_89", {8, 9, 99}},
+      {"sm_90a", {9, 0, 227}}, {"sm_100", {10, 0, 227}}, {"sm_120", {12, 0, 99}}};
+  for (const auto& [arch, want] : archs) {
+    const resource_limits l = limits_for_arch(arch);
+    EXPECT_EQ(l.cc_major, want[0]) << arch;
+    EXPECT_EQ(l.cc_minor, want[1]) << arch;
+    EXPECT_EQ(l.shared_memory_per_block, want[2] * 1024) << arch;
+    EXPECT_TRUE(runs_on(fa2_family(), l.cc_major, l.cc_minor)) << arch;
+  }
+  EXPECT_THROW(limits_for_arch("sm_9"), invalid_input);
+  EXPECT_THROW(limits_for_arch("sm_"), invalid_input);
 }
 
 TEST(ChooseConfig, NoKernelForTheShapeIsUnsupported) {

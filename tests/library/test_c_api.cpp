@@ -251,6 +251,21 @@ TEST(LibraryTable, EntriesOfEachDeviceStayApart) {
   EXPECT_STREQ(c.config, "m128_n64_w4_s3");
 }
 
+// Issue 21, item 8: compute capability 10.0 and 12.0 are read as such (not 1.0 and 1.20).
+TEST(LibraryTable, Sm100AndSm120DevicesRunTheirEntries) {
+  const std::string table = testing::TempDir() + "blackwell.csv";
+  std::ofstream(table) << "device,cc,sm_count,dtype,head_dim,causal,seq_min_exclusive,seq_max,family,block_m,block_n,"
+                          "warps,stages,knob,tflops,tuned_shapes\n"
+                          "\"NVIDIA B200\",10.0,148,bf16,128,0,2048,4096,fa2,128,64,4,2,0,1,1\n"
+                          "\"RTX 5090\",12.0,170,bf16,128,0,2048,4096,fa2,64,64,4,1,0,1,1\n";
+  auto c = lookup(table, attn_tune::make_problem(1, 8, 8, 3000, 3000, 128), "NVIDIA B200", 10, 0, 148);
+  EXPECT_EQ(c.source, ATTN_TUNE_SOURCE_BUCKET);
+  EXPECT_STREQ(c.config, "m128_n64_w4_s2");
+  c = lookup(table, attn_tune::make_problem(1, 8, 8, 3000, 3000, 128), "RTX 5090", 12, 0, 170);
+  EXPECT_EQ(c.source, ATTN_TUNE_SOURCE_BUCKET);
+  EXPECT_STREQ(c.config, "m64_n64_w4_s1");
+}
+
 TEST(LibraryTable, UnreadableTablesAreNamed) {
   attn_tune_table* t = nullptr;
   EXPECT_EQ(attn_tune_table_load("/no/such/table.csv", &t), ATTN_TUNE_ERROR_TABLE);
