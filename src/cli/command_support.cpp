@@ -12,6 +12,7 @@
 
 #include "cli/option_checks.hpp"
 #include "codegen/open_gpu.hpp"
+#include "report/csv.hpp"
 
 namespace attn {
 
@@ -110,6 +111,18 @@ bool have_device(const options& opt) {
 
 gpu_info open_device(const options& opt, int ordinal) {
   return open_gpu(runtime_for(opt.backend == "hip" ? backend::hip : backend::cuda), ordinal);
+}
+
+std::vector<record> read_csv_of_known_families(const std::string& path) {
+  std::vector<record> rows = read_csv(path);
+  for (const record& r : rows) {
+    try {
+      find_family(r.family);
+    } catch (const invalid_input& e) {
+      throw invalid_input(fmt::format("cannot read results CSV '{}': {}", path, e.what()));
+    }
+  }
+  return rows;
 }
 
 std::string best_path_for(const std::string& out) {

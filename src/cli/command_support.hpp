@@ -48,6 +48,8 @@ void write_json(const options& opt, const std::string& text);
 void prepare_json(const options& opt);
 /// Refuses a --json that names `out`, the run's results CSV.
 void check_json_apart(const options& opt, const std::string& out);
+/// read_csv(path), refusing (invalid_input naming the file) a row of a family this build lacks.
+std::vector<record> read_csv_of_known_families(const std::string& path);
 /// "x.best.csv" beside "x.csv" (from the file's name alone: "d.csv/out" gives "d.csv/out.best.csv");
 /// "" when `out` is not a regular file ("-", a FIFO, /dev/...): no best table is written then.
 std::string best_path_for(const std::string& out);

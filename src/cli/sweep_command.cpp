@@ -38,7 +38,7 @@ std::vector<record> results_so_far(const options& opt, const std::string& out,
   std::vector<record> results;
   if (is_existing_file(out)) {
     if (opt.resume) {
-      results = read_csv(out);
+      results = read_csv_of_known_families(out);
       for (const auto& r : results)
         if (const std::string why = check(r); !why.empty())
           throw invalid_input(fmt::format("--resume: '{}' {}", out, why));
@@ -262,7 +262,7 @@ int run_merge(const options& opt) {
         throw invalid_input(fmt::format("merge: '{}' is given twice", opt.merge_inputs[i]));
   for (const auto& path : opt.merge_inputs) {
     if (!std::filesystem::exists(path)) throw invalid_input(fmt::format("merge: no such file '{}'", path));
-    parts.push_back(read_csv(path));
+    parts.push_back(read_csv_of_known_families(path));
   }
   const auto merged = merge_results(parts, opt.merge_inputs);
   if (opt.out.empty()) throw invalid_input("merge needs --out");

@@ -74,7 +74,20 @@ tuned_table tuned_table::parse(const std::string& text, const std::string& what)
   } else {
     throw table_error(fmt::format("{}: not a table of attn-tune (an export as CSV or JSON, or a results CSV)", what));
   }
+  t.check_families();
   return t;
+}
+
+void tuned_table::check_families() const {
+  auto known = [&](const std::string& family) {
+    try {
+      find_family(family);
+    } catch (const invalid_input& e) {
+      throw table_error(fmt::format("{}: {}", m_what, e.what()));
+    }
+  };
+  for (const auto& e : m_exact) known(e.family);
+  for (const auto& e : m_buckets) known(e.family);
 }
 
 std::string read_file_text(const std::string& path) {
@@ -99,6 +112,7 @@ tuned_table tuned_table::from_parts(std::string what, std::vector<tuned_shape> e
   t.m_what = std::move(what);
   t.m_exact = std::move(exact);
   t.m_buckets = std::move(buckets);
+  t.check_families();
   return t;
 }
 

@@ -49,7 +49,7 @@ class tuned_table : public tuned_source {
  public:
   tuned_table() = default;
   /// The text of an export CSV, an export JSON or a results CSV (told apart by their first line);
-  /// `what` names it in messages. Throws table_error.
+  /// `what` names it in messages. Throws table_error (also for a family this build lacks).
   static tuned_table parse(const std::string& text, const std::string& what);
   static tuned_table load(const std::string& path);
   /// A table of these exact shapes and buckets, read from `what` (which has no text of its own).
@@ -65,6 +65,7 @@ class tuned_table : public tuned_source {
   const std::string& origin() const { return m_what; }  ///< its path, as messages name it
 
  private:
+  void check_families() const;  ///< table_error naming a family this build does not know
   std::string m_what, m_text;
   std::vector<tuned_shape> m_exact;
   std::vector<export_entry> m_buckets;

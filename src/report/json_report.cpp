@@ -81,6 +81,10 @@ ordered_json tool_json() { return {{"version", ATTN_TUNE_VERSION}, {"csv_schema_
 
 }  // namespace
 
+std::string json_text(const nlohmann::ordered_json& doc) {
+  return doc.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
+}
+
 std::string results_json(const run_metadata& meta, const std::vector<record>& rows) {
   ordered_json variants = ordered_json::array(), best = ordered_json::array();
   for (const auto& r : rows) variants.push_back(record_json(r));
@@ -93,7 +97,7 @@ std::string results_json(const run_metadata& meta, const std::vector<record>& ro
   }
   const ordered_json doc = {
       {"attn_tune", tool_json()}, {"run", meta_json(meta)}, {"variants", variants}, {"best", best}};
-  return doc.dump(2) + "\n";
+  return json_text(doc);
 }
 
 std::string check_json(const run_metadata& meta, const std::string& baseline, const std::vector<check_line>& lines,
@@ -113,7 +117,7 @@ std::string check_json(const run_metadata& meta, const std::string& baseline, co
                             {"baseline", baseline},
                             {"kernel_change", kernel_change ? ordered_json(*kernel_change) : ordered_json(nullptr)},
                             {"shapes", rows}};
-  return doc.dump(2) + "\n";
+  return json_text(doc);
 }
 
 }  // namespace attn

@@ -20,4 +20,27 @@ for arch in sm_80 sm_86 sm_89 sm_90a sm_100 sm_120; do
 done
 grep -q ',12\.0,' sm_120.csv || fail "sm_120's cc is not 12.0: $(sed -n 2p sm_120.csv)"
 
+# 17. An unknown family in a results CSV is refused naming it; the export quotes its family column.
+schema3 "$src/tests/data/export_fixture.csv" fa3.csv "NVIDIA H200" fa3
+refused 2 "unknown kernel family 'fa3'" fa3.csv "$bin" export fa3.csv
+refused 2 "unknown kernel family 'fa3'" fa3.csv "$bin" merge fa3.csv --out never.csv
+
+# 18. Invalid UTF-8 (a device name, an --out name) is replaced in JSON, not an exit 3 after the CSV.
+schema3 "$src/tests/data/export_fixture.csv" bad-utf8.csv $'GPU \xff\xfe' fa2
+"$bin" export bad-utf8.csv --format json --out bad.json 2>err || fail "export --format json of invalid UTF-8: $(cat err)"
+python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["entries"][0]["device"] == "GPU \ufffd\ufffd", d' bad.json \
+  || fail "bad.json: $(cat bad.json)"
+"$bin" "${one[@]}" --shape 1,8,512,64 --out $'x\xc3.csv' --json j.json >/dev/null 2>err || fail "--json with an odd --out: $(cat err)"
+python3 -c 'import json,sys; json.load(open(sys.argv[1]))' j.json || fail "j.json is not JSON"
+
+# 19. The exported header escapes '?': a device named ??/" or ??= compiles with trigraphs and looks up.
+schema3 "$src/tests/data/export_fixture.csv" tri.csv 'X??/"??=Y' fa2
+"$bin" export tri.csv --format header --out tri.hpp 2>err || fail "export --format header: $(cat err)"
+! grep -q '??' tri.hpp || fail "the header holds '??': $(grep -n '??' tri.hpp)"
+if c++ --version >/dev/null 2>&1; then
+  printf '#include "tri.hpp"\nint main() { bool fell = true;\n  attn_tuned::lookup("X\\?\\?/\\"\\?\\?=Y", 9, 0, 132, "bf16", 128, false, 4096, &fell);\n  return fell; }\n' > tri.cpp
+  c++ -std=c++17 -trigraphs -DATTN_TUNED_QUIET -o tri tri.cpp 2>err || fail "the header does not compile with -trigraphs: $(cat err)"
+  ./tri || fail "the odd device name did not look up"
+fi
+
 echo "ok"

@@ -82,3 +82,52 @@ TEST(json_report, quotes_survive_every_writer) {
 
 }  // namespace
 }  // namespace attn
+
+// Issue 21, items 17, 18 and 19: the export CSV quotes its family column, invalid UTF-8 becomes
+// U+FFFD in every JSON, and the header's literals escape '?' (no trigraph can form).
+namespace attn {
+namespace {
+
+std::vector<export_entry> entries_named(const std::string& device, const std::string& family = "fa2") {
+  std::vector<record> rows = two_variants();
+  for (auto& r : rows) r.device.name = device, r.family = family;
+  return export_entries(best_table(rows));
+}
+
+TEST(export_formats, the_family_column_is_quoted) {
+  const auto back = read_export_csv(export_csv(entries_named("d", "fa2,9")), "e.csv");
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_EQ(back[0].family, "fa2,9");
+  EXPECT_EQ(back[0].config.block_m, 64);
+}
+
+TEST(export_formats, invalid_utf8_is_replaced_in_json) {
+  const std::string bad = "GPU \xff\xfe end";
+  std::vector<record> rows = two_variants();
+  for (auto& r : rows) r.device.name = bad;
+  run_metadata meta;
+  meta.arguments = {"--out", "x\xc3.csv"};
+  const auto doc = nlohmann::json::parse(results_json(meta, rows));
+  EXPECT_EQ(doc["run"]["arguments"][1], "x\xef\xbf\xbd.csv");
+  const auto exported = nlohmann::json::parse(export_json(entries_named(bad)));
+  EXPECT_EQ(exported["entries"][0]["device"], "GPU \xef\xbf\xbd\xef\xbf\xbd end");
+}
+
+TEST(export_formats, the_header_escapes_question_marks) {
+  const std::string header = export_header(entries_named("X??/\"??=Y"), "from??/");
+  EXPECT_EQ(header.find("??"), std::string::npos) << header;
+  EXPECT_NE(header.find(R"({"X\?\?/\"\?\?=Y", 9, 0, 132,)"), std::string::npos) << header;
+  if (std::system("c++ --version >/dev/null 2>&1") != 0) GTEST_SKIP() << "no C++ compiler to compile the header";
+  temp_dir d;
+  spit(d / "attn_tuned.hpp", header);
+  spit(d / "main.cpp", "#include \"attn_tuned.hpp\"\nint main() { bool fell = true;\n"
+                       "  attn_tuned::lookup(\"X\\?\\?/\\\"\\?\\?=Y\", 9, 0, 132, \"bf16\", 64, false, 512, &fell);\n"
+                       "  return fell ? 1 : 0; }\n");
+  const std::string build = "c++ -std=c++17 -trigraphs -DATTN_TUNED_QUIET -o " + (d / "main") + " " +
+                            (d / "main.cpp") + " 2>&1";
+  ASSERT_EQ(std::system(build.c_str()), 0) << header;
+  EXPECT_EQ(std::system((d / "main").c_str()), 0) << "the device name did not look up";
+}
+
+}  // namespace
+}  // namespace attn

@@ -266,6 +266,17 @@ TEST(LibraryTable, Sm100AndSm120DevicesRunTheirEntries) {
   EXPECT_STREQ(c.config, "m64_n64_w4_s1");
 }
 
+// Issue 21, item 17: an entry of a family this library lacks is refused naming it.
+TEST(LibraryTable, AnUnknownFamilyIsRefused) {
+  const std::string table = testing::TempDir() + "fa3.csv";
+  std::ofstream(table) << "device,cc,sm_count,dtype,head_dim,causal,seq_min_exclusive,seq_max,family,block_m,block_n,"
+                          "warps,stages,knob,tflops,tuned_shapes\n"
+                          "\"NVIDIA H200\",9.0,132,bf16,128,0,2048,4096,fa3,128,64,4,2,0,1,1\n";
+  attn_tune_table* t = nullptr;
+  EXPECT_EQ(attn_tune_table_load(table.c_str(), &t), ATTN_TUNE_ERROR_TABLE);
+  EXPECT_NE(error().find("unknown kernel family 'fa3'"), std::string::npos) << error();
+}
+
 TEST(LibraryTable, UnreadableTablesAreNamed) {
   attn_tune_table* t = nullptr;
   EXPECT_EQ(attn_tune_table_load("/no/such/table.csv", &t), ATTN_TUNE_ERROR_TABLE);
