@@ -39,8 +39,8 @@ std::string default_cache_dir() {
   return temp_cache_dir();
 }
 
-compile_cache::compile_cache(std::string dir, kernel_sources kernels)
-    : m_dir(std::move(dir)), m_kernels(std::move(kernels)) {
+compile_cache::compile_cache(std::string dir, kernel_sources kernels, warning_sink warn)
+    : m_dir(std::move(dir)), m_kernels(std::move(kernels)), m_warn(std::move(warn)) {
   if (!m_dir.empty() && m_dir == temp_cache_dir()) ensure_private_dir(m_dir, ::geteuid());
   std::string all;
   for (const auto& f : m_kernels.files()) all += f.name + '\0' + f.text + '\0';
@@ -100,7 +100,7 @@ std::optional<compile_result> compile_cache::load(const std::string& key) const 
   if (bytes && is_older_cache_entry(*bytes)) return std::nullopt;  // compiled again and replaced
   auto entry = bytes ? decode_cache_entry(*bytes, key, why) : std::nullopt;
   if (!entry) {
-    fmt::print(stderr, "warning: cache entry '{}' is damaged ({}): compiling it again\n", path, why);
+    warn(fmt::format("warning: cache entry '{}' is damaged ({}): compiling it again", path, why));
     return std::nullopt;
   }
   compile_result r;
@@ -116,10 +116,9 @@ void compile_cache::store(const std::string& key, const compile_result& result) 
     replace_file_atomically(entry_path(key), encode_cache_entry(key, {result.cubin, result.log}));
   } catch (const std::exception& e) {
     if (!m_said_unwritable->exchange(true))
-      fmt::print(stderr,
-                 "warning: the compile cache '{}' cannot be written ({}): every run compiles again; give "
-                 "--cache-dir a writable folder, or --no-cache\n",
-                 m_dir, e.what());
+      warn(fmt::format("warning: the compile cache '{}' cannot be written ({}): every run compiles again; give "
+                       "--cache-dir a writable folder, or --no-cache",
+                       m_dir, e.what()));
   }
 }
 
@@ -152,10 +151,9 @@ cached_compile compile_with_cache(const compile_cache& cache, const std::string&
     const bool driver_cache_off = off && std::string(off) == "1";
     if (hit->registers > 0 && (reported || !driver_cache_off)) return {std::move(*hit), true};
     if (!cache.said_reportless()->exchange(true))
-      fmt::print(stderr,
-                 "note: cache entries without ptxas's report (written while the CUDA driver's compute cache "
-                 "answered NVRTC) are compiled again, e.g. '{}'\n",
-                 cache.entry_path(k));
+      cache.warn(fmt::format("note: cache entries without ptxas's report (written while the CUDA driver's compute "
+                             "cache answered NVRTC) are compiled again, e.g. '{}'",
+                             cache.entry_path(k)));
   }
   cached_compile out{b == backend::cuda ? compile_cubin(source, arch, options, cache.kernels())
                                         : compile_code_object(source, arch, options, cache.kernels()),

@@ -13,6 +13,7 @@
 
 #include "codegen/nvrtc.hpp"
 #include "codegen/family.hpp"
+#include "core/warning.hpp"
 
 namespace attn {
 
@@ -27,7 +28,9 @@ class compile_cache {
  public:
   /// An empty dir disables the cache. Entries are read and written without following links
   /// planted in it. temp_cache_dir() is made private first (invalid_input when another user's).
-  explicit compile_cache(std::string dir, kernel_sources kernels = kernel_sources::embedded());
+  /// `warn` takes what the cache says (damaged entries, a folder it cannot write).
+  explicit compile_cache(std::string dir, kernel_sources kernels = kernel_sources::embedded(),
+                         warning_sink warn = print_warning);
   /// "<arch>-<32 hex digits>": XXH3-128 of the kernel sources, compiler and version, arch,
   /// instantiation and options.
   std::string key(const std::string& source, const std::string& arch,
@@ -43,6 +46,7 @@ class compile_cache {
   std::string entry_path(const std::string& key) const;
   const std::string& dir() const { return m_dir; }
   const kernel_sources& kernels() const { return m_kernels; }
+  void warn(const std::string& line) const { m_warn(line); }
   /// Whether this cache said its note on entries without ptxas's report (said once).
   std::atomic<bool>* said_reportless() const { return m_said_reportless.get(); }
 
@@ -50,6 +54,7 @@ class compile_cache {
   std::string m_dir;
   kernel_sources m_kernels;
   std::string m_sources_digest;  ///< XXH3-128 of every kernel file's name and text
+  warning_sink m_warn;
   std::shared_ptr<std::atomic<bool>> m_said_unwritable = std::make_shared<std::atomic<bool>>(false);
   std::shared_ptr<std::atomic<bool>> m_said_reportless = std::make_shared<std::atomic<bool>>(false);
 };

@@ -257,7 +257,8 @@ namespace {
 // many rows it holds, and a file without one cannot be told from one cut short: refused for the
 // schema that writes one, read with a warning for the one before it. Text from the database has
 // no end line and needs none (it was stored whole, in one transaction): body is null.
-std::vector<record> read_records(const std::string& path, std::string_view text, const csv_body* body) {
+std::vector<record> read_records(const std::string& path, std::string_view text, const csv_body* body,
+                                 const warning_sink& warn) {
   const size_t last_line = last_line_number(text);
   const bool check_end = body != nullptr, has_end = body && body->rows;
   auto cut_short = [&](const std::string& detail) {
@@ -306,10 +307,9 @@ std::vector<record> read_records(const std::string& path, std::string_view text,
   // A header and no rows nor end line is a file cut right after its first line, whatever its schema.
   if (!has_end && (any_current || rows.empty())) throw cut_short("");
   if (!has_end)
-    fmt::print(stderr,
-               "warning: '{}' has no '#end' line (schema_version {}, from before attn-tune checked its files), so "
-               "a copy cut short cannot be told from the whole; rewrite it (e.g. merge it alone) to add one\n",
-               path, csv_schema_version_without_end_line);
+    warn(fmt::format("warning: '{}' has no '#end' line (schema_version {}, from before attn-tune checked its files), "
+                     "so a copy cut short cannot be told from the whole; rewrite it (e.g. merge it alone) to add one",
+                     path, csv_schema_version_without_end_line));
   return rows;
 }
 
@@ -323,16 +323,17 @@ std::vector<record> read_csv(const std::string& path) {
     file_text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
     if (in.bad()) throw read_error(path, "read failed");
   }
-  return read_csv_file_text(file_text, path);
+  return read_csv_file_text(file_text, path, print_warning);
 }
 
-std::vector<record> read_csv_file_text(const std::string& file_text, const std::string& path) {
+std::vector<record> read_csv_file_text(const std::string& file_text, const std::string& path,
+                                       const warning_sink& warn) {
   const csv_body body = split_trailer(path, file_text);
-  return read_records(path, body.text, &body);
+  return read_records(path, body.text, &body, warn);
 }
 
 std::vector<record> read_csv_text(const std::string& text, const std::string& origin) {
-  return read_records(origin, text, nullptr);
+  return read_records(origin, text, nullptr, print_warning);  // no end line to warn about
 }
 
 std::string csv_text(const std::vector<record>& rows) {

@@ -210,3 +210,26 @@ TEST(private_dir, without_home_the_defaults_are_private) {
 
 }  // namespace
 }  // namespace attn
+
+namespace attn {
+namespace {
+
+// Issue 21, item 15: the cache says what it says through its sink (the library keeps it), not on
+// stderr behind its caller's back.
+TEST(compile_cache, warnings_go_to_its_sink) {
+  temp_dir d;
+  std::vector<std::string> said;
+  const compile_cache cache(d.path().string(), kernel_sources::embedded(),
+                            [&](const std::string& line) { said.push_back(line); });
+  const std::string key = cache.key("source", "sm_80", {});
+  cache.store(key, fake_result());
+  std::filesystem::resize_file(cache.entry_path(key), 100);
+  testing::internal::CaptureStderr();
+  EXPECT_FALSE(cache.load(key));
+  EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
+  ASSERT_EQ(said.size(), 1u);
+  EXPECT_NE(said[0].find("is damaged"), std::string::npos) << said[0];
+}
+
+}  // namespace
+}  // namespace attn
