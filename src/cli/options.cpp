@@ -15,12 +15,14 @@
 #include <cctype>
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <string_view>
 
 #include "backend/runtime.hpp"
 #include "cli/command_options.hpp"
 #include "cli/option_checks.hpp"
 #include "codegen/cache.hpp"
+#include "codegen/compile_pool.hpp"
 #include "codegen/family.hpp"
 #include "db/tuned_db.hpp"
 #include "run/search.hpp"
@@ -320,6 +322,17 @@ bool parse_options(int argc, char** argv, options& out) {
   if (out.arch.empty()) out.arch = chosen == backend::cuda ? "sm_90a" : "gfx90a";
   if ((chosen == backend::cuda) == (out.arch.rfind("sm_", 0) != 0))
     throw invalid_input(fmt::format("--arch {} is not a {} target (family {})", out.arch, out.backend, out.family));
+  // --configs names one family's configs: without --family, compiling for an --arch that one
+  // family alone of the defaults runs on (sm_80: fa2), that one is meant.
+  if (!out.configs.empty() && out.families_defaulted && out.compile_only && chosen == backend::cuda) {
+    const resource_limits target = limits_for_arch(out.arch);
+    std::vector<std::string> running;
+    for (const auto& n : names)
+      if (runs_on(find_family(n), target.cc_major, target.cc_minor)) running.push_back(n);
+    if (!running.empty()) names = running;
+    out.families = names;
+    out.family = fmt::format("{}", fmt::join(names, ","));
+  }
   for (const auto& n : names) {
     const kernel_family& f = find_family(n);
     out.spaces.push_back(space_tokens.empty() ? f.default_space : parse_space(space_tokens, f.default_space));
@@ -339,7 +352,13 @@ bool parse_options(int argc, char** argv, options& out) {
   if (!(out.min_time_ms >= 0)) throw invalid_input(fmt::format("invalid --min-time-ms {}", out.min_time_ms));
   if (!(out.max_time_ms > 0))
     throw invalid_input(fmt::format("invalid --max-time-ms {}: must be a positive number of ms", out.max_time_ms));
-  if (!(out.max_noise >= 0 && out.max_noise < 1))
+  if (out.min_time_ms > out.max_time_ms)
+    throw invalid_input(fmt::format("invalid --min-time-ms {} / --max-time-ms {}: the floor is above the cap",
+                                    out.min_time_ms, out.max_time_ms));
+  if (out.max_noise >= 0.5 && std::isfinite(out.max_noise))  // +-50% or more: surely a percent
+    throw invalid_input(fmt::format("invalid --max-noise {}: a fraction, not a percent (did you mean {}?)",
+                                    out.max_noise, out.max_noise / 100));
+  if (!(out.max_noise >= 0 && out.max_noise < 0.5))
     throw invalid_input(fmt::format("invalid --max-noise {}: expected a fraction such as 0.01", out.max_noise));
   if (!(out.kernel_timeout_s > 0))
     throw invalid_input(

@@ -43,4 +43,15 @@ if c++ --version >/dev/null 2>&1; then
   ./tri || fail "the odd device name did not look up"
 fi
 
+# 21. --configs without --family on an --arch where one default family alone runs (sm_80: fa2) is
+# that family's; escape bytes in a sweep file's names are refused, not printed to the terminal.
+"$bin" --compile-only --arch sm_80 --configs m64_n64_w4_s1 --shape 1,8,512,64 --out c80.csv --cache-dir "$cache" \
+  >out 2>&1 || fail "--configs on sm_80 without --family: $(cat out)"
+grep -q "attn-tune fa2 --compile-only" out || fail "--configs on sm_80 ran: $(head -1 out)"
+"$bin" --compile-only --arch sm_90a --configs m64_n64_w4_s1 --shape 1,8,512,64 --out c90.csv >out 2>err
+grep -q "the configs of fa2,wgmma,hopper differ" err || fail "--configs on sm_90a: $(cat err)"
+printf 'name,B,H,kv_heads,N,kv_len,D,causal,dtype,layout\n\033[31mred\033[0m,1,8,8,512,512,64,0,bf16,bhsd\n' > ansi.csv
+refused 2 "column 'name' holds the control character 0x1b" ansi.csv "$bin" "${small[@]}" sweep ansi.csv --out ansi-out.csv
+grep -q $'\033' err && fail "the escape byte reached the terminal: $(od -c err | head -3)"
+
 echo "ok"
