@@ -23,15 +23,6 @@ namespace fs = std::filesystem;
 
 namespace attn {
 
-uint64_t fnv1a64(const std::string& text, uint64_t seed) {
-  uint64_t h = seed;
-  for (unsigned char c : text) {
-    h ^= c;
-    h *= 1099511628211ULL;
-  }
-  return h;
-}
-
 std::string default_cache_dir() {
   if (const char* d = std::getenv("ATTN_TUNE_CACHE_DIR"); d && *d) return d;
   if (const char* d = std::getenv("XDG_CACHE_HOME"); d && *d) return std::string(d) + "/attn-tune";

@@ -17,9 +17,6 @@
 
 namespace attn {
 
-/// 64-bit FNV-1a; stable across runs and machines.
-uint64_t fnv1a64(const std::string& text, uint64_t seed = 1469598103934665603ULL);
-
 /// Default: $ATTN_TUNE_CACHE_DIR, else $XDG_CACHE_HOME/attn-tune, else ~/.cache/attn-tune, else
 /// (no HOME) temp_cache_dir(), a folder of this user's alone (core/private_dir.hpp).
 std::string default_cache_dir();

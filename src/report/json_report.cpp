@@ -62,6 +62,14 @@ ordered_json record_json(const record& r) {
           {"memory_saving_ratio", number(r.memory_saving_ratio)},
           {"rank", r.rank},
           {"kernel_hash", r.kernel_hash},
+          {"noise", number(r.noise)},
+          {"measured", to_string(r.measured)},
+          {"sm_clock_before_mhz", r.clocks.sm_clock_before_mhz},
+          {"sm_clock_after_mhz", r.clocks.sm_clock_after_mhz},
+          {"temperature_c", r.clocks.temperature_c},
+          {"power_w", number(r.clocks.power_w)},
+          {"throttle", r.clocks.throttle},
+          {"tied", r.tied},
           {"inputs", to_string(r.inputs)},
           {"bound", r.bound}};
 }

@@ -56,6 +56,28 @@ TEST(json_report, results_hold_metadata_every_variant_and_the_best) {
   EXPECT_EQ(doc["best"][0]["runner_up"], "fa2 m64_n64_w4_s2");
 }
 
+// Issue 21, item 22: each variant carries every column of the CSV (the device's are the run's, the
+// problem's fields its "shape").
+TEST(json_report, every_csv_column_is_in_each_variant) {
+  std::vector<record> rows = two_variants();
+  rows[0].noise = 0.004, rows[0].measured = measurement::full, rows[0].tied = true;
+  rows[0].clocks = {1980, 1830, 61, 512.5, 4};
+  const auto doc = nlohmann::json::parse(results_json({}, rows));
+  const auto& v = doc["variants"][0];
+  for (const std::string& column : csv_columns()) {
+    if (column == "schema_version" || column == "device" || column == "arch" || column == "cc" ||
+        column == "sm_count" || column == "cuda_version" || column == "nvrtc_version")
+      continue;
+    EXPECT_TRUE(v.contains(column) || v["shape"].contains(column)) << column;
+  }
+  EXPECT_EQ(v["noise"], 0.004);
+  EXPECT_EQ(v["measured"], "full");
+  EXPECT_EQ(v["sm_clock_after_mhz"], 1830);
+  EXPECT_EQ(v["power_w"], 512.5);
+  EXPECT_EQ(v["throttle"], 4);
+  EXPECT_EQ(v["tied"], true);
+}
+
 TEST(json_report, check_lines) {
   const auto doc = nlohmann::json::parse(
       check_json({}, "b.csv", {{"B1 H8 N512 D64", "fa2", "m64_n64_w4_s1", "pass", "", 1.0, 1.01, 1.01}}, std::nullopt));

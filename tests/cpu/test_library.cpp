@@ -2,6 +2,8 @@
 // config choice falling through a config the device cannot run, and the caller's strides.
 #include <gtest/gtest.h>
 
+#include "core/digest.hpp"
+
 #include <array>
 
 #include <fmt/format.h>
@@ -55,6 +57,16 @@ TEST(Bundle, RefusesOtherKernelSources) {
   EXPECT_THROW(check_bundle_target(b, "sm_90a", kernel_sources::embedded(), "t.attnb"), bundle_error);
 }
 
+// Why parse_bundle refuses `bytes` (as 't'), or "" when it reads them.
+std::string bundle_refusal(const std::string& bytes) {
+  try {
+    parse_bundle(bytes, "t");
+  } catch (const bundle_error& e) {
+    return e.what();
+  }
+  return "";
+}
+
 TEST(Bundle, RefusesCorruptTruncatedAndOtherVersions) {
   std::string bytes = serialize_bundle(sample_bundle());
   std::string flipped = bytes;
@@ -62,14 +74,24 @@ TEST(Bundle, RefusesCorruptTruncatedAndOtherVersions) {
   EXPECT_THROW(parse_bundle(flipped, "t"), bundle_error);
   EXPECT_THROW(parse_bundle(bytes.substr(0, bytes.size() - 3), "t"), bundle_error);
   EXPECT_THROW(parse_bundle("ELF", "t"), bundle_error);
-  std::string v2 = bytes;
-  v2[6] = '2';
-  try {
-    parse_bundle(v2, "t");
-    FAIL();
-  } catch (const bundle_error& e) {
-    EXPECT_STREQ(e.what(), "bundle 't' has format version 2; this library reads version 1");
-  }
+  std::string v3 = bytes;
+  v3[6] = '3';
+  EXPECT_EQ(bundle_refusal(v3), "bundle 't' has format version 3; this library reads version 2 only: rebuild it with "
+                                "this attn-tune (attn-tune bundle)");
+}
+
+// Issue 21, item 22: the checksum is XXH3-128, and a bundle of format 1 (FNV-1a) is refused saying so.
+TEST(Bundle, TheChecksumIsXxh3AndFormat1IsRefused) {
+  const std::string bytes = serialize_bundle(sample_bundle());
+  EXPECT_EQ(bytes.rfind("ATTNB 2\n", 0), 0u);
+  const size_t at = bytes.rfind("checksum ");
+  EXPECT_EQ(bytes.substr(at + 9), xxh3_128_hex(std::string_view(bytes).substr(0, at)) + "\n");
+  std::string v1 = bytes;
+  v1[6] = '1';
+  EXPECT_NE(bundle_refusal(v1).find("format version 1; this library reads version 2 only (version 1 was "
+                                    "checksummed with FNV-1a): rebuild it"),
+            std::string::npos)
+      << bundle_refusal(v1);
 }
 
 TEST(BundleTargets, TableEntriesAndFallbacksForTheArch) {
