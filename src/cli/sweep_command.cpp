@@ -14,6 +14,8 @@
 #include "cli/command_support.hpp"
 #include "cli/commands.hpp"
 #include "cli/db_support.hpp"
+#include "cli/resume_check.hpp"
+#include "codegen/compile_pool.hpp"
 #include "db/shapes_to_tune.hpp"
 #include "report/best_table.hpp"
 #include "report/csv.hpp"
@@ -30,7 +32,7 @@ namespace {
 // What a sweep writing `out` starts from: nothing for a new file, the file's records with --resume
 // (each must pass `check`, which returns why a record does not belong). An existing file is never
 // replaced without --resume or --force, and the sweep file never is.
-std::vector<record> results_so_far(const options& opt, const std::string& out,
+std::vector<record> results_so_far(const options& opt, const std::string& out, const resource_limits& limits,
                                    const std::function<std::string(const record&)>& check) {
   if (same_file(out, opt.sweep_file))
     throw invalid_input(fmt::format("--out '{}' is the sweep file itself: name a results CSV", out));
@@ -42,6 +44,10 @@ std::vector<record> results_so_far(const options& opt, const std::string& out,
       for (const auto& r : results)
         if (const std::string why = check(r); !why.empty())
           throw invalid_input(fmt::format("--resume: '{}' {}", out, why));
+      if (const std::string why = resume_mismatch(opt, results, limits); !why.empty())
+        throw invalid_input(fmt::format("--resume: '{}' {}; resume with the --family and --space it was made with, "
+                                        "or --force to start over",
+                                        out, why));
     } else {
       refuse_overwrite(out, opt.force, "--resume continues that sweep, --force overwrites it");
     }
@@ -55,7 +61,7 @@ int compile_sweep(const options& opt, const std::vector<sweep_row>& rows) {
   const std::string out = !opt.out.empty() ? opt.out
                                            : fmt::format("results/compile-only-{}-{}.csv", opt.arch,
                                                          std::filesystem::path(opt.sweep_file).stem().string());
-  std::vector<record> results = results_so_far(opt, out, [&](const record& r) {
+  std::vector<record> results = results_so_far(opt, out, limits_for_arch(opt.arch), [&](const record& r) {
     return r.device.name == "(compile-only)" && r.device.arch == opt.arch
                ? std::string()
                : fmt::format("holds results of {} ({}), not of a compile-only sweep for {}", r.device.name,
@@ -128,7 +134,7 @@ int run_sweep(const options& opt) {
   const std::string stem = std::filesystem::path(opt.sweep_file).stem().string();
   const std::string out = !opt.out.empty() ? opt.out
                                            : fmt::format("results/{}/{}.csv", device_slug(first.desc.name), stem);
-  const std::vector<record> kept = results_so_far(opt, out, [&](const record& r) {
+  const std::vector<record> kept = results_so_far(opt, out, first.limits, [&](const record& r) {
     return r.device.name == first.desc.name && r.device.sm_count == first.desc.sm_count
                ? std::string()
                : fmt::format("holds results from {} ({} SMs), this is {} ({} SMs)", r.device.name,

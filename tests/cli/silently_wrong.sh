@@ -12,6 +12,24 @@ refused 2 "header.csv': line 1 is its last and there is no '#end' line" header.c
 [ ! -e m.csv ] || fail "merge wrote the header-only file"
 refused 2 "line 1 is its last" header.csv "$bin" export header.csv
 
+# 7. sweep --resume with another --space or --family than the file was made with is refused,
+# naming the difference; with the same ones it goes on.
+head -6 "$src/sweeps/ci-smoke.csv" > two.csv
+sp=(--compile-only --arch sm_90a --cache-dir "$cache" --space block_m=64 block_n=64 warps=4)
+"$bin" "${sp[@]}" stages=1 --family fa2 sweep two.csv --out r.csv >/dev/null 2>&1 || fail "the first sweep"
+refused 2 "tuned with another fa2 space: it lacks m64_n64_w4_s2" r.csv \
+  "$bin" "${sp[@]}" stages=1,2 --family fa2 sweep "$src/sweeps/ci-smoke.csv" --out r.csv --resume
+refused 2 "tuned without family wgmma, which this run searches" r.csv \
+  "$bin" "${sp[@]}" stages=1 --family fa2,wgmma sweep "$src/sweeps/ci-smoke.csv" --out r.csv --resume
+refused 2 "tuned with family fa2, which this run does not search (--family wgmma)" r.csv \
+  "$bin" "${sp[@]}" stages=1 --family wgmma sweep "$src/sweeps/ci-smoke.csv" --out r.csv --resume
+"$bin" "${sp[@]}" stages=1,2 --family fa2 sweep two.csv --out wide.csv >/dev/null 2>&1 || fail "the wide sweep"
+refused 2 "tuned with another fa2 space: m64_n64_w4_s2 is not in this run's" wide.csv \
+  "$bin" "${sp[@]}" stages=1 --family fa2 sweep "$src/sweeps/ci-smoke.csv" --out wide.csv --resume
+"$bin" "${sp[@]}" stages=1 --family fa2 sweep "$src/sweeps/ci-smoke.csv" --out r.csv --resume >out 2>&1 \
+  || fail "resume with the same space: $(cat out)"
+grep -q '^#end,rows=4,' r.csv || fail "the resumed sweep lacks its 4 shapes"
+
 # 8. sm_100 and sm_120 are compute capability 10.0 and 12.0: fa2's configs are compiled, not pruned.
 for arch in sm_80 sm_86 sm_89 sm_90a sm_100 sm_120; do
   "$bin" --compile-only --arch "$arch" --family fa2 --configs m64_n64_w4_s1 --shape 1,8,512,64 --out "$arch.csv" \
