@@ -7,24 +7,29 @@
 #include <fmt/format.h>
 
 #include "run/search.hpp"
+#include "run/tuner.hpp"
 
 namespace attn {
 
 namespace {
 
-// The config names a family's space gives in this run (--configs, else its space).
-std::set<std::string> space_configs(const options& opt, size_t family) {
+// The config names this run tunes for shape s with the family (the tuner's own list: --configs,
+// else its space; every config of it for --search random, which draws some).
+std::set<std::string> space_configs(const options& opt, size_t family, const problem& s) {
+  tune_options t;
+  t.family = opt.families[family];
+  t.space = opt.spaces[family];
+  for (const auto& c : opt.configs) t.configs.push_back(parse_config_name(c));
   std::set<std::string> out;
-  for (const auto& c : opt.configs) out.insert(name(parse_config_name(c)));
-  if (opt.configs.empty())
-    for (const auto& c : opt.spaces[family].enumerate()) out.insert(name(c));
+  for (const auto& c : configs_of(t)) out.insert(name(c));
+  (void)s;  // (where a space depends on the shape, configs_of takes it)
   return out;
 }
 
 // Whether the family refuses the shape outright: none of its space's configs can run there.
 bool refuses(const options& opt, size_t family, const problem& s, const resource_limits& limits) {
   const kernel_family& f = find_family(opt.families[family]);
-  for (const auto& c : space_configs(opt, family))
+  for (const auto& c : space_configs(opt, family, s))
     if (!f.reject_reason(parse_config_name(c), s, limits)) return false;
   return true;
 }
@@ -52,7 +57,7 @@ std::string resume_mismatch(const options& opt, const std::vector<record>& kept,
         return fmt::format("{} tuned with family {}, which this run does not search (--family {})", where, family,
                            opt.family);
       superseded |= opt.families_defaulted && find_family(family).supersedes_others;
-      const std::set<std::string> mine = space_configs(opt, static_cast<size_t>(at - opt.families.begin()));
+      const std::set<std::string> mine = space_configs(opt, static_cast<size_t>(at - opt.families.begin()), shape);
       for (const auto& c : configs)
         if (!mine.count(c)) return fmt::format("{} tuned with another {} space: {} is not in this run's", where, family, c);
       if (!sampled)
