@@ -60,6 +60,15 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 2;
   }
+  if (args.help) {
+    std::printf("%s\n\nGoogle Benchmark's options:\n", bench_usage);
+    std::fflush(stdout);
+    char help[] = "--help";
+    char* argv_help[] = {argv[0], help, nullptr};
+    int argc_help = 2;
+    benchmark::Initialize(&argc_help, argv_help);  // prints its options and exits 0
+    return 0;
+  }
   benchmark::Initialize(&argc, argv);
   try {
     refuse_best_table(args.results);

@@ -1,6 +1,8 @@
 // The C API of libattn_tune (include/attn_tune/attn_tune.h) over the engine (src/library/):
 // arguments are checked here, exceptions become status codes and this thread's last message.
+#include <algorithm>
 #include <cstring>
+#include <iterator>
 #include <memory>
 
 #include <fmt/format.h>
@@ -21,17 +23,24 @@ struct attn_tune_table {
 
 namespace {
 
-thread_local std::string last_error;
+thread_local std::string last_error, last_warning;
 
 attn_tune_status fail(attn_tune_status status, const std::string& message) {
   last_error = message;
   return status;
 }
 
+// The library prints nothing: what the tool would say on stderr is kept for the calling thread.
+void keep_warning(const std::string& line) {
+  if (!last_warning.empty()) last_warning += '\n';
+  last_warning += line;
+}
+
 // Runs f; every exception becomes its status code and message. Nothing escapes into C.
 template <class F>
 attn_tune_status guarded(F&& f) {
   last_error.clear();
+  last_warning.clear();
   try {
     f();
     return ATTN_TUNE_OK;
@@ -87,11 +96,41 @@ attn::problem to_shape(const attn_tune_problem& p) {
   return s;
 }
 
+// Refuses strides under which two elements of a tensor share memory: taken from the smallest
+// stride up, each dimension's stride must pass everything the ones below it span (a head stride
+// below D, a batch stride equal to the head stride). Dimensions of one element do not count.
+void check_no_overlap(const char* name, const attn::tensor_strides& t, int64_t batch, int64_t heads, int64_t rows,
+                      int64_t head_dim) {
+  struct dim {
+    const char* which;
+    int64_t stride, count;
+  };
+  dim dims[] = {{"row", t.row, rows}, {"head", t.head, heads}, {"batch", t.batch, batch}};
+  std::stable_sort(std::begin(dims), std::end(dims), [](const dim& a, const dim& b) { return a.stride < b.stride; });
+  __int128 span = head_dim;  // elements one step of the dimension must pass
+  const char* below = "row's head dim";
+  for (const dim& d : dims) {
+    if (d.count <= 1) continue;
+    if (d.stride < span)
+      throw attn::invalid_input(fmt::format("{} {} stride {} is less than the {} elements of each {} below it: the "
+                                            "tensor's {}s would overlap",
+                                            name, d.which, d.stride, static_cast<int64_t>(span), below, d.which));
+    span += static_cast<__int128>(d.count - 1) * d.stride;
+    below = d.which;
+  }
+}
+
 attn_k::fwd_params to_params(const attn::problem& s, const void* q, const void* k, const void* v, const void* o,
                              const float* lse, const attn_tune_problem& p) {
   const attn::forward_tensors t{q, k, v, const_cast<void*>(o), const_cast<float*>(lse)};
-  return attn::make_fwd_params(s, t, {p.q_strides[0], p.q_strides[1], p.q_strides[2]},
-                               {p.kv_strides[0], p.kv_strides[1], p.kv_strides[2]}, p.softmax_scale);
+  attn::tensor_strides qs{p.q_strides[0], p.q_strides[1], p.q_strides[2]};
+  attn::tensor_strides kvs{p.kv_strides[0], p.kv_strides[1], p.kv_strides[2]};
+  attn_k::fwd_params params = attn::make_fwd_params(s, t, qs, kvs, p.softmax_scale);  // each stride checked
+  if (qs.unset()) qs = attn::contiguous_strides(s, false);
+  if (kvs.unset()) kvs = attn::contiguous_strides(s, true);
+  check_no_overlap("q", qs, s.batch, s.heads, s.q_len, s.head_dim);
+  check_no_overlap("kv", kvs, s.batch, s.kv_heads, s.kv_len, s.head_dim);
+  return params;
 }
 
 void fill_choice(attn_tune_choice* out, const attn::tuned_choice& c, bool from_bundle) {
@@ -112,6 +151,7 @@ extern "C" {
 int attn_tune_api_version(void) { return ATTN_TUNE_API_VERSION; }
 const char* attn_tune_version_string(void) { return ATTN_TUNE_VERSION; }
 const char* attn_tune_last_error(void) { return last_error.c_str(); }
+const char* attn_tune_last_warning(void) { return last_warning.c_str(); }
 
 const char* attn_tune_status_name(attn_tune_status status) {
   switch (status) {
@@ -146,6 +186,7 @@ attn_tune_status attn_tune_context_create(const attn_tune_context_options* optio
     e.cache_dir = options->cache_dir ? options->cache_dir : attn::default_cache_dir();
     e.table = options->table ? options->table : "";
     e.bundle = options->bundle ? options->bundle : "";
+    e.warn = keep_warning;
     auto ctx = std::make_unique<attn_tune_context>();
     ctx->engine = std::make_unique<attn::engine>(e);
     *out = ctx.release();
@@ -204,6 +245,7 @@ attn_tune_status attn_tune_table_load(const char* path, attn_tune_table** out) {
           attn::tuned_table::parse(attn::parse_bundle(text, path).table, path));
     else
       t->table = attn::open_tuned_source(path);
+    for (const std::string& w : t->table->warnings()) keep_warning(w);
     *out = t.release();
   });
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # CI without a GPU, part 2: the CPU tests built with AddressSanitizer + UndefinedBehaviorSanitizer
 # (clang), then each fuzz target (libFuzzer) for a bounded time from its committed corpus
-# (fuzz/corpus/<target>/). Needs clang (scripts/setup.sh installs it). FUZZ_SECONDS (default 10)
+# (fuzz/corpus/<target>/). Needs clang (scripts/setup.sh --with-clang installs it). FUZZ_SECONDS (default 10)
 # bounds each target; a crash leaves its input in build-asan/fuzz-artifacts/.
 set -euo pipefail
 cd "$(dirname "$0")/.."

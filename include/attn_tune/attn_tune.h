@@ -3,7 +3,9 @@
  * Stable and versioned: every struct the caller fills starts with `struct_size` (set it to
  * sizeof the struct; a later version only appends fields), every call returns an attn_tune_status,
  * and attn_tune_last_error() gives the message of the calling thread's last failure. Nothing here
- * prints, exits or synchronizes the device unless asked (attn_tune_synchronize).
+ * prints, exits or synchronizes the device unless asked (attn_tune_synchronize): what is worth a
+ * warning (a table read with less checking than usual, a damaged cache entry compiled again) is
+ * kept for attn_tune_last_warning().
  *
  * A context serves one device: it holds a kernel cache folder, a tuned table (an export of
  * `attn-tune export` as CSV or JSON, a results CSV of the tuner, the tuned-results database, a
@@ -24,7 +26,7 @@ extern "C" {
 #define ATTN_TUNE_API
 #endif
 
-#define ATTN_TUNE_API_VERSION 1 /* bumped when a struct gains a field or a call is added */
+#define ATTN_TUNE_API_VERSION 2 /* bumped when a struct gains a field or a call is added (2: last_warning) */
 
 typedef enum attn_tune_status {
   ATTN_TUNE_OK = 0,
@@ -94,6 +96,9 @@ ATTN_TUNE_API int attn_tune_api_version(void);
 ATTN_TUNE_API const char* attn_tune_version_string(void);
 /* The message of this thread's last failed call ("" when none). Valid until its next call. */
 ATTN_TUNE_API const char* attn_tune_last_error(void);
+/* The warnings of this thread's last call, one line each ("" when none; the call itself succeeded
+ * or failed as its status says). Valid until its next call. Since ATTN_TUNE_API_VERSION 2. */
+ATTN_TUNE_API const char* attn_tune_last_warning(void);
 ATTN_TUNE_API const char* attn_tune_status_name(attn_tune_status status);
 
 /* A problem with all fields set to defaults: batch etc. 1, head_dim 64, bf16, bhsd. */

@@ -23,6 +23,9 @@ inline void check(attn_tune_status status) {
   if (status != ATTN_TUNE_OK) throw error(status, attn_tune_last_error());
 }
 
+/// The warnings of the calling thread's last call ("" when none), one line each.
+inline std::string last_warning() { return attn_tune_last_warning(); }
+
 using problem = attn_tune_problem;
 using choice = attn_tune_choice;
 

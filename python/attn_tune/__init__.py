@@ -32,9 +32,9 @@ class Context:
         options = _capi.ContextOptions()
         options.struct_size = ctypes.sizeof(_capi.ContextOptions)
         options.device = device
-        options.cache_dir = cache_dir.encode() if cache_dir is not None else None
-        options.table = table.encode() if table else None
-        options.bundle = bundle.encode() if bundle else None
+        options.cache_dir = _text(cache_dir, "cache_dir") if cache_dir is not None else None
+        options.table = _text(table, "table") if table else None
+        options.bundle = _text(bundle, "bundle") if bundle else None
         handle = ctypes.c_void_p()
         _capi.check(lib.attn_tune_context_create(ctypes.byref(options), ctypes.byref(handle)))
         self._lib, self._handle, self.device = lib, handle, device
@@ -70,24 +70,65 @@ def library_version():
     return _capi.library().attn_tune_version_string().decode()
 
 
+def _count(value, name, limit=2**63 - 1):
+    """A positive int below `limit`, else TypeError/ValueError naming it: ctypes would wrap
+    2**64 + 32 to 32 without a word."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} is {value!r}: expected an int")
+    if not 1 <= value <= limit:
+        raise ValueError(f"{name} {value} is out of range: expected 1 to {limit}")
+    return value
+
+
+def _text(value, name):
+    """A str without NUL, as bytes: a NUL would cut the C string short."""
+    if not isinstance(value, str):
+        raise TypeError(f"{name} is {value!r}: expected a str")
+    if "\0" in value:
+        raise ValueError(f"{name} {value!r} holds a NUL character")
+    return value.encode()
+
+
+def _flag(value, name):
+    """True/False (or 0/1): "no" is not False."""
+    if isinstance(value, bool) or (isinstance(value, int) and value in (0, 1)):
+        return int(value)
+    raise TypeError(f"{name} is {value!r}: expected True or False")
+
+
+def _capability(cc):
+    """(major, minor) from "9.0", 9.0 or (9, 0)."""
+    parts = tuple(cc) if isinstance(cc, (tuple, list)) else str(cc).split(".")
+    try:
+        major, minor = (int(x) for x in parts)
+    except (TypeError, ValueError):
+        raise ValueError(f"cc {cc!r} is not MAJOR.MINOR, e.g. \"9.0\"") from None
+    if not (0 <= major < 1000 and 0 <= minor < 1000):
+        raise ValueError(f"cc {cc!r} is out of range")
+    return major, minor
+
+
 def lookup(table, device_name, cc, sm_count, batch, heads, q_len, head_dim, kv_heads=None, kv_len=None,
            dtype="bf16", causal=False, layout="bhsd"):
-    """Which config a device would run for a shape, from a table file, without a GPU."""
+    """Which config a device would run for a shape, from a table file, without a GPU. Arguments of
+    the wrong type or range raise TypeError or ValueError naming them."""
+    table_path, device = _text(table, "table"), _text(device_name, "device_name")
+    major, minor = _capability(cc)
     lib = _capi.library()
     p = _capi.Problem()
     p.struct_size = ctypes.sizeof(_capi.Problem)
-    p.batch, p.heads, p.q_len, p.head_dim = batch, heads, q_len, head_dim
-    p.kv_heads = heads if kv_heads is None else kv_heads
-    p.kv_len = q_len if kv_len is None else kv_len
+    p.batch, p.heads = _count(batch, "batch"), _count(heads, "heads")
+    p.q_len, p.head_dim = _count(q_len, "q_len"), _count(head_dim, "head_dim")
+    p.kv_heads = p.heads if kv_heads is None else _count(kv_heads, "kv_heads")
+    p.kv_len = p.q_len if kv_len is None else _count(kv_len, "kv_len")
     p.dtype = {"bf16": _capi.BF16, "fp16": _capi.FP16}.get(dtype, 99)
     p.layout = {"bhsd": _capi.BHSD, "bshd": _capi.BSHD}.get(layout, 99)
-    p.causal = 1 if causal else 0
+    p.causal = _flag(causal, "causal")
     handle = ctypes.c_void_p()
-    _capi.check(lib.attn_tune_table_load(table.encode(), ctypes.byref(handle)))
+    _capi.check(lib.attn_tune_table_load(table_path, ctypes.byref(handle)))
     try:
         choice = _capi.new_choice()
-        major, minor = (int(x) for x in str(cc).split("."))
-        _capi.check(lib.attn_tune_table_lookup(handle, device_name.encode(), major, minor, sm_count,
+        _capi.check(lib.attn_tune_table_lookup(handle, device, major, minor, _count(sm_count, "sm_count", 2**31 - 1),
                                                ctypes.byref(p), ctypes.byref(choice)))
         return choice.as_dict()
     finally:
@@ -160,8 +201,12 @@ def _is_torch(t):
 def forward_with_lse(q, k, v, causal=False, table=None, softmax_scale=None, out=None, lse=None, stream=None,
                      device=0):
     """(O, LSE): LSE is float32 [B, H, N_q], natural log. For __cuda_array_interface__ objects other
-    than CuPy's, pass `out` (like q), `lse`, `stream` (a cudaStream_t as int) and `device`."""
+    than CuPy's, pass `out` (like q), `lse`, `stream` (a cudaStream_t as int) and `device`; with
+    PyTorch tensors out= and lse= are refused (ValueError): new tensors are returned."""
     if _is_torch(q):
+        if out is not None or lse is not None:  # refused, never ignored: the op allocates both
+            raise ValueError("out= and lse= are for __cuda_array_interface__ arrays; with PyTorch tensors "
+                             "forward_with_lse returns new ones (copy them where you need them)")
         op = _torch_op or _register_torch_op()
         if op is not None:
             return op(q, k, v, bool(causal), table or "", float(softmax_scale or 0.0))

@@ -8,8 +8,9 @@ import ctypes
 import ctypes.util
 import os
 import threading
+import warnings
 
-API_VERSION = 1  # ATTN_TUNE_API_VERSION this package speaks
+API_VERSION = 2  # ATTN_TUNE_API_VERSION this package speaks
 
 OK, INVALID_ARGUMENT, UNSUPPORTED, TABLE, BUNDLE, NO_DEVICE, COMPILE, DEVICE, INTERNAL = range(9)
 BF16, FP16 = 0, 1
@@ -84,6 +85,7 @@ def _declare(lib):
     lib.attn_tune_api_version.restype = ctypes.c_int
     lib.attn_tune_version_string.restype = ctypes.c_char_p
     lib.attn_tune_last_error.restype = ctypes.c_char_p
+    lib.attn_tune_last_warning.restype = ctypes.c_char_p
     lib.attn_tune_context_create.argtypes = [ctypes.POINTER(ContextOptions), ctypes.POINTER(p)]
     lib.attn_tune_context_destroy.argtypes = [p]
     lib.attn_tune_context_destroy.restype = None
@@ -128,5 +130,10 @@ def library():
 
 
 def check(status):
+    """Raises AttnTuneError for a failed call; what the call warned of (the library prints
+    nothing) becomes a Python RuntimeWarning either way."""
+    said = library().attn_tune_last_warning()
+    if said:
+        warnings.warn(said.decode(errors="replace"), RuntimeWarning, stacklevel=3)
     if status != OK:
         raise AttnTuneError(status, library().attn_tune_last_error().decode(errors="replace"))

@@ -45,7 +45,9 @@ tuned_table bundle_table(const std::string& path, const std::string& device_name
                                       "(a table's entries name their devices; --device-name picks one of a "
                                       "database's)",
                                       device_name, path));
-    return tuned_table::load(path);
+    tuned_table table = tuned_table::load(path);
+    for (const std::string& w : table.warnings()) print_warning(w);
+    return table;
   }
   std::vector<record> winners;
   for (auto& r : read_results_noting(path, device_name))

@@ -39,7 +39,8 @@ CLI::App* add_export(CLI::App& app, options& out) {
                   "Results CSV (per-variant rows, from attn-tune or a sweep) or a tuned-results database")
       ->required();
   exp->add_option("--format", out.format, "csv, json or header")->capture_default_str();
-  exp->add_option("--out", out.out, "Output file (default: standard output)");
+  exp->add_option("--out", out.out, "Output file (default: standard output); never the input");
+  exp->add_flag("--force", out.force, "Overwrite an existing --out");
   exp->add_option("--device-name", out.device_name, device_name_help);
   return exp;
 }

@@ -6,11 +6,13 @@
 #include <chrono>
 #include <cstdio>
 #include <cctype>
+#include <filesystem>
 
 #include <fmt/format.h>
 
 #include "cli/option_checks.hpp"
 #include "codegen/open_gpu.hpp"
+#include "report/csv.hpp"
 
 namespace attn {
 
@@ -111,9 +113,28 @@ gpu_info open_device(const options& opt, int ordinal) {
   return open_gpu(runtime_for(opt.backend == "hip" ? backend::hip : backend::cuda), ordinal);
 }
 
+std::vector<record> read_csv_of_known_families(const std::string& path) {
+  std::vector<record> rows = read_csv(path);
+  for (const record& r : rows) {
+    try {
+      find_family(r.family);
+    } catch (const invalid_input& e) {
+      throw invalid_input(fmt::format("cannot read results CSV '{}': {}", path, e.what()));
+    }
+  }
+  return rows;
+}
+
 std::string best_path_for(const std::string& out) {
-  const auto dot = out.rfind(".csv");
-  return (dot == std::string::npos ? out : out.substr(0, dot)) + ".best.csv";
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const bool regular = !out.empty() && out != "-" && out.rfind("/dev/", 0) != 0 && out.rfind("/proc/", 0) != 0 &&
+                       (!fs::exists(out, ec) || fs::is_regular_file(out, ec));
+  if (!regular) return "";
+  const fs::path p(out);
+  std::string name = p.filename().string();
+  if (name.size() > 4 && name.compare(name.size() - 4, 4, ".csv") == 0) name.resize(name.size() - 4);
+  return (p.parent_path() / (name + ".best.csv")).string();
 }
 
 std::string hang_report(const record& hung, const std::string& kept) {

@@ -43,9 +43,15 @@ gpu_info open_device(const options& opt, int ordinal);
 run_metadata metadata_of(const options& opt, const gpu_info* gpu);
 /// Writes --json's text when --json was given (checked writable first by prepare_json).
 void write_json(const options& opt, const std::string& text);
-/// Before the run: --json - reserves standard output; a --json file must be writable.
+/// Before the run: --json - reserves standard output; a --json file must be writable, and is
+/// neither an input (the sweep file, the baseline) nor an existing file without --force.
 void prepare_json(const options& opt);
-/// "x.best.csv" beside "x.csv".
+/// Refuses a --json that names `out`, the run's results CSV.
+void check_json_apart(const options& opt, const std::string& out);
+/// read_csv(path), refusing (invalid_input naming the file) a row of a family this build lacks.
+std::vector<record> read_csv_of_known_families(const std::string& path);
+/// "x.best.csv" beside "x.csv" (from the file's name alone: "d.csv/out" gives "d.csv/out.best.csv");
+/// "" when `out` is not a regular file ("-", a FIFO, /dev/...): no best table is written then.
 std::string best_path_for(const std::string& out);
 /// The line on stderr after a variant hung: which one, `kept` (where what was measured went), and
 /// how to go on.

@@ -1,4 +1,6 @@
 // attn-tune db list|show|forget|path: see and edit the tuned-results database.
+#include <filesystem>
+
 #include <fmt/format.h>
 
 #include "cli/commands.hpp"
@@ -28,7 +30,16 @@ int run_db(const options& opt) {
     fmt::print("{}\n", opt.db_path);
     return 0;
   }
-  tuned_db db = tuned_db::open(opt.db_path);
+  std::vector<int64_t> ids;
+  for (const auto& text : opt.db_ids) ids.push_back(parse_id(text));
+  // A reader creates nothing: no database is an empty list, and nothing to show or forget.
+  if (!std::filesystem::exists(opt.db_path)) {
+    if (opt.db_action != "list")
+      throw invalid_input(fmt::format("database '{}' does not exist (a tuning creates it)", opt.db_path));
+    fmt::print("{}: no database yet (a tuning creates it): 0 tunings\n", opt.db_path);
+    return 0;
+  }
+  tuned_db db = opt.db_action == "forget" ? tuned_db::open(opt.db_path) : tuned_db::open_read_only(opt.db_path);
   if (opt.db_action == "list") {
     const auto entries = db.list();
     fmt::print("{}: {} tuning(s), schema version {}\n", db.path(), entries.size(), db.schema_version());
@@ -38,11 +49,10 @@ int run_db(const options& opt) {
                  e.best_config, e.tflops, e.median_ms, 100 * e.noise, e.key.space);
     return 0;
   }
-  if (opt.db_ids.empty())
+  if (ids.empty())
     throw invalid_input(fmt::format("attn-tune db {} needs entry ids (see attn-tune db list)", opt.db_action));
   int missing = 0;
-  for (const auto& text : opt.db_ids) {
-    const int64_t id = parse_id(text);
+  for (const int64_t id : ids) {
     if (opt.db_action == "forget") {
       if (db.forget(id)) fmt::print("forgot entry {}\n", id);
       else fmt::print(stderr, "no entry {} in {}\n", id, db.path()), ++missing;

@@ -1,4 +1,5 @@
 #include "cli/db_support.hpp"
+#include "cli/command_support.hpp"
 
 #include <fmt/format.h>
 
@@ -52,7 +53,7 @@ results_input read_results(const std::string& path, const std::string& device_na
     in.notes = std::move(chosen.notes);
     return in;
   }
-  std::vector<record> rows = read_csv(path);
+  std::vector<record> rows = read_csv_of_known_families(path);
   std::vector<device_identity> each;
   for (const record& r : rows) each.push_back(identity_of(r.device));
   const auto devices = tally(each);

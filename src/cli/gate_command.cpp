@@ -16,6 +16,12 @@ namespace attn {
 
 int run_export(const options& opt) {
   if (!std::filesystem::exists(opt.input)) throw invalid_input(fmt::format("export: no such file '{}'", opt.input));
+  if (same_file(opt.out, opt.input))
+    throw invalid_input(fmt::format("--out '{}' is the input itself: name another file", opt.out));
+  if (!opt.out.empty() && opt.out != "-") {
+    refuse_overwrite(opt.out, opt.force, "--force overwrites it");
+    check_writable(opt.out);
+  }
   refuse_best_table(opt.input);
   const auto entries = export_entries(best_table(read_results_noting(opt.input, opt.device_name)));
   if (entries.empty()) throw invalid_input(fmt::format("'{}' has no shape with an ok variant to export", opt.input));
@@ -26,7 +32,6 @@ int run_export(const options& opt) {
     write_file_atomically("-", text);
     return 0;
   }
-  check_writable(opt.out);
   write_file_atomically(opt.out, text);
   fmt::print(stderr, "wrote {} entries ({}) to {}\n", entries.size(), opt.format, opt.out);
   return 0;

@@ -2,6 +2,8 @@
 #include "cli/command_support.hpp"
 #include "report/atomic_file.hpp"
 
+#include <fmt/format.h>
+
 namespace attn {
 
 run_metadata metadata_of(const options& opt, const gpu_info* gpu) {
@@ -24,8 +26,22 @@ run_metadata metadata_of(const options& opt, const gpu_info* gpu) {
 }
 
 void prepare_json(const options& opt) {
-  if (opt.json_out == "-") reserve_stdout_for_data();
-  else if (!opt.json_out.empty()) check_writable(opt.json_out);
+  const std::string& json = opt.json_out;
+  if (json == "-") reserve_stdout_for_data();
+  if (json.empty() || json == "-") return;
+  for (const std::string* input : {&opt.sweep_file, &opt.baseline})
+    if (!input->empty() && same_file(json, *input))
+      throw invalid_input(fmt::format("--json '{}' is the {} itself: name another file", json,
+                                      input == &opt.sweep_file ? "sweep file" : "baseline"));
+  // As --out: never over an earlier file without --force (a resumed sweep rewrites its own).
+  refuse_overwrite(json, opt.force || (opt.command == command::sweep && opt.resume), "--force overwrites it");
+  check_writable(json);
+}
+
+void check_json_apart(const options& opt, const std::string& out) {
+  if (same_file(opt.json_out, out))
+    throw invalid_input(fmt::format("--json and --out both name '{}': the JSON would replace the CSV; name two files",
+                                    opt.json_out));
 }
 
 void write_json(const options& opt, const std::string& text) {

@@ -1,19 +1,28 @@
 #include "cli/options.hpp"
 
 #include <CLI/CLI.hpp>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
+#include <utility>
 
 #include <fmt/format.h>
 
 #include <cctype>
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <string_view>
 
 #include "backend/runtime.hpp"
 #include "cli/command_options.hpp"
 #include "cli/option_checks.hpp"
 #include "codegen/cache.hpp"
+#include "codegen/compile_pool.hpp"
 #include "codegen/family.hpp"
 #include "db/tuned_db.hpp"
 #include "run/search.hpp"
@@ -87,15 +96,44 @@ std::string default_out_path(const std::string& device_name, const problem& s) {
                      to_string(s.layout), s.causal ? "-causal" : "");
 }
 
-std::string first_free_path(const std::string& path) {
+claimed_file::claimed_file(const std::string& path) {
   std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) return path;
+  if (const auto parent = std::filesystem::path(path).parent_path(); !parent.empty())
+    std::filesystem::create_directories(parent, ec);
   const std::string stem = path.size() > 4 && path.compare(path.size() - 4, 4, ".csv") == 0
                                ? path.substr(0, path.size() - 4) : path;
-  for (int i = 2;; ++i) {
-    const std::string candidate = fmt::format("{}-{}.csv", stem, i);
-    if (!std::filesystem::exists(candidate, ec)) return candidate;
+  for (int i = 1;; ++i) {
+    const std::string candidate = i == 1 ? path : fmt::format("{}-{}.csv", stem, i);
+    const int fd = ::open(candidate.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd < 0 && errno == EEXIST) continue;
+    if (fd < 0)
+      throw std::runtime_error(fmt::format("cannot write '{}': {}", candidate, std::strerror(errno)));
+    struct stat st {};
+    ::fstat(fd, &st);
+    ::close(fd);
+    m_path = candidate;
+    m_inode = st.st_ino;
+    return;
   }
+}
+
+claimed_file& claimed_file::operator=(claimed_file&& o) noexcept {
+  if (this != &o) {
+    release();
+    m_path = std::exchange(o.m_path, std::string());
+    m_inode = std::exchange(o.m_inode, 0);
+  }
+  return *this;
+}
+
+claimed_file::~claimed_file() { release(); }
+
+void claimed_file::release() {
+  struct stat st {};
+  // Written, the file is another one (renamed over the claim); still the claim and empty: unused.
+  if (!m_path.empty() && ::lstat(m_path.c_str(), &st) == 0 && st.st_ino == m_inode && st.st_size == 0)
+    ::unlink(m_path.c_str());
+  m_path.clear();
 }
 
 backend choose_backend(const std::string& requested, const std::string& family, const std::string& arch,
@@ -284,6 +322,17 @@ bool parse_options(int argc, char** argv, options& out) {
   if (out.arch.empty()) out.arch = chosen == backend::cuda ? "sm_90a" : "gfx90a";
   if ((chosen == backend::cuda) == (out.arch.rfind("sm_", 0) != 0))
     throw invalid_input(fmt::format("--arch {} is not a {} target (family {})", out.arch, out.backend, out.family));
+  // --configs names one family's configs: without --family, compiling for an --arch that one
+  // family alone of the defaults runs on (sm_80: fa2), that one is meant.
+  if (!out.configs.empty() && out.families_defaulted && out.compile_only && chosen == backend::cuda) {
+    const resource_limits target = limits_for_arch(out.arch);
+    std::vector<std::string> running;
+    for (const auto& n : names)
+      if (runs_on(find_family(n), target.cc_major, target.cc_minor)) running.push_back(n);
+    if (!running.empty()) names = running;
+    out.families = names;
+    out.family = fmt::format("{}", fmt::join(names, ","));
+  }
   for (const auto& n : names) {
     const kernel_family& f = find_family(n);
     out.spaces.push_back(space_tokens.empty() ? f.default_space : parse_space(space_tokens, f.default_space));
@@ -303,7 +352,13 @@ bool parse_options(int argc, char** argv, options& out) {
   if (!(out.min_time_ms >= 0)) throw invalid_input(fmt::format("invalid --min-time-ms {}", out.min_time_ms));
   if (!(out.max_time_ms > 0))
     throw invalid_input(fmt::format("invalid --max-time-ms {}: must be a positive number of ms", out.max_time_ms));
-  if (!(out.max_noise >= 0 && out.max_noise < 1))
+  if (out.min_time_ms > out.max_time_ms)
+    throw invalid_input(fmt::format("invalid --min-time-ms {} / --max-time-ms {}: the floor is above the cap",
+                                    out.min_time_ms, out.max_time_ms));
+  if (out.max_noise >= 0.5 && std::isfinite(out.max_noise))  // +-50% or more: surely a percent
+    throw invalid_input(fmt::format("invalid --max-noise {}: a fraction, not a percent (did you mean {}?)",
+                                    out.max_noise, out.max_noise / 100));
+  if (!(out.max_noise >= 0 && out.max_noise < 0.5))
     throw invalid_input(fmt::format("invalid --max-noise {}: expected a fraction such as 0.01", out.max_noise));
   if (!(out.kernel_timeout_s > 0))
     throw invalid_input(

@@ -87,8 +87,23 @@ backend choose_backend(const std::string& requested, const std::string& family, 
 std::string device_slug(const std::string& name);
 /// results/<device>-<B>x<H>x<Nq>x<Nkv>x<D>-<dtype>-<layout>[-causal].csv
 std::string default_out_path(const std::string& device_name, const problem& s);
-/// `path` if nothing is there, else the first of path-2.csv, path-3.csv, ... that is free: a run
-/// without --out never refuses to start, and never writes over an earlier run's results.
-std::string first_free_path(const std::string& path);
+/// The file a run without --out writes: `path` if nothing is there, else the first of path-2.csv,
+/// path-3.csv, ... that is free, claimed by creating it empty with O_EXCL (and its folders), so a
+/// run never refuses to start, never writes over an earlier run's results, and two runs started
+/// at once never take one name. Still empty when dropped (the run failed first), it is removed.
+class claimed_file {
+ public:
+  claimed_file() = default;
+  explicit claimed_file(const std::string& path);  ///< throws std::runtime_error naming the folder
+  ~claimed_file();
+  claimed_file(claimed_file&& o) noexcept { *this = std::move(o); }
+  claimed_file& operator=(claimed_file&& o) noexcept;
+  const std::string& path() const { return m_path; }
+
+ private:
+  void release();
+  std::string m_path;
+  uint64_t m_inode = 0;
+};
 
 }  // namespace attn

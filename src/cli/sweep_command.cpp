@@ -14,6 +14,8 @@
 #include "cli/command_support.hpp"
 #include "cli/commands.hpp"
 #include "cli/db_support.hpp"
+#include "cli/resume_check.hpp"
+#include "codegen/compile_pool.hpp"
 #include "db/shapes_to_tune.hpp"
 #include "report/best_table.hpp"
 #include "report/csv.hpp"
@@ -30,17 +32,22 @@ namespace {
 // What a sweep writing `out` starts from: nothing for a new file, the file's records with --resume
 // (each must pass `check`, which returns why a record does not belong). An existing file is never
 // replaced without --resume or --force, and the sweep file never is.
-std::vector<record> results_so_far(const options& opt, const std::string& out,
+std::vector<record> results_so_far(const options& opt, const std::string& out, const resource_limits& limits,
                                    const std::function<std::string(const record&)>& check) {
   if (same_file(out, opt.sweep_file))
     throw invalid_input(fmt::format("--out '{}' is the sweep file itself: name a results CSV", out));
+  check_json_apart(opt, out);
   std::vector<record> results;
   if (is_existing_file(out)) {
     if (opt.resume) {
-      results = read_csv(out);
+      results = read_csv_of_known_families(out);
       for (const auto& r : results)
         if (const std::string why = check(r); !why.empty())
           throw invalid_input(fmt::format("--resume: '{}' {}", out, why));
+      if (const std::string why = resume_mismatch(opt, results, limits); !why.empty())
+        throw invalid_input(fmt::format("--resume: '{}' {}; resume with the --family and --space it was made with, "
+                                        "or --force to start over",
+                                        out, why));
     } else {
       refuse_overwrite(out, opt.force, "--resume continues that sweep, --force overwrites it");
     }
@@ -54,7 +61,7 @@ int compile_sweep(const options& opt, const std::vector<sweep_row>& rows) {
   const std::string out = !opt.out.empty() ? opt.out
                                            : fmt::format("results/compile-only-{}-{}.csv", opt.arch,
                                                          std::filesystem::path(opt.sweep_file).stem().string());
-  std::vector<record> results = results_so_far(opt, out, [&](const record& r) {
+  std::vector<record> results = results_so_far(opt, out, limits_for_arch(opt.arch), [&](const record& r) {
     return r.device.name == "(compile-only)" && r.device.arch == opt.arch
                ? std::string()
                : fmt::format("holds results of {} ({}), not of a compile-only sweep for {}", r.device.name,
@@ -127,7 +134,7 @@ int run_sweep(const options& opt) {
   const std::string stem = std::filesystem::path(opt.sweep_file).stem().string();
   const std::string out = !opt.out.empty() ? opt.out
                                            : fmt::format("results/{}/{}.csv", device_slug(first.desc.name), stem);
-  const std::vector<record> kept = results_so_far(opt, out, [&](const record& r) {
+  const std::vector<record> kept = results_so_far(opt, out, first.limits, [&](const record& r) {
     return r.device.name == first.desc.name && r.device.sm_count == first.desc.sm_count
                ? std::string()
                : fmt::format("holds results from {} ({} SMs), this is {} ({} SMs)", r.device.name,
@@ -215,7 +222,7 @@ int run_sweep(const options& opt) {
       ++tuned;
       if (out != "-") {  // standard output gets the whole file once, at the end
         write_csv(out, results);
-        write_best_csv(best_path_for(out), best_table(results));
+        if (const std::string best = best_path_for(out); !best.empty()) write_best_csv(best, best_table(results));
       }
       if (r->best) {
         const record& b = r->records[*r->best];
@@ -244,8 +251,9 @@ int run_sweep(const options& opt) {
   if (out == "-") write_csv(out, results);
   write_json(opt, results_json(metadata_of(opt, &first), results));
   const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  fmt::print("sweep done: {} shapes tuned, {} failed, {:.1f} s; wrote {} and {}\n", tuned, failed, total,
-             out, best_path_for(out));
+  const std::string best = best_path_for(out);
+  fmt::print("sweep done: {} shapes tuned, {} failed, {:.1f} s; wrote {}{}\n", tuned, failed, total, out,
+             best.empty() ? "" : " and " + best);
   for (const auto& h : hangs) fmt::print(stderr, "{}\n", h);
   if (!hangs.empty()) return exit_hung;
   return failed > 0 ? 1 : 0;
@@ -260,7 +268,7 @@ int run_merge(const options& opt) {
         throw invalid_input(fmt::format("merge: '{}' is given twice", opt.merge_inputs[i]));
   for (const auto& path : opt.merge_inputs) {
     if (!std::filesystem::exists(path)) throw invalid_input(fmt::format("merge: no such file '{}'", path));
-    parts.push_back(read_csv(path));
+    parts.push_back(read_csv_of_known_families(path));
   }
   const auto merged = merge_results(parts, opt.merge_inputs);
   if (opt.out.empty()) throw invalid_input("merge needs --out");
@@ -271,7 +279,7 @@ int run_merge(const options& opt) {
   check_writable(opt.out);
   write_csv(opt.out, merged);
   const auto best = best_table(merged);
-  if (opt.out != "-") write_best_csv(best_path_for(opt.out), best);
+  if (const std::string path = best_path_for(opt.out); !path.empty()) write_best_csv(path, best);
   fmt::print("merged {} files, {} rows ({} shapes) into {}\n", parts.size(), merged.size(),
              best.size(), opt.out);
   return 0;

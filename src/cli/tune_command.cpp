@@ -20,11 +20,24 @@ namespace attn {
 
 namespace {
 
-// Without --out: the default path, or the next free one beside it when an earlier run wrote it.
-std::string free_default_out(const std::string& device_name, const problem& s) {
-  const std::string path = default_out_path(device_name, s), free = first_free_path(path);
-  if (free != path) fmt::print(stderr, "note: {} exists (an earlier run); writing {} (--out names the file)\n", path, free);
-  return free;
+// Without --out: the default path, or the next free one beside it when an earlier run wrote it,
+// claimed (created empty) so that a run started at the same time takes another.
+std::string free_default_out(const std::string& device_name, const problem& s, claimed_file& claim) {
+  const std::string path = default_out_path(device_name, s);
+  claim = claimed_file(path);
+  if (claim.path() != path)
+    fmt::print(stderr, "note: {} exists (an earlier run); writing {} (--out names the file)\n", path, claim.path());
+  return claim.path();
+}
+
+// The run's --out (or the default, claimed), checked: not over an existing file without --force,
+// writable, and not the --json file.
+std::string results_path(const options& opt, const std::string& device_name, claimed_file& claim) {
+  if (!opt.out.empty()) refuse_overwrite(opt.out, opt.force, "--force overwrites it");
+  const std::string out = opt.out.empty() ? free_default_out(device_name, opt.problem, claim) : opt.out;
+  check_writable(out);
+  check_json_apart(opt, out);
+  return out;
 }
 
 }  // namespace
@@ -61,9 +74,8 @@ int run_tune(const options& opt) {
     } else if (!nvrtc_supports(opt.arch)) {
       throw invalid_input(fmt::format("NVRTC {} cannot compile for --arch {}", nvrtc_version(), opt.arch));
     }
-    const std::string out = opt.out.empty() ? free_default_out("compile-only-" + opt.arch, opt.problem) : opt.out;
-    refuse_overwrite(out, opt.force, "--force overwrites it");
-    check_writable(out);
+    claimed_file claim;
+    const std::string out = results_path(opt, "compile-only-" + opt.arch, claim);
     const resource_limits arch = limits_for_arch(opt.arch);
     if (opt.verbosity != verbosity::quiet)
       fmt::print("attn-tune {} --compile-only: {} for {} ({} {}); timing needs a GPU\n",
@@ -86,9 +98,8 @@ int run_tune(const options& opt) {
 
   if (!have_device(opt)) return 4;
   const gpu_info gpu = open_device(opt, opt.device);
-  const std::string out = opt.out.empty() ? free_default_out(gpu.desc.name, opt.problem) : opt.out;
-  refuse_overwrite(out, opt.force, "--force overwrites it");
-  check_writable(out);
+  claimed_file claim;
+  const std::string out = results_path(opt, gpu.desc.name, claim);
   if (opt.verbosity == verbosity::quiet) {
   } else if (gpu.backend == backend::cuda)
     fmt::print("attn-tune {}: {} on {} ({}, {} SMs, CUDA {}, NVRTC {}), seed {}\n",

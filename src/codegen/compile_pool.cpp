@@ -20,7 +20,8 @@ resource_limits limits_for_arch(const std::string& arch) {
     l.cc_major = l.cc_minor = 0;
     return l;
   }
-  static const std::regex re(R"(sm_(\d)(\d+)a?)");
+  // The last digit is the minor version, the rest the major: sm_90a is 9.0, sm_120 is 12.0.
+  static const std::regex re(R"(sm_(\d+)(\d)a?)");
   std::smatch m;
   if (!std::regex_match(arch, m, re))
     throw invalid_input(fmt::format("invalid --arch '{}': expected sm_80, sm_90, sm_90a, ... or gfx90a", arch));

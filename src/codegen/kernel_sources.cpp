@@ -7,8 +7,8 @@
 
 #include <fmt/format.h>
 
-#include "codegen/cache.hpp"
 #include "codegen/embedded_kernels.hpp"
+#include "core/digest.hpp"
 #include "core/problem.hpp"
 
 namespace fs = std::filesystem;
@@ -19,17 +19,18 @@ kernel_sources::kernel_sources(std::vector<kernel_source_file> files, std::strin
     : m_files(std::move(files)), m_origin(std::move(origin)) {
   std::sort(m_files.begin(), m_files.end(),
             [](const auto& a, const auto& b) { return a.name < b.name; });
-  m_hash = 1469598103934665603ULL;
-  for (const auto& f : m_files) m_hash = fnv1a64(f.name + '\0' + f.text + '\0', m_hash);
+  std::string all;
+  for (const auto& f : m_files) all += f.name + '\0' + f.text + '\0';
+  m_hash = xxh3_64(all);
 }
 
 uint64_t kernel_sources::hash_of(const std::vector<std::string>& roots) const {
   const std::vector<std::string> names = include_closure(roots);
-  uint64_t h = 1469598103934665603ULL;
+  std::string closure;
   for (const auto& f : m_files)  // sorted by name, like hash()
     if (std::find(names.begin(), names.end(), f.name) != names.end())
-      h = fnv1a64(f.name + '\0' + f.text + '\0', h);
-  return h;
+      closure += f.name + '\0' + f.text + '\0';
+  return xxh3_64(closure);
 }
 
 std::vector<std::string> kernel_sources::include_closure(const std::vector<std::string>& roots) const {

@@ -14,4 +14,6 @@ std::string xxh3_128_hex(std::string_view text) {
   return out;
 }
 
+uint64_t xxh3_64(std::string_view text) { return XXH3_64bits(text.data(), text.size()); }
+
 }  // namespace attn

@@ -65,9 +65,17 @@ int64_t sqlite_statement::integer(int column) const { return sqlite3_column_int6
 double sqlite_statement::real(int column) const { return sqlite3_column_double(m_stmt, column); }
 
 sqlite_connection::sqlite_connection(const std::string& path, sqlite_open mode) : m_path(path) {
-  const int flags = (mode == sqlite_open::read_only ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE) |
-                    (mode == sqlite_open::create ? SQLITE_OPEN_CREATE : 0) | SQLITE_OPEN_NOMUTEX;
-  const int rc = sqlite3_open_v2(path.c_str(), &m_db, flags, nullptr);
+  const bool reading = mode == sqlite_open::read_only || mode == sqlite_open::immutable;
+  int flags = (reading ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE) |
+              (mode == sqlite_open::create ? SQLITE_OPEN_CREATE : 0) | SQLITE_OPEN_NOMUTEX;
+  std::string name = path;
+  if (mode == sqlite_open::immutable) {  // a URI: the path's '?', '#' and '%' escaped
+    name = "file:";
+    for (char ch : path) name += ch == '?' || ch == '#' || ch == '%' ? fmt::format("%{:02X}", ch) : std::string(1, ch);
+    name += "?immutable=1";
+    flags |= SQLITE_OPEN_URI;
+  }
+  const int rc = sqlite3_open_v2(name.c_str(), &m_db, flags, nullptr);
   if (rc != SQLITE_OK) {
     const sqlite_error e = error_of(m_db, rc, path, "cannot open");
     sqlite3_close(m_db);

@@ -40,7 +40,9 @@ class sqlite_statement {
   std::string m_path;
 };
 
-enum class sqlite_open { read_only, read_write, create };
+/// immutable: read-only, and SQLite assumes nothing changes the file (no locks, no -shm file): how
+/// a database on read-only storage is read.
+enum class sqlite_open { read_only, immutable, read_write, create };
 
 class sqlite_connection {
  public:

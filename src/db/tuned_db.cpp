@@ -1,5 +1,7 @@
 #include "db/tuned_db.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <ctime>
@@ -11,6 +13,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "core/private_dir.hpp"
 #include "report/csv.hpp"
 
 namespace attn {
@@ -170,6 +173,18 @@ invalid_input not_ours(const std::string& path, const std::string& why) {
       path, why, path, path));
 }
 
+invalid_input locked(const std::string& path, std::chrono::milliseconds wait) {
+  return invalid_input(fmt::format("database '{}' is locked: another program held it for {:.0f} s; nothing was "
+                                   "changed. Try again when it is done, or choose another file with --db PATH",
+                                   path, wait.count() / 1000.0));
+}
+
+int64_t table_count(sqlite_connection& c) {
+  auto q = c.prepare("SELECT count(*) FROM sqlite_master");
+  q.step();
+  return q.integer(0);
+}
+
 int read_version(sqlite_connection& c) {
   auto q = c.prepare("PRAGMA user_version");
   q.step();
@@ -182,9 +197,7 @@ void upgrade(sqlite_connection& c) {
   sqlite_transaction tx(c);
   int version = read_version(c);
   if (version == 0) {
-    auto q = c.prepare("SELECT count(*) FROM sqlite_master");
-    q.step();
-    if (q.integer(0) > 0) throw not_ours(c.path(), "an SQLite database with other tables and no schema version");
+    if (table_count(c) > 0) throw not_ours(c.path(), "an SQLite database with other tables and no schema version");
     c.exec(schema_v1);
     version = 1;
   }
@@ -199,7 +212,7 @@ std::string default_db_path() {
   if (const char* d = std::getenv("ATTN_TUNE_DB"); d && *d) return d;
   if (const char* d = std::getenv("XDG_CACHE_HOME"); d && *d) return std::string(d) + "/attn-tune/tuned.sqlite";
   if (const char* d = std::getenv("HOME"); d && *d) return std::string(d) + "/.cache/attn-tune/tuned.sqlite";
-  return "/tmp/attn-tune-cache/tuned.sqlite";
+  return temp_cache_dir() + "/tuned.sqlite";
 }
 
 bool looks_like_sqlite(const std::string& path) {
@@ -220,28 +233,36 @@ std::string utc_now() {
   return text;
 }
 
-tuned_db tuned_db::open(const std::string& path) {
+tuned_db tuned_db::open(const std::string& path, std::chrono::milliseconds wait) {
   std::error_code ec;
   if (fs::is_directory(path, ec)) throw not_ours(path, "it is a directory");
   if (fs::exists(path, ec) && fs::file_size(path, ec) > 0 && !looks_like_sqlite(path))
     throw not_ours(path, "not an SQLite file");
-  if (const fs::path parent = fs::path(path).parent_path(); !parent.empty()) fs::create_directories(parent, ec);
+  if (const fs::path parent = fs::path(path).parent_path(); parent == temp_cache_dir())
+    ensure_private_dir(parent, ::geteuid());
+  else if (!parent.empty())
+    fs::create_directories(parent, ec);
   // Opening can meet another process creating the file or switching it to WAL, which SQLite
-  // answers with SQLITE_BUSY without waiting: the open is tried again (for up to about a minute).
+  // answers with SQLITE_BUSY without waiting: the open is tried again, each try waiting on the
+  // lock for what is left of `wait`, and after `wait` in all it gives up (a lock held by another
+  // program for longer is said, not waited on forever).
+  const auto deadline = std::chrono::steady_clock::now() + wait;
   for (int attempt = 0;; ++attempt) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     try {
-      return open_once(path);
+      return open_once(path, std::max(left, std::chrono::milliseconds(1)));
     } catch (const sqlite_error& e) {
-      if ((e.code != 5 && e.code != 6) || attempt >= 2000) throw;  // SQLITE_BUSY, SQLITE_LOCKED
+      if (e.code != 5 && e.code != 6) throw;  // SQLITE_BUSY, SQLITE_LOCKED
+      if (left.count() <= 0) throw locked(path, wait);
       std::this_thread::sleep_for(std::chrono::milliseconds(5 + attempt % 25));
     }
   }
 }
 
-tuned_db tuned_db::open_once(const std::string& path) {
+tuned_db tuned_db::open_once(const std::string& path, std::chrono::milliseconds wait) {
   try {
     sqlite_connection c(path, true);
-    c.exec("PRAGMA busy_timeout = 60000");
+    c.exec(fmt::format("PRAGMA busy_timeout = {}", wait.count()));
     const int version = read_version(c);  // SQLite reads the file first here
     if (version > db_schema_version)
       throw invalid_input(fmt::format(
@@ -249,6 +270,9 @@ tuned_db tuned_db::open_once(const std::string& path) {
           "it); nothing was changed. Use that attn-tune, or move the file away (mv '{}' '{}.old'), or choose "
           "another file with --db PATH (or ATTN_TUNE_DB), or run with --no-db",
           path, version, db_schema_version, path, path));
+    // Another program's database is refused before anything is changed (its journal mode too).
+    if (version == 0 && table_count(c) > 0)
+      throw not_ours(path, "an SQLite database with other tables and no schema version");
     c.exec("PRAGMA journal_mode = WAL");
     if (version < db_schema_version || !missing_fields(c).empty()) upgrade(c);
     return tuned_db(std::move(c));
@@ -258,7 +282,7 @@ tuned_db tuned_db::open_once(const std::string& path) {
   }
 }
 
-tuned_db tuned_db::open_read_only(const std::string& path) {
+tuned_db tuned_db::open_read_only(const std::string& path, std::chrono::milliseconds wait) {
   // Messages without the tool's --db advice: a reader (the library) is not told how to run the tool.
   auto foreign = [&](const std::string& why) {
     return invalid_input(fmt::format("'{}' is not an attn-tune database ({})", path, why));
@@ -266,26 +290,35 @@ tuned_db tuned_db::open_read_only(const std::string& path) {
   std::error_code ec;
   if (!fs::is_regular_file(path, ec)) throw invalid_input(fmt::format("database '{}' does not exist", path));
   if (!looks_like_sqlite(path)) throw foreign("not an SQLite file");
-  try {
-    sqlite_connection c(path, sqlite_open::read_only);
-    c.exec("PRAGMA busy_timeout = 60000");
-    const int version = read_version(c);
-    if (version == 0) throw foreign("an SQLite database without attn-tune's schema version");
-    if (version != db_schema_version)
-      throw invalid_input(fmt::format(
-          "'{}' has database schema version {}, {} the {} this build reads: {}", path, version,
-          version > db_schema_version ? "newer than" : "older than", db_schema_version,
-          version > db_schema_version ? "use the attn-tune that wrote it (or export it with that one)"
-                                      : fmt::format("run any attn-tune tuning with --db '{}' once to upgrade it", path)));
-    if (const auto missing = missing_fields(c); !missing.empty())
-      throw invalid_input(fmt::format("'{}' has no column for the problem field '{}', which this build keys on: run any "
-                                      "attn-tune tuning with --db '{}' once to upgrade it",
-                                      path, missing.front()->name, path));
-    return tuned_db(std::move(c));
-  } catch (const sqlite_error& e) {
-    if (e.code == 26 || e.code == 11) throw foreign(e.what());  // SQLITE_NOTADB, SQLITE_CORRUPT
-    throw;
+  // On read-only storage a database in WAL mode cannot be read the usual way (its -shm file
+  // cannot be made): then it is opened as immutable, which nothing there can change anyway.
+  for (const bool immutable : {false, true}) {
+    try {
+      sqlite_connection c(path, immutable ? sqlite_open::immutable : sqlite_open::read_only);
+      c.exec(fmt::format("PRAGMA busy_timeout = {}", wait.count()));
+      const int version = read_version(c);
+      if (version == 0) throw foreign("an SQLite database without attn-tune's schema version");
+      if (version != db_schema_version)
+        throw invalid_input(fmt::format(
+            "'{}' has database schema version {}, {} the {} this build reads: {}", path, version,
+            version > db_schema_version ? "newer than" : "older than", db_schema_version,
+            version > db_schema_version ? "use the attn-tune that wrote it (or export it with that one)"
+                                        : fmt::format("run any attn-tune tuning with --db '{}' once to upgrade it", path)));
+      if (const auto missing = missing_fields(c); !missing.empty())
+        throw invalid_input(fmt::format("'{}' has no column for the problem field '{}', which this build keys on: run "
+                                        "any attn-tune tuning with --db '{}' once to upgrade it",
+                                        path, missing.front()->name, path));
+      return tuned_db(std::move(c));
+    } catch (const sqlite_error& e) {
+      if (e.code == 26 || e.code == 11) throw foreign(e.what());  // SQLITE_NOTADB, SQLITE_CORRUPT
+      if (e.code == 5 || e.code == 6) throw locked(path, wait);
+      const bool unwritable_storage = e.code == 14 || e.code == 8;  // SQLITE_CANTOPEN, SQLITE_READONLY
+      if (immutable || !unwritable_storage || ::access(fs::path(path).parent_path().empty() ? "." :
+                                                           fs::path(path).parent_path().c_str(), W_OK) == 0)
+        throw;
+    }
   }
+  throw std::logic_error("tuned_db::open_read_only: unreachable");
 }
 
 int tuned_db::schema_version() const { return read_version(m_connection); }

@@ -3,6 +3,7 @@
 // sources' hash per family, the shape and the space searched, holding the tuning's ranked records.
 // SQLite, WAL mode with a busy timeout, so several processes (sweep --devices, Slurm tasks on one
 // node) can write at once; the schema is versioned (PRAGMA user_version) and migrated on open.
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -49,12 +50,16 @@ class tuned_db {
  public:
   /// Opens the database, creating it (and its directory) or migrating an older schema. Throws
   /// invalid_input naming the file and how to move it away when it is not an attn-tune database
-  /// or has a newer schema; sqlite_error for other failures.
-  static tuned_db open(const std::string& path);
+  /// (nothing in it changed, its journal mode neither) or has a newer schema, or when another
+  /// program holds its lock for longer than `wait`; sqlite_error for other failures.
+  static tuned_db open(const std::string& path, std::chrono::milliseconds wait = default_wait);
   /// Opens an existing database for reading only: never creates, migrates or writes it (a
-  /// library's table). Throws invalid_input naming the file when it is missing, not an attn-tune
-  /// database, or of another schema version (an older one: any attn-tune run with --db upgrades it).
-  static tuned_db open_read_only(const std::string& path);
+  /// library's table, db list). On read-only storage it is read as immutable. Throws invalid_input
+  /// naming the file when it is missing, not an attn-tune database, of another schema version (an
+  /// older one: any attn-tune run with --db upgrades it), or locked for longer than `wait`.
+  static tuned_db open_read_only(const std::string& path, std::chrono::milliseconds wait = default_wait);
+  /// How long a command waits on another process's lock before it says so.
+  static constexpr std::chrono::milliseconds default_wait{60000};
 
   std::optional<tuning_entry> find(const tuning_key& key) const;
   std::optional<tuning_entry> get(int64_t id) const;
@@ -69,7 +74,7 @@ class tuned_db {
 
  private:
   explicit tuned_db(sqlite_connection c) : m_connection(std::move(c)) {}
-  static tuned_db open_once(const std::string& path);  ///< open() without its retries
+  static tuned_db open_once(const std::string& path, std::chrono::milliseconds wait);  ///< one try of open()
   mutable sqlite_connection m_connection;
 };
 

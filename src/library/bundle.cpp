@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "codegen/cache.hpp"
+#include "core/digest.hpp"
 #include "library/errors.hpp"
 
 namespace attn {
@@ -12,7 +13,8 @@ namespace attn {
 namespace {
 
 constexpr const char* magic = "ATTNB ";
-constexpr size_t trailer_size = 9 + 16 + 1;  // "checksum " + 16 hex digits + "\n"
+constexpr size_t digest_digits = 32;
+constexpr size_t trailer_size = 9 + digest_digits + 1;  // "checksum " + 32 hex digits + "\n"
 
 // Reads the sections after the checksum was verified: a malformed one is a bundle_error.
 class section_reader {
@@ -61,7 +63,7 @@ const bundle_kernel* bundle::find(const std::string& family, const std::string& 
 }
 
 std::string instantiation_key(const kernel_family& f, const tile_config& c, const problem& s) {
-  return fmt::format("{:016x}", fnv1a64(f.instantiation(c, s)));
+  return fmt::format("{:016x}", xxh3_64(f.instantiation(c, s)));
 }
 
 bool looks_like_bundle(const std::string& bytes) { return bytes.rfind(magic, 0) == 0; }
@@ -73,20 +75,22 @@ std::string serialize_bundle(const bundle& b) {
   for (const auto& k : b.kernels)
     out += fmt::format("kernel {} {} {} {} {}\n", k.family, k.key, k.config, k.shared_memory_bytes, k.cubin.size()) +
            k.cubin + "\n";
-  return out + fmt::format("checksum {:016x}\n", fnv1a64(out));
+  return out + fmt::format("checksum {}\n", xxh3_128_hex(out));
 }
 
 bundle parse_bundle(const std::string& bytes, const std::string& what) {
   if (!looks_like_bundle(bytes)) throw bundle_error(fmt::format("'{}' is not a bundle of attn-tune", what));
   const int version = std::atoi(bytes.c_str() + 6);
   if (version != bundle_format_version)
-    throw bundle_error(fmt::format("bundle '{}' has format version {}; this library reads version {}", what, version,
-                                   bundle_format_version));
+    throw bundle_error(fmt::format("bundle '{}' has format version {}; this library reads version {} only{}: "
+                                   "rebuild it with this attn-tune (attn-tune bundle)",
+                                   what, version, bundle_format_version,
+                                   version < bundle_format_version ? " (version 1 was checksummed with FNV-1a)" : ""));
   const size_t body = bytes.size() >= trailer_size ? bytes.size() - trailer_size : 0;
   if (body == 0 || bytes.compare(body, 9, "checksum ") != 0 || bytes.back() != '\n')
     throw bundle_error(fmt::format("bundle '{}' is corrupt: it has no checksum at its end (truncated?)", what));
-  const std::string stored = bytes.substr(body + 9, 16);
-  const std::string actual = fmt::format("{:016x}", fnv1a64(bytes.substr(0, body)));
+  const std::string stored = bytes.substr(body + 9, digest_digits);
+  const std::string actual = xxh3_128_hex(std::string_view(bytes).substr(0, body));
   if (stored != actual)
     throw bundle_error(fmt::format("bundle '{}' is corrupt: checksum {} does not match its content ({})", what,
                                    stored, actual));

@@ -6,7 +6,8 @@
 //   sources <family>=<hash of its kernels/ files> ...\n
 //   table <bytes>\n<table text>\n
 //   kernel <family> <instantiation key> <config> <shared memory bytes> <bytes>\n<cubin>\n   (repeated)
-//   checksum <FNV-1a 64 of every byte before this line, 16 hex digits>\n
+//   checksum <XXH3-128 of every byte before this line, 32 hex digits>\n
+// Format 1 (FNV-1a 64 checksums and kernel names) is refused: rebuild such a bundle.
 #include <cstdint>
 #include <map>
 #include <string>
@@ -17,7 +18,7 @@
 
 namespace attn {
 
-constexpr int bundle_format_version = 1;
+constexpr int bundle_format_version = 2;
 
 struct bundle_kernel {
   std::string family;

@@ -39,7 +39,8 @@ device_guard::~device_guard() {
   if (m_previous >= 0 && m_previous != m_device) cudaSetDevice(m_previous);
 }
 
-engine::engine(const engine_options& options) : m_rt(cuda_runtime()), m_cache(options.cache_dir) {
+engine::engine(const engine_options& options)
+    : m_rt(cuda_runtime()), m_cache(options.cache_dir, kernel_sources::embedded(), options.warn) {
   std::string why;
   const int count = m_rt.device_count(&why);
   if (count == 0) throw device_error(0, fmt::format("no CUDA device available: {}", why));
@@ -60,6 +61,7 @@ engine::engine(const engine_options& options) : m_rt(cuda_runtime()), m_cache(op
   if (!table.empty()) m_table = open_tuned_source(table, m_cache.kernels());
   else if (m_bundle) m_table = std::make_unique<tuned_table>(tuned_table::parse(m_bundle->table, bundle_path));
   else m_table = std::make_unique<tuned_table>();
+  for (const std::string& w : m_table->warnings()) options.warn(w);
   m_table->check_device(m_gpu.desc);
 }
 

@@ -22,6 +22,7 @@ struct engine_options {
   std::string cache_dir;  ///< empty: no disk cache
   std::string table;      ///< empty: none; a bundle's path is taken as `bundle`
   std::string bundle;     ///< empty: none
+  warning_sink warn = [](const std::string&) {};  ///< what the table and the cache warn of
 };
 
 struct forward_choice {

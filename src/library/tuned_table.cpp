@@ -1,8 +1,9 @@
 #include "library/tuned_table.hpp"
 
 #include <algorithm>
-#include <fstream>
-#include <sstream>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -37,8 +38,10 @@ auto as_table_error(F&& f) {
 
 // The tuner's per-variant CSV (its end line checked): best_table() finds each shape's choice and
 // export_entries() its buckets, exactly as `attn-tune export` would.
-std::vector<record> read_results(const std::string& text, const std::string& what) {
-  return as_table_error([&] { return read_csv_file_text(text, what); });
+std::vector<record> read_results(const std::string& text, const std::string& what, std::vector<std::string>& warnings) {
+  return as_table_error([&] {
+    return read_csv_file_text(text, what, [&](const std::string& line) { warnings.push_back(line); });
+  });
 }
 
 template <class D>
@@ -61,11 +64,13 @@ tuned_table tuned_table::parse(const std::string& text, const std::string& what)
   t.m_what = what;
   t.m_text = text;
   const size_t start = text.find_first_not_of(" \t\r\n");
-  if (start == std::string::npos) return t;
+  if (start == std::string::npos)
+    throw table_error(fmt::format("{}: empty, not a table of attn-tune (an export as CSV or JSON, or a results CSV)",
+                                  what));
   if (text[start] == '{') {
     t.m_buckets = as_table_error([&] { return read_export_json(text, what); });
   } else if (text.compare(start, 15, "schema_version,") == 0) {
-    const auto records = read_results(text, what);
+    const auto records = read_results(text, what, t.m_warnings);
     for (const auto& row : best_table(records))
       t.m_exact.push_back({row.best.device, row.best.shape, row.best.family, row.best.config, row.best.median_ms});
     t.m_buckets = export_entries(best_table(records));
@@ -74,15 +79,44 @@ tuned_table tuned_table::parse(const std::string& text, const std::string& what)
   } else {
     throw table_error(fmt::format("{}: not a table of attn-tune (an export as CSV or JSON, or a results CSV)", what));
   }
+  t.check_families();
   return t;
 }
 
+void tuned_table::check_families() const {
+  auto known = [&](const std::string& family) {
+    try {
+      find_family(family);
+    } catch (const invalid_input& e) {
+      throw table_error(fmt::format("{}: {}", m_what, e.what()));
+    }
+  };
+  for (const auto& e : m_exact) known(e.family);
+  for (const auto& e : m_buckets) known(e.family);
+}
+
 std::string read_file_text(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw table_error(fmt::format("cannot read '{}'", path));
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  // A regular file only: a directory or /dev/null would read as an empty table, /dev/zero, a FIFO
+  // or /dev/urandom would never end (O_NONBLOCK: opening a FIFO does not wait for a writer).
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) throw table_error(fmt::format("cannot read '{}'", path));
+  struct stat st {};
+  std::string why;
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+    why = S_ISDIR(st.st_mode) ? "it is a directory" : "it is not a regular file";
+  else if (st.st_size > max_table_bytes)
+    why = fmt::format("{} bytes, more than the {} a table or bundle may have", st.st_size, max_table_bytes);
+  std::string text;
+  if (why.empty()) {
+    text.resize(static_cast<size_t>(st.st_size));
+    size_t got = 0;
+    for (ssize_t n; got < text.size() && (n = ::read(fd, text.data() + got, text.size() - got)) > 0;)
+      got += static_cast<size_t>(n);
+    if (got != text.size()) why = "it changed while it was read";
+  }
+  ::close(fd);
+  if (!why.empty()) throw table_error(fmt::format("cannot read '{}': {}", path, why));
+  return text;
 }
 
 tuned_table tuned_table::load(const std::string& path) {
@@ -99,6 +133,7 @@ tuned_table tuned_table::from_parts(std::string what, std::vector<tuned_shape> e
   t.m_what = std::move(what);
   t.m_exact = std::move(exact);
   t.m_buckets = std::move(buckets);
+  t.check_families();
   return t;
 }
 

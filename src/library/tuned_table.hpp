@@ -43,13 +43,16 @@ class tuned_source {
   virtual void check_device(const device_desc& d) const = 0;
   /// In order of preference: the exact tuned shape, the bucket (each when there is one), the fallback.
   virtual std::vector<tuned_choice> candidates(const device_desc& d, const problem& s) const = 0;
+  /// What reading it warned of ("warning: ..." lines; the library prints nothing).
+  virtual std::vector<std::string> warnings() const { return {}; }
 };
 
 class tuned_table : public tuned_source {
  public:
   tuned_table() = default;
   /// The text of an export CSV, an export JSON or a results CSV (told apart by their first line);
-  /// `what` names it in messages. Throws table_error.
+  /// `what` names it in messages. Throws table_error (also for an empty text, or a family this
+  /// build lacks).
   static tuned_table parse(const std::string& text, const std::string& what);
   static tuned_table load(const std::string& path);
   /// A table of these exact shapes and buckets, read from `what` (which has no text of its own).
@@ -63,14 +66,20 @@ class tuned_table : public tuned_source {
   const std::vector<export_entry>& buckets() const { return m_buckets; }
   const std::string& text() const { return m_text; }  ///< what it was read from (for bundles)
   const std::string& origin() const { return m_what; }  ///< its path, as messages name it
+  std::vector<std::string> warnings() const override { return m_warnings; }
 
  private:
+  void check_families() const;  ///< table_error naming a family this build does not know
   std::string m_what, m_text;
+  std::vector<std::string> m_warnings;
   std::vector<tuned_shape> m_exact;
   std::vector<export_entry> m_buckets;
 };
 
-/// Reads a file into a string; throws table_error naming the path.
+/// The most a table or bundle file may hold.
+constexpr long long max_table_bytes = 1LL << 30;
+/// Reads a regular file of at most max_table_bytes into a string; throws table_error naming the
+/// path (and why: missing, a directory, a device or FIFO, too large).
 std::string read_file_text(const std::string& path);
 /// A table file, or the tuned-results database (an SQLite file: tuned_table_from_db with
 /// `kernels`). Empty path: an empty table. Throws table_error.

@@ -25,6 +25,22 @@ std::runtime_error write_error(const std::string& path, const std::string& why) 
   return std::runtime_error(fmt::format("cannot write '{}': {}", path, why));
 }
 
+// A directory where a file is to go is the user's mistake (exit 2), not a failure of the machine.
+invalid_input is_a_directory(const std::string& path) {
+  return invalid_input(fmt::format("cannot write '{}': it is a directory (name a file in it)", path));
+}
+
+// "<dir>/.<name>.<what>-XXXXXX" for mkstemp, beside the target. The name is cut so that the whole
+// stays within the file system's limit on a name: a legal 250-byte name gets a legal temporary one.
+std::string sibling_pattern(const fs::path& target, const std::string& what) {
+  const std::string suffix = "." + what + "-XXXXXX";
+  const long limit = ::pathconf(target.parent_path().empty() ? "." : target.parent_path().c_str(), _PC_NAME_MAX);
+  const size_t room = static_cast<size_t>(limit > 0 ? limit : 255) - 1 - suffix.size();
+  std::string name = ".";
+  name += target.filename().string().substr(0, room);
+  return (target.parent_path() / (name + suffix)).string();
+}
+
 std::string errno_text(int e) { return std::error_code(e, std::generic_category()).message(); }
 
 // The path that is written: a symbolic link's target (so the link survives), else path itself.
@@ -89,6 +105,35 @@ void write_in_place(const std::string& path, const fs::path& target, std::string
   if (!ok) throw write_error(path, errno_text(e));
 }
 
+void replace_file(const std::string& path, const fs::path& target, std::string_view text) {
+  create_parent(path, target);
+  // A unique name beside the target (same file system, so the rename is atomic): concurrent
+  // writers never share a temporary file, and mkstemp's O_EXCL follows no link planted there.
+  std::string tmp = sibling_pattern(target, "tmp");
+  const int fd = ::mkstemp(tmp.data());
+  if (fd < 0) throw write_error(path, fmt::format("cannot create a temporary file beside it: {}", errno_text(errno)));
+  auto fail = [&](const std::string& what, int e) {
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    return write_error(path, fmt::format("{} '{}': {}", what, tmp, errno_text(e)));
+  };
+  struct stat old {};
+  const mode_t mode = ::lstat(target.c_str(), &old) == 0 ? (old.st_mode & 07777) : new_file_mode();
+  if (::fchmod(fd, mode) != 0) throw fail("setting the mode of", errno);
+  if (!write_all(fd, text)) throw fail("writing", errno);
+  if (::fsync(fd) != 0) throw fail("flushing", errno);
+  if (::close(fd) != 0) {
+    const int e = errno;
+    ::unlink(tmp.c_str());
+    throw write_error(path, fmt::format("closing '{}': {}", tmp, errno_text(e)));
+  }
+  if (::rename(tmp.c_str(), target.c_str()) != 0) {
+    const int e = errno;
+    ::unlink(tmp.c_str());
+    throw write_error(path, errno_text(e));
+  }
+}
+
 // The original standard output after reserve_stdout_for_data(), else STDOUT_FILENO.
 int g_data_stdout = STDOUT_FILENO;
 
@@ -111,35 +156,17 @@ void write_file_atomically(const std::string& path, std::string_view text) {
   if (is_special(path)) return write_in_place(path, path, text);  // before resolving: /dev/stdout's link
   const fs::path target = resolve(path);
   std::error_code ec;
-  if (fs::is_directory(target, ec)) throw write_error(path, "it is a directory");
+  if (fs::is_directory(target, ec)) throw is_a_directory(path);
   if (is_special(target)) return write_in_place(path, target, text);
-  create_parent(path, target);
-  // A unique name beside the target (same file system, so the rename is atomic): concurrent
-  // writers never share a temporary file.
-  std::string tmp = (target.parent_path() / ("." + target.filename().string() + ".tmp-XXXXXX")).string();
-  const int fd = ::mkstemp(tmp.data());
-  if (fd < 0) throw write_error(path, fmt::format("cannot create a temporary file beside it: {}", errno_text(errno)));
-  auto fail = [&](const std::string& what, int e) {
-    ::close(fd);
-    ::unlink(tmp.c_str());
-    return write_error(path, fmt::format("{} '{}': {}", what, tmp, errno_text(e)));
-  };
-  struct stat old {};
-  const mode_t mode = ::stat(target.c_str(), &old) == 0 ? (old.st_mode & 07777) : new_file_mode();
-  if (::fchmod(fd, mode) != 0) throw fail("setting the mode of", errno);
-  if (!write_all(fd, text)) throw fail("writing", errno);
-  if (::fsync(fd) != 0) throw fail("flushing", errno);
-  if (::close(fd) != 0) {
-    const int e = errno;
-    ::unlink(tmp.c_str());
-    throw write_error(path, fmt::format("closing '{}': {}", tmp, errno_text(e)));
-  }
-  if (::rename(tmp.c_str(), target.c_str()) != 0) {
-    const int e = errno;
-    ::unlink(tmp.c_str());
-    throw write_error(path, errno_text(e));
-  }
+  replace_file(path, target, text);
 }
+
+void replace_file_atomically(const std::string& path, std::string_view text) {
+  std::error_code ec;
+  if (fs::is_directory(fs::symlink_status(path, ec))) throw is_a_directory(path);
+  replace_file(path, path, text);
+}
+
 
 void check_writable(const std::string& path) {
   if (path == "-") return;
@@ -149,10 +176,10 @@ void check_writable(const std::string& path) {
   }
   const fs::path target = resolve(path);
   std::error_code ec;
-  if (fs::is_directory(target, ec)) throw write_error(path, "it is a directory");
+  if (fs::is_directory(target, ec)) throw is_a_directory(path);
   create_parent(path, target);
   // What write_file_atomically needs: a new file in the folder (the target itself is untouched).
-  std::string probe = (target.parent_path() / ("." + target.filename().string() + ".probe-XXXXXX")).string();
+  std::string probe = sibling_pattern(target, "probe");
   const int fd = ::mkstemp(probe.data());
   if (fd < 0) throw write_error(path, errno_text(errno));
   ::close(fd);
@@ -166,9 +193,11 @@ bool is_existing_file(const std::string& path) {
 }
 
 bool same_file(const std::string& a, const std::string& b) {
-  if (a == "-" || b == "-") return false;
+  if (a.empty() || b.empty() || a == "-" || b == "-") return false;
   std::error_code ec;
-  return fs::equivalent(a, b, ec) && !ec;
+  if (fs::exists(a, ec) && fs::exists(b, ec)) return fs::equivalent(a, b, ec) && !ec;
+  const fs::path x = fs::weakly_canonical(a, ec), y = fs::weakly_canonical(b, ec);
+  return !ec && x == y;
 }
 
 void refuse_overwrite(const std::string& path, bool force, const std::string& how) {

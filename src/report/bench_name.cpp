@@ -22,11 +22,21 @@ std::string benchmark_name(const record& r) {
   return text + '.' + name(r.config);
 }
 
+const char* const bench_usage =
+    "usage: attn-bench RESULTS.csv [--device N] [--benchmark_* options] (one results CSV)\n"
+    "  Times each shape of RESULTS.csv (from attn-tune, a sweep or merge) with its tuned config: one Google\n"
+    "  Benchmark per shape, GPU time from device events (L2 flushed), TFLOPS and the memory saving as counters.\n"
+    "  --device N   the GPU to run on (default 0)";
+
 bench_arguments parse_bench_arguments(const std::vector<std::string>& args) {
   bench_arguments out;
   std::vector<std::string> files;
   for (size_t i = 0; i < args.size(); ++i) {
     const std::string& a = args[i];
+    if (a == "-h" || a == "--help") {
+      out.help = true;
+      continue;
+    }
     if (a.rfind("--benchmark_min_time", 0) == 0) out.min_time_given = true;
     if (a.rfind("--benchmark_", 0) == 0) continue;
     if (a == "--device" || a.rfind("--device=", 0) == 0) {
@@ -41,9 +51,8 @@ bench_arguments parse_bench_arguments(const std::vector<std::string>& args) {
     if (a.rfind("--", 0) == 0) throw invalid_input(fmt::format("unknown option '{}'", a));
     files.push_back(a);
   }
-  if (files.size() != 1)
-    throw invalid_input(
-        "usage: attn-bench RESULTS.csv [--device N] [--benchmark_* options] (one results CSV)");
+  if (out.help) return out;
+  if (files.size() != 1) throw invalid_input(bench_usage);
   out.results = files.front();
   return out;
 }

@@ -16,11 +16,15 @@ struct bench_arguments {
   std::string results;      ///< the results CSV
   int device = 0;           ///< --device N
   bool min_time_given = false;  ///< --benchmark_min_time was given: it is respected
+  bool help = false;            ///< -h/--help: print bench_usage() (and Google Benchmark's options)
 };
+
+/// What attn-bench takes, for --help and for a command line it cannot read.
+extern const char* const bench_usage;
 
 /// attn-bench's arguments after the program's name, before benchmark::Initialize takes its own
 /// (--benchmark_*: only noted here). Throws invalid_input for a bad --device or a missing or
-/// extra file argument.
+/// extra file argument (none is needed with --help).
 bench_arguments parse_bench_arguments(const std::vector<std::string>& args);
 
 }  // namespace attn

@@ -262,7 +262,8 @@ namespace {
 // many rows it holds, and a file without one cannot be told from one cut short: refused for the
 // schema that writes one, read with a warning for the one before it. Text from the database has
 // no end line and needs none (it was stored whole, in one transaction): body is null.
-std::vector<record> read_records(const std::string& path, std::string_view text, const csv_body* body) {
+std::vector<record> read_records(const std::string& path, std::string_view text, const csv_body* body,
+                                 const warning_sink& warn) {
   const size_t last_line = last_line_number(text);
   const bool check_end = body != nullptr, has_end = body && body->rows;
   auto cut_short = [&](const std::string& detail) {
@@ -271,7 +272,7 @@ std::vector<record> read_records(const std::string& path, std::string_view text,
                                         last_line, detail));
   };
   std::vector<record> rows;
-  bool any_current = false;
+  bool any_current = false;  // a row or the header of a schema that writes an end line (4 on)
   try {
     io::CSVReader<column_count, io::trim_chars<' ', '\t'>, io::double_quote_escape<',', '"'>> reader(
         path, text.data(), text.data() + text.size());
@@ -288,6 +289,7 @@ std::vector<record> read_records(const std::string& path, std::string_view text,
     for (size_t i = 0; i < needed; ++i)
       if (!reader.has_column(column_names[i]))
         throw read_error(path, fmt::format("the header lacks column '{}'", column_names[i]));
+    any_current = needed > schema3_columns;
     std::array<std::string, column_count> fields;
     while (std::apply([&](auto&... f) { return reader.read_row(f...); }, fields)) {
       try {
@@ -307,12 +309,12 @@ std::vector<record> read_records(const std::string& path, std::string_view text,
   if (has_end && *body->rows != rows.size())
     throw read_error(path, fmt::format("line {} (its end line) says {} rows, the file has {}", last_line + 1,
                                        *body->rows, rows.size()));
-  if (!has_end && any_current) throw cut_short("");
+  // A header and no rows nor end line is a file cut right after its first line, whatever its schema.
+  if (!has_end && (any_current || rows.empty())) throw cut_short("");
   if (!has_end)
-    fmt::print(stderr,
-               "warning: '{}' has no '#end' line (schema_version {}, from before attn-tune checked its files), so "
-               "a copy cut short cannot be told from the whole; rewrite it (e.g. merge it alone) to add one\n",
-               path, csv_schema_version_without_end_line);
+    warn(fmt::format("warning: '{}' has no '#end' line (schema_version {}, from before attn-tune checked its files), "
+                     "so a copy cut short cannot be told from the whole; rewrite it (e.g. merge it alone) to add one",
+                     path, csv_schema_version_without_end_line));
   return rows;
 }
 
@@ -326,16 +328,17 @@ std::vector<record> read_csv(const std::string& path) {
     file_text.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
     if (in.bad()) throw read_error(path, "read failed");
   }
-  return read_csv_file_text(file_text, path);
+  return read_csv_file_text(file_text, path, print_warning);
 }
 
-std::vector<record> read_csv_file_text(const std::string& file_text, const std::string& path) {
+std::vector<record> read_csv_file_text(const std::string& file_text, const std::string& path,
+                                       const warning_sink& warn) {
   const csv_body body = split_trailer(path, file_text);
-  return read_records(path, body.text, &body);
+  return read_records(path, body.text, &body, warn);
 }
 
 std::vector<record> read_csv_text(const std::string& text, const std::string& origin) {
-  return read_records(origin, text, nullptr);
+  return read_records(origin, text, nullptr, print_warning);  // no end line to warn about
 }
 
 std::string csv_text(const std::vector<record>& rows) {

@@ -7,6 +7,7 @@
 
 #include "report/atomic_file.hpp"
 #include "core/record.hpp"
+#include "core/warning.hpp"
 
 namespace attn {
 
@@ -26,8 +27,10 @@ void write_csv(const std::string& path, const std::vector<record>& rows);
 /// csv_schema_version_without_end_line without one is read with a warning on stderr).
 std::vector<record> read_csv(const std::string& path);
 /// read_csv for a whole file's text already in memory (a table a library was given, a bundle's
-/// table): the same checks, end line included; `path` names it in errors.
-std::vector<record> read_csv_file_text(const std::string& file_text, const std::string& path);
+/// table): the same checks, end line included; `path` names it in errors, `warn` takes the
+/// warning read_csv prints.
+std::vector<record> read_csv_file_text(const std::string& file_text, const std::string& path,
+                                       const warning_sink& warn);
 /// The same for CSV text held in memory (a database entry); `origin` names it in errors.
 std::vector<record> read_csv_text(const std::string& text, const std::string& origin);
 /// Header + rows, as write_csv writes them.

@@ -3,13 +3,13 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
-#include <regex>
 #include <tuple>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "report/csv.hpp"
+#include "report/json_report.hpp"
 
 namespace attn {
 
@@ -103,9 +103,9 @@ std::string export_csv(const std::vector<export_entry>& entries) {
   for (const auto& e : entries) {
     out += fmt::format("{},{}.{},{},", csv_field(e.device, true), e.cc_major, e.cc_minor, e.sm_count);
     for (const problem_field* f : export_key_fields()) out += csv_field(f->get(e.key)) + ',';
-    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{:.1f},{}\n", e.seq_min, e.seq_max, e.family, e.config.block_m,
-                       e.config.block_n, e.config.warps, e.config.stages, e.config.knob, e.config.splits,
-                       e.config.pack_gqa, e.tflops, e.shapes);
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{:.1f},{}\n", e.seq_min, e.seq_max, csv_field(e.family),
+                       e.config.block_m, e.config.block_n, e.config.warps, e.config.stages, e.config.knob,
+                       e.config.splits, e.config.pack_gqa, e.tflops, e.shapes);
   }
   // Lines starting with '#' are comments (fast-cpp-csv-parser: single_line_comment<'#'>).
   return fmt::format("# fallback: head_dim <= 128 fa2 {}, head_dim > 128 fa2 {}\n", name(fallback_config(128)),
@@ -155,17 +155,18 @@ std::string export_json(const std::vector<export_entry>& entries) {
       {"fallback",
        {{"head_dim_le_128", cfg("fa2", fallback_config(128))}, {"head_dim_gt_128", cfg("fa2", fallback_config(256))}}},
       {"entries", list}};
-  return doc.dump(2) + "\n";
+  return json_text(doc);
 }
 
 namespace {
 
 // text as a C++ string literal's contents: the header is C++ source, so a device name holding a
-// quote or a backslash must not end the literal early.
+// quote or a backslash must not end the literal early, nor "??/" or "??=" become a trigraph
+// (-std=c++14, -trigraphs): every '?' is written "\?".
 std::string cpp_escaped(const std::string& text) {
   std::string out;
   for (unsigned char c : text) {
-    if (c == '"' || c == '\\') out += fmt::format("\\{}", static_cast<char>(c));
+    if (c == '"' || c == '\\' || c == '?') out += fmt::format("\\{}", static_cast<char>(c));
     else if (c < 0x20 || c == 0x7f) out += fmt::format("\\{:03o}", c);
     else out += static_cast<char>(c);
   }
@@ -277,7 +278,7 @@ inline config lookup(const char* device, int cc_major, int cc_minor, int sm_coun
 
 }}  // namespace attn_tuned
 )",
-                     fmt::arg("source", std::regex_replace(source, std::regex("[\r\n]"), " ")), fmt::arg("rows", rows),
+                     fmt::arg("source", cpp_escaped(source)), fmt::arg("rows", rows),
                      fmt::arg("members", key.members), fmt::arg("end_values", key.end_values),
                      fmt::arg("parameters", key.parameters), fmt::arg("tests", key.tests),
                      fmt::arg("warn_format", key.warn_format), fmt::arg("warn_arguments", key.warn_arguments), fmt::arg("sbm", small.block_m),

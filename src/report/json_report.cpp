@@ -64,6 +64,14 @@ ordered_json record_json(const record& r) {
           {"memory_saving_ratio", number(r.memory_saving_ratio)},
           {"rank", r.rank},
           {"kernel_hash", r.kernel_hash},
+          {"noise", number(r.noise)},
+          {"measured", to_string(r.measured)},
+          {"sm_clock_before_mhz", r.clocks.sm_clock_before_mhz},
+          {"sm_clock_after_mhz", r.clocks.sm_clock_after_mhz},
+          {"temperature_c", r.clocks.temperature_c},
+          {"power_w", number(r.clocks.power_w)},
+          {"throttle", r.clocks.throttle},
+          {"tied", r.tied},
           {"inputs", to_string(r.inputs)},
           {"bound", r.bound}};
 }
@@ -83,6 +91,10 @@ ordered_json tool_json() { return {{"version", ATTN_TUNE_VERSION}, {"csv_schema_
 
 }  // namespace
 
+std::string json_text(const nlohmann::ordered_json& doc) {
+  return doc.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace) + "\n";
+}
+
 std::string results_json(const run_metadata& meta, const std::vector<record>& rows) {
   ordered_json variants = ordered_json::array(), best = ordered_json::array();
   for (const auto& r : rows) variants.push_back(record_json(r));
@@ -95,7 +107,7 @@ std::string results_json(const run_metadata& meta, const std::vector<record>& ro
   }
   const ordered_json doc = {
       {"attn_tune", tool_json()}, {"run", meta_json(meta)}, {"variants", variants}, {"best", best}};
-  return doc.dump(2) + "\n";
+  return json_text(doc);
 }
 
 std::string check_json(const run_metadata& meta, const std::string& baseline, const std::vector<check_line>& lines,
@@ -115,7 +127,7 @@ std::string check_json(const run_metadata& meta, const std::string& baseline, co
                             {"baseline", baseline},
                             {"kernel_change", kernel_change ? ordered_json(*kernel_change) : ordered_json(nullptr)},
                             {"shapes", rows}};
-  return doc.dump(2) + "\n";
+  return json_text(doc);
 }
 
 }  // namespace attn

@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "core/record.hpp"
 
 namespace attn {
@@ -19,6 +21,10 @@ struct run_metadata {
   int sm_clock_mhz = 0, memory_clock_mhz = 0;
   std::vector<std::string> arguments;  ///< the command line after the program's name
 };
+
+/// The document as indented text with a final newline. Text that is not valid UTF-8 (a device or
+/// file name) has each invalid byte replaced by U+FFFD: JSON holds Unicode text only.
+std::string json_text(const nlohmann::ordered_json& doc);
 
 /// {"attn_tune": {version, schema}, "run": metadata, "variants": [every record], "best": [one
 /// per shape with an ok variant]} as indented JSON text with a final newline.

@@ -97,6 +97,13 @@ std::vector<sweep_row> read_sweep_file(const std::string& path) {
       } catch (const invalid_input& e) {
         throw invalid_input(fmt::format("{}: {}", where, e.what()));
       }
+      // A name is printed on the terminal: control bytes (an ANSI escape) would act there.
+      if (const auto bad = std::find_if(cells[0].begin(), cells[0].end(),
+                                        [](unsigned char c) { return c < 0x20 || c == 0x7f; });
+          bad != cells[0].end())
+        throw invalid_input(fmt::format("{}: column 'name' holds the control character 0x{:02x}; names are printed, "
+                                        "so they must be plain text",
+                                        where, static_cast<unsigned char>(*bad)));
       row.name = cells[0].empty() ? describe(s) : cells[0];
       rows.push_back(std::move(row));
     }

@@ -159,3 +159,43 @@ TEST(atomic_file, a_descriptor_name_is_written_in_place_even_on_a_regular_file) 
 
 }  // namespace
 }  // namespace attn
+
+// Issue 21: a legal long name, a directory as the target, and a writer that follows no link.
+namespace attn {
+namespace {
+
+TEST(atomic_file, a_name_of_250_bytes_is_written_and_checked) {
+  temp_dir d;
+  const std::string name = std::string(246, 'n') + ".csv";
+  check_writable(d / name);
+  write_file_atomically(d / name, "long");
+  EXPECT_EQ(slurp(d / name), "long");
+}
+
+TEST(atomic_file, a_directory_is_bad_input_naming_it) {
+  temp_dir d;
+  try {
+    check_writable(d.path().string());
+    FAIL() << "a directory was taken as writable";
+  } catch (const invalid_input& e) {
+    EXPECT_NE(std::string(e.what()).find("it is a directory"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(write_file_atomically(d.path().string(), "x"), invalid_input);
+}
+
+TEST(atomic_file, replace_never_writes_through_a_link) {
+  temp_dir d;
+  spit(d / "victim", "keep");
+  fs::create_symlink("victim", d / "entry");
+  replace_file_atomically(d / "entry", "new");
+  EXPECT_EQ(slurp(d / "victim"), "keep");
+  EXPECT_FALSE(fs::is_symlink(d / "entry"));
+  EXPECT_EQ(slurp(d / "entry"), "new");
+  fs::create_symlink("nowhere", d / "dangling");
+  replace_file_atomically(d / "dangling", "x");
+  EXPECT_FALSE(fs::exists(d / "nowhere"));
+  EXPECT_EQ(slurp(d / "dangling"), "x");
+}
+
+}  // namespace
+}  // namespace attn

@@ -2,6 +2,8 @@
 // naming the file and the line (issue 11, item 4).
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -103,17 +105,49 @@ TEST(csv_end_line, a_changed_row_or_count_is_refused) {
   EXPECT_NE(error_of(d / "t.csv").find("expected #end,rows=N,xxh3=HEX"), std::string::npos);
 }
 
+// A schema 3 file: the columns before "noise", schema_version 3, no end line (rows_of's fields
+// hold no comma, so the lines split at every one).
+std::string schema_3_text(const std::string& current_text, size_t lines) {
+  const auto& columns = csv_columns();
+  const size_t keep = static_cast<size_t>(std::find(columns.begin(), columns.end(), "noise") - columns.begin());
+  std::string out;
+  std::istringstream in(head(current_text, lines));
+  for (std::string line; std::getline(in, line);) {
+    size_t cut = 0;
+    for (size_t k = 0; k < keep; ++k) cut = line.find(',', cut) + 1;
+    line.resize(cut - 1);
+    if (!out.empty()) line[0] = '3';
+    out += line + "\n";
+  }
+  return out;
+}
+
 TEST(csv_end_line, a_schema_3_file_without_one_reads_with_a_warning) {
   temp_dir d;
   write_csv(d / "r.csv", rows_of(2));
-  std::string text = head(slurp(d / "r.csv"), 3);
-  const std::string current = "\n" + std::to_string(csv_schema_version) + ",";
-  for (size_t at = text.find(current); at != std::string::npos; at = text.find(current, at + 1)) text[at + 1] = '3';
-  spit(d / "old.csv", text);
+  spit(d / "old.csv", schema_3_text(slurp(d / "r.csv"), 3));
   testing::internal::CaptureStderr();
   EXPECT_EQ(read_csv(d / "old.csv").size(), 2u);
   const std::string warning = testing::internal::GetCapturedStderr();
   EXPECT_NE(warning.find("warning: '" + (d / "old.csv") + "' has no '#end' line"), std::string::npos) << warning;
+}
+
+// Issue 21, item 6: a file cut right after its header is refused, whatever the header's schema,
+// and so is a header of the current schema without an end line.
+TEST(csv_end_line, a_header_alone_is_refused) {
+  temp_dir d;
+  write_csv(d / "r.csv", rows_of(2));
+  spit(d / "cut.csv", head(slurp(d / "r.csv"), 1));
+  EXPECT_NE(error_of(d / "cut.csv").find("line 1 is its last and there is no '#end' line"), std::string::npos)
+      << error_of(d / "cut.csv");
+  spit(d / "old.csv", schema_3_text(slurp(d / "r.csv"), 1));
+  EXPECT_NE(error_of(d / "old.csv").find("there is no '#end' line"), std::string::npos) << error_of(d / "old.csv");
+  std::string rows_as_3 = head(slurp(d / "r.csv"), 3);  // today's header, rows claiming schema 3
+  const std::string current = "\n" + std::to_string(csv_schema_version) + ",";
+  for (size_t at = rows_as_3.find(current); at != std::string::npos; at = rows_as_3.find(current, at + 1))
+    rows_as_3[at + 1] = '3';
+  spit(d / "mixed.csv", rows_as_3);
+  EXPECT_NE(error_of(d / "mixed.csv").find("there is no '#end' line"), std::string::npos) << error_of(d / "mixed.csv");
 }
 
 TEST(csv_end_line, split_trailer_and_line_numbers) {

@@ -56,6 +56,28 @@ TEST(json_report, results_hold_metadata_every_variant_and_the_best) {
   EXPECT_EQ(doc["best"][0]["runner_up"], "fa2 m64_n64_w4_s2");
 }
 
+// Issue 21, item 22: each variant carries every column of the CSV (the device's are the run's, the
+// problem's fields its "shape").
+TEST(json_report, every_csv_column_is_in_each_variant) {
+  std::vector<record> rows = two_variants();
+  rows[0].noise = 0.004, rows[0].measured = measurement::full, rows[0].tied = true;
+  rows[0].clocks = {1980, 1830, 61, 512.5, 4};
+  const auto doc = nlohmann::json::parse(results_json({}, rows));
+  const auto& v = doc["variants"][0];
+  for (const std::string& column : csv_columns()) {
+    if (column == "schema_version" || column == "device" || column == "arch" || column == "cc" ||
+        column == "sm_count" || column == "cuda_version" || column == "nvrtc_version")
+      continue;
+    EXPECT_TRUE(v.contains(column) || v["shape"].contains(column)) << column;
+  }
+  EXPECT_EQ(v["noise"], 0.004);
+  EXPECT_EQ(v["measured"], "full");
+  EXPECT_EQ(v["sm_clock_after_mhz"], 1830);
+  EXPECT_EQ(v["power_w"], 512.5);
+  EXPECT_EQ(v["throttle"], 4);
+  EXPECT_EQ(v["tied"], true);
+}
+
 TEST(json_report, check_lines) {
   const auto doc = nlohmann::json::parse(
       check_json({}, "b.csv", {{"B1 H8 N512 D64", "fa2", "m64_n64_w4_s1", "pass", "", 1.0, 1.01, 1.01}}, std::nullopt));
@@ -78,6 +100,55 @@ TEST(json_report, quotes_survive_every_writer) {
   EXPECT_EQ(read_csv(d / "r.csv")[0].device.name, odd_name);
   EXPECT_EQ(csv_field("a\"b"), "\"a\"\"b\"");
   EXPECT_EQ(csv_field("plain", true), "\"plain\"");
+}
+
+}  // namespace
+}  // namespace attn
+
+// Issue 21, items 17, 18 and 19: the export CSV quotes its family column, invalid UTF-8 becomes
+// U+FFFD in every JSON, and the header's literals escape '?' (no trigraph can form).
+namespace attn {
+namespace {
+
+std::vector<export_entry> entries_named(const std::string& device, const std::string& family = "fa2") {
+  std::vector<record> rows = two_variants();
+  for (auto& r : rows) r.device.name = device, r.family = family;
+  return export_entries(best_table(rows));
+}
+
+TEST(export_formats, the_family_column_is_quoted) {
+  const auto back = read_export_csv(export_csv(entries_named("d", "fa2,9")), "e.csv");
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_EQ(back[0].family, "fa2,9");
+  EXPECT_EQ(back[0].config.block_m, 64);
+}
+
+TEST(export_formats, invalid_utf8_is_replaced_in_json) {
+  const std::string bad = "GPU \xff\xfe end";
+  std::vector<record> rows = two_variants();
+  for (auto& r : rows) r.device.name = bad;
+  run_metadata meta;
+  meta.arguments = {"--out", "x\xc3.csv"};
+  const auto doc = nlohmann::json::parse(results_json(meta, rows));
+  EXPECT_EQ(doc["run"]["arguments"][1], "x\xef\xbf\xbd.csv");
+  const auto exported = nlohmann::json::parse(export_json(entries_named(bad)));
+  EXPECT_EQ(exported["entries"][0]["device"], "GPU \xef\xbf\xbd\xef\xbf\xbd end");
+}
+
+TEST(export_formats, the_header_escapes_question_marks) {
+  const std::string header = export_header(entries_named("X??/\"??=Y"), "from??/");
+  EXPECT_EQ(header.find("??"), std::string::npos) << header;
+  EXPECT_NE(header.find(R"({"X\?\?/\"\?\?=Y", 9, 0, 132,)"), std::string::npos) << header;
+  if (std::system("c++ --version >/dev/null 2>&1") != 0) GTEST_SKIP() << "no C++ compiler to compile the header";
+  temp_dir d;
+  spit(d / "attn_tuned.hpp", header);
+  spit(d / "main.cpp", "#include \"attn_tuned.hpp\"\nint main() { bool fell = true;\n"
+                       "  attn_tuned::lookup(\"X\\?\\?/\\\"\\?\\?=Y\", 9, 0, 132, \"bf16\", 64, false, 512, &fell);\n"
+                       "  return fell ? 1 : 0; }\n");
+  const std::string build = "c++ -std=c++17 -trigraphs -DATTN_TUNED_QUIET -o " + (d / "main") + " " +
+                            (d / "main.cpp") + " 2>&1";
+  ASSERT_EQ(std::system(build.c_str()), 0) << header;
+  EXPECT_EQ(std::system((d / "main").c_str()), 0) << "the device name did not look up";
 }
 
 }  // namespace

@@ -81,3 +81,18 @@ TEST(kernel_hashes, a_file_newly_included_under_kernels_dir_counts) {
 
 }  // namespace
 }  // namespace attn
+
+// Issue 21, item 22: the kernel hash is XXH3 (as the cache's keys), of each file's name and text.
+#include "core/digest.hpp"
+
+namespace attn {
+namespace {
+
+TEST(kernel_hashes, are_xxh3_of_the_closure) {
+  const kernel_sources two = kernel_sources::from_files({{"b.cuh", "// b\n"}, {"a.cuh", "#include \"b.cuh\"\n"}}, "t");
+  EXPECT_EQ(two.hash_of({"a.cuh"}), xxh3_64(std::string("a.cuh\0#include \"b.cuh\"\n\0b.cuh\0// b\n\0", 36)));
+  EXPECT_EQ(two.hash(), two.hash_of({"a.cuh"}));
+}
+
+}  // namespace
+}  // namespace attn

@@ -2,6 +2,10 @@
 // config choice falling through a config the device cannot run, and the caller's strides.
 #include <gtest/gtest.h>
 
+#include "core/digest.hpp"
+
+#include <array>
+
 #include <fmt/format.h>
 
 #include "codegen/compile_pool.hpp"
@@ -53,6 +57,16 @@ TEST(Bundle, RefusesOtherKernelSources) {
   EXPECT_THROW(check_bundle_target(b, "sm_90a", kernel_sources::embedded(), "t.attnb"), bundle_error);
 }
 
+// Why parse_bundle refuses `bytes` (as 't'), or "" when it reads them.
+std::string bundle_refusal(const std::string& bytes) {
+  try {
+    parse_bundle(bytes, "t");
+  } catch (const bundle_error& e) {
+    return e.what();
+  }
+  return "";
+}
+
 TEST(Bundle, RefusesCorruptTruncatedAndOtherVersions) {
   std::string bytes = serialize_bundle(sample_bundle());
   std::string flipped = bytes;
@@ -60,14 +74,24 @@ TEST(Bundle, RefusesCorruptTruncatedAndOtherVersions) {
   EXPECT_THROW(parse_bundle(flipped, "t"), bundle_error);
   EXPECT_THROW(parse_bundle(bytes.substr(0, bytes.size() - 3), "t"), bundle_error);
   EXPECT_THROW(parse_bundle("ELF", "t"), bundle_error);
-  std::string v2 = bytes;
-  v2[6] = '2';
-  try {
-    parse_bundle(v2, "t");
-    FAIL();
-  } catch (const bundle_error& e) {
-    EXPECT_STREQ(e.what(), "bundle 't' has format version 2; this library reads version 1");
-  }
+  std::string v3 = bytes;
+  v3[6] = '3';
+  EXPECT_EQ(bundle_refusal(v3), "bundle 't' has format version 3; this library reads version 2 only: rebuild it with "
+                                "this attn-tune (attn-tune bundle)");
+}
+
+// Issue 21, item 22: the checksum is XXH3-128, and a bundle of format 1 (FNV-1a) is refused saying so.
+TEST(Bundle, TheChecksumIsXxh3AndFormat1IsRefused) {
+  const std::string bytes = serialize_bundle(sample_bundle());
+  EXPECT_EQ(bytes.rfind("ATTNB 2\n", 0), 0u);
+  const size_t at = bytes.rfind("checksum ");
+  EXPECT_EQ(bytes.substr(at + 9), xxh3_128_hex(std::string_view(bytes).substr(0, at)) + "\n");
+  std::string v1 = bytes;
+  v1[6] = '1';
+  EXPECT_NE(bundle_refusal(v1).find("format version 1; this library reads version 2 only (version 1 was "
+                                    "checksummed with FNV-1a): rebuild it"),
+            std::string::npos)
+      << bundle_refusal(v1);
 }
 
 TEST(BundleTargets, TableEntriesAndFallbacksForTheArch) {
@@ -100,6 +124,22 @@ TEST(ChooseConfig, AConfigTheDeviceCannotRunFallsThrough) {
   d.name = "A100";
   c = choose_config(tuned_table(), d, limits_for_arch("sm_80"), s);
   EXPECT_EQ(name(c.config), "m128_n64_w4_s2");
+}
+
+// Issue 21, item 8: the major version is every digit but the last.
+TEST(ArchLimits, MajorAndMinorOfEachArchitecture) {
+  const std::pair<const char*, std::array<int, 3>> archs[] = {
+      {"sm_80", {8, 0, 163}}, {"sm_86", {8, 6, 99}},  {"sm_89", {8, 9, 99}},
+      {"sm_90a", {9, 0, 227}}, {"sm_100", {10, 0, 227}}, {"sm_120", {12, 0, 99}}};
+  for (const auto& [arch, want] : archs) {
+    const resource_limits l = limits_for_arch(arch);
+    EXPECT_EQ(l.cc_major, want[0]) << arch;
+    EXPECT_EQ(l.cc_minor, want[1]) << arch;
+    EXPECT_EQ(l.shared_memory_per_block, want[2] * 1024) << arch;
+    EXPECT_TRUE(runs_on(fa2_family(), l.cc_major, l.cc_minor)) << arch;
+  }
+  EXPECT_THROW(limits_for_arch("sm_9"), invalid_input);
+  EXPECT_THROW(limits_for_arch("sm_"), invalid_input);
 }
 
 TEST(ChooseConfig, NoKernelForTheShapeIsUnsupported) {

@@ -1,10 +1,13 @@
 // The C API through libattn_tune.so, without a device: argument checks and their messages, the
 // table lookup (tuned shape, bucket, fallback, another device) and bundles read back.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iterator>
+#include <sstream>
 #include <string>
 
 #include "attn_tune/attn_tune.hpp"
@@ -28,6 +31,11 @@ attn_tune_status check(const attn_tune_problem& p, const tensors& t = {}) {
 }
 
 std::string error() { return attn_tune_last_error(); }
+
+std::string read(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), {}};
+}
 
 TEST(LibraryArguments, AValidProblemPasses) {
   EXPECT_EQ(check(attn_tune::make_problem(2, 8, 2, 256, 512, 128, ATTN_TUNE_FP16, true, ATTN_TUNE_BSHD)), ATTN_TUNE_OK);
@@ -115,6 +123,27 @@ TEST(LibraryArguments, KvStridesAreCheckedLikeQs) {
   p.q_strides[0] = 64 * 64, p.q_strides[1] = 12, p.q_strides[2] = 64;
   EXPECT_EQ(check(p), ATTN_TUNE_ERROR_INVALID_ARGUMENT);
   EXPECT_EQ(error(), "q head stride 12 is not a positive multiple of 8 elements (16 bytes)");
+}
+
+// Issue 21, item 9: heads or batches that overlap are refused like overlapping rows.
+TEST(LibraryArguments, OverlappingHeadsAndBatchesAreRefused) {
+  auto p = attn_tune::make_problem(2, 4, 4, 64, 64, 64);  // bhsd: batch 16384, head 4096, row 64
+  p.q_strides[0] = 4 * 64 * 64, p.q_strides[1] = 8, p.q_strides[2] = 4 * 64;  // heads 8 apart, rows of 64
+  EXPECT_EQ(check(p), ATTN_TUNE_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(error(), "q head stride 8 is less than the 64 elements of each row's head dim below it: the tensor's "
+                     "heads would overlap");
+  p.q_strides[0] = 64 * 64, p.q_strides[1] = 64 * 64, p.q_strides[2] = 64;  // batch stride = head stride
+  EXPECT_EQ(check(p), ATTN_TUNE_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(error().find("q batch stride 4096 is less than"), std::string::npos) << error();
+  p.q_strides[0] = p.q_strides[1] = p.q_strides[2] = 0;
+  p.kv_strides[0] = 4 * 64 * 64, p.kv_strides[1] = 32, p.kv_strides[2] = 4 * 64;  // bshd-like, heads overlap
+  EXPECT_EQ(check(p), ATTN_TUNE_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(error().find("kv head stride 32"), std::string::npos) << error();
+  p.kv_strides[1] = 64;  // bshd: [B, N, H, D], heads 64 apart inside a row of 4 * 64
+  EXPECT_EQ(check(p), ATTN_TUNE_OK) << error();
+  p = attn_tune::make_problem(1, 1, 1, 64, 64, 64);
+  p.q_strides[0] = 8, p.q_strides[1] = 8, p.q_strides[2] = 64;  // one batch and one head: any stride
+  EXPECT_EQ(check(p), ATTN_TUNE_OK) << error();
 }
 
 TEST(LibraryArguments, CausalOtherThanZeroOrOneIsRefused) {
@@ -251,6 +280,91 @@ TEST(LibraryTable, EntriesOfEachDeviceStayApart) {
   EXPECT_STREQ(c.config, "m128_n64_w4_s3");
 }
 
+// Issue 21, item 8: compute capability 10.0 and 12.0 are read as such (not 1.0 and 1.20).
+TEST(LibraryTable, Sm100AndSm120DevicesRunTheirEntries) {
+  const std::string table = testing::TempDir() + "blackwell.csv";
+  std::ofstream(table) << "device,cc,sm_count,dtype,head_dim,causal,seq_min_exclusive,seq_max,family,block_m,block_n,"
+                          "warps,stages,knob,tflops,tuned_shapes\n"
+                          "\"NVIDIA B200\",10.0,148,bf16,128,0,2048,4096,fa2,128,64,4,2,0,1,1\n"
+                          "\"RTX 5090\",12.0,170,bf16,128,0,2048,4096,fa2,64,64,4,1,0,1,1\n";
+  auto c = lookup(table, attn_tune::make_problem(1, 8, 8, 3000, 3000, 128), "NVIDIA B200", 10, 0, 148);
+  EXPECT_EQ(c.source, ATTN_TUNE_SOURCE_BUCKET);
+  EXPECT_STREQ(c.config, "m128_n64_w4_s2");
+  c = lookup(table, attn_tune::make_problem(1, 8, 8, 3000, 3000, 128), "RTX 5090", 12, 0, 170);
+  EXPECT_EQ(c.source, ATTN_TUNE_SOURCE_BUCKET);
+  EXPECT_STREQ(c.config, "m64_n64_w4_s1");
+}
+
+// Issue 21, item 17: an entry of a family this library lacks is refused naming it.
+TEST(LibraryTable, AnUnknownFamilyIsRefused) {
+  const std::string table = testing::TempDir() + "fa3.csv";
+  std::ofstream(table) << "device,cc,sm_count,dtype,head_dim,causal,seq_min_exclusive,seq_max,family,block_m,block_n,"
+                          "warps,stages,knob,tflops,tuned_shapes\n"
+                          "\"NVIDIA H200\",9.0,132,bf16,128,0,2048,4096,fa3,128,64,4,2,0,1,1\n";
+  attn_tune_table* t = nullptr;
+  EXPECT_EQ(attn_tune_table_load(table.c_str(), &t), ATTN_TUNE_ERROR_TABLE);
+  EXPECT_NE(error().find("unknown kernel family 'fa3'"), std::string::npos) << error();
+}
+
+// Issue 21, item 10: a table is a regular file with a recognised header: /dev/null, an empty file
+// and a folder are refused (not read as an empty table), /dev/zero, /dev/urandom and a FIFO
+// without a writer too (without reading them for ever).
+TEST(LibraryTable, OnlyARegularFileWithAHeaderIsATable) {
+  const std::string empty = testing::TempDir() + "empty.csv", fifo = testing::TempDir() + "table.fifo";
+  std::ofstream(empty).close();
+  std::remove(fifo.c_str());
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  const std::pair<std::string, std::string> cases[] = {
+      {"/dev/null", "it is not a regular file"}, {empty, "empty, not a table of attn-tune"},
+      {testing::TempDir(), "it is a directory"}, {"/dev/zero", "it is not a regular file"},
+      {"/dev/urandom", "it is not a regular file"}, {fifo, "it is not a regular file"}};
+  for (const auto& [path, why] : cases) {
+    attn_tune_table* t = nullptr;
+    EXPECT_EQ(attn_tune_table_load(path.c_str(), &t), ATTN_TUNE_ERROR_TABLE) << path;
+    EXPECT_NE(error().find(why), std::string::npos) << path << ": " << error();
+    EXPECT_EQ(t, nullptr);
+  }
+  std::remove(fifo.c_str());
+}
+
+// A results CSV of schema 3 (before the end line): the columns before "noise" of `current`'s lines.
+std::string as_schema_3(const std::string& current) {
+  std::string out;
+  size_t keep = 0;
+  std::istringstream in(current);
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("#end,", 0) == 0) continue;
+    if (keep == 0) keep = static_cast<size_t>(std::count(line.begin(), line.begin() + line.find(",noise,"), ',')) + 1;
+    size_t fields = 0, at = 0;
+    for (bool quoted = false; at < line.size() && fields < keep; ++at) {
+      if (line[at] == '"') quoted = !quoted;
+      else if (line[at] == ',' && !quoted) ++fields;
+    }
+    out += (out.empty() ? line.substr(0, at - 1) : "3" + line.substr(line.find(','), at - 1 - line.find(','))) + "\n";
+  }
+  return out;
+}
+
+// Issue 21, item 15: the library prints nothing; a warning is the caller's to read.
+TEST(LibraryTable, AWarningIsKeptNotPrinted) {
+  const std::string old = testing::TempDir() + "schema3.csv";
+  std::ofstream(old) << as_schema_3(read(data + "export_fixture.csv"));
+  testing::internal::CaptureStderr();
+  attn_tune_table* t = nullptr;
+  ASSERT_EQ(attn_tune_table_load(old.c_str(), &t), ATTN_TUNE_OK) << error();
+  EXPECT_EQ(testing::internal::GetCapturedStderr(), "");
+  EXPECT_NE(attn_tune::last_warning().find("has no '#end' line (schema_version 3"), std::string::npos)
+      << attn_tune::last_warning();
+  attn_tune_choice c{};
+  c.struct_size = sizeof c;
+  const auto p = attn_tune::make_problem(4, 32, 32, 4096, 4096, 128);
+  EXPECT_EQ(attn_tune_table_lookup(t, "NVIDIA H200", 9, 0, 132, &p, &c), ATTN_TUNE_OK) << error();
+  EXPECT_STREQ(c.config, "m256_n64_w8_s2");
+  EXPECT_EQ(attn_tune::last_warning(), "");  // this call's: none
+  attn_tune_table_destroy(t);
+  EXPECT_EQ(attn_tune_api_version(), 2);
+}
+
 TEST(LibraryTable, UnreadableTablesAreNamed) {
   attn_tune_table* t = nullptr;
   EXPECT_EQ(attn_tune_table_load("/no/such/table.csv", &t), ATTN_TUNE_ERROR_TABLE);
@@ -272,10 +386,6 @@ TEST(LibraryTable, UnreadableTablesAreNamed) {
 
 std::string bundle_path() { return std::string(ATTN_TUNE_BINARY_DIR) + "/fixture.attnb"; }
 
-std::string read(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), {}};
-}
 
 TEST(LibraryBundle, ItsTableIsReadBack) {
   if (read(bundle_path()).empty()) GTEST_SKIP() << "no " << bundle_path() << " (run the cli_bundle_fixture test)";

@@ -1,9 +1,11 @@
 """The Python package without a GPU (ctest python_package_cpu): it imports without PyTorch, a GPU or
 the library, says clearly what is missing, and passes arguments through the C API correctly.
 ATTN_TUNE_TEST_LIBRARY names the built libattn_tune.so."""
+import csv
 import importlib
 import os
 import subprocess
+import tempfile
 import sys
 import unittest
 
@@ -105,6 +107,47 @@ class WithTheLibrary(unittest.TestCase):
         with self.assertRaisesRegex(attn_tune.AttnTuneError, "unknown dtype 99"):
             attn_tune.lookup(os.path.join(DATA, "library_export.csv"), "NVIDIA H200", "9.0", 132,
                              batch=1, heads=8, q_len=100, head_dim=128, dtype="fp8")
+
+    # Issue 21, item 11: bad arguments are refused before ctypes (which wraps, cuts and truthifies).
+    def test_lookup_checks_its_arguments(self):
+        table = os.path.join(DATA, "export_fixture.csv")
+        args = dict(batch=4, heads=32, q_len=4096, head_dim=128)
+        with self.assertRaisesRegex(ValueError, "batch 18446744073709551648 is out of range"):
+            attn_tune.lookup(table, "NVIDIA H200", "9.0", 132, **dict(args, batch=2**64 + 32))
+        with self.assertRaisesRegex(TypeError, "heads is 32.0: expected an int"):
+            attn_tune.lookup(table, "NVIDIA H200", "9.0", 132, **dict(args, heads=32.0))
+        with self.assertRaisesRegex(ValueError, "device_name .* holds a NUL"):
+            attn_tune.lookup(table, "NVIDIA H200\0x", "9.0", 132, **args)
+        with self.assertRaisesRegex(ValueError, "table .* holds a NUL"):
+            attn_tune.lookup(table + "\0.csv", "NVIDIA H200", "9.0", 132, **args)
+        with self.assertRaisesRegex(TypeError, "causal is 'no': expected True or False"):
+            attn_tune.lookup(table, "NVIDIA H200", "9.0", 132, causal="no", **args)
+        with self.assertRaisesRegex(ValueError, "cc 'nine' is not MAJOR.MINOR"):
+            attn_tune.lookup(table, "NVIDIA H200", "nine", 132, **args)
+        self.assertEqual(attn_tune.lookup(table, "NVIDIA H200", (9, 0), 132, causal=0, **args)["source"], "tuned")
+
+    # Issue 21, item 15: what the library warns of becomes a Python warning (it prints nothing).
+    def test_a_warning_of_the_library_is_a_python_warning(self):
+        rows = [l for l in open(os.path.join(DATA, "export_fixture.csv")) if not l.startswith("#end,")]
+        parsed = list(csv.reader(rows))
+        keep = parsed[0].index("noise")
+        old = os.path.join(tempfile.mkdtemp(), "schema3.csv")
+        with open(old, "w", newline="") as f:
+            w = csv.writer(f, lineterminator="\n")
+            w.writerow(parsed[0][:keep])
+            for r in parsed[1:]:
+                w.writerow(["3"] + r[1:keep])
+        with self.assertWarnsRegex(RuntimeWarning, "has no '#end' line"):
+            c = attn_tune.lookup(old, "NVIDIA H200", "9.0", 132, batch=4, heads=32, q_len=4096, head_dim=128)
+        self.assertEqual(c["config"], "m256_n64_w8_s2")
+
+    # Issue 21, item 22: out= and lse= with PyTorch tensors are refused, not ignored.
+    def test_out_and_lse_with_torch_tensors_are_refused(self):
+        TorchLike = type("Tensor", (), {"__module__": "torch", "data_ptr": lambda self: 0x10000})
+        t = TorchLike()
+        for extra in ({"out": t}, {"lse": t}):
+            with self.assertRaisesRegex(ValueError, "out= and lse= are for __cuda_array_interface__ arrays"):
+                attn_tune.forward_with_lse(t, t, t, **extra)
 
     def test_forward_without_a_gpu(self):
         q = FakeArray((1, 2, 64, 64))
