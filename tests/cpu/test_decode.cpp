@@ -187,8 +187,7 @@ INSTANTIATE_TEST_SUITE_P(decode, decode_compile,
                          ::testing::Values(decode_compile_case{"sm_90a", decode(8, 32, 8, 1, 8192)},
                                            decode_compile_case{"sm_90a", decode(64, 32, 8, 16, 4096, 128, true)},
                                            decode_compile_case{"sm_90a", decode(4, 16, 2, 1, 4096, 64)},
-                                           decode_compile_case{"sm_80", decode(8, 32, 8, 1, 8192)},
-                                           decode_compile_case{"sm_80", decode(64, 32, 8, 16, 4096, 128, true)}));
+                                           decode_compile_case{"sm_80", decode(8, 32, 8, 1, 8192)}));
 
 }  // namespace
 }  // namespace attn
