@@ -263,7 +263,12 @@ tuned_db tuned_db::open_once(const std::string& path, std::chrono::milliseconds 
   try {
     sqlite_connection c(path, true);
     c.exec(fmt::format("PRAGMA busy_timeout = {}", wait.count()));
+    // The version and the table count in one read transaction: read apart, another attn-tune
+    // creating the database between the two reads made a fresh one look like another program's.
+    c.exec("BEGIN");
     const int version = read_version(c);  // SQLite reads the file first here
+    const int64_t tables = table_count(c);
+    c.exec("COMMIT");
     if (version > db_schema_version)
       throw invalid_input(fmt::format(
           "'{}' has database schema version {}, newer than the {} this attn-tune reads (a newer attn-tune wrote "
@@ -271,7 +276,7 @@ tuned_db tuned_db::open_once(const std::string& path, std::chrono::milliseconds 
           "another file with --db PATH (or ATTN_TUNE_DB), or run with --no-db",
           path, version, db_schema_version, path, path));
     // Another program's database is refused before anything is changed (its journal mode too).
-    if (version == 0 && table_count(c) > 0)
+    if (version == 0 && tables > 0)
       throw not_ours(path, "an SQLite database with other tables and no schema version");
     c.exec("PRAGMA journal_mode = WAL");
     if (version < db_schema_version || !missing_fields(c).empty()) upgrade(c);
