@@ -5,13 +5,7 @@
 # after: the tool's own median), then runs this tree's whole GPU suite. Logs under $OUT.
 #   carry: .deps .dev      usage: bash bench/device/decode_ab.sh
 set -uo pipefail
-t0=$(date +%s); el() { echo "[$(( $(date +%s) - t0 )) s]"; }
-cp -r .deps .dev/before/ 2>/dev/null
-(bash scripts/device_build.sh build-gpu > $OUT/build_after.log 2>&1; echo "after build rc=$?") &
-(cd .dev/before && bash scripts/device_build.sh build-gpu > $OUT/build_before.log 2>&1; echo "before build rc=$?") &
-wait; echo "builds done $(el)"
-export LD_LIBRARY_PATH=$PWD/.deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
-before=.dev/before/build-gpu/attn-tune after=build-gpu/attn-tune
+source bench/device/build_before_after.sh
 table=$OUT/ab.txt; : > $table
 for spec in "4,32,4096,128||fa2|m128_n64_w4_s2" "16,16,1024,64|--causal|fa2|m64_n64_w4_s2" "2,32,1024,128|--kv-heads 8|fa2|m128_n64_w4_s3" \
             "4,32,4096,128||hopper|m192_n80_w16_s2_k7" "16,16,1024,64|--causal|hopper|m128_n128_w12_s2_k6"; do

@@ -5,15 +5,7 @@
 # same kernel's median is compared within one call. Writes logs under $OUT; ends with a table.
 #   carry: .deps .dev      usage: bash bench/device/house_check.sh
 set -uo pipefail
-t0=$(date +%s); el() { echo "[$(( $(date +%s) - t0 )) s]"; }
-cp -r .deps .dev/before/ 2>/dev/null
-(bash scripts/device_build.sh build-gpu > $OUT/build_after.log 2>&1; echo "after build rc=$?") &
-(cd .dev/before && bash scripts/device_build.sh build-gpu > $OUT/build_before.log 2>&1; echo "before build rc=$?") &
-wait; echo "builds done $(el)"
-export LD_LIBRARY_PATH=$PWD/.deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
-before=.dev/before/build-gpu/attn-tune after=build-gpu/attn-tune
-[ -x $after ] || { tail -30 $OUT/build_after.log; exit 1; }
-[ -x $before ] || { tail -30 $OUT/build_before.log; exit 1; }
+source bench/device/build_before_after.sh
 nvidia-smi --query-gpu=name,clocks.sm,power.draw,temperature.gpu --format=csv,noheader
 table=$OUT/yardstick.txt; : > $table
 for spec in "4,32,4096,128|" "16,16,1024,64|--causal" "2,16,4096,256|"; do

@@ -53,13 +53,9 @@ std::vector<variant> build_variants(const kernel_family& family, const problem& 
     v.rec.config = config;
     v.rec.shared_memory_bytes = family.shared_memory_bytes(config, s);
     v.rec.materialized_bytes = materialized_extra_bytes(s);
-    if (config.knob != 0 && family.default_space.knob_name.empty()) {  // e.g. --configs m64_n64_w4_s2_k2
+    if (auto why = missing_axis(family, config)) {  // e.g. --configs m128_n64_w8_s2_k2 on wgmma
       v.rec.status = status::pruned;
-      v.rec.message = fmt::format("the family has no knob axis (config knob {})", config.knob);
-    } else if ((config.splits != 1 || config.pack_gqa != 0) && !family.default_space.decode_axes) {
-      v.rec.status = status::pruned;
-      v.rec.message = fmt::format("the family has no decode axes (config splits {}, pack_gqa {})", config.splits,
-                                  config.pack_gqa);
+      v.rec.message = *why;
     } else if (auto why = family.reject_reason(config, s, limits)) {
       v.rec.status = status::pruned;
       v.rec.message = *why;

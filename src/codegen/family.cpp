@@ -9,6 +9,14 @@ namespace attn {
 
 const kernel_family& default_family(backend b) { return b == backend::hip ? mfma_family() : fa2_family(); }
 
+std::optional<std::string> missing_axis(const kernel_family& f, const tile_config& c) {
+  if (c.knob != 0 && f.default_space.knob_name.empty())
+    return fmt::format("the family has no knob axis (config knob {})", c.knob);
+  if ((c.splits != 1 || c.pack_gqa != 0) && !f.default_space.decode_axes)
+    return fmt::format("the family has no decode axes (config splits {}, pack_gqa {})", c.splits, c.pack_gqa);
+  return std::nullopt;
+}
+
 bool runs_on(const kernel_family& f, int cc_major, int cc_minor) {
   if (f.backend != backend::cuda) return true;
   return f.arch_specific ? cc_major == f.min_cc_major && cc_minor == 0 : cc_major >= f.min_cc_major;

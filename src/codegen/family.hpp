@@ -48,6 +48,8 @@ struct kernel_family {
   std::string combine_symbol;
 };
 
+/// Why the config sets an axis the family lacks (a knob, or the decode axes); nullopt when it does not.
+std::optional<std::string> missing_axis(const kernel_family& f, const tile_config& c);
 /// Whether the family's kernels run on a device of this compute capability (CUDA families).
 bool runs_on(const kernel_family& f, int cc_major, int cc_minor);
 /// The families of a backend, in the order a run lists them.

@@ -199,12 +199,8 @@ tuned_choice choose_config(const tuned_source& table, const device_desc& d, cons
                                     limits.cc_minor));
       continue;
     }
-    if (c.config.knob != 0 && f->default_space.knob_name.empty()) {
-      reasons.push_back(fmt::format("{}: the family has no knob axis", label));
-      continue;
-    }
-    if ((c.config.splits != 1 || c.config.pack_gqa != 0) && !f->default_space.decode_axes) {
-      reasons.push_back(fmt::format("{}: the family has no decode axes", label));
+    if (auto why = missing_axis(*f, c.config)) {
+      reasons.push_back(fmt::format("{}: {}", label, *why));
       continue;
     }
     if (auto why = f->reject_reason(c.config, s, limits)) {
