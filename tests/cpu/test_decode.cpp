@@ -8,7 +8,10 @@
 #include <random>
 #include <vector>
 
+#include "backend/runtime.hpp"
+#include "codegen/compile_pool.hpp"
 #include "codegen/family.hpp"
+#include "codegen/launch_plan.hpp"
 #include "codegen/kernel_args.hpp"
 #include "common/split_merge.cuh"  // kernels/common: the combine kernel's own merge
 #include "core/config.hpp"
@@ -21,6 +24,10 @@ namespace attn {
 namespace {
 
 using attn::testing::invalid_input_message;
+
+void f_plan(launch_plan& plan, const tile_config& c, const problem& s, const attn_k::fwd_params& p) {
+  fa2_family().plan_launch(plan, c, s, p, gpu_info{});
+}
 
 problem decode(int64_t b, int64_t h, int64_t hk, int64_t nq, int64_t nk, int64_t d = 128, bool causal = false) {
   problem s;
@@ -102,6 +109,47 @@ TEST(DecodeWorkspace, SizeIsAPartialOAndLsePerSplitAndRow) {
   const problem d = decode(2, 8, 2, 3, 100, 64);
   EXPECT_EQ(split_workspace_floats(d, 1), 0);
   EXPECT_EQ(split_workspace_floats(d, 4), 4 * 2 * 8 * 3 * (64 + 1));
+}
+
+// The decode configs fa2 cannot run say why: packing without GQA, the bulk loader before sm_90 or
+// on a single stage, a loader it does not have; another family refuses the decode axes.
+TEST(DecodeReject, SaysWhy) {
+  const kernel_family& f = fa2_family();
+  auto why = [&](const tile_config& c, const problem& s, const char* arch) {
+    const auto r = f.reject_reason(c, s, limits_for_arch(arch));
+    return r ? *r : std::string();
+  };
+  const problem mha = decode(2, 8, 8, 1, 4096), gqa = decode(2, 8, 2, 1, 4096);
+  EXPECT_NE(why({16, 64, 1, 2, 0, 1, 1}, mha, "sm_90a").find("pack_gqa 1 needs fewer K/V heads"), std::string::npos);
+  EXPECT_EQ(why({16, 64, 1, 2, 0, 4, 1}, gqa, "sm_90a"), "");
+  EXPECT_NE(why({16, 64, 1, 2, 1, 1, 0}, gqa, "sm_80").find("loader 1 (cp.async.bulk) needs sm_90"), std::string::npos);
+  EXPECT_NE(why({16, 64, 1, 1, 1, 1, 0}, gqa, "sm_90a").find("loader 1 needs a ring of 2 stages"), std::string::npos);
+  EXPECT_NE(why({16, 64, 1, 2, 2, 1, 0}, gqa, "sm_90a").find("loader 2 is not 0"), std::string::npos);
+  const auto other = missing_axis(wgmma_family(), {128, 64, 8, 2, 0, 4, 1});
+  ASSERT_TRUE(other.has_value());
+  EXPECT_NE(other->find("the family has no decode axes (config splits 4, pack_gqa 1)"), std::string::npos);
+  EXPECT_FALSE(missing_axis(f, {16, 64, 1, 2, 1, 4, 1}).has_value());
+}
+
+// A split config is not planned without a workspace big enough for its partial outputs.
+TEST(DecodeWorkspace, APlanWithoutItIsRefusedNamingTheSize) {
+  const problem s = decode(2, 8, 2, 1, 4096);
+  const tile_config c{16, 64, 1, 2, 0, 4, 1};
+  attn_k::fwd_params p{};
+  launch_plan plan;
+  plan.combine = reinterpret_cast<kernel_t>(1);  // stands for a loaded combine kernel; never launched
+  const std::string need = std::to_string(split_workspace_floats(s, 4) * 4);
+  std::string message = invalid_input_message([&] { f_plan(plan, c, s, p); });
+  EXPECT_NE(message.find("needs a workspace of " + need + " bytes; 0 were given"), std::string::npos) << message;
+  p.o_partial = reinterpret_cast<float*>(256);  // too small by one float
+  p.workspace_floats = split_workspace_floats(s, 4) - 1;
+  message = invalid_input_message([&] { f_plan(plan, c, s, p); });
+  EXPECT_NE(message.find("needs a workspace of " + need), std::string::npos) << message;
+  p.workspace_floats += 1;
+  f_plan(plan, c, s, p);
+  EXPECT_EQ(plan.grid.x, 4u);  // one 16-row block of 4 packed rows, times 4 splits
+  EXPECT_EQ(plan.grid.y, 2u);  // the K/V heads
+  EXPECT_EQ(plan.combine_grid.x, static_cast<unsigned>(2 * 8 * 1));  // a block per output row
 }
 
 // The combine kernel's merge (kernels/common/split_merge.cuh, run here with one lane) against
