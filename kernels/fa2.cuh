@@ -18,7 +18,9 @@
 // family's axis `loader` 1): warp 0 loads each K/V row with one bulk copy (cp.async.bulk) counted on
 // the stage's mbarrier, instead of every thread issuing 16-byte cp.async: measured on the H200,
 // decode's warps were busy issuing instructions (the loads' address arithmetic among them), not
-// waiting on memory.
+// waiting on memory. LENS: each sequence has its own K/V length (p.seqlens_k, FlashAttention's
+// cache_seqlens), and the causal mask is bottom-right per sequence. PAGED: K/V rows are found
+// through the page table (p.block_table), a lookup per row loaded.
 #include "common/attention.cuh"
 #include "common/hopper_ptx.cuh"
 #include "common/resources.cuh"
@@ -32,12 +34,13 @@ struct bool_constant {
 };
 
 template <bool BF16_, int D_, int BLOCK_M_, int BLOCK_N_, int WARPS_, int STAGES_, bool CAUSAL_,
-          bool PACK_ = false, bool SPLIT_ = false, bool BULK_ = false>
+          bool PACK_ = false, bool SPLIT_ = false, bool BULK_ = false, bool LENS_ = false, bool PAGED_ = false>
 struct fa2_config {
   static constexpr bool BF16 = BF16_;
   static constexpr int D = D_, BLOCK_M = BLOCK_M_, BLOCK_N = BLOCK_N_;
   static constexpr int WARPS = WARPS_, STAGES = STAGES_;
   static constexpr bool CAUSAL = CAUSAL_, PACK = PACK_, SPLIT = SPLIT_, BULK = BULK_;
+  static constexpr bool LENS = LENS_, PAGED = PAGED_;
   static constexpr int THREADS = WARPS * 32;
   static constexpr int WARP_M = BLOCK_M / WARPS;  ///< query rows per warp
   static constexpr int MI = WARP_M / 16;          ///< 16-row mma tiles per warp
@@ -64,6 +67,21 @@ __device__ __forceinline__ void load_tile(unsigned smem, const elem_bits* base, 
     const bool valid = row0 + r < row_end;
     const elem_bits* src = base + (valid ? (row0 + r) * row_stride + col : 0);
     cp_async_16(smem + (r * C::PITCH + col) * 2, src, valid);
+  }
+}
+
+/// A paged cache's K and V tiles: rows [row0, row0 + BLOCK_N) of the sequence, each found through
+/// `offset(n)` (its page's row), zero-filled at or past `row_end`. One lookup serves K and V.
+template <class C, class RowOffset>
+__device__ __forceinline__ void load_paged_tiles(unsigned k_smem, unsigned v_smem, const elem_bits* k,
+                                                 const elem_bits* v, RowOffset offset, int row0, int row_end) {
+  constexpr int CHUNKS = C::D / 8;
+  for (int c = threadIdx.x; c < C::BLOCK_N * CHUNKS; c += C::THREADS) {
+    const int r = c / CHUNKS, col = (c % CHUNKS) * 8;
+    const bool valid = row0 + r < row_end;
+    const long long at = valid ? offset(row0 + r) + col : 0;
+    cp_async_16(k_smem + (r * C::PITCH + col) * 2, k + at, valid);
+    cp_async_16(v_smem + (r * C::PITCH + col) * 2, v + at, valid);
   }
 }
 
@@ -212,12 +230,23 @@ __device__ void fa2_forward(const fwd_params& p) {
   const int group = C::PACK ? p.group : 1;
   const int rows = p.q_len * group;  // query rows of the block's head(s)
   const q_rows<C> at{head, group};
-  const seq_lengths lengths{p.q_len, p.kv_len};
+  const seq_lengths lengths{p.q_len, C::LENS ? p.seqlens_k[batch] : p.kv_len};
   const attention_mask<C::CAUSAL, seq_lengths> mask = attention_mask<C::CAUSAL, seq_lengths>::of(lengths);
 
   const elem_bits* q_batch = static_cast<const elem_bits*>(p.q) + batch * p.q_batch_stride;
   const head_inputs in = inputs_of(p, batch, C::PACK ? head * group : head);
-  const elem_bits *k = in.k, *v = in.v;
+  // PAGED: K/V of the block's K/V head in every page, and row n's offset from there.
+  const long long kv_head_offset = ((C::PACK ? head * group : head) / p.group) * p.kv_head_stride;
+  const elem_bits* k = C::PAGED ? static_cast<const elem_bits*>(p.k) + kv_head_offset : in.k;
+  const elem_bits* v = C::PAGED ? static_cast<const elem_bits*>(p.v) + kv_head_offset : in.v;
+  const int* pages = C::PAGED ? p.block_table + (long long)batch * p.pages_per_seq : nullptr;
+  auto row_offset = [&](int n) -> long long {
+    if constexpr (C::PAGED)
+      return (long long)pages[n >> p.page_shift] * p.kv_batch_stride +
+             (long long)(n & ((1 << p.page_shift) - 1)) * p.kv_row_stride;
+    else
+      return (long long)n * p.kv_row_stride;
+  };
   // The query rows [q_first, q_last] the block holds, and the tiles they attend to.
   const int q_first = at.row_of(m0), q_last = at.row_of(min(m0 + C::BLOCK_M, rows) - 1);
   kv_tile_range range{0, (mask.keys_end(q_first, q_last - q_first + 1) + C::BLOCK_N - 1) / C::BLOCK_N};
@@ -264,8 +293,9 @@ __device__ void fa2_forward(const fwd_params& p) {
       for (int r = lane; r < C::BLOCK_N; r += 32) {
         const unsigned k_row = k_stage(stage) + r * C::PITCH * 2, v_row = v_stage(stage) + r * C::PITCH * 2;
         if (r < valid) {
-          bulk_load(k_row, k + (long long)(n0 + r) * p.kv_row_stride, C::D * 2, bar(stage));
-          bulk_load(v_row, v + (long long)(n0 + r) * p.kv_row_stride, C::D * 2, bar(stage));
+          const long long at = row_offset(n0 + r);
+          bulk_load(k_row, k + at, C::D * 2, bar(stage));
+          bulk_load(v_row, v + at, C::D * 2, bar(stage));
         } else {
           for (int c = 0; c < C::D * 2; c += 16) {
             asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(k_row + c), "r"(0u) : "memory");
@@ -273,6 +303,8 @@ __device__ void fa2_forward(const fwd_params& p) {
           }
         }
       }
+    } else if constexpr (C::PAGED) {
+      load_paged_tiles<C>(k_stage(stage), v_stage(stage), k, v, row_offset, j * C::BLOCK_N, mask.kv_len());
     } else {
       load_tile<C>(k_stage(stage), k, p.kv_row_stride, j * C::BLOCK_N, mask.kv_len(), C::BLOCK_N);
       load_tile<C>(v_stage(stage), v, p.kv_row_stride, j * C::BLOCK_N, mask.kv_len(), C::BLOCK_N);

@@ -48,7 +48,10 @@ __device__ void ref_scores(const fwd_params& p, int bh0, int head_dim, bool caus
   }
   if (i >= p.q_len || j >= p.kv_len) return;
   float s = LOWP ? round_to_elem<BF16>(acc) : acc * p.softmax_scale;
-  if (causal && j > i + p.kv_len - p.q_len) s = neg_inf();  // bottom-right aligned
+  // The sequence's own length (kv_lens) hides the keys past it; the causal mask is bottom-right
+  // aligned to it.
+  const int kv_len = p.seqlens_k ? p.seqlens_k[bh / p.heads] : p.kv_len;
+  if (j >= kv_len || (causal && j > i + kv_len - p.q_len)) s = neg_inf();
   scores[((long long)z * p.q_len + i) * p.kv_len + j] = s;
 }
 
@@ -142,6 +145,22 @@ __device__ void fill_inputs(elem_bits* x, long long n, unsigned long long seed, 
   }
 }
 
+/// A paged cache's K or V ([pages, page_size, kv_heads, D]) from the contiguous one `p` reads: page
+/// owner[x] = b * pages_per_seq + i holds rows [i * page_size, (i + 1) * page_size) of sequence
+/// b. Rows at or past the sequence's length are NaN, so a kernel that reads one is caught.
+__device__ void gather_pages(const fwd_params& p, const elem_bits* contiguous, elem_bits* paged, const int* owner,
+                             int num_pages, int page_size, int pages_per_seq, int kv_heads, int head_dim) {
+  const long long n = (long long)num_pages * page_size * kv_heads * head_dim;
+  for (long long x = blockIdx.x * (long long)blockDim.x + threadIdx.x; x < n; x += (long long)gridDim.x * blockDim.x) {
+    const int d = x % head_dim, h = (x / head_dim) % kv_heads, r = (x / ((long long)head_dim * kv_heads)) % page_size;
+    const int page = x / ((long long)head_dim * kv_heads * page_size), slot = owner[page];
+    const int b = slot / pages_per_seq, row = (slot % pages_per_seq) * page_size + r;
+    const int kv_len = p.seqlens_k ? p.seqlens_k[b] : p.kv_len;
+    paged[x] = row < kv_len ? contiguous[b * p.kv_batch_stride + h * p.kv_head_stride + row * p.kv_row_stride + d]
+                            : elem_bits(0x7fff);
+  }
+}
+
 /// Fills with a NaN pattern, so that any element a kernel fails to write is caught.
 __device__ void poison(unsigned* x, long long n_words) {
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n_words;
@@ -222,6 +241,11 @@ extern "C" __global__ void fill_inputs(attn_k::elem_bits* x, long long n, unsign
   attn_k::fill_inputs<ATTN_B>(x, n, seed, f);
 }
 extern "C" __global__ void poison(unsigned* x, long long n_words) { attn_k::poison(x, n_words); }
+extern "C" __global__ void gather_pages(fwd_params p, const attn_k::elem_bits* contiguous, attn_k::elem_bits* paged,
+                                        const int* owner, int num_pages, int page_size, int pages_per_seq,
+                                        int kv_heads, int head_dim) {
+  attn_k::gather_pages(p, contiguous, paged, owner, num_pages, page_size, pages_per_seq, kv_heads, head_dim);
+}
 extern "C" __global__ void error_elem(const attn_k::elem_bits* out, const float* ref, long long n,
                                       unsigned* max_bits, unsigned long long* bad) {
   attn_k::error_elem<ATTN_B>(out, ref, n, max_bits, bad);

@@ -28,6 +28,14 @@ struct fwd_params {
   float* o_partial;
   float* lse_partial;
   long long workspace_floats;  ///< what o_partial has room for (the host checks it)
+  // Per-sequence lengths and a paged cache (the fa2 family's LENS and PAGED; others leave them).
+  /// Each sequence's K/V length ([B], each at most kv_len, the cache's capacity); nullptr: kv_len.
+  const int* seqlens_k;
+  /// Paged K/V: row n of sequence b is row n % page_size of page block_table[b * pages_per_seq +
+  /// n / page_size]; K and V are [pages, page_size, kv_heads, D], kv_batch_stride the page stride.
+  const int* block_table;
+  int pages_per_seq;
+  int page_shift;  ///< log2(page_size)
 };
 
 }  // namespace attn_k

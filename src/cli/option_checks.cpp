@@ -37,6 +37,37 @@ int64_t parse_positive_count(const std::string& text, const std::string& option)
   return value;
 }
 
+std::string kv_lens_from_option(const std::string& text) {
+  const bool uniform = text.rfind("uniform:", 0) == 0;
+  const bool list = !text.empty() && std::all_of(text.begin(), text.end(), [](char c) { return (c >= '0' && c <= '9') || c == ','; });
+  if (!uniform && !list)
+    throw invalid_input(fmt::format("invalid --kv-lens '{}': expected lengths L1,L2,... or uniform:LO:HI", text));
+  std::string out = text;
+  if (list) std::replace(out.begin(), out.end(), ',', '/');
+  return out;
+}
+
+int64_t longest_kv_len(const std::string& kv_lens, const std::string& option_text) {
+  int64_t longest = 0;
+  if (kv_lens.rfind("uniform:", 0) == 0) {
+    const auto colon = kv_lens.rfind(':');
+    longest = parse_positive_count(kv_lens.substr(colon + 1), "--kv-lens HI");
+  } else {
+    size_t at = 0;
+    while (at <= kv_lens.size()) {
+      const size_t next = std::min(kv_lens.find('/', at), kv_lens.size());
+      const std::string item = kv_lens.substr(at, next - at);
+      int64_t n = 0;
+      const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), n);
+      if (ec != std::errc() || end != item.data() + item.size() || item.empty())
+        throw invalid_input(fmt::format("invalid --kv-lens '{}': '{}' is not a length", option_text, item));
+      longest = std::max(longest, n);
+      at = next + 1;
+    }
+  }
+  return std::max<int64_t>(longest, 1);
+}
+
 void check_distinct(const std::vector<std::string>& configs) {
   for (size_t i = 0; i < configs.size(); ++i)
     if (std::find(configs.begin(), configs.begin() + static_cast<std::ptrdiff_t>(i), configs[i]) !=

@@ -13,6 +13,13 @@ uint64_t parse_seed(const std::string& text);
 /// A positive count (--kv-len, --kv-heads) below 2^63: "invalid --kv-len 'TEXT': ...".
 int64_t parse_positive_count(const std::string& text, const std::string& option);
 
+/// --kv-lens as the problem's kv_lens text: L1,L2,... becomes L1/L2/... (the form files and keys
+/// keep: a comma separates their fields); uniform:LO:HI stays. Throws naming a text of neither form.
+std::string kv_lens_from_option(const std::string& text);
+/// The capacity --kv-lens needs when --kv-len is not given: the longest length (HI for
+/// uniform:LO:HI), at least 1.
+int64_t longest_kv_len(const std::string& kv_lens, const std::string& option_text);
+
 /// --configs naming one config twice.
 void check_distinct(const std::vector<std::string>& configs);
 

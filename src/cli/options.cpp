@@ -157,7 +157,7 @@ bool parse_options(int argc, char** argv, options& out) {
   CLI::App app{description, "attn-tune"};
   app.get_formatter()->column_width(34);
   std::string shape_text = "4,32,4096,128", dtype_text = "bf16", layout_text = "bhsd";
-  std::string kv_len_text, kv_heads_text;  // parsed by option_checks: CLI11 would clamp huge values
+  std::string kv_len_text, kv_heads_text, page_size_text, kv_lens_text;  // parsed by option_checks: CLI11 would clamp huge values
   std::string problem_text;  // the whole problem as problem_key() writes it: how a run hands one to its child
   bool causal = false, no_cache = false;
   std::vector<std::string> space_tokens;
@@ -171,6 +171,15 @@ bool parse_options(int argc, char** argv, options& out) {
                "when j > i + kv_len - N; PyTorch's is_causal is top-left)");
   app.add_option("--kv-len", kv_len_text, "Key/value length for cross-attention (default: N)");
   app.add_option("--kv-heads", kv_heads_text, "Key/value heads for GQA/MQA; H must be divisible by it (default: H)");
+  app.add_option("--page-size", page_size_text,
+                 "Paged K/V cache: K and V as [pages, P, kv_heads, D] with a page table [B, pages per sequence] "
+                 "holding a random permutation of the pages, as a serving engine's allocator leaves them; P a "
+                 "power of two in [1, 1024] (fa2 family; default: contiguous K/V)");
+  app.add_option("--kv-lens", kv_lens_text,
+                 "Each sequence's own K/V length (FlashAttention's cache_seqlens), each at most --kv-len (the "
+                 "cache's capacity, default: the longest): L1,L2,... (B lengths, 0 allowed) or uniform:LO:HI "
+                 "(B lengths drawn from the text's own seed, the same on every run); the causal mask is "
+                 "bottom-right per sequence (fa2 family)");
   app.add_option("--dtype", dtype_text, "Element type: bf16 or fp16")->capture_default_str();
   app.add_option("--problem", problem_text, "The problem as a key (batch=..,heads=..,...)")->group("");
   app.add_option("--layout", layout_text, "bhsd = [B,H,N,D] contiguous, bshd = [B,N,H,D]")
@@ -280,6 +289,11 @@ bool parse_options(int argc, char** argv, options& out) {
   problem s = parse_shape(shape_text);
   if (app.count("--kv-len")) s.kv_len = parse_positive_count(kv_len_text, "--kv-len");
   if (app.count("--kv-heads")) s.kv_heads = parse_positive_count(kv_heads_text, "--kv-heads");
+  if (app.count("--page-size")) s.page_size = parse_positive_count(page_size_text, "--page-size");
+  if (app.count("--kv-lens")) {
+    s.kv_lens = kv_lens_from_option(kv_lens_text);
+    if (!app.count("--kv-len")) s.kv_len = longest_kv_len(s.kv_lens, kv_lens_text);
+  }
   for (int i = 1; i < argc; ++i) out.arguments.emplace_back(argv[i]);
   if (app.count("--arch") && out.arch.empty()) throw invalid_input("invalid --arch '': name a target such as sm_90a");
   if (quiet && verbose) throw invalid_input("-q/--quiet and -v/--verbose exclude each other");
@@ -294,7 +308,7 @@ bool parse_options(int argc, char** argv, options& out) {
   s.layout = parse_layout(layout_text);
   validate(s);
   if (app.count("--problem")) {
-    for (const char* o : {"--shape", "--kv-len", "--kv-heads", "--dtype", "--layout", "--causal"})
+    for (const char* o : {"--shape", "--kv-len", "--kv-heads", "--dtype", "--layout", "--causal", "--page-size", "--kv-lens"})
       if (app.count(o)) throw invalid_input(fmt::format("--problem gives the whole problem: leave out {}", o));
     s = parse_problem_key(problem_text);
   }

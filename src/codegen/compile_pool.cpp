@@ -42,6 +42,7 @@ std::vector<variant> build_variants(const kernel_family& family, const problem& 
                                     const resource_limits& limits, const compile_cache& cache,
                                     int jobs, const compile_progress& progress,
                                     const compiled_variant& compiled_one) {
+  if (auto why = problem_refusal(family, s)) throw invalid_input(*why);
   std::vector<variant> out;
   std::vector<size_t> to_compile;
   for (const auto& config : configs) {

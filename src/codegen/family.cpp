@@ -52,6 +52,15 @@ std::optional<std::string> tiling_reason(const tile_config& c, const char* group
   return std::nullopt;
 }
 
+std::optional<std::string> problem_refusal(const kernel_family& f, const problem& s) {
+  if (f.takes_decode_fields) return std::nullopt;
+  if (s.page_size > 0)
+    return fmt::format("family {} does not read a paged K/V cache (page size {}): fa2 does", f.name, s.page_size);
+  if (has_kv_lens(s))
+    return fmt::format("family {} does not read per-sequence K/V lengths (kv_lens {}): fa2 does", f.name, s.kv_lens);
+  return std::nullopt;
+}
+
 std::string instantiation_stub(const char* header, const char* entry, const char* forward, const char* config,
                                int threads, const tile_config& c, const problem& s, int min_blocks,
                                const std::string& attributes, const std::string& extra_args) {

@@ -46,7 +46,13 @@ struct kernel_family {
   bool supersedes_others = false;
   /// Split-KV's second kernel (the instantiation defines it when splits > 1); empty: none.
   std::string combine_symbol;
+  /// Takes per-sequence K/V lengths (kv_lens) and a paged K/V cache (page_size).
+  bool takes_decode_fields = false;
 };
+
+/// Why the family cannot take the problem at all (a paged cache or per-sequence lengths it does
+/// not read), naming the value and the family that does; nullopt when it can.
+std::optional<std::string> problem_refusal(const kernel_family& f, const problem& s);
 
 /// Why the config sets an axis the family lacks (a knob, or the decode axes); nullopt when it does not.
 std::optional<std::string> missing_axis(const kernel_family& f, const tile_config& c);

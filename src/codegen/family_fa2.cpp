@@ -55,12 +55,16 @@ std::optional<std::string> fa2_reject(const tile_config& c, const problem& s,
 
 std::string fa2_instantiation(const tile_config& c, const problem& s) {
   const bool split = c.splits > 1, pack = c.pack_gqa != 0, bulk = c.knob == 1;
+  const bool lens = has_kv_lens(s), paged = s.page_size > 0;
   // The split count is a launch parameter: every split count > 1 shares one binary.
   // A decode variant's bounds say one block per SM at least: without it ptxas held one-warp
   // blocks to 168 registers and spilled (D=64, 128-key tiles, split).
-  std::string text = instantiation_stub("fa2.cuh", "attn_fa2", "fa2_forward", "fa2_config", fa2_threads(c), c, s,
-                                        split || pack || bulk ? 1 : 0, "",
-                                        split || pack || bulk ? fmt::format("{}, {}, {}", pack, split, bulk) : "");
+  const bool decode = split || pack || bulk || lens || paged;
+  std::string text = instantiation_stub(
+      "fa2.cuh", "attn_fa2", "fa2_forward", "fa2_config", fa2_threads(c), c, s, decode ? 1 : 0, "",
+      !decode         ? ""
+      : lens || paged ? fmt::format("{}, {}, {}, {}, {}", pack, split, bulk, lens, paged)
+                      : fmt::format("{}, {}, {}", pack, split, bulk));
   if (split)
     text += fmt::format(
         "extern \"C\" __global__ void __launch_bounds__(attn_k::COMBINE_THREADS) attn_fa2_combine(const attn_k::fwd_params p) {{\n"
@@ -120,7 +124,8 @@ const kernel_family& fa2_family() {
       false,
       fa2_plan,
       false,
-      "attn_fa2_combine"};
+      "attn_fa2_combine",
+      true};
   return family;
 }
 

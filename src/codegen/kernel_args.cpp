@@ -8,6 +8,7 @@
 namespace attn {
 
 tensor_strides contiguous_strides(const problem& s, bool kv) {
+  if (kv && s.page_size > 0) return {s.page_size * s.kv_heads * s.head_dim, s.head_dim, s.kv_heads * s.head_dim};
   const int64_t n = kv ? s.kv_len : s.q_len, h = kv ? s.kv_heads : s.heads, d = s.head_dim;
   if (s.layout == layout::bhsd) return {h * n * d, n * d, d};
   return {n * h * d, d, h * d};
@@ -68,7 +69,18 @@ attn_k::fwd_params make_fwd_params(const problem& s, const forward_tensors& t, t
   check_strides(q_strides, "q", s.head_dim, element_size(s.dtype));
   check_strides(kv_strides, "kv", s.head_dim, element_size(s.dtype));
   check_reach(q_strides, "q", s.batch, s.heads, s.q_len, s.head_dim);
-  check_reach(kv_strides, "kv", s.batch, s.kv_heads, s.kv_len, s.head_dim);
+  if (s.page_size > 0) {
+    if (t.block_table == nullptr) throw invalid_input(fmt::format("a paged cache (page size {}) needs block_table", s.page_size));
+    if (t.num_pages <= 0 || t.num_pages > INT_MAX)
+      throw invalid_input(fmt::format("a paged cache's page count {} is not in [1, 2^31)", t.num_pages));
+    if (pages_per_sequence(s) > INT_MAX / s.batch)
+      throw invalid_input(fmt::format("the page table of {} pages per sequence exceeds 2^31 entries", pages_per_sequence(s)));
+    check_reach(kv_strides, "kv", t.num_pages, s.kv_heads, s.page_size, s.head_dim);
+  } else {
+    check_reach(kv_strides, "kv", s.batch, s.kv_heads, s.kv_len, s.head_dim);
+  }
+  if (has_kv_lens(s) && t.seqlens_k == nullptr)
+    throw invalid_input(fmt::format("kv_lens {} needs each sequence's length (seqlens_k / cache_seqlens)", s.kv_lens));
   if (softmax_scale != 0 && !(std::isfinite(softmax_scale) && softmax_scale > 0))
     throw invalid_input(fmt::format("softmax_scale {} is not a positive finite number (0: 1/sqrt(D))", softmax_scale));
 
@@ -94,6 +106,12 @@ attn_k::fwd_params make_fwd_params(const problem& s, const forward_tensors& t, t
   p.group = static_cast<int>(s.heads / s.kv_heads);
   const double scale = softmax_scale != 0 ? softmax_scale : 1.0 / std::sqrt(static_cast<double>(s.head_dim));
   p.softmax_scale = static_cast<float>(scale);
+  p.seqlens_k = has_kv_lens(s) ? t.seqlens_k : nullptr;
+  if (s.page_size > 0) {
+    p.block_table = t.block_table;
+    p.pages_per_seq = static_cast<int>(pages_per_sequence(s));
+    while ((int64_t{1} << p.page_shift) < s.page_size) ++p.page_shift;
+  }
   p.scale_log2 = static_cast<float>(scale * M_LOG2E);
   return p;
 }

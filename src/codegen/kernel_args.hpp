@@ -19,6 +19,12 @@ struct forward_tensors {
   /// Split-KV's partial O and LSE (split_workspace_floats); nullptr when no variant splits.
   float* workspace = nullptr;
   int64_t workspace_floats = 0;
+  /// Each sequence's K/V length, int32 [B]: required when the problem has kv_lens.
+  const int* seqlens_k = nullptr;
+  /// A paged cache's page table, int32 [B, pages_per_sequence]: required when page_size > 0; K and
+  /// V then hold num_pages pages of [page_size, kv_heads, D].
+  const int* block_table = nullptr;
+  int64_t num_pages = 0;
 };
 
 /// The floats split-KV over `splits` blocks needs: a partial O and an LSE per split and row.
@@ -30,7 +36,8 @@ struct tensor_strides {
   bool unset() const { return batch == 0 && head == 0 && row == 0; }
 };
 
-/// The contiguous strides of Q/O (kv = false) or K/V (kv = true) in s.layout.
+/// The contiguous strides of Q/O (kv = false) or K/V (kv = true) in s.layout; a paged cache's K/V:
+/// page, head and row strides of [pages, page_size, kv_heads, D].
 tensor_strides contiguous_strides(const problem& s, bool kv);
 
 /// Bytes a kernel loads at once (cp.async, TMA): pointers and row strides must keep it aligned.
@@ -38,7 +45,7 @@ constexpr int64_t tensor_alignment = 16;
 
 /// Checks sizes (validate(), and N_q, N_kv and heads within int), the pointers (none null; q, k,
 /// v and o 16-byte aligned, lse 4), the strides (positive multiples of 8 elements, rows of at
-/// least D) and the scale (0 = 1/sqrt(D), else finite and positive). Throws invalid_input.
+/// least D), a paged cache's table and page count, kv_lens' lengths pointer, and the scale (0 = 1/sqrt(D), else finite and positive). Throws invalid_input.
 attn_k::fwd_params make_fwd_params(const problem& s, const forward_tensors& t, tensor_strides q_strides,
                                    tensor_strides kv_strides, float softmax_scale);
 

@@ -58,6 +58,15 @@ bool parse_flag_field(std::string_view text) {
   throw invalid_input(fmt::format("expected 0 or 1, got '{}'", text));
 }
 
+// kv_lens' text when it has one of its forms ("", "given", "uniform:...", lengths joined by '/');
+// whether the lengths fit the problem is validate()'s.
+std::string kv_lens_text(std::string_view t) {
+  const bool lengths = !t.empty() && t.find_first_not_of("0123456789/") == std::string_view::npos;
+  if (!(t.empty() || t == "given" || t.substr(0, 8) == "uniform:" || lengths))
+    throw invalid_input(fmt::format("kv_lens '{}' is not L1/L2/..., uniform:LO:HI or given", t));
+  return std::string(t);
+}
+
 // The fields of problem, each by a member pointer: get, set and tag are built from it.
 template <int64_t problem::*member>
 std::string integer_text(const problem& p) {
@@ -69,6 +78,14 @@ void set_integer(problem& p, std::string_view text) {
 }
 
 constexpr int heads_index = 1, q_len_index = 3;
+
+// The first schema with the decode fields (page_size, kv_lens).
+constexpr int decode_fields_schema = 6;
+
+constexpr problem_field decode_field(problem_field f) {
+  f.since_schema = decode_fields_schema;
+  return f;
+}
 
 // clang-format off
 constexpr std::array<problem_field, problem_field_count> field_list{{
@@ -106,6 +123,13 @@ constexpr std::array<problem_field, problem_field_count> field_list{{
      [](const problem& p) { return std::string(p.causal ? "1" : "0"); },
      [](problem& p, std::string_view t) { p.causal = parse_flag_field(t); },
      [](const problem& p) { return p.causal ? field_tag{"causal"} : field_tag{}; }},
+    decode_field({"page_size", "page_size", field_type::integer, 0, false, false, -1,
+     integer_text<&problem::page_size>, set_integer<&problem::page_size>,
+     [](const problem& p) { return p.page_size ? field_tag{fmt::format("paged{}", p.page_size)} : field_tag{}; }}),
+    decode_field({"kv_lens", "kv_lens", field_type::text, 0, false, false, -1,
+     [](const problem& p) { return p.kv_lens; },
+     [](problem& p, std::string_view t) { p.kv_lens = kv_lens_text(t); },
+     [](const problem& p) { return p.kv_lens.empty() ? field_tag{} : field_tag{"lens=" + p.kv_lens}; }}),
 }};
 // clang-format on
 
@@ -227,6 +251,10 @@ void validate(const problem& s) {
     throw invalid_input(
         fmt::format("heads {} not divisible by kv-heads {}", s.heads, s.kv_heads));
   }
+  if (s.page_size != 0 && (s.page_size < 1 || s.page_size > max_page_size || (s.page_size & (s.page_size - 1)) != 0))
+    throw invalid_input(fmt::format("page size {} is not 0 (contiguous K/V) or a power of two in [1, {}]",
+                                    s.page_size, max_page_size));
+  if (s.kv_lens != "given") kv_lengths(s);  // throws naming a bad kv_lens
   // The largest byte count derived from a shape is the materialized score matrix; if that and
   // the largest tensor fit in int64, every formula in this file does too.
   const int64_t max_len = std::max(s.q_len, s.kv_len);
@@ -249,11 +277,92 @@ std::string describe(const problem& s) {
   return text;
 }
 
+namespace {
+
+// "uniform:LO:HI" as its bounds, or false when the text is not of that form.
+bool parse_uniform(std::string_view text, int64_t& lo, int64_t& hi) {
+  constexpr std::string_view prefix = "uniform:";
+  if (text.substr(0, prefix.size()) != prefix) return false;
+  const std::vector<std::string_view> parts = split(text.substr(prefix.size()), ':');
+  if (parts.size() != 2) return false;
+  try {
+    lo = parse_integer_field(parts[0]);
+    hi = parse_integer_field(parts[1]);
+  } catch (const invalid_input&) {
+    return false;
+  }
+  return true;
+}
+
+// The same B draws on every machine: splitmix64 of a seed hashed from the text (FNV-1a), not
+// std::uniform_int_distribution (whose output the standard leaves to the library).
+uint64_t splitmix64(uint64_t& state) {
+  uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+}  // namespace
+
+std::vector<int64_t> kv_lengths(const problem& p) {
+  if (p.kv_lens.empty()) return std::vector<int64_t>(static_cast<size_t>(std::max<int64_t>(p.batch, 0)), p.kv_len);
+  const std::string& text = p.kv_lens;
+  if (text == "given")
+    throw invalid_input("kv_lens 'given' means the lengths come with the call (the library's cache_seqlens): "
+                        "give L1/L2/... or uniform:LO:HI to tune");
+  std::vector<int64_t> lengths;
+  int64_t lo = 0, hi = 0;
+  if (parse_uniform(text, lo, hi)) {
+    if (lo < 0 || hi < lo || hi > p.kv_len)
+      throw invalid_input(fmt::format("kv_lens '{}': needs 0 <= LO <= HI <= kv_len {}", text, p.kv_len));
+    uint64_t state = 1469598103934665603ull;
+    for (char c : text) state = (state ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+    for (int64_t b = 0; b < p.batch; ++b)
+      lengths.push_back(lo + static_cast<int64_t>(splitmix64(state) % static_cast<uint64_t>(hi - lo + 1)));
+    return lengths;
+  }
+  for (std::string_view item : split(text, '/')) {
+    int64_t n = 0;
+    try {
+      n = parse_integer_field(item);
+    } catch (const invalid_input&) {
+      throw invalid_input(fmt::format("kv_lens '{}': '{}' is not a length (give L1/L2/... or uniform:LO:HI)",
+                                      text, item));
+    }
+    if (n < 0 || n > p.kv_len)
+      throw invalid_input(fmt::format("kv_lens '{}': length {} is not in [0, kv_len {}]", text, n, p.kv_len));
+    lengths.push_back(n);
+  }
+  if (static_cast<int64_t>(lengths.size()) != p.batch)
+    throw invalid_input(fmt::format("kv_lens '{}' gives {} lengths for a batch of {}", text, lengths.size(), p.batch));
+  return lengths;
+}
+
+int64_t pages_per_sequence(const problem& p) {
+  return p.page_size > 0 ? (p.kv_len + p.page_size - 1) / p.page_size : 0;
+}
+
+namespace {
+
+// The sum of the sequences' K/V lengths (B * kv_len without kv_lens).
+int64_t total_kv_rows(const problem& s) {
+  if (!has_kv_lens(s) || s.kv_lens == "given") return s.batch * s.kv_len;
+  int64_t total = 0;
+  for (int64_t n : kv_lengths(s)) total += n;
+  return total;
+}
+
+}  // namespace
+
 double attention_flops(const problem& s) {
   // In double from the start: the integer product overflows int64 for long sequences.
   double flops = 4.0 * static_cast<double>(s.batch) * static_cast<double>(s.heads) *
                  static_cast<double>(s.q_len) * static_cast<double>(s.kv_len) *
                  static_cast<double>(s.head_dim);
+  if (has_kv_lens(s))
+    flops = 4.0 * static_cast<double>(total_kv_rows(s)) * static_cast<double>(s.heads) *
+            static_cast<double>(s.q_len) * static_cast<double>(s.head_dim);
   return s.causal ? flops / 2 : flops;
 }
 
@@ -271,6 +380,10 @@ int64_t q_bytes(const problem& s) {
 
 int64_t kv_bytes(const problem& s) {
   return s.batch * s.kv_heads * s.kv_len * s.head_dim * element_size(s.dtype);
+}
+
+int64_t kv_read_bytes(const problem& s) {
+  return total_kv_rows(s) * s.kv_heads * s.head_dim * element_size(s.dtype);
 }
 
 int64_t materialized_extra_bytes(const problem& s) {

@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace attn {
 
@@ -32,6 +33,15 @@ struct problem {
   bool causal = false;  ///< bottom-right aligned: key j is masked for query i when j > i + kv_len - q_len
   attn::dtype dtype = dtype::bf16;
   attn::layout layout = layout::bhsd;
+  /// A paged K/V cache: K and V stored as [pages, page_size, kv_heads, D] with a page table
+  /// [B, pages per sequence] (block_table); 0 = contiguous K and V in `layout`. Accepted: 0 or a
+  /// power of two in [1, max_page_size].
+  int64_t page_size = 0;
+  /// Each sequence's own K/V length (FlashAttention's cache_seqlens), each in [0, kv_len], kv_len
+  /// being the cache's capacity: "" = all kv_len; "L1/L2/..." = B lengths; "uniform:LO:HI" = B
+  /// draws in [LO, HI] from a generator seeded by the text (the same lengths on every run);
+  /// "given" = lengths passed at run time (the library's cache_seqlens; the tool cannot make them).
+  std::string kv_lens;
 
   bool operator==(const problem&) const = default;
 };
@@ -75,11 +85,22 @@ struct problem_field {
 /// Whether every file has the field's column (it dates from first_field_schema).
 inline bool in_first_schema(const problem_field& f) { return f.since_schema <= first_field_schema; }
 
-inline constexpr size_t problem_field_count = 9;
+inline constexpr size_t problem_field_count = 11;
 /// How many of them have an export_key (the export's readers need the count at compile time).
 inline constexpr size_t export_key_field_count = 3;
 /// Every field, in the order files list them.
 const std::array<problem_field, problem_field_count>& problem_fields();
+
+inline constexpr int64_t max_page_size = 1024;
+
+/// The K/V length of each sequence (kv_lens expanded; kv_len for each when it is empty).
+/// Throws invalid_input naming the text when it does not parse or does not fit the problem, and
+/// for "given" (the lengths come with the call).
+std::vector<int64_t> kv_lengths(const problem& p);
+/// Whether every sequence has its own length (a kernel reads them: kv_lens is not empty).
+inline bool has_kv_lens(const problem& p) { return !p.kv_lens.empty(); }
+/// Pages per sequence of a paged cache (ceil(kv_len / page_size)); 0 when not paged.
+int64_t pages_per_sequence(const problem& p);
 
 /// "batch=4,heads=32,kv_heads=8,...": every field, stable, read back by parse_problem_key.
 std::string problem_key(const problem& p);
@@ -96,17 +117,21 @@ layout parse_layout(const std::string& text);
 /// Parses "B,H,N,D" into batch, heads (= kv_heads), q_len (= kv_len), head_dim.
 problem parse_shape(const std::string& text);
 /// Throws invalid_input naming the first bad value: non-positive sizes, H % kv_heads != 0,
-/// head_dim not a multiple of 16 in [32, 256].
+/// head_dim not a multiple of 16 in [32, 256], a page size not accepted, kv_lens that do not
+/// parse, do not give B lengths or exceed kv_len.
 void validate(const problem& s);
 /// "B4 H32 N4096 D128 bf16 bhsd causal"; shows "/kv" and "xNkv" only when they differ.
 std::string describe(const problem& s);
 
-/// 4*B*H*Nq*Nkv*D, halved when causal (FlashAttention/Triton convention).
+/// 4*B*H*Nq*Nkv*D, halved when causal (FlashAttention/Triton convention); with kv_lens, each
+/// sequence's own length in place of Nkv.
 double attention_flops(const problem& s);
 double tflops(const problem& s, double milliseconds);
 
 int64_t q_bytes(const problem& s);   ///< also the size of O
-int64_t kv_bytes(const problem& s);  ///< one of K or V
+int64_t kv_bytes(const problem& s);  ///< one of K or V, as allocated (kv_len rows per sequence)
+/// One of K or V as attention reads it: each sequence's own length (kv_lens) of rows.
+int64_t kv_read_bytes(const problem& s);
 /// Extra device memory a materializing implementation needs: scores in fp32 plus
 /// probabilities in the input type, B*H*Nq*Nkv*(4 + element size).
 int64_t materialized_extra_bytes(const problem& s);

@@ -11,8 +11,10 @@ namespace attn {
 
 // 2: added "rank"; 3: added "kernel_hash"; 4: added "noise", "measured" and the clocks (sm_clock_*,
 // temperature_c, power_w, throttle) at the end, and the "#end" line; 5: added "inputs" and "bound"
-// at the end. Version 3 and 4 files are still read (their inputs were standard normal).
-constexpr int csv_schema_version = 5;
+// at the end; 6: added the decode fields "page_size" and "kv_lens" after the problem's other fields
+// (problem_fields(): since_schema 6). Version 3 to 5 files are still read (their inputs were
+// standard normal before 5; their problems contiguous, with one K/V length, before 6).
+constexpr int csv_schema_version = 6;
 /// The columns before version 4, written before the "#end" line existed: read with a warning.
 constexpr int csv_schema_version_without_end_line = 3;
 

@@ -24,7 +24,7 @@ loaded_variant load_variant(const device_runtime& rt, const std::string& image, 
 
 launch_plan plan_launch(const loaded_variant& v, const record& r, const device_problem& pr, const gpu_info& gpu) {
   pr.reserve_workspace(split_workspace_floats(pr.shp, r.config.splits));
-  return plan_launch(v, r, pr.shp, pr.params(), gpu);
+  return plan_launch(v, r, pr.shp, pr.kernel_params(), gpu);
 }
 
 launch_plan plan_launch(const loaded_variant& v, const record& r, const problem& s, const attn_k::fwd_params& params,

@@ -166,7 +166,7 @@ void assign_ranks(std::vector<record>& rows, std::optional<size_t> best) {
 }
 
 int64_t tuning_memory_bytes(const problem& s, int64_t l2_bytes, int64_t reference_chunk_bytes) {
-  return 2 * q_bytes(s) + 2 * kv_bytes(s) + lse_bytes(s) +
+  return 2 * q_bytes(s) + 2 * kv_bytes(s) + lse_bytes(s) + decode_inputs_bytes(s) +
          reference_memory_bytes(s, reference_chunk_bytes) + 2 * l2_bytes + (64 << 20);
 }
 

@@ -16,11 +16,13 @@ namespace attn {
 
 namespace {
 
-int64_t positive(const std::string& text, const std::string& where, const char* column) {
+// A count: positive, or (zero_ok: a field whose default is 0, such as page_size) non-negative.
+int64_t count(const std::string& text, const std::string& where, const char* column, bool zero_ok) {
   int64_t value = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || end != text.data() + text.size() || value <= 0)
-    throw invalid_input(fmt::format("{}: column '{}': '{}' is not a positive integer", where, column, text));
+  if (ec != std::errc() || end != text.data() + text.size() || value < 0 || (value == 0 && !zero_ok))
+    throw invalid_input(fmt::format("{}: column '{}': '{}' is not a {} integer", where, column, text,
+                                    zero_ok ? "non-negative" : "positive"));
   return value;
 }
 
@@ -84,7 +86,7 @@ std::vector<sweep_row> read_sweep_file(const std::string& path) {
           if (f.follows >= 0) f.set(s, problem_fields()[f.follows].get(s));
           continue;
         }
-        if (f.type == field_type::integer) positive(cell, where, f.sweep_column);
+        if (f.type == field_type::integer) count(cell, where, f.sweep_column, f.get(problem{}) == "0");
         const std::string text = f.type == field_type::flag ? (flag(cell, where, f.sweep_column) ? "1" : "0") : cell;
         try {
           f.set(s, text);

@@ -41,7 +41,11 @@ void attention_row_fp64(const float* q, const float* k, const float* v, int64_t 
 }
 
 int64_t last_visible_key(const problem& s, int64_t query_row) {
-  return s.causal ? query_row + s.kv_len - s.q_len : s.kv_len - 1;
+  return last_visible_key(s, query_row, s.kv_len);
+}
+
+int64_t last_visible_key(const problem& s, int64_t query_row, int64_t kv_len) {
+  return s.causal ? query_row + kv_len - s.q_len : kv_len - 1;
 }
 
 std::vector<double> attention_fp64(const problem& s, const std::vector<float>& q,
@@ -67,14 +71,16 @@ std::vector<double> attention_fp64(const problem& s, const std::vector<float>& q
 
   std::vector<double> out(q_size);
   if (lse != nullptr) lse->assign(static_cast<size_t>(s.batch * s.heads * s.q_len), 0.0);
+  const std::vector<int64_t> lengths = kv_lengths(s);
   for (int64_t b = 0; b < s.batch; ++b) {
+    const int64_t kv_len = lengths[static_cast<size_t>(b)];
     for (int64_t h = 0; h < s.heads; ++h) {
       const int64_t kv_base = element_offset(s.layout, s.kv_heads, s.kv_len, d, b, h / group, 0);
       for (int64_t i = 0; i < s.q_len; ++i) {
         const int64_t q_at = element_offset(s.layout, s.heads, s.q_len, d, b, h, i);
         double* row_lse = lse != nullptr ? &(*lse)[(b * s.heads + h) * s.q_len + i] : nullptr;
-        attention_row_fp64(&q[q_at], &k[kv_base], &v[kv_base], s.kv_len, kv_row_stride, d,
-                           scale, last_visible_key(s, i), &out[q_at], row_lse);
+        attention_row_fp64(&q[q_at], &k[kv_base], &v[kv_base], kv_len, kv_row_stride, d,
+                           scale, last_visible_key(s, i, kv_len), &out[q_at], row_lse);
       }
     }
   }

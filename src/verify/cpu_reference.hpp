@@ -18,9 +18,12 @@ void attention_row_fp64(const float* q, const float* k, const float* v, int64_t 
 /// Last key a query row may see under problem s (kv_len - 1 when not causal; bottom-right
 /// aligned when causal: i + kv_len - q_len, which may be negative).
 int64_t last_visible_key(const problem& s, int64_t query_row);
+/// The same for a sequence of its own length kv_len (kv_lens).
+int64_t last_visible_key(const problem& s, int64_t query_row, int64_t kv_len);
 
 /// Whole attention for float inputs laid out per s.layout; returns O in the same layout as q
-/// and (if lse != nullptr) fills lse[(b*H + h)*Nq + i]. Softmax scale 1/sqrt(D).
+/// and (if lse != nullptr) fills lse[(b*H + h)*Nq + i]. Softmax scale 1/sqrt(D). With kv_lens,
+/// sequence b sees only its first kv_lengths(s)[b] keys (k and v still hold kv_len rows).
 std::vector<double> attention_fp64(const problem& s, const std::vector<float>& q,
                                    const std::vector<float>& k, const std::vector<float>& v,
                                    std::vector<double>* lse = nullptr);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <random>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -42,6 +43,7 @@ std::unique_ptr<support_kernels> load_support(const device_runtime& rt, const co
   s->poison = s->module.kernel("poison");
   s->error_elem = s->module.kernel("error_elem");
   s->error_f32 = s->module.kernel("error_f32");
+  s->gather_pages = s->module.kernel("gather_pages");
   return s;
 }
 
@@ -68,7 +70,51 @@ device_problem::device_problem(const problem& s, const support_kernels& support,
     void* args[] = {&ptr, &count, &sd, &fill};
     rt.launch(support.fill_inputs, blocks_for(n), {256}, 0, nullptr, args);
   }
+  if (has_kv_lens(s)) {
+    std::vector<int> lengths;
+    for (int64_t n : kv_lengths(s)) lengths.push_back(static_cast<int>(n));
+    seqlens = device_buffer(rt, static_cast<int64_t>(lengths.size() * sizeof(int)));
+    rt.copy_to_device(seqlens.get(), lengths.data(), seqlens.bytes());
+  }
+  if (s.page_size > 0) {
+    const std::vector<int> table = random_page_table(s, seed);
+    num_pages = static_cast<int64_t>(table.size());
+    std::vector<int> owner(table.size());
+    for (size_t slot = 0; slot < table.size(); ++slot) owner[static_cast<size_t>(table[slot])] = static_cast<int>(slot);
+    block_table = device_buffer(rt, num_pages * static_cast<int64_t>(sizeof(int)));
+    rt.copy_to_device(block_table.get(), table.data(), block_table.bytes());
+    device_buffer owners(rt, num_pages * static_cast<int64_t>(sizeof(int)));
+    rt.copy_to_device(owners.get(), owner.data(), owners.bytes());
+    const int64_t page_elements = num_pages * s.page_size * s.kv_heads * s.head_dim;
+    k_pages = device_buffer(rt, page_elements * element_size(s.dtype));
+    v_pages = device_buffer(rt, page_elements * element_size(s.dtype));
+    const attn_k::fwd_params p = params();
+    int pages = static_cast<int>(num_pages), page_size = static_cast<int>(s.page_size),
+        per_seq = static_cast<int>(pages_per_sequence(s)), kv_heads = static_cast<int>(s.kv_heads),
+        d = static_cast<int>(s.head_dim);
+    const void* own = owners.get();
+    for (auto [from, to] : {std::pair{&k, &k_pages}, std::pair{&v, &v_pages}}) {
+      const void* src = from->get();
+      void* dst = to->get();
+      void* args[] = {const_cast<attn_k::fwd_params*>(&p), &src, &dst, &own, &pages, &page_size, &per_seq, &kv_heads, &d};
+      rt.launch(support.gather_pages, blocks_for(page_elements), {256}, 0, nullptr, args);
+    }
+    rt.synchronize_device();  // before `owners` goes
+  }
   rt.synchronize_device();
+}
+
+std::vector<int> random_page_table(const problem& s, uint64_t seed) {
+  std::vector<int> table(static_cast<size_t>(s.batch * pages_per_sequence(s)));
+  for (size_t i = 0; i < table.size(); ++i) table[i] = static_cast<int>(i);
+  std::mt19937_64 rng(seed ^ 0x9a9e5);
+  std::shuffle(table.begin(), table.end(), rng);
+  return table;
+}
+
+int64_t decode_inputs_bytes(const problem& s) {
+  const int64_t pages = s.batch * pages_per_sequence(s);
+  return 2 * pages * s.page_size * s.kv_heads * s.head_dim * element_size(s.dtype) + pages * 8 + s.batch * 4;
 }
 
 int64_t device_problem::q_elements() const { return shp.batch * shp.heads * shp.q_len * shp.head_dim; }
@@ -83,8 +129,19 @@ void device_problem::reserve_workspace(int64_t floats) const {
 }
 
 attn_k::fwd_params device_problem::params() const {
+  problem contiguous = shp;
+  contiguous.page_size = 0;
+  return make_fwd_params(contiguous,
+                         {q.get(), k.get(), v.get(), o.get(), lse.as<float>(), workspace.as<float>(), workspace_floats,
+                          seqlens.as<int>()},
+                         {}, {}, 0);
+}
+
+attn_k::fwd_params device_problem::kernel_params() const {
+  if (shp.page_size == 0) return params();
   return make_fwd_params(shp,
-                         {q.get(), k.get(), v.get(), o.get(), lse.as<float>(), workspace.as<float>(), workspace_floats},
+                         {q.get(), k_pages.get(), v_pages.get(), o.get(), lse.as<float>(), workspace.as<float>(),
+                          workspace_floats, seqlens.as<int>(), block_table.as<int>(), num_pages},
                          {}, {}, 0);
 }
 

@@ -3,6 +3,7 @@
 // poisoning, error reduction) and the reference outputs of one problem.
 #include <cstdint>
 #include <memory>
+#include <vector>
 
 #include "backend/resources.hpp"
 #include "codegen/cache.hpp"
@@ -17,7 +18,7 @@ struct support_kernels {
   const device_runtime& rt;  ///< everything built on the support module runs here
   loaded_module module;
   kernel_t scores_full{}, scores_lowp{}, softmax_full{}, softmax_lowp{}, pv_full{}, pv_lowp{};
-  kernel_t fill_inputs{}, poison{}, error_elem{}, error_f32{};
+  kernel_t fill_inputs{}, poison{}, error_elem{}, error_f32{}, gather_pages{};
 };
 
 /// Compiles (through the cache, with NVRTC or hiprtc as rt's backend needs) and loads the support
@@ -37,12 +38,21 @@ struct device_problem {
   const device_runtime* runtime;
   input_kind inputs = input_kind::normal;
   device_buffer q, k, v, o, lse;
+  /// kv_lens: each sequence's length (int32 [B]); a paged cache: K and V in pages (the rows at or
+  /// past a sequence's length NaN), the page table (int32 [B, pages per sequence], a random
+  /// permutation of the pages, as a serving engine's allocator leaves them). k and v stay
+  /// contiguous for the reference.
+  device_buffer seqlens, k_pages, v_pages, block_table;
+  int64_t num_pages = 0;
   int64_t lse_measured_bytes = 0;  ///< device memory the LSE allocation actually took
   /// Split-KV's partial outputs, grown to the largest a variant has needed (never shrunk).
   mutable device_buffer workspace;
   mutable int64_t workspace_floats = 0;
   void reserve_workspace(int64_t floats) const;
+  /// The reference's view: contiguous K and V (the lengths as the kernels see them).
   attn_k::fwd_params params() const;
+  /// The kernels' view: K and V paged when the problem is.
+  attn_k::fwd_params kernel_params() const;
   int64_t q_elements() const;
   int64_t kv_elements() const;
 };
@@ -65,6 +75,10 @@ struct reference_outputs {
 /// one pair). Throws device_error.
 reference_outputs compute_reference(const support_kernels& support, const device_problem& p,
                                     int64_t chunk_bytes);
+/// The page table of a paged problem: B * pages_per_sequence pages in a random order (seeded).
+std::vector<int> random_page_table(const problem& s, uint64_t seed);
+/// Device memory a paged problem's copies of K and V, its table and its lengths take.
+int64_t decode_inputs_bytes(const problem& s);
 /// Device memory compute_reference needs beyond the problem's own buffers.
 int64_t reference_memory_bytes(const problem& s, int64_t chunk_bytes);
 

@@ -20,12 +20,13 @@ std::vector<cpu_sample> cpu_samples(const device_runtime& rt, const device_probl
     samples.push_back({static_cast<int64_t>(rng() % s.batch), static_cast<int64_t>(rng() % s.heads),
                        static_cast<int64_t>(rng() % s.q_len), {}, 0});
   const int64_t d = s.head_dim, kvh_count = s.kv_heads;
+  const std::vector<int64_t> lengths = kv_lengths(s);
   for (auto& smp : samples) {
-    const int64_t kvh = smp.h / (s.heads / s.kv_heads);
-    std::vector<float> qf(d), kf(s.kv_len * d), vf(s.kv_len * d);
+    const int64_t kvh = smp.h / (s.heads / s.kv_heads), kv_len = lengths[static_cast<size_t>(smp.b)];
+    std::vector<float> qf(d), kf(kv_len * d), vf(kv_len * d);
     const int64_t q0 = element_offset(s.layout, s.heads, s.q_len, d, smp.b, smp.h, smp.i);
     for (int64_t x = 0; x < d; ++x) qf[x] = elem_to_float(s.dtype, q[q0 + x]);
-    for (int64_t j = 0; j < s.kv_len; ++j) {
+    for (int64_t j = 0; j < kv_len; ++j) {
       const int64_t k0 = element_offset(s.layout, kvh_count, s.kv_len, d, smp.b, kvh, j);
       for (int64_t x = 0; x < d; ++x) {
         kf[j * d + x] = elem_to_float(s.dtype, k[k0 + x]);
@@ -33,8 +34,8 @@ std::vector<cpu_sample> cpu_samples(const device_runtime& rt, const device_probl
       }
     }
     smp.out.resize(d);
-    attention_row_fp64(qf.data(), kf.data(), vf.data(), s.kv_len, d, d, 1.0 / std::sqrt(double(d)),
-                       last_visible_key(s, smp.i), smp.out.data(), &smp.lse);
+    attention_row_fp64(qf.data(), kf.data(), vf.data(), kv_len, d, d, 1.0 / std::sqrt(double(d)),
+                       last_visible_key(s, smp.i, kv_len), smp.out.data(), &smp.lse);
   }
   return samples;
 }

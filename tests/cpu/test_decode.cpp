@@ -1,6 +1,7 @@
 // Decode without a GPU: the decode axes (splits, pack_gqa) in config names and --space, the
 // heuristic's space per problem, split-KV's merge against float64, and every default-space decode
-// variant compiling for sm_90a and sm_80 without spills.
+// variant compiling for sm_90a and sm_80 without spills (also with a paged cache and per-sequence
+// lengths).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -231,11 +232,20 @@ TEST_P(decode_compile, every_default_variant_compiles_without_spills) {
   }
   EXPECT_GE(compiled, 24) << describe(s);
 }
+// A paged cache of `page` rows a page, and per-sequence lengths `lens`.
+problem paged(problem s, int64_t page, const char* lens) {
+  s.page_size = page, s.kv_lens = lens;
+  return s;
+}
 INSTANTIATE_TEST_SUITE_P(decode, decode_compile,
                          ::testing::Values(decode_compile_case{"sm_90a", decode(8, 32, 8, 1, 8192)},
                                            decode_compile_case{"sm_90a", decode(64, 32, 8, 16, 4096, 128, true)},
                                            decode_compile_case{"sm_90a", decode(4, 16, 2, 1, 4096, 64)},
                                            decode_compile_case{"sm_80", decode(8, 32, 8, 1, 8192)}));
+INSTANTIATE_TEST_SUITE_P(
+    kv_cache, decode_compile,
+    ::testing::Values(decode_compile_case{"sm_90a", paged(decode(8, 32, 8, 16, 8192, 128, true), 16, "uniform:1:8192")},
+                      decode_compile_case{"sm_80", paged(decode(8, 32, 8, 1, 8192), 256, "uniform:0:8192")}));
 
 }  // namespace
 }  // namespace attn

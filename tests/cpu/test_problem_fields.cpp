@@ -31,15 +31,15 @@ problem base_problem() {
   return p;
 }
 
-// `base` with field f changed to another valid value: integers doubled, flags flipped, text fields
-// to the first of a few known words the field takes and that differs.
+// `base` with field f changed to another valid value: integers doubled (0 becomes 16), flags
+// flipped, text fields to the first of a few known words the field takes and that differs.
 problem varied(const problem_field& f, problem base) {
   const std::string now = f.get(base);
   switch (f.type) {
-    case field_type::integer: f.set(base, std::to_string(2 * std::stoll(now))); break;
+    case field_type::integer: f.set(base, now == "0" ? "16" : std::to_string(2 * std::stoll(now))); break;
     case field_type::flag: f.set(base, now == "1" ? "0" : "1"); break;
     case field_type::text:
-      for (const char* word : {"fp16", "bf16", "bshd", "bhsd"}) {
+      for (const char* word : {"fp16", "bf16", "bshd", "bhsd", "uniform:1:100"}) {
         try {
           f.set(base, word);
         } catch (const invalid_input&) {

@@ -2,7 +2,8 @@
 // tiles, N_kv not a multiple of a split's share), packed GQA (4:1, 8:1, MQA; 1:1 unpacked) and
 // both loaders (cp.async; bulk copies on sm_90), for
 // N_q from 1 to 16, causal (bottom-right) and not, D 64 and 128. Every variant must pass the
-// reference check on fresh random inputs; the default decode space's variants as well.
+// reference check on fresh random inputs; the default decode space's variants as well; and a paged
+// cache with per-sequence lengths.
 #include <cstdio>
 
 #include "gpu_fixture.hpp"
@@ -72,6 +73,42 @@ INSTANTIATE_TEST_SUITE_P(
                       decode_case{"gqa4_q16", decode(1, 8, 2, 16, 200, 64, false, fp)},
                       decode_case{"gqa8_q7_causal_ragged", decode(3, 8, 1, 7, 129, 128, true)},
                       decode_case{"mha_q16_causal", decode(1, 4, 4, 16, 64, 128, true)}),
+    [](const auto& info) { return std::string(info.param.label); });
+
+// A paged cache (page sizes 1 to 256, a random page table; the rows past a sequence's length NaN in
+// the pages, so a kernel that reads one fails) and per-sequence lengths (0 and 1 among them; rows
+// of a causal sequence shorter than N_q see no key), through every split count, packing and loader.
+struct kv_cache_case {
+  const char* label;
+  problem s;
+  int64_t page_size;
+  const char* kv_lens;
+};
+void PrintTo(const kv_cache_case& c, std::ostream* os) { *os << c.label << ": " << describe(c.s); }
+class kv_cache_correctness : public gpu_test, public ::testing::WithParamInterface<kv_cache_case> {};
+
+TEST_P(kv_cache_correctness, every_variant_passes) {
+  if (m_gpu.backend != backend::cuda) GTEST_SKIP() << "paged caches and kv_lens are the fa2 family's (CUDA)";
+  problem s = GetParam().s;
+  s.page_size = GetParam().page_size;
+  s.kv_lens = GetParam().kv_lens;
+  const search_space space = parse_space(
+      {"block_m=16,64", "block_n=64", "warps=1,4", "stages=2", "loader=0,1", "splits=1,3,16", "pack_gqa=0,1"},
+      fa2_family().default_space);
+  const int loaders = m_gpu.desc.cc_major >= 9 ? 2 : 1;
+  EXPECT_GE(verify_all(s, m_gpu, m_cache, space), 6 * (s.kv_heads < s.heads ? 2 : 1) * loaders);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    kv_cache, kv_cache_correctness,
+    ::testing::Values(kv_cache_case{"page1_lens_0_1", decode(3, 8, 2, 1, 77, 128, false), 1, "0/1/77"},
+                      kv_cache_case{"page2_q7_causal", decode(2, 8, 2, 7, 129, 128, true), 2, "uniform:1:129"},
+                      kv_cache_case{"page16_q16_causal_short", decode(3, 8, 2, 16, 300, 128, true), 16, "5/300/131"},
+                      kv_cache_case{"page64_bshd_causal", decode(2, 4, 4, 4, 333, 128, true, bf, layout::bshd), 64,
+                                    "uniform:0:333"},
+                      kv_cache_case{"page256_mqa_fp16", decode(2, 8, 1, 1, 1000, 64, false, fp), 256, ""},
+                      kv_cache_case{"lens_only_gqa4", decode(4, 8, 2, 1, 500, 128, false), 0, "1/0/499/500"},
+                      kv_cache_case{"lens_only_q16_causal", decode(2, 8, 2, 16, 200, 128, true), 0, "16/3"}),
     [](const auto& info) { return std::string(info.param.label); });
 
 // The family's default space, as for_problem adapts it, on decode shapes like the (a long
