@@ -822,7 +822,14 @@ def main(argv=None):
     os.environ.setdefault("TRITON_CACHE_DIR", tempfile.mkdtemp(prefix="peers-triton-"))
     os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", tempfile.mkdtemp(prefix="peers-inductor-"))
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # attention_triton
-    import torch
+    try:
+        import torch
+
+        import attn_tune  # noqa: F401
+    except ImportError as e:
+        print(f"{PROG}: {e}: run it where PyTorch is installed, with PYTHONPATH=python (bench/device/peers.sh "
+              "sets it)", file=sys.stderr)
+        return 2
 
     if not torch.cuda.is_available():
         print(f"{PROG}: no CUDA device here (torch {torch.__version__}); run it on the GPU machine", file=sys.stderr)
