@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# One device call for decode: build this tree, the decode GPU tests, then bench/decode.py (ours
-# through the Python package beside FlexAttention and SDPA, one rule, one process).
+# One device call for decode: build this tree, the decode GPU tests, then bench/peers.py on decode
+# shapes (ours through the Python package beside FlexAttention and SDPA, one rule, one process).
 #   carry: .deps      usage: bash bench/device/decode_check.sh [SHAPES] [--no-flex]
+# SHAPES: peers.py's --shapes (default bench/decode.py's four); $OUT/decode/peers.{csv,md}.
 set -uo pipefail
 t0=$(date +%s); el() { echo "[$(( $(date +%s) - t0 )) s]"; }
 bash scripts/device_build.sh build-gpu > $OUT/build.log 2>&1 || { tail -30 $OUT/build.log; exit 1; }

@@ -1,0 +1,888 @@
+#!/usr/bin/env python3
+"""Ours beside the peers: one timing rule, one process, one CSV and one Markdown table.
+
+For each shape (a sweep file's rows, or --shapes), attn-tune tunes it (--no-db, a fresh results CSV
+that then serves as the table; or --table names a table made before), and then, in this one
+process, each implementation runs the same Q, K, V:
+
+  attn-tune        ours, through the Python package: attn_tune.forward(q, k, v, causal=, table=)
+  attn-tune-capi   ours through the C API with the problem made once (the package's host cost
+                   left out; not a peer, beside ours only to show that cost)
+  sdpa-cudnn, sdpa-flash, sdpa-efficient
+                   torch.nn.functional.scaled_dot_product_attention with one backend each
+                   (enable_gqa for GQA; a bottom-right causal mask when N_q < N_kv)
+  flash-attn, flash-attn-3
+                   FlashAttention 2 (flash_attn) and 3 (flash_attn_interface), when importable
+  flex             FlexAttention, torch.compile(mode="max-autotune-no-cudagraphs") (--no-flex:
+                   left out; its compile and autotune take seconds to a minute a shape)
+  triton           a FlashAttention-2-style Triton kernel autotuned over 36 configs
+                   (--with-triton; its first call, the autotune, is first_call_s)
+
+The rule, the same for everyone (triton.testing.do_bench's, written out in time_ms below): one call
+first (compiles, autotunes; its wall time is first_call_s), 5 calls to estimate the time, warm-up
+calls for 25 ms, then --reps timed calls (default: as many as fit in 200 ms, at least 20), each
+after a 256 MiB buffer is zeroed (L2 cleared) and between two CUDA events; the median. With
+--sustained S each one is run back to back for S seconds and timed again by the same rule right
+after (the H200 at its power cap runs slower under load than in a burst): sustained_ms.
+
+Also measured in this process: the device-to-device copy bandwidth (2 GiB, read + written) and the
+bf16 matmul rate (8192^3), by the same rule; and recorded: the GPU, the date, the git commit
+(git, else $ATTN_TUNE_COMMIT), the torch, Triton, cuDNN and attn-tune versions.
+
+Correctness: once per shape each output is compared with SDPA's (the first backend of flash,
+cuDNN, efficient, math that takes the shape): max abs error, and MISMATCH in status when it is
+above --tolerance (default 1e-2 for bf16, 2e-3 for fp16).
+
+Shapes: --shapes "B,H[/KV],NQ,NKV,D[c][,fp16][,bshd];..."  e.g. "8,32/8,1,8192,128;64,32/8,16,4096,128c"
+(c or ,causal: causal, bottom-right aligned when NQ < NKV; bf16 and bhsd = [B,H,N,D] unless said;
+bench/decode.py's "B,H,HKV,NQ,NKV,D[,causal]" is read too), or --sweep FILE [--rows 0,3-5,NAME]
+(rows counted from 0 in file order, or by their name column; default sweeps/yardstick.csv, all rows).
+
+Numbers: TFLOPS = 4*B*H*NQ*NKV*D / time, halved when causal (the tool's convention; for a causal
+row with NQ << NKV it halves work that is not masked: compare ratios there, not TFLOPS). GB/s = the
+bytes any implementation must move (Q, K, V read, O written, and ours' float32 LSE) / time, and
+of_copy = that over the copy bandwidth. ratio_to_ours = its time / ours (above 1: ours is faster).
+The Markdown's "ours / fastest peer" = the fastest peer's time / ours (above 1: ours is faster).
+
+    python3 bench/peers.py --tool build-gpu/attn-tune --sweep sweeps/ci-smoke.csv --out /tmp/peers-smoke
+    python3 bench/peers.py --shapes "8,32/8,1,8192,128;64,32/8,16,4096,128c" --no-flex --out /tmp/dec
+    python3 bench/peers.py --table results/h200/ci-smoke.csv --sweep sweeps/ci-smoke.csv --rows 0,2 \\
+                           --with-triton --sustained 2 --out /tmp/p
+
+Writes DIR/peers.csv (a row per shape and implementation, written as each shape ends; '#' lines
+first: the environment and ceilings) and DIR/peers.md (a row per shape), and prints the table.
+DIR must be new or empty: nothing is overwritten. `python3 bench/peers.py --summary DIR...` prints
+a short table of such runs (ours, the fastest peer, the ratio, mismatches).
+
+Exit code 0; 1 when ours disagrees with SDPA (MISMATCH) or fails on a shape (FAILED: the other
+shapes still run); 2 for bad input; 3 when stopped (SIGTERM, as `timeout` sends, or Ctrl-C) after
+writing what was measured. Runs on the GPU machine after `bash scripts/device_build.sh build-gpu`,
+with PYTHONPATH=python and ATTN_TUNE_LIBRARY=build-gpu/libattn_tune.so (bench/device/peers.sh
+does all of it); a shape takes about 5 s plus its tuning and FlexAttention's compile.
+"""
+import argparse
+import contextlib
+import csv
+import dataclasses
+import datetime
+import math
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+PROG = "bench/peers.py"
+
+OURS = "attn-tune"
+OURS_CAPI = "attn-tune-capi"
+NOT_PEERS = (OURS, OURS_CAPI)
+# Every implementation in the order it runs and its columns stand.
+IMPLS = (OURS, OURS_CAPI, "sdpa-cudnn", "sdpa-flash", "sdpa-efficient", "flash-attn", "flash-attn-3", "flex", "triton")
+TOLERANCE = {"bf16": 1e-2, "fp16": 2e-3}
+ELEMENT_BYTES = 2  # bf16 and fp16
+CSV_COLUMNS = ["shape", "name", "B", "H", "KV", "NQ", "NKV", "D", "causal", "dtype", "layout", "impl", "config",
+               "status", "ms", "tflops", "gbs", "of_copy", "ratio_to_ours", "sustained_ms", "sustained_ratio_to_ours",
+               "max_err", "reference", "reps", "first_call_s", "tool_ms", "tune_s"]
+
+
+class BadInput(ValueError):
+    """An argument or a file that cannot be used; the message names the bad value."""
+
+
+# --- shapes ---------------------------------------------------------------------------------------
+@dataclasses.dataclass(frozen=True)
+class Shape:
+    b: int
+    h: int
+    kv: int
+    nq: int
+    nkv: int
+    d: int
+    causal: bool = False
+    dtype: str = "bf16"
+    layout: str = "bhsd"
+    name: str = ""
+
+    def label(self):
+        """The shape in --shapes' grammar: parse_shapes(label) gives it back (without its name)."""
+        extra = "".join(f",{x}" for x, default in ((self.dtype, "bf16"), (self.layout, "bhsd")) if x != default)
+        return f"{self.b},{self.h}/{self.kv},{self.nq},{self.nkv},{self.d}{'c' if self.causal else ''}{extra}"
+
+    def tool_args(self):
+        """attn-tune's options for this problem."""
+        return (["--shape", f"{self.b},{self.h},{self.nq},{self.d}", "--kv-heads", str(self.kv), "--kv-len",
+                 str(self.nkv), "--dtype", self.dtype, "--layout", self.layout] + (["--causal"] if self.causal else []))
+
+
+def positive(text, what):
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value <= 0 or str(value) != text.strip():
+        raise BadInput(f"{what}: '{text}' is not a positive integer")
+    return value
+
+
+def check_shape(s, where):
+    if s.h % s.kv:
+        raise BadInput(f"{where}: {s.h} query heads are not a multiple of {s.kv} K/V heads")
+    return s
+
+
+WORDS = {"c": ("causal", True), "causal": ("causal", True), "bf16": ("dtype", "bf16"), "fp16": ("dtype", "fp16"),
+         "bhsd": ("layout", "bhsd"), "bshd": ("layout", "bshd")}
+
+
+def parse_shape(item):
+    """One shape of --shapes: B,H[/KV],NQ,NKV,D[c] then words (causal, fp16, bshd), or decode.py's
+    B,H,HKV,NQ,NKV,D[,causal|,1|,0]."""
+    where = f"--shapes '{item}'"
+    fields = [f.strip() for f in item.split(",")]
+    first_word = next((i for i, f in enumerate(fields) if f.lower() in WORDS), len(fields))
+    values, words = fields[:first_word], fields[first_word:]
+    attrs = {}
+    if len(values) == 7 and "/" not in values[1] and values[6] in ("0", "1"):  # decode.py's causal flag
+        attrs["causal"] = values.pop() == "1"
+    if len(values) == 6 and "/" not in values[1]:  # decode.py's B,H,HKV,NQ,NKV,D
+        values = [values[0], f"{values[1]}/{values[2]}"] + values[3:]
+    if len(values) > 5:
+        raise BadInput(f"{where}: '{values[5]}' is not causal, c, bf16, fp16, bhsd or bshd")
+    if len(values) < 5:
+        raise BadInput(f"{where}: expected B,H[/KV],NQ,NKV,D[c] (e.g. 8,32/8,1,8192,128 or 4,32,4096,4096,128c), "
+                       f"got {len(values)} fields before the words")
+    if values[4].endswith("c"):
+        values[4] = values[4][:-1]
+        attrs["causal"] = True
+    for word in words:
+        if word.lower() not in WORDS:
+            raise BadInput(f"{where}: '{word}' is not causal, c, bf16, fp16, bhsd or bshd")
+        key, value = WORDS[word.lower()]
+        attrs[key] = value
+    heads, slash, kv = values[1].partition("/")
+    b, h, nq, nkv, d = (positive(v, f"{where}: {what}")
+                        for v, what in zip([values[0], heads] + values[2:], ("B", "H", "NQ", "NKV", "D")))
+    return check_shape(Shape(b, h, positive(kv, f"{where}: KV") if slash else h, nq, nkv, d, **attrs), where)
+
+
+def parse_shapes(text):
+    shapes = [parse_shape(item) for item in text.split(";") if item.strip()]
+    if not shapes:
+        raise BadInput(f"--shapes '{text}' names no shape")
+    return shapes
+
+
+SWEEP_REQUIRED = ("name", "B", "H", "N", "D")
+
+
+def flag(text, where):
+    t = text.strip().lower()
+    if t in ("", "0", "false", "no"):
+        return False
+    if t in ("1", "true", "yes"):
+        return True
+    raise BadInput(f"{where}: '{text}' is not 0/1")
+
+
+def read_sweep(path):
+    """A sweep file's rows as Shapes, read as the tool reads it (src/sweep/sweep_file.cpp): '#' lines
+    (after blanks too) are comments; name,B,H,kv_heads,N,kv_len,D,causal,dtype,layout, where a blank
+    kv_heads is H, kv_len N, dtype bf16, layout bhsd, causal 0."""
+    try:
+        with open(path, newline="") as f:
+            numbered = [(i + 1, line) for i, line in enumerate(f) if line.strip() and not line.lstrip().startswith("#")]
+    except OSError as e:
+        raise BadInput(f"cannot read sweep file '{path}': {e.strerror}") from None
+    if not numbered:
+        raise BadInput(f"sweep file '{path}' has no header and no rows")
+    header = [c.strip() for c in next(csv.reader([numbered[0][1]]))]
+    missing = [c for c in SWEEP_REQUIRED if c not in header]
+    if missing:
+        raise BadInput(f"sweep file '{path}': the header lacks column {', '.join(repr(c) for c in missing)} "
+                       f"(it has {', '.join(header)})")
+    shapes = []
+    for line_no, line in numbered[1:]:
+        cells = [c.strip() for c in next(csv.reader([line]))]
+        where = f"{path}:{line_no}"
+        if len(cells) != len(header):
+            raise BadInput(f"{where}: {len(cells)} cells, the header has {len(header)}")
+        row = dict(zip(header, cells))
+        get = lambda column: row.get(column, "")  # noqa: E731
+        number = lambda column: positive(get(column), f"{where}: column '{column}'")  # noqa: E731
+        dtype, layout = get("dtype") or "bf16", get("layout") or "bhsd"
+        if dtype not in TOLERANCE:
+            raise BadInput(f"{where}: column 'dtype': '{dtype}' is not bf16 or fp16")
+        if layout not in ("bhsd", "bshd"):
+            raise BadInput(f"{where}: column 'layout': '{layout}' is not bhsd or bshd")
+        h, n = number("H"), number("N")
+        shapes.append(check_shape(Shape(number("B"), h, number("kv_heads") if get("kv_heads") else h, n,
+                                        number("kv_len") if get("kv_len") else n, number("D"),
+                                        flag(get("causal"), f"{where}: column 'causal'"), dtype, layout,
+                                        get("name")), where))
+    if not shapes:
+        raise BadInput(f"sweep file '{path}' has no rows")
+    return shapes
+
+
+def select_rows(shapes, spec, path="the sweep file"):
+    """The rows of `spec`: indexes from 0 ("0,3"), ranges ("2-5") or names, in the order given."""
+    names = {s.name: i for i, s in enumerate(shapes) if s.name}
+    picked = []
+    for part in (p.strip() for p in spec.split(",")):
+        if not part:
+            continue
+        a, dash, b = part.partition("-")
+        if part in names:
+            picked.append(names[part])
+        elif a.isdigit() and (not dash or b.isdigit()):
+            first, last = int(a), int(b) if dash else int(a)
+            if first > last or last >= len(shapes):
+                raise BadInput(f"--rows '{part}': {path} has {len(shapes)} rows, 0 to {len(shapes) - 1}"
+                               + (" (the range runs backwards)" if first > last else ""))
+            picked.extend(range(first, last + 1))
+        else:
+            raise BadInput(f"--rows '{part}': not a row index, a range like 2-5, or a name in {path}")
+    if not picked:
+        raise BadInput(f"--rows '{spec}' names no row")
+    return [shapes[i] for i in picked]
+
+
+# --- the numbers ----------------------------------------------------------------------------------
+def flops(s):
+    """4*B*H*NQ*NKV*D, halved when causal (attn-tune's attention_flops)."""
+    f = 4 * s.b * s.h * s.nq * s.nkv * s.d
+    return f / 2 if s.causal else f
+
+
+def bytes_moved(s):
+    """What attention must move at the least: Q, K, V read, O written, and the float32 LSE."""
+    q = s.b * s.h * s.nq * s.d * ELEMENT_BYTES
+    kv = 2 * s.b * s.kv * s.nkv * s.d * ELEMENT_BYTES
+    return 2 * q + kv + 4 * s.b * s.h * s.nq
+
+
+def tflops(s, ms):
+    return flops(s) / ms / 1e9 if ms > 0 else math.nan
+
+
+def gbs(s, ms):
+    return bytes_moved(s) / ms / 1e6 if ms > 0 else math.nan
+
+
+def ratio(ms, ours_ms):
+    """Its time over ours: above 1, ours is faster; NaN when either was not measured."""
+    if not (isinstance(ms, float) and isinstance(ours_ms, float)) or not (ms > 0 and ours_ms > 0):
+        return math.nan
+    return ms / ours_ms
+
+
+def fastest_peer(times):
+    """(name, ms) of the fastest peer in {impl: ms}; ours (either way) is no peer; NaNs are not measured."""
+    peers = [(ms, name) for name, ms in times.items() if name not in NOT_PEERS and isinstance(ms, float) and ms > 0]
+    if not peers:
+        return None, math.nan
+    ms, name = min(peers)
+    return name, ms
+
+
+def shape_rows(s, results, copy_gbs, context):
+    """The CSV rows of one shape: results is {impl: dict(ms=, sustained_ms=, max_err=, status=, ...)}."""
+    ours = results.get(OURS, {})
+    rows = []
+    for impl in sorted(results, key=lambda n: IMPLS.index(n) if n in IMPLS else len(IMPLS)):
+        r = results[impl]
+        ms, sus = r.get("ms", math.nan), r.get("sustained_ms", math.nan)
+        rows.append({"shape": s.label(), "name": s.name, "B": s.b, "H": s.h, "KV": s.kv, "NQ": s.nq, "NKV": s.nkv,
+                     "D": s.d, "causal": int(s.causal), "dtype": s.dtype, "layout": s.layout, "impl": impl,
+                     "config": r.get("config", ""), "status": r.get("status", "ok"), "ms": ms,
+                     "tflops": tflops(s, ms), "gbs": gbs(s, ms),
+                     "of_copy": gbs(s, ms) / copy_gbs if copy_gbs else math.nan,
+                     "ratio_to_ours": ratio(ms, ours.get("ms", math.nan)), "sustained_ms": sus,
+                     "sustained_ratio_to_ours": ratio(sus, ours.get("sustained_ms", math.nan)),
+                     "max_err": r.get("max_err", math.nan), "reference": context.get("reference", ""),
+                     "reps": r.get("reps", ""), "first_call_s": r.get("first_call_s", math.nan),
+                     "tool_ms": context.get("tool_ms", math.nan) if impl == OURS else math.nan,
+                     "tune_s": context.get("tune_s", math.nan) if impl == OURS else math.nan})
+    return rows
+
+
+# --- writing --------------------------------------------------------------------------------------
+def new_output_dir(path):
+    """Makes DIR; refuses one that exists and holds anything, or is not a folder (nothing is overwritten)."""
+    if os.path.exists(path) and (not os.path.isdir(path) or os.listdir(path)):
+        what = "is not a folder" if not os.path.isdir(path) else "is not empty"
+        raise BadInput(f"--out '{path}' {what}; give a new or empty folder (nothing in it is overwritten)")
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as e:
+        raise BadInput(f"--out '{path}': cannot make it: {e.strerror}") from None
+    return path
+
+
+def cell(value):
+    if isinstance(value, float):
+        return "" if math.isnan(value) else f"{value:.6g}"
+    return str(value)
+
+
+class CsvOut:
+    """DIR/peers.csv, made new ('x': never over a file), its '#' lines first, rows flushed per shape."""
+
+    def __init__(self, path, env):
+        self.file = open(path, "x", newline="")
+        for key, value in env.items():
+            self.file.write(f"# {key}: {value}\n")
+        self.writer = csv.DictWriter(self.file, fieldnames=CSV_COLUMNS)
+        self.writer.writeheader()
+        self.file.flush()
+
+    def write(self, rows):
+        self.writer.writerows({k: cell(r.get(k, "")) for k in CSV_COLUMNS} for r in rows)
+        self.file.flush()
+
+    def close(self):
+        self.file.close()
+
+
+def fmt(value, digits=4):
+    return "–" if not isinstance(value, float) or math.isnan(value) else f"{value:.{digits}f}"
+
+
+def heading(env):
+    """"H200, 2026-12-01, 6fb819e": how a measurement is named (the GPU, the date, the commit)."""
+    gpu = env.get("gpu", "?").replace("NVIDIA ", "")
+    return f"{gpu}, {env.get('date', '?')[:10]}, {env.get('commit', '?')}"
+
+
+def markdown(rows, env):
+    """The table a shape a line: ours, each peer's ms, the fastest peer and ours / fastest peer (and the
+    same under load with --sustained), ours' error; then the environment and the rule."""
+    shapes = list(dict.fromkeys(r["shape"] for r in rows))
+    present = [i for i in IMPLS if i != OURS and any(r["impl"] == i for r in rows)]
+    sustained = any(isinstance(r["sustained_ms"], float) and r["sustained_ms"] > 0 for r in rows)
+    head = (["shape", "name", "ours config", "ours ms", "TFLOPS", "of copy"] + [f"{i} ms" for i in present]
+            + ["fastest peer", "ours / fastest peer"] + (["sustained: ours / fastest peer"] if sustained else [])
+            + ["ours max err"])
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    notes = []
+    for shape in shapes:
+        by = {r["impl"]: r for r in rows if r["shape"] == shape}
+        ours = by.get(OURS, {})
+        peer, peer_ms = fastest_peer({i: r["ms"] for i, r in by.items()})
+        _, peer_sus = fastest_peer({i: r["sustained_ms"] for i, r in by.items()})
+        cells = [shape, ours.get("name") or next(iter(by.values()))["name"], ours.get("config", ""),
+                 fmt(ours.get("ms")), fmt(ours.get("tflops"), 1), fmt(ours.get("of_copy"), 2)]
+        for impl in present:
+            r = by.get(impl)
+            cells.append(fmt(r["ms"]) + (" MISMATCH" if r and "MISMATCH" in r["status"] else "") if r else "–")
+        cells += [peer or "–", fmt(ratio(peer_ms, ours.get("ms", math.nan)), 2)]
+        if sustained:
+            cells.append(fmt(ratio(peer_sus, ours.get("sustained_ms", math.nan)), 2))
+        cells.append(f"{ours['max_err']:.2e}" if isinstance(ours.get("max_err"), float)
+                     and not math.isnan(ours["max_err"]) else "–")
+        lines.append("| " + " | ".join(cells) + " |")
+        for impl, r in by.items():
+            if r["status"] != "ok":
+                notes.append(f"- {shape} {impl}: {r['status']}")
+    text = [f"{heading(env)}: ours and the peers, one rule, one process ({PROG}).", ""] + lines + [""]
+    text.append(f"Timing: {env.get('rule', '')}. Copy bandwidth {env.get('copy_gbs', '?')} GB/s, bf16 matmul "
+                f"{env.get('matmul_tflops', '?')} TFLOPS, in the same process. {env.get('versions', '')}. "
+                "ours / fastest peer: the fastest peer's time over ours (above 1: ours is faster); of copy: the "
+                "bytes moved (Q, K, V, O, LSE) per second over the copy bandwidth. Errors: max abs against "
+                f"SDPA's output ({env.get('reference', 'the first SDPA backend that runs the shape')}).")
+    if notes:
+        text += ["", "Not measured or not right:"] + notes
+    return "\n".join(text) + "\n"
+
+
+def read_rows(path):
+    """peers.csv's rows (its '#' lines skipped), numbers as floats (blank: NaN)."""
+    try:
+        with open(path, newline="") as f:
+            rows = list(csv.DictReader(line for line in f if not line.startswith("#")))
+    except OSError as e:
+        raise BadInput(f"cannot read '{path}': {e.strerror}") from None
+    if rows and "ratio_to_ours" not in rows[0]:
+        raise BadInput(f"'{path}' is not a {PROG} CSV (no ratio_to_ours column)")
+    for r in rows:
+        for key in ("ms", "sustained_ms", "max_err"):
+            r[key] = float(r[key]) if r.get(key) else math.nan
+    return rows
+
+
+def summary(paths):
+    """A short table of peers.csv files (or their folders): a shape a line, ours beside the fastest peer."""
+    lines = [f"{'shape':32s} {'name':24s} {'ours ms':>9s} {'fastest peer':14s} {'its ms':>9s} {'ours/peer':>9s} "
+             f"{'sustained':>9s}  status"]
+    for path in paths:
+        csv_path = os.path.join(path, "peers.csv") if os.path.isdir(path) else path
+        try:
+            rows = read_rows(csv_path)
+        except BadInput as e:  # a run that did not get to write: said, the others still shown
+            lines.append(f"{csv_path}: {e}")
+            continue
+        lines.append(f"{csv_path}: {len(rows)} rows")
+        for shape in dict.fromkeys(r["shape"] for r in rows):
+            by = {r["impl"]: r for r in rows if r["shape"] == shape}
+            ours = by.get(OURS, {"ms": math.nan, "sustained_ms": math.nan, "name": "", "status": "not run"})
+            peer, peer_ms = fastest_peer({i: r["ms"] for i, r in by.items()})
+            _, peer_sus = fastest_peer({i: r["sustained_ms"] for i, r in by.items()})
+            bad = [f"{i}: {r['status'][:60]}" for i, r in by.items() if "MISMATCH" in r["status"]]
+            lines.append(f"{shape:32s} {ours['name'][:24]:24s} {fmt(ours['ms']):>9s} {peer or '-':14s} "
+                         f"{fmt(peer_ms):>9s} {fmt(ratio(peer_ms, ours['ms']), 2):>9s} "
+                         f"{fmt(ratio(peer_sus, ours['sustained_ms']), 2):>9s}  {'; '.join(bad) or 'ok'}")
+    return "\n".join(lines)
+
+
+# --- tuning ---------------------------------------------------------------------------------------
+def read_results_csv(path):
+    with open(path, newline="") as f:
+        return list(csv.DictReader(line for line in f if not line.startswith("#")))
+
+
+def rank_one(path):
+    """(family config, median ms) of the tool's choice (rank 1) in a results CSV."""
+    for r in read_results_csv(path):
+        if r.get("rank") == "1":
+            return f"{r['family']} {r['config']}", float(r["median_ms"])
+    raise BadInput(f"{path}: no variant of rank 1 (did every config fail?)")
+
+
+def tune(tool, tool_args, s, path, log):
+    argv = [tool, *s.tool_args(), "--no-db", "-q", "--out", path, *tool_args]
+    t0 = time.monotonic()
+    with open(log, "w") as out:
+        rc = subprocess.run(argv, stdout=out, stderr=subprocess.STDOUT).returncode
+    seconds = time.monotonic() - t0
+    if rc != 0:
+        with open(log, errors="replace") as f:
+            tail = f.read()[-600:]
+        raise RuntimeError(f"attn-tune exited {rc} for {s.label()} ({' '.join(argv)}):\n{tail}")
+    config, ms = rank_one(path)
+    return config, ms, seconds
+
+
+# --- the environment ------------------------------------------------------------------------------
+def git_commit():
+    """The tree's commit (+dirty when tracked files changed), else $ATTN_TUNE_COMMIT (the device
+    machine gets no .git), else 'unknown'."""
+    try:
+        head = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                              timeout=10)
+        if head.returncode == 0 and head.stdout.strip():
+            dirty = subprocess.run(["git", "-C", ROOT, "status", "--porcelain", "--untracked-files=no"],
+                                   capture_output=True, text=True, timeout=10).stdout.strip()
+            return head.stdout.strip() + ("+dirty" if dirty else "")
+    except (OSError, subprocess.SubprocessError):
+        pass
+    return os.environ.get("ATTN_TUNE_COMMIT") or "unknown (no git here; set ATTN_TUNE_COMMIT)"
+
+
+# --- on the GPU -----------------------------------------------------------------------------------
+def time_ms(fn, reps=0, warmup_ms=25.0, rep_ms=200.0, sustained_s=0.0):
+    """The one rule (triton.testing.do_bench's): (median ms, reps). fn has run once already.
+    5 calls estimate the time; warm-up calls for warmup_ms; then `reps` calls (0: as many as fit
+    in rep_ms, at least 20), each after zeroing 256 MiB (L2 cleared), between two CUDA events.
+    sustained_s > 0: fn runs back to back that long first (synchronizing every 32 calls)."""
+    import torch
+
+    if sustained_s > 0:
+        end, n = time.monotonic() + sustained_s, 0
+        while True:
+            fn()
+            n += 1
+            if n % 32 == 0:
+                torch.cuda.synchronize()
+                if time.monotonic() >= end:
+                    break
+    flush = torch.empty(256 * 1024 * 1024, dtype=torch.int8, device="cuda")
+    start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    torch.cuda.synchronize()
+    start.record()
+    for _ in range(5):
+        flush.zero_()
+        fn()
+    stop.record()
+    torch.cuda.synchronize()
+    estimate = max(start.elapsed_time(stop) / 5, 1e-3)
+    for _ in range(max(1, int(warmup_ms / estimate))):
+        fn()
+    n = reps or max(20, int(rep_ms / estimate))
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
+    stops = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
+    for i in range(n):
+        flush.zero_()
+        starts[i].record()
+        fn()
+        stops[i].record()
+    torch.cuda.synchronize()
+    times = sorted(a.elapsed_time(b) for a, b in zip(starts, stops))
+    del flush
+    return times[n // 2] if n % 2 else (times[n // 2 - 1] + times[n // 2]) / 2, n
+
+
+def ceilings(reps):
+    """(copy GB/s, bf16 matmul TFLOPS) by the rule."""
+    import torch
+
+    x = torch.empty(2 * 1024**3, dtype=torch.uint8, device="cuda")
+    y = torch.empty_like(x)
+    y.copy_(x)
+    copy_ms, _ = time_ms(lambda: y.copy_(x), reps)
+    del x, y
+    a = torch.randn(8192, 8192, dtype=torch.bfloat16, device="cuda")
+    b = torch.randn(8192, 8192, dtype=torch.bfloat16, device="cuda")
+    a @ b
+    mm_ms, _ = time_ms(lambda: a @ b, reps)
+    del a, b
+    torch.cuda.empty_cache()
+    return 2 * 2 * 1024**3 / copy_ms / 1e6, 2 * 8192**3 / mm_ms / 1e9
+
+
+def make_inputs(s, seed):
+    """Q [B,H,NQ,D], K and V [B,KV,NKV,D] in index order, in the shape's memory layout."""
+    import torch
+
+    dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[s.dtype]
+    g = torch.Generator(device="cuda").manual_seed(seed)
+
+    def one(heads, n):
+        if s.layout == "bshd":
+            return torch.randn(s.b, n, heads, s.d, device="cuda", dtype=dtype, generator=g).transpose(1, 2)
+        return torch.randn(s.b, heads, n, s.d, device="cuda", dtype=dtype, generator=g)
+    return one(s.h, s.nq), one(s.kv, s.nkv), one(s.kv, s.nkv)
+
+
+def sdpa_impl(s, q, k, v, backend):
+    import torch.nn.functional as F
+    from torch.nn.attention import sdpa_kernel
+
+    kwargs = {"enable_gqa": True} if s.kv != s.h else {}
+    if s.causal and s.nq == s.nkv:
+        kwargs["is_causal"] = True
+    elif s.causal:
+        from torch.nn.attention.bias import causal_lower_right
+        kwargs["attn_mask"] = causal_lower_right(s.nq, s.nkv)
+    return (lambda: F.scaled_dot_product_attention(q, k, v, **kwargs)), (lambda: sdpa_kernel(backend))
+
+
+def sdpa_backends():
+    from torch.nn.attention import SDPBackend
+    return {"sdpa-cudnn": SDPBackend.CUDNN_ATTENTION, "sdpa-flash": SDPBackend.FLASH_ATTENTION,
+            "sdpa-efficient": SDPBackend.EFFICIENT_ATTENTION}
+
+
+def reference(s, q, k, v):
+    """SDPA's output and the backend that gave it: flash, cuDNN, efficient, then math."""
+    from torch.nn.attention import SDPBackend
+
+    errors = []
+    for name, backend in (("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION),
+                          ("efficient", SDPBackend.EFFICIENT_ATTENTION), ("math", SDPBackend.MATH)):
+        fn, ctx = sdpa_impl(s, q, k, v, backend)
+        try:
+            with ctx():
+                return fn(), f"sdpa-{name}"
+        except RuntimeError as e:
+            errors.append(f"{name}: {first_line(e)}")
+    raise RuntimeError("no SDPA backend takes the shape: " + "; ".join(errors))
+
+
+def first_line(e):
+    text = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {text[0][:160]}" if text else type(e).__name__
+
+
+def flash_attn_functions():
+    """{impl: flash_attn_func} of the FlashAttention packages importable here."""
+    found = {}
+    for impl, module in (("flash-attn", "flash_attn"), ("flash-attn-3", "flash_attn_interface")):
+        try:
+            found[impl] = __import__(module, fromlist=["flash_attn_func"]).flash_attn_func
+        except Exception:  # not installed, or built for another torch: not a peer here
+            pass
+    return found
+
+
+def flash_attn_impl(func, q, k, v, causal):
+    # [B,N,H,D] views (strides, no copies); GQA and the bottom-right causal mask are its own.
+    qt, kt, vt = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
+
+    def run():
+        out = func(qt, kt, vt, causal=causal)
+        return (out[0] if isinstance(out, tuple) else out).transpose(1, 2)
+    return run
+
+
+def flex_impl(s, q, k, v):
+    import torch
+    from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+
+    # One process compiles every shape: a fresh Dynamo per shape, and a recompile limit that
+    # raises, never falls back to eager FlexAttention (unfused, materializing) without a word.
+    torch._dynamo.reset()
+    for knob, value in (("cache_size_limit", 1 << 16), ("recompile_limit", 1 << 16),
+                        ("accumulated_cache_size_limit", 1 << 16), ("fail_on_recompile_limit_hit", True)):
+        if hasattr(torch._dynamo.config, knob):
+            setattr(torch._dynamo.config, knob, value)
+    mask = None
+    if s.causal:
+        shift = s.nkv - s.nq
+        mask = create_block_mask(lambda b, h, i, j: i + shift >= j, None, None, s.nq, s.nkv, device="cuda")
+    flex = torch.compile(flex_attention, mode="max-autotune-no-cudagraphs", dynamic=False)
+    gqa = s.kv != s.h
+    return lambda: flex(q, k, v, block_mask=mask, enable_gqa=gqa)
+
+
+def capi_impl(s, q, k, v, table):
+    import torch
+
+    import attn_tune
+    from attn_tune.tensors import describe, make_problem
+
+    qi, ki, vi = describe(q, "q"), describe(k, "k"), describe(v, "v")
+    problem = make_problem(qi, ki, vi, s.causal)
+    o = torch.empty_strided(q.shape, q.stride(), dtype=q.dtype, device=q.device)
+    lse = torch.empty((s.b, s.h, s.nq), dtype=torch.float32, device=q.device)
+    ctx = attn_tune.context(qi.device, table)
+    stream = torch.cuda.current_stream().cuda_stream
+
+    def run():
+        ctx.forward(qi.pointer, ki.pointer, vi.pointer, o.data_ptr(), lse.data_ptr(), problem, stream)
+        return o
+    return run, ctx.choose(problem)
+
+
+def measure_one(fn, ctx, reference_out, tolerance, reps, sustained_s):
+    """One implementation by the rule: first call (its wall time), max error, ms, sustained ms."""
+    import torch
+
+    with ctx() if ctx else contextlib.nullcontext():
+        t0 = time.monotonic()
+        out = fn()
+        torch.cuda.synchronize()
+        first = time.monotonic() - t0
+        err = (out.float() - reference_out.float()).abs().max().item()
+        ms, n = time_ms(fn, reps)
+        sus = time_ms(fn, reps, sustained_s=sustained_s)[0] if sustained_s > 0 else math.nan
+    status = "ok" if err <= tolerance else f"MISMATCH: max abs error {err:.3g} over the tolerance {tolerance:g}"
+    if math.isnan(err):
+        status = "MISMATCH: NaN in the output"
+    return {"ms": ms, "reps": n, "sustained_ms": sus, "max_err": err, "status": status, "first_call_s": first}
+
+
+def run_shape(s, args, table, flash_funcs, seed):
+    """{impl: result} for one shape and the shape's context (reference, tool's time)."""
+    import torch
+    import torch.nn.functional  # noqa: F401
+
+    import attn_tune
+
+    q, k, v = make_inputs(s, seed)
+    ref, ref_name = reference(s, q, k, v)
+    tolerance = args.tolerance if args.tolerance is not None else TOLERANCE[s.dtype]
+    impls = {OURS: (lambda: attn_tune.forward(q, k, v, causal=s.causal, table=table), None)}
+    capi, choice = capi_impl(s, q, k, v, table)
+    impls[OURS_CAPI] = (capi, None)
+    for name, backend in sdpa_backends().items():
+        impls[name] = sdpa_impl(s, q, k, v, backend)
+    for name, func in flash_funcs.items():
+        impls[name] = (flash_attn_impl(func, q, k, v, s.causal), None)
+    results = {}
+    if not args.no_flex:
+        try:
+            impls["flex"] = (flex_impl(s, q, k, v), None)
+        except Exception as e:  # noqa: BLE001 (a peer that cannot be set up is said, not fatal)
+            results["flex"] = {"status": f"not run: {first_line(e)}"}
+    if args.with_triton:
+        import attention_triton
+        impls["triton"] = (lambda: attention_triton.attention(q, k, v, s.causal), None)
+    config = f"{choice['family']} {choice['config']}"
+    if choice["source"] != "tuned":
+        config += f" ({choice['source']})"
+    for name, (fn, ctx) in impls.items():
+        try:
+            results[name] = measure_one(fn, ctx, ref, tolerance, args.reps, args.sustained)
+        except Exception as e:  # noqa: BLE001 (a peer that does not take the shape: said, not fatal)
+            results[name] = {"status": f"{'FAILED' if name in NOT_PEERS else 'not run'}: {first_line(e)}"}
+        if name in NOT_PEERS:
+            results[name]["config"] = config
+        if name == "triton" and "ms" in results[name]:
+            import attention_triton
+            results[name]["config"] = attention_triton.chosen_config()
+        print(f"  {name:15s} {fmt(results[name].get('ms'))} ms  {results[name]['status']}", flush=True)
+    if choice["source"] != "tuned":
+        results[OURS]["status"] += f"; the table has no entry for this shape: the library ran its {choice['source']}"
+    del q, k, v, ref
+    torch.cuda.empty_cache()
+    return results, ref_name
+
+
+def environment(args, copy, matmul):
+    import torch
+
+    import attn_tune
+
+    versions = [f"torch {torch.__version__}", f"CUDA {torch.version.cuda}",
+                f"cuDNN {torch.backends.cudnn.version()}"]
+    try:
+        import triton
+        versions.append(f"Triton {triton.__version__}")
+    except ImportError:
+        pass
+    versions.append(f"libattn_tune {attn_tune.library_version()}")
+    if not args.table:
+        versions.append(subprocess.run([args.tool, "--version"], capture_output=True, text=True).stdout.strip())
+    return {"gpu": torch.cuda.get_device_name(), "date": datetime.datetime.now(datetime.timezone.utc)
+            .strftime("%Y-%m-%d %H:%M UTC"), "commit": git_commit(), "torch": torch.__version__,
+            "versions": ", ".join(versions), "copy_gbs": f"{copy:.0f}", "matmul_tflops": f"{matmul:.1f}",
+            "rule": "triton.testing.do_bench's rule written out (a first call; warm-up 25 ms; "
+                    + (f"{args.reps} reps" if args.reps else "reps for 200 ms, at least 20")
+                    + ", each after a 256 MiB zeroing (L2 cleared), CUDA events; the median)"
+                    + (f"; sustained: again after {args.sustained:g} s back to back" if args.sustained else ""),
+            "table": args.table or "a fresh attn-tune --no-db results CSV per shape"
+                     + (f" (tool options: {' '.join(args.tool_args)})" if args.tool_args else "")}
+
+
+# --- the command ----------------------------------------------------------------------------------
+def parse_args(argv):
+    ap = argparse.ArgumentParser(prog=PROG, description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--tool", default="build-gpu/attn-tune",
+                    help="the attn-tune binary that tunes each shape (default build-gpu/attn-tune, as "
+                         "scripts/device_build.sh builds it)")
+    ap.add_argument("--tool-args", default="",
+                    help="more attn-tune options for each tuning, after an '=': --tool-args='--min-time-ms 40'")
+    ap.add_argument("--table", default="", help="a table made before (results CSV, export JSON/CSV) instead of "
+                                                "tuning: every shape runs what it says (a shape it lacks is flagged)")
+    ap.add_argument("--sweep", default="",
+                    help="a sweep file (default sweeps/yardstick.csv when --shapes is not given)")
+    ap.add_argument("--rows", default="", help="with --sweep: these rows only (from 0, ranges, names): 0,3-5,d64-1k")
+    ap.add_argument("--shapes", default="", help="B,H[/KV],NQ,NKV,D[c][,fp16][,bshd] separated by ';'")
+    ap.add_argument("--out", default="", help="a new or empty folder for peers.csv and peers.md (required)")
+    ap.add_argument("--reps", type=int, default=0,
+                    help="timed calls per measurement (default 0: as many as fit in 200 ms, at least 20)")
+    ap.add_argument("--sustained", type=float, default=0.0, metavar="SECONDS",
+                    help="also time each one right after running it back to back this long (default 0: off)")
+    ap.add_argument("--tolerance", type=float, default=None,
+                    help="max abs error against SDPA above which a row says MISMATCH (default 1e-2 bf16, 2e-3 fp16)")
+    ap.add_argument("--no-flex", action="store_true",
+                    help="leave FlexAttention out (its compile takes seconds to a minute a shape)")
+    ap.add_argument("--with-triton", action="store_true",
+                    help="the autotuned Triton kernel too (bench/attention_triton.py; its autotune takes ~30 s a shape)")
+    ap.add_argument("--seed", type=int, default=0, help="the inputs' seed (default 0; each shape adds its index)")
+    args = ap.parse_args(argv)
+    if not args.out:
+        raise BadInput("--out DIR is required: a new or empty folder for peers.csv and peers.md")
+    if args.reps < 0:
+        raise BadInput(f"--reps {args.reps}: expected 0 (as many as fit in 200 ms) or a positive count")
+    if not (args.sustained >= 0 and math.isfinite(args.sustained)):
+        raise BadInput(f"--sustained {args.sustained}: expected seconds, 0 or more")
+    if args.tolerance is not None and not args.tolerance > 0:
+        raise BadInput(f"--tolerance {args.tolerance}: expected a positive number")
+    if args.shapes and (args.sweep or args.rows):
+        raise BadInput(f"--shapes '{args.shapes}' and --sweep/--rows exclude each other: give one")
+    if args.shapes:
+        args.shape_list = parse_shapes(args.shapes)
+    else:
+        sweep = args.sweep or os.path.join(ROOT, "sweeps", "yardstick.csv")
+        shapes = read_sweep(sweep)
+        args.shape_list = select_rows(shapes, args.rows, sweep) if args.rows else shapes
+    args.tool_args = args.tool_args.split()
+    if args.table:
+        if not os.path.isfile(args.table):
+            raise BadInput(f"--table '{args.table}': no such file")
+        args.table = os.path.abspath(args.table)
+    elif not (os.path.isfile(args.tool) and os.access(args.tool, os.X_OK)):
+        raise BadInput(f"--tool '{args.tool}': no such program (build it: bash scripts/device_build.sh build-gpu), "
+                       "or give --table")
+    return args
+
+
+def on_sigterm(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")  # `timeout` stops us: write what was measured
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        if argv[:1] == ["--summary"]:
+            if not argv[1:]:
+                raise BadInput("--summary DIR_OR_CSV...: name the runs' folders or their peers.csv")
+            print(summary(argv[1:]))
+            return 0
+        args = parse_args(argv)
+        out = new_output_dir(args.out)
+    except BadInput as e:
+        print(f"{PROG}: {e}", file=sys.stderr)
+        return 2
+    os.environ.setdefault("TRITON_CACHE_DIR", tempfile.mkdtemp(prefix="peers-triton-"))
+    os.environ.setdefault("TORCHINDUCTOR_CACHE_DIR", tempfile.mkdtemp(prefix="peers-inductor-"))
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # attention_triton
+    try:
+        import torch
+
+        import attn_tune  # noqa: F401
+    except ImportError as e:
+        print(f"{PROG}: {e}: run it where PyTorch is installed, with PYTHONPATH=python (bench/device/peers.sh "
+              "sets it)", file=sys.stderr)
+        return 2
+
+    if not torch.cuda.is_available():
+        print(f"{PROG}: no CUDA device here (torch {torch.__version__}); run it on the GPU machine", file=sys.stderr)
+        return 2
+    signal.signal(signal.SIGTERM, on_sigterm)
+    copy, matmul = ceilings(args.reps)
+    env = environment(args, copy, matmul)
+    print(f"{heading(env)}; {env['versions']}; copy {env['copy_gbs']} GB/s, bf16 matmul {env['matmul_tflops']} "
+          f"TFLOPS", flush=True)
+    flash_funcs = flash_attn_functions()
+    work = tempfile.mkdtemp(prefix="attn-tune-peers-")
+    sink = CsvOut(os.path.join(out, "peers.csv"), env)
+    rows, references, status = [], set(), 0
+    try:
+        for i, s in enumerate(args.shape_list):
+            print(f"{s.label()} {s.name}", flush=True)
+            context = {}
+            try:
+                if args.table:
+                    table = args.table
+                else:
+                    table = os.path.join(work, f"shape{i}.csv")
+                    config, context["tool_ms"], context["tune_s"] = tune(args.tool, args.tool_args, s, table,
+                                                                         os.path.join(work, f"shape{i}.log"))
+                    print(f"  tuned: {config} {context['tool_ms']:.4f} ms (the tool's own median) in "
+                          f"{context['tune_s']:.1f} s", flush=True)
+                results, context["reference"] = run_shape(s, args, table, flash_funcs, args.seed + i)
+                if not args.table and results[OURS]["config"] != config:  # the library read the CSV otherwise
+                    results[OURS]["status"] += (f"; the library ran {results[OURS]['config']}, the tool's rank 1 "
+                                                f"is {config}")
+                references.add(context["reference"])
+            except Exception as e:  # noqa: BLE001 (this shape failed: said in its row, the next ones still run)
+                traceback.print_exc()
+                results = {OURS: {"status": f"FAILED: {first_line(e)}"}}
+                torch.cuda.empty_cache()
+            new = shape_rows(s, results, copy, context)
+            sink.write(new)
+            rows += new
+            if any(r["status"].startswith(("MISMATCH", "FAILED")) for r in new if r["impl"] in NOT_PEERS):
+                status = 1
+    except KeyboardInterrupt as e:
+        print(f"{PROG}: stopped ({str(e) or 'interrupted'}) after {len(set(r['shape'] for r in rows))} shapes; "
+              "writing what was measured", file=sys.stderr)
+        status = 3
+    finally:
+        sink.close()
+        env["reference"] = ", ".join(sorted(references)) or "none"
+        text = markdown(rows, env)
+        with open(os.path.join(out, "peers.md"), "x") as f:
+            f.write(text)
+        print("\n" + text, flush=True)
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
