@@ -6,7 +6,11 @@
 q, k, v are [B, H, N, D] (k and v may have fewer heads: GQA), bf16 or fp16, on a CUDA device, in
 either memory layout (see attn_tune.tensors). The call is enqueued on the current CUDA stream and
 does not synchronize. With PyTorch importable, forward is the custom op torch.ops.attn_tune.forward,
-with a fake implementation, so torch.compile traces through it. Importing needs neither PyTorch,
+with a fake implementation, so torch.compile traces through it; an eager call that nothing traces
+runs the op's implementation without the op's dispatch (its host cost: docs/library-and-python.md).
+What a call works out from its tensors is kept per key (shapes, strides, dtypes, devices, causal,
+table, scale: attn_tune._call_cache), so a repeated call only allocates O and LSE and calls the C
+library; the call may be captured in a CUDA graph (torch.cuda.graph) after one warm-up call. Importing needs neither PyTorch,
 a GPU nor the library: the first call loads libattn_tune.so (see attn_tune._capi.candidates).
 """
 import ctypes
@@ -135,21 +139,13 @@ def lookup(table, device_name, cc, sm_count, batch, heads, q_len, head_dim, kv_h
         lib.attn_tune_table_destroy(handle)
 
 
-def _forward_torch_eager(q, k, v, causal, table, softmax_scale):
-    import torch
+_torch_call = None  # a _call_cache.CallCache, made with the op
 
-    if v.stride() != k.stride():  # the kernels read K and V with one set of strides
-        v = torch.empty_strided(k.shape, k.stride(), dtype=v.dtype, device=v.device).copy_(v)
-    qi, ki, vi = describe(q, "q"), describe(k, "k"), describe(v, "v")
-    if not (q.device == k.device == v.device):
-        raise ValueError(f"q, k and v are on {q.device}, {k.device}, {v.device}: they must share a device")
-    problem = make_problem(qi, ki, vi, causal, softmax_scale)
-    o = torch.empty_strided(q.shape, q.stride(), dtype=q.dtype, device=q.device)
-    lse = torch.empty((q.shape[0], q.shape[1], q.shape[2]), dtype=torch.float32, device=q.device)
-    stream = torch.cuda.current_stream(q.device).cuda_stream
-    context(qi.device, table).forward(qi.pointer, ki.pointer, vi.pointer, o.data_ptr(), lse.data_ptr(), problem,
-                                      stream)
-    return o, lse
+
+def _normalized(causal, table, softmax_scale):
+    """The arguments as the op takes them back: a bool, a path or None, a scale or None (0 and
+    None mean 1/sqrt(D); a negative or NaN one is kept, for make_problem to refuse)."""
+    return bool(causal), table or None, float(softmax_scale) if softmax_scale else None
 
 
 def _forward_cai(q, k, v, causal, table, softmax_scale, out, lse, stream, device):
@@ -170,26 +166,58 @@ def _forward_cai(q, k, v, causal, table, softmax_scale, out, lse, stream, device
 
 
 _torch_op = None
+_eager_ok = None  # (q, k, v) -> whether a call may skip the op's dispatch (see _register_torch_op)
+
+
+def _fast_path_check(torch):
+    """The test of whether a call of forward may run the op's implementation directly: nothing
+    traces or transforms it (torch.compile, a dispatch or function mode such as make_fx's or
+    FakeTensorMode's, functorch, tensor subclasses), no gradient is asked for and the profiler is
+    off (so the op shows in its trace). None when this PyTorch lacks one of the tests: every
+    call goes through the op then."""
+    tensor = torch.Tensor
+    is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None)
+    dispatch_modes = getattr(torch._C, "_len_torch_dispatch_stack", None)
+    function_modes = getattr(torch._C, "_is_torch_function_mode_enabled", None)
+    wrapped = getattr(getattr(torch._C, "_functorch", None), "is_functorch_wrapped_tensor", None)
+    if None in (is_compiling, dispatch_modes, function_modes, wrapped):
+        return None
+    profiling = getattr(getattr(torch._C, "_autograd", None), "_profiler_enabled", None) or (lambda: False)
+    grad_enabled = torch.is_grad_enabled
+
+    def eager_ok(q, k, v):
+        # is_compiling first: under torch.compile it is a constant, and nothing after it is traced.
+        return (not is_compiling() and type(q) is tensor and type(k) is tensor and type(v) is tensor
+                and not dispatch_modes() and not function_modes() and not profiling()
+                and not (grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad))
+                and not (wrapped(q) or wrapped(k) or wrapped(v)))
+
+    return eager_ok
 
 
 def _register_torch_op():
     """torch.ops.attn_tune.forward: a custom op with a fake implementation (torch >= 2.4)."""
-    global _torch_op
+    global _torch_op, _torch_call, _eager_ok
     import torch
 
+    from ._call_cache import CallCache, TorchOps
+
+    if _torch_call is None:
+        _torch_call = CallCache(TorchOps(torch), context)
     if not hasattr(torch, "library") or not hasattr(torch.library, "custom_op"):
         return None
 
     @torch.library.custom_op("attn_tune::forward", mutates_args=())
     def _op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, table: str,
             softmax_scale: float) -> tuple[torch.Tensor, torch.Tensor]:
-        return _forward_torch_eager(q, k, v, causal, table or None, softmax_scale if softmax_scale > 0 else None)
+        return _torch_call(q, k, v, causal, table or None, softmax_scale if softmax_scale != 0.0 else None)
 
     @_op.register_fake
     def _(q, k, v, causal, table, softmax_scale):
         o = torch.empty_strided(q.shape, q.stride(), dtype=q.dtype, device=q.device)
         return o, q.new_empty((q.shape[0], q.shape[1], q.shape[2]), dtype=torch.float32)
 
+    _eager_ok = _fast_path_check(torch)
     _torch_op = _op
     return _op
 
@@ -208,9 +236,10 @@ def forward_with_lse(q, k, v, causal=False, table=None, softmax_scale=None, out=
             raise ValueError("out= and lse= are for __cuda_array_interface__ arrays; with PyTorch tensors "
                              "forward_with_lse returns new ones (copy them where you need them)")
         op = _torch_op or _register_torch_op()
-        if op is not None:
-            return op(q, k, v, bool(causal), table or "", float(softmax_scale or 0.0))
-        return _forward_torch_eager(q, k, v, causal, table, softmax_scale)
+        causal, table, softmax_scale = _normalized(causal, table, softmax_scale)
+        if op is None or (_eager_ok is not None and _eager_ok(q, k, v)):
+            return _torch_call(q, k, v, causal, table, softmax_scale)  # what the op would run, without its dispatch
+        return op(q, k, v, causal, table or "", softmax_scale or 0.0)
     return _forward_cai(q, k, v, causal, table, softmax_scale, out, lse, stream, device)
 
 

@@ -8,6 +8,8 @@
 #include <fmt/format.h>
 
 #include "library/errors.hpp"
+#include "library/graph_capture.hpp"
+#include "library/plan_key.hpp"
 #include "codegen/open_gpu.hpp"
 
 namespace attn {
@@ -15,14 +17,6 @@ namespace attn {
 namespace {
 
 constexpr size_t max_cached_plans = 4096;  // a plan holds pointers: a new buffer is a new plan
-
-// The plan cache's key: the shape and the parameter bytes (pointers, strides, scale); the
-// kernel follows from the shape (the table and the device are the context's).
-std::string plan_key(const problem& s, const attn_k::fwd_params& p) {
-  std::string key = problem_key(s) + '|';
-  key.append(reinterpret_cast<const char*>(&p), sizeof p);
-  return key;
-}
 
 }  // namespace
 
@@ -102,30 +96,47 @@ engine::kernel_slot& engine::kernel_for(const tuned_choice& c, const kernel_fami
   return *slot;
 }
 
+engine::cached_plan engine::make_plan(const problem& s, const attn_k::fwd_params& params, stream_t stream,
+                                      bool capturing) {
+  const tuned_choice c = choose(s);
+  const kernel_family& f = find_family(c.family);
+  kernel_slot& slot = kernel_for(c, f, s);
+  attn_k::fwd_params with_workspace = params;
+  std::shared_ptr<device_buffer> workspace;
+  if (const int64_t floats = split_workspace_floats(s, c.config.splits); floats > 0) {
+    workspace = capturing ? std::make_shared<device_buffer>(m_rt, floats * 4) : stream_workspace(stream, floats);
+    with_workspace.o_partial = workspace->as<float>();
+    with_workspace.workspace_floats = floats;
+  }
+  return {plan_launch(*slot.variant, slot.rec, s, with_workspace, m_gpu), {c, slot.from_bundle}, workspace};
+}
+
+std::shared_ptr<device_buffer> engine::stream_workspace(stream_t stream, int64_t floats) {
+  std::lock_guard lock(m_mutex);
+  auto& w = m_workspaces[{stream, floats}];
+  if (!w) w = std::make_shared<device_buffer>(m_rt, floats * 4);
+  return w;
+}
+
 forward_choice engine::forward(const problem& s, const attn_k::fwd_params& params, stream_t stream) {
   device_guard guard(m_gpu.ordinal);
-  const std::string key = plan_key(s, params);
+  const bool capturing = stream_capturing(stream);
+  const std::string key = plan_key(s, params, stream, capturing);
   cached_plan cached;
   bool found = false;
   {
     std::lock_guard lock(m_mutex);
-    if (auto it = m_plans.find(key); it != m_plans.end()) cached = it->second, found = true;
+    const auto& plans = capturing ? m_captured_plans : m_plans;
+    if (auto it = plans.find(key); it != plans.end()) cached = it->second, found = true;
   }
-  if (!found) {  // the first call of this (shape, tensors): choose, compile or load, plan
-    const tuned_choice c = choose(s);
-    const kernel_family& f = find_family(c.family);
-    kernel_slot& slot = kernel_for(c, f, s);
-    attn_k::fwd_params with_workspace = params;
-    std::shared_ptr<device_buffer> workspace;
-    if (const int64_t floats = split_workspace_floats(s, c.config.splits); floats > 0) {
-      workspace = std::make_shared<device_buffer>(m_rt, floats * 4);
-      with_workspace.o_partial = workspace->as<float>();
-      with_workspace.workspace_floats = floats;
-    }
-    cached = {plan_launch(*slot.variant, slot.rec, s, with_workspace, m_gpu), {c, slot.from_bundle}, workspace};
+  if (!found) {  // the first call of this plan: choose, compile or load, plan
+    std::optional<relaxed_capture_mode> relaxed;  // a cudaMalloc or module load is no capture's
+    if (capturing) relaxed.emplace();
+    cached = make_plan(s, params, stream, capturing);
     std::lock_guard lock(m_mutex);
-    if (m_plans.size() >= max_cached_plans) m_plans.clear();
-    m_plans.emplace(key, cached);
+    auto& plans = capturing ? m_captured_plans : m_plans;
+    if (!capturing && plans.size() >= max_cached_plans) plans.clear();  // frees no workspace: m_workspaces has them
+    plans.emplace(key, cached);
   }
   launch(m_rt, cached.plan, stream);
   return cached.choice;

@@ -1,7 +1,9 @@
 #pragma once
 // What a libattn_tune context is: one device, a compile cache, a tuned table (and a bundle's
 // cubins), the kernels loaded so far and the launch plans made so far. forward() may be called
-// from several threads at once; it never synchronizes.
+// from several threads at once; it never synchronizes. After the first call of a plan (a
+// problem, its tensors, its stream) a call allocates nothing, frees nothing and reads nothing
+// from the device: it looks the plan up and launches, so it may be captured in a CUDA graph.
 #include <map>
 #include <memory>
 #include <mutex>
@@ -39,8 +41,9 @@ class engine {
 
   /// The config for s (pure: no compile). Throws unsupported_problem.
   tuned_choice choose(const problem& s) const;
-  /// Compiles or loads the kernel once, makes the plan once per (kernel, shape, params), and
-  /// launches it on `stream`. Throws invalid_input, unsupported_problem, compile_failure, device_error.
+  /// Compiles or loads the kernel once, makes the plan once per (shape, params, stream, whether
+  /// `stream` is capturing: plan_key.hpp), and launches it on `stream`. Throws invalid_input,
+  /// unsupported_problem, compile_failure, device_error.
   forward_choice forward(const problem& s, const attn_k::fwd_params& params, stream_t stream);
   void synchronize(stream_t stream) const;
   const gpu_info& gpu() const { return m_gpu; }
@@ -55,19 +58,28 @@ class engine {
   struct cached_plan {
     launch_plan plan;
     forward_choice choice;
-    /// Split-KV's partial outputs, made with the plan and kept alive by every copy of it.
+    /// Split-KV's partial outputs: the stream's (eager) or the plan's own (captured).
     std::shared_ptr<device_buffer> workspace;
   };
   kernel_slot& kernel_for(const tuned_choice& c, const kernel_family& f, const problem& s);
+  cached_plan make_plan(const problem& s, const attn_k::fwd_params& params, stream_t stream, bool capturing);
+  /// The split-KV workspace of eager calls on `stream` of `floats` floats: calls on one stream run
+  /// one after another, so they share it, whatever their tensors.
+  std::shared_ptr<device_buffer> stream_workspace(stream_t stream, int64_t floats);
 
   const device_runtime& m_rt;
   gpu_info m_gpu;
   compile_cache m_cache;
   std::unique_ptr<tuned_source> m_table;
   std::optional<attn::bundle> m_bundle;
-  std::mutex m_mutex;  ///< guards m_kernels and m_plans (a slot's own mutex guards its loading)
+  std::mutex m_mutex;  ///< guards the maps below (a slot's own mutex guards its loading)
   std::map<std::string, std::unique_ptr<kernel_slot>> m_kernels;
-  std::map<std::string, cached_plan> m_plans;
+  std::map<std::string, cached_plan> m_plans;  ///< eager calls' plans: dropped all at once when full
+  /// Plans made during a capture: a graph launches them for as long as it lives, so they and
+  /// their workspaces are kept for the context's life (nothing is freed while a graph may use it).
+  std::map<std::string, cached_plan> m_captured_plans;
+  /// stream_workspace's, kept for the context's life (freeing one would synchronize).
+  std::map<std::pair<stream_t, int64_t>, std::shared_ptr<device_buffer>> m_workspaces;
 };
 
 /// RAII: makes `device` current for the calling thread and restores the previous one.

@@ -21,6 +21,7 @@
 #include "report/json_report.hpp"
 #include "sweep/sweep_file.hpp"
 #include "temp_dir.hpp"
+#include "varied_problem.hpp"
 
 namespace attn {
 namespace {
@@ -29,28 +30,6 @@ problem base_problem() {
   problem p;
   p.batch = 2, p.heads = 8, p.kv_heads = 4, p.q_len = 96, p.kv_len = 160, p.head_dim = 64;
   return p;
-}
-
-// `base` with field f changed to another valid value: integers doubled (0 becomes 16), flags
-// flipped, text fields to the first of a few known words the field takes and that differs.
-problem varied(const problem_field& f, problem base) {
-  const std::string now = f.get(base);
-  switch (f.type) {
-    case field_type::integer: f.set(base, now == "0" ? "16" : std::to_string(2 * std::stoll(now))); break;
-    case field_type::flag: f.set(base, now == "1" ? "0" : "1"); break;
-    case field_type::text:
-      for (const char* word : {"fp16", "bf16", "bshd", "bhsd", "uniform:1:100"}) {
-        try {
-          f.set(base, word);
-        } catch (const invalid_input&) {
-          continue;
-        }
-        if (f.get(base) != now) break;
-      }
-      break;
-  }
-  validate(base);
-  return base;
 }
 
 record record_of(const problem& p) {

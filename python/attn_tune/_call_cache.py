@@ -1,0 +1,98 @@
+"""What a PyTorch call of attn_tune.forward works out once per key, so that a repeated call only
+allocates O and LSE, reads the current stream and calls the C library.
+
+A new key takes every check of the first call (each tensor described and checked, the devices
+compared, the C API's problem made and checked by make_problem, the context looked up) and the C
+call's own checks and warnings; its entry is kept only after that call succeeded. The key holds
+everything the entry depends on: each tensor's shape, strides, dtype and device, causal, the
+table and the scale, so a changed stride or dtype is a new key. Pointers are not in it: the
+problem holds none; the C library checks them (null, alignment) on every call and keys its own
+launch plans by them (src/library/plan_key.hpp).
+
+The torch calls come through `ops` (TorchOps), so the tests can run this without PyTorch or a GPU.
+"""
+import ctypes
+
+from . import _capi
+from .tensors import TensorInfo, describe, make_problem
+
+MAX_ENTRIES = 4096  # then the cache starts again empty (a key is a few hundred bytes)
+
+
+def call_key(q, k, v, causal, table, softmax_scale):
+    """Everything a prepared call depends on, for tensors q, k, v."""
+    return (q.shape, q.stride(), q.dtype, q.device, k.shape, k.stride(), k.dtype, k.device,
+            v.shape, v.stride(), v.dtype, v.device, causal, table, softmax_scale)
+
+
+class TorchOps:
+    """The few torch calls a call makes: allocations and the current stream."""
+
+    def __init__(self, torch):
+        self.empty_strided, self.empty, self.float32 = torch.empty_strided, torch.empty, torch.float32
+        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # a C call, no Stream object
+        self.raw_stream = raw if raw is not None else (lambda index: torch.cuda.current_stream(index).cuda_stream)
+
+
+class PreparedCall:
+    """One key's problem (and the pointer ctypes passes for it), context, and outputs' layout."""
+    __slots__ = ("problem", "problem_ref", "forward", "handle", "context", "out_shape", "out_stride", "dtype",
+                 "device", "device_index", "lse_shape", "copy_v")
+
+
+def prepare(q, k, v, causal, table, softmax_scale, context_of):
+    """A new key's checks; TypeError/ValueError naming what is wrong, as the first call raised."""
+    qi, ki, vi = describe(q, "q"), describe(k, "k"), describe(v, "v")
+    if not (q.device == k.device == v.device):
+        raise ValueError(f"q, k and v are on {q.device}, {k.device}, {v.device}: they must share a device")
+    copy_v = vi.strides != ki.strides  # the kernels read K and V with one set of strides: V is copied
+    if copy_v:
+        vi = TensorInfo(vi.pointer, vi.shape, ki.strides, vi.dtype, vi.device)
+    p = PreparedCall()
+    p.problem = make_problem(qi, ki, vi, causal, softmax_scale)
+    p.problem_ref = ctypes.byref(p.problem)
+    p.context = context_of(qi.device, table)
+    p.forward, p.handle = p.context._lib.attn_tune_forward, p.context._handle
+    p.out_shape, p.out_stride, p.dtype, p.device, p.device_index = q.shape, q.stride(), q.dtype, q.device, qi.device
+    p.lse_shape = (qi.shape[0], qi.shape[1], qi.shape[2])
+    p.copy_v = copy_v
+    return p
+
+
+class CallCache:
+    """forward(q, k, v, causal, table, softmax_scale) -> (o, lse) for PyTorch tensors."""
+
+    def __init__(self, ops, context_of, check=_capi.check):
+        self._ops, self._context_of, self._check, self._entries = ops, context_of, check, {}
+
+    def __len__(self):
+        return len(self._entries)
+
+    def clear(self):
+        self._entries.clear()
+
+    def __call__(self, q, k, v, causal, table, softmax_scale):
+        key = call_key(q, k, v, causal, table, softmax_scale)
+        entry = self._entries.get(key)
+        if entry is None:
+            entry = prepare(q, k, v, causal, table, softmax_scale, self._context_of)
+            o, lse = self._run(entry, q, k, v, first=True)
+            if len(self._entries) >= MAX_ENTRIES:
+                self._entries.clear()
+            self._entries[key] = entry
+            return o, lse
+        return self._run(entry, q, k, v, first=False)
+
+    def _run(self, e, q, k, v, first):
+        ops = self._ops
+        if e.copy_v:
+            v = ops.empty_strided(k.shape, k.stride(), dtype=v.dtype, device=v.device).copy_(v)
+        o = ops.empty_strided(e.out_shape, e.out_stride, dtype=e.dtype, device=e.device)
+        lse = ops.empty(e.lse_shape, dtype=ops.float32, device=e.device)
+        status = e.forward(e.handle, q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), lse.data_ptr(),
+                           e.problem_ref, ops.raw_stream(e.device_index), None)
+        # The first call of a key turns the library's warnings into Python's (check); a repeated
+        # one runs no compile or table read that could warn, so only a failure is looked at.
+        if first or status != _capi.OK:
+            self._check(status)
+        return o, lse

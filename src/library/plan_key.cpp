@@ -1,0 +1,39 @@
+#include "library/plan_key.hpp"
+
+#include <string>
+#include <type_traits>
+
+namespace attn {
+
+namespace {
+
+template <class T>
+void append(std::string& key, const T& value) {
+  static_assert(std::is_trivially_copyable_v<T>);
+  key.append(reinterpret_cast<const char*>(&value), sizeof value);
+}
+
+}  // namespace
+
+std::string plan_key(const problem& s, const attn_k::fwd_params& params, const void* stream, bool capturing) {
+  // A new field of attn::problem changes its size: it must be appended below too (a field left
+  // out would let two problems that differ in it share a plan).
+  static_assert(sizeof(problem) == 72 + sizeof(std::string), "attn::problem has a new field: append it to plan_key");
+  // fwd_params has no padding (its bytes are the key); a new field must keep it so.
+  static_assert(sizeof(attn_k::fwd_params) == 168, "attn_k::fwd_params changed: check that plan_key still sees "
+                                                   "every byte of it (no padding)");
+  std::string key;
+  key.reserve(8 * sizeof(int64_t) + s.kv_lens.size() + 4 + sizeof params + sizeof stream + 1);
+  for (int64_t v : {s.batch, s.heads, s.kv_heads, s.q_len, s.kv_len, s.head_dim, s.page_size}) append(key, v);
+  key += static_cast<char>(s.causal);
+  key += static_cast<char>(s.dtype);
+  key += static_cast<char>(s.layout);
+  append(key, static_cast<int64_t>(s.kv_lens.size()));
+  key += s.kv_lens;
+  append(key, params);
+  append(key, stream);
+  key += static_cast<char>(capturing);
+  return key;
+}
+
+}  // namespace attn

@@ -1,0 +1,32 @@
+#pragma once
+// A problem with one field changed, for tests that check a serializer or a key sees every field
+// of attn::problem (problem_fields(): a field added there is varied here too).
+#include <string>
+
+#include "core/problem.hpp"
+
+namespace attn {
+
+// `base` with field f changed to another valid value: integers doubled (0 becomes 16), flags
+// flipped, text fields to the first of a few known words the field takes and that differs.
+inline problem varied(const problem_field& f, problem base) {
+  const std::string now = f.get(base);
+  switch (f.type) {
+    case field_type::integer: f.set(base, now == "0" ? "16" : std::to_string(2 * std::stoll(now))); break;
+    case field_type::flag: f.set(base, now == "1" ? "0" : "1"); break;
+    case field_type::text:
+      for (const char* word : {"fp16", "bf16", "bshd", "bhsd", "uniform:1:100"}) {
+        try {
+          f.set(base, word);
+        } catch (const invalid_input&) {
+          continue;
+        }
+        if (f.get(base) != now) break;
+      }
+      break;
+  }
+  validate(base);
+  return base;
+}
+
+}  // namespace attn
