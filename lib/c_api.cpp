@@ -1,6 +1,8 @@
 // The C API of libattn_tune (include/attn_tune/attn_tune.h) over the engine (src/library/):
 // arguments are checked here, exceptions become status codes and this thread's last message.
 #include <algorithm>
+#include <cstddef>
+#include <type_traits>
 #include <cstring>
 #include <iterator>
 #include <memory>
@@ -68,12 +70,28 @@ void require(const void* p, const char* name) {
   if (p == nullptr) throw attn::invalid_input(fmt::format("{} is NULL", name));
 }
 
+// The smallest struct_size a struct may have: its size in the oldest version still read.
+template <class S>
+constexpr size_t oldest_size() {
+  if constexpr (std::is_same_v<S, attn_tune_problem>) return offsetof(attn_tune_problem, cache_seqlens);  // version 2
+  return sizeof(S);
+}
+
 template <class S>
 void require_struct(const S* p, const char* name) {
   require(p, name);
-  if (p->struct_size < sizeof(S))
+  if (p->struct_size < oldest_size<S>())
     throw attn::invalid_input(fmt::format("{}->struct_size {} is less than sizeof = {} (set it to sizeof)", name,
                                           p->struct_size, sizeof(S)));
+}
+
+// The problem as this version reads it: the fields a caller of an older version did not have are
+// NULL and 0.
+attn_tune_problem current(const attn_tune_problem& p) {
+  attn_tune_problem out{};
+  std::memcpy(&out, &p, std::min<size_t>(p.struct_size, sizeof out));
+  out.struct_size = sizeof out;
+  return out;
 }
 
 attn::problem to_shape(const attn_tune_problem& p) {
@@ -92,6 +110,11 @@ attn::problem to_shape(const attn_tune_problem& p) {
   s.layout = p.layout == ATTN_TUNE_BHSD ? attn::layout::bhsd : attn::layout::bshd;
   if (p.causal != 0 && p.causal != 1) throw attn::invalid_input(fmt::format("causal {} is not 0 or 1", p.causal));
   s.causal = p.causal == 1;
+  if ((p.block_table != nullptr) != (p.page_size != 0))
+    throw attn::invalid_input(fmt::format("block_table {} with page_size {}: a paged cache needs both, a contiguous one "
+                                          "neither", static_cast<const void*>(p.block_table), p.page_size));
+  s.page_size = p.page_size;
+  if (p.cache_seqlens != nullptr) s.kv_lens = "given";
   attn::validate(s);
   return s;
 }
@@ -122,14 +145,20 @@ void check_no_overlap(const char* name, const attn::tensor_strides& t, int64_t b
 
 attn_k::fwd_params to_params(const attn::problem& s, const void* q, const void* k, const void* v, const void* o,
                              const float* lse, const attn_tune_problem& p) {
-  const attn::forward_tensors t{q, k, v, const_cast<void*>(o), const_cast<float*>(lse)};
+  attn::forward_tensors t{q, k, v, const_cast<void*>(o), const_cast<float*>(lse)};
+  t.seqlens_k = p.cache_seqlens;
+  t.block_table = p.block_table;
+  t.num_pages = p.num_pages;
   attn::tensor_strides qs{p.q_strides[0], p.q_strides[1], p.q_strides[2]};
   attn::tensor_strides kvs{p.kv_strides[0], p.kv_strides[1], p.kv_strides[2]};
   attn_k::fwd_params params = attn::make_fwd_params(s, t, qs, kvs, p.softmax_scale);  // each stride checked
   if (qs.unset()) qs = attn::contiguous_strides(s, false);
   if (kvs.unset()) kvs = attn::contiguous_strides(s, true);
   check_no_overlap("q", qs, s.batch, s.heads, s.q_len, s.head_dim);
-  check_no_overlap("kv", kvs, s.batch, s.kv_heads, s.kv_len, s.head_dim);
+  if (s.page_size > 0)
+    check_no_overlap("kv", kvs, p.num_pages, s.kv_heads, s.page_size, s.head_dim);
+  else
+    check_no_overlap("kv", kvs, s.batch, s.kv_heads, s.kv_len, s.head_dim);
   return params;
 }
 
@@ -199,7 +228,8 @@ attn_tune_status attn_tune_check(const void* q, const void* k, const void* v, co
                                  const attn_tune_problem* problem) {
   return guarded([&] {
     require_struct(problem, "problem");
-    to_params(to_shape(*problem), q, k, v, o, lse, *problem);
+    const attn_tune_problem p = current(*problem);
+    to_params(to_shape(p), q, k, v, o, lse, p);
   });
 }
 
@@ -210,8 +240,9 @@ attn_tune_status attn_tune_forward(attn_tune_context* ctx, const void* q, const 
     require(ctx, "ctx");
     require_struct(problem, "problem");
     if (choice) require_struct(choice, "choice");
-    const attn::problem s = to_shape(*problem);
-    const attn_k::fwd_params params = to_params(s, q, k, v, o, lse, *problem);
+    const attn_tune_problem p = current(*problem);
+    const attn::problem s = to_shape(p);
+    const attn_k::fwd_params params = to_params(s, q, k, v, o, lse, p);
     const attn::forward_choice c = ctx->engine->forward(s, params, stream);
     fill_choice(choice, c.choice, c.from_bundle);
   });
@@ -222,7 +253,7 @@ attn_tune_status attn_tune_choose(attn_tune_context* ctx, const attn_tune_proble
     require(ctx, "ctx");
     require_struct(problem, "problem");
     require(choice, "choice");
-    fill_choice(choice, ctx->engine->choose(to_shape(*problem)), false);
+    fill_choice(choice, ctx->engine->choose(to_shape(current(*problem))), false);
   });
 }
 
@@ -267,7 +298,7 @@ attn_tune_status attn_tune_table_lookup(const attn_tune_table* table, const char
     d.sm_count = sm_count;
     table->table->check_device(d);
     const std::string arch = fmt::format("sm_{}{}{}", cc_major, cc_minor, cc_major == 9 && cc_minor == 0 ? "a" : "");
-    fill_choice(choice, attn::choose_config(*table->table, d, attn::limits_for_arch(arch), to_shape(*problem)), false);
+    fill_choice(choice, attn::choose_config(*table->table, d, attn::limits_for_arch(arch), to_shape(current(*problem))), false);
   });
 }
 

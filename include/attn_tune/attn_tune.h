@@ -26,7 +26,8 @@ extern "C" {
 #define ATTN_TUNE_API
 #endif
 
-#define ATTN_TUNE_API_VERSION 2 /* bumped when a struct gains a field or a call is added (2: last_warning) */
+#define ATTN_TUNE_API_VERSION 3 /* bumped when a struct gains a field or a call is added (2: last_warning;
+                                  3: the problem's KV-cache fields) */
 
 typedef enum attn_tune_status {
   ATTN_TUNE_OK = 0,
@@ -67,6 +68,18 @@ typedef struct attn_tune_problem {
   /* Q's (and O's) and K's (and V's) batch, head and row strides; all three 0: contiguous in layout. */
   int64_t q_strides[3];
   int64_t kv_strides[3];
+  /* Since ATTN_TUNE_API_VERSION 3 (a struct_size of version 2 leaves them NULL and 0), with the names
+   * of FlashAttention's flash_attn_with_kvcache. The fa2 family reads them.
+   * cache_seqlens: NULL, or int32 [B] on the device: each sequence's K/V length, at most kv_len (then
+   * the cache's capacity); 0 gives O = 0 and LSE = -inf; causal is bottom-right per sequence.
+   * block_table: NULL, or a paged cache: int32 [B, ceil(kv_len / page_size)] on the device, contiguous,
+   * row b naming sequence b's pages in order; K and V are then [num_pages, page_size, kv_heads, D]
+   * and kv_strides are their page, head and row strides (all 0: contiguous). page_size: a power of
+   * two in [1, 1024]. */
+  const int32_t* cache_seqlens;
+  const int32_t* block_table;
+  int64_t page_size;
+  int64_t num_pages;
 } attn_tune_problem;
 
 /* What attn_tune_forward launched. */

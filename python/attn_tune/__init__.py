@@ -15,6 +15,7 @@ a GPU nor the library: the first call loads libattn_tune.so (see attn_tune._capi
 """
 import ctypes
 import sys
+import typing
 import threading
 
 from . import _capi
@@ -209,11 +210,13 @@ def _register_torch_op():
 
     @torch.library.custom_op("attn_tune::forward", mutates_args=())
     def _op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, table: str,
-            softmax_scale: float) -> tuple[torch.Tensor, torch.Tensor]:
-        return _torch_call(q, k, v, causal, table or None, softmax_scale if softmax_scale != 0.0 else None)
+            softmax_scale: float, cache_seqlens: typing.Optional[torch.Tensor] = None,
+            block_table: typing.Optional[torch.Tensor] = None) -> tuple[torch.Tensor, torch.Tensor]:
+        return _torch_call(q, k, v, causal, table or None, softmax_scale if softmax_scale != 0.0 else None,
+                           cache_seqlens, block_table)
 
     @_op.register_fake
-    def _(q, k, v, causal, table, softmax_scale):
+    def _(q, k, v, causal, table, softmax_scale, cache_seqlens=None, block_table=None):
         o = torch.empty_strided(q.shape, q.stride(), dtype=q.dtype, device=q.device)
         return o, q.new_empty((q.shape[0], q.shape[1], q.shape[2]), dtype=torch.float32)
 
@@ -227,10 +230,18 @@ def _is_torch(t):
 
 
 def forward_with_lse(q, k, v, causal=False, table=None, softmax_scale=None, out=None, lse=None, stream=None,
-                     device=0):
+                     device=0, cache_seqlens=None, block_table=None):
     """(O, LSE): LSE is float32 [B, H, N_q], natural log. For __cuda_array_interface__ objects other
     than CuPy's, pass `out` (like q), `lse`, `stream` (a cudaStream_t as int) and `device`; with
-    PyTorch tensors out= and lse= are refused (ValueError): new tensors are returned."""
+    PyTorch tensors out= and lse= are refused (ValueError): new tensors are returned.
+
+    A KV cache, with the names of FlashAttention's flash_attn_with_kvcache (PyTorch tensors only):
+    cache_seqlens, int32 [B] on the GPU, gives each sequence's length in the cache (k and v hold
+    N_kv rows, the capacity; a length of 0 gives O = 0 and LSE = -inf; causal is bottom-right per
+    sequence). block_table, int32 [B, pages per sequence] on the GPU, makes k and v a paged cache:
+    k_cache and v_cache are [num_pages, page_size, kv_heads, D] and row b of the table names
+    sequence b's pages in order (page_size a power of two up to 1024; N_kv = pages per sequence x
+    page_size). q stays [B, H, N_q, D] in index order, as everywhere in this package."""
     if _is_torch(q):
         if out is not None or lse is not None:  # refused, never ignored: the op allocates both
             raise ValueError("out= and lse= are for __cuda_array_interface__ arrays; with PyTorch tensors "
@@ -238,13 +249,17 @@ def forward_with_lse(q, k, v, causal=False, table=None, softmax_scale=None, out=
         op = _torch_op or _register_torch_op()
         causal, table, softmax_scale = _normalized(causal, table, softmax_scale)
         if op is None or (_eager_ok is not None and _eager_ok(q, k, v)):
-            return _torch_call(q, k, v, causal, table, softmax_scale)  # what the op would run, without its dispatch
-        return op(q, k, v, causal, table or "", softmax_scale or 0.0)
+            # what the op would run, without its dispatch
+            return _torch_call(q, k, v, causal, table, softmax_scale, cache_seqlens, block_table)
+        return op(q, k, v, causal, table or "", softmax_scale or 0.0, cache_seqlens, block_table)
+    if cache_seqlens is not None or block_table is not None:
+        raise ValueError("cache_seqlens= and block_table= take PyTorch tensors (int32 on the GPU)")
     return _forward_cai(q, k, v, causal, table, softmax_scale, out, lse, stream, device)
 
 
 def forward(q, k, v, causal=False, table=None, softmax_scale=None, **kwargs):
-    """O = softmax(Q K^T * scale [+ bottom-right causal mask]) V with the tuned kernel."""
+    """O = softmax(Q K^T * scale [+ bottom-right causal mask]) V with the tuned kernel; a KV cache
+    through cache_seqlens= and block_table= (see forward_with_lse)."""
     return forward_with_lse(q, k, v, causal, table, softmax_scale, **kwargs)[0]
 
 

@@ -14,15 +14,20 @@ The torch calls come through `ops` (TorchOps), so the tests can run this without
 import ctypes
 
 from . import _capi
-from .tensors import TensorInfo, describe, make_problem
+from .tensors import cache_info, TensorInfo, describe, make_problem
 
 MAX_ENTRIES = 4096  # then the cache starts again empty (a key is a few hundred bytes)
 
 
-def call_key(q, k, v, causal, table, softmax_scale):
-    """Everything a prepared call depends on, for tensors q, k, v."""
-    return (q.shape, q.stride(), q.dtype, q.device, k.shape, k.stride(), k.dtype, k.device,
-            v.shape, v.stride(), v.dtype, v.device, causal, table, softmax_scale)
+def call_key(q, k, v, causal, table, softmax_scale, cache_seqlens=None, block_table=None):
+    """Everything a prepared call depends on, for tensors q, k, v (and a KV cache's index tensors)."""
+    key = (q.shape, q.stride(), q.dtype, q.device, k.shape, k.stride(), k.dtype, k.device,
+           v.shape, v.stride(), v.dtype, v.device, causal, table, softmax_scale)
+    if cache_seqlens is None and block_table is None:
+        return key
+    for t in (cache_seqlens, block_table):
+        key += (None,) if t is None else (t.shape, t.stride(), t.dtype, t.device)
+    return key
 
 
 class TorchOps:
@@ -37,25 +42,30 @@ class TorchOps:
 class PreparedCall:
     """One key's problem (and the pointer ctypes passes for it), context, and outputs' layout."""
     __slots__ = ("problem", "problem_ref", "forward", "handle", "context", "out_shape", "out_stride", "dtype",
-                 "device", "device_index", "lse_shape", "copy_v")
+                 "device", "device_index", "lse_shape", "copy_v", "kv_cache")
 
 
-def prepare(q, k, v, causal, table, softmax_scale, context_of):
+def prepare(q, k, v, causal, table, softmax_scale, context_of, cache_seqlens=None, block_table=None):
     """A new key's checks; TypeError/ValueError naming what is wrong, as the first call raised."""
     qi, ki, vi = describe(q, "q"), describe(k, "k"), describe(v, "v")
+    si, ti = cache_info(cache_seqlens, "cache_seqlens"), cache_info(block_table, "block_table")
+    for info, name in ((si, "cache_seqlens"), (ti, "block_table")):
+        if info is not None and info.device != qi.device:
+            raise ValueError(f"{name} is on device {info.device}, q on {qi.device}: they must share a device")
     if not (q.device == k.device == v.device):
         raise ValueError(f"q, k and v are on {q.device}, {k.device}, {v.device}: they must share a device")
     copy_v = vi.strides != ki.strides  # the kernels read K and V with one set of strides: V is copied
     if copy_v:
         vi = TensorInfo(vi.pointer, vi.shape, ki.strides, vi.dtype, vi.device)
     p = PreparedCall()
-    p.problem = make_problem(qi, ki, vi, causal, softmax_scale)
+    p.problem = make_problem(qi, ki, vi, causal, softmax_scale, si, ti)
     p.problem_ref = ctypes.byref(p.problem)
     p.context = context_of(qi.device, table)
     p.forward, p.handle = p.context._lib.attn_tune_forward, p.context._handle
     p.out_shape, p.out_stride, p.dtype, p.device, p.device_index = q.shape, q.stride(), q.dtype, q.device, qi.device
     p.lse_shape = (qi.shape[0], qi.shape[1], qi.shape[2])
     p.copy_v = copy_v
+    p.kv_cache = si is not None or ti is not None  # their pointers go into the problem on every call
     return p
 
 
@@ -71,20 +81,23 @@ class CallCache:
     def clear(self):
         self._entries.clear()
 
-    def __call__(self, q, k, v, causal, table, softmax_scale):
-        key = call_key(q, k, v, causal, table, softmax_scale)
+    def __call__(self, q, k, v, causal, table, softmax_scale, cache_seqlens=None, block_table=None):
+        key = call_key(q, k, v, causal, table, softmax_scale, cache_seqlens, block_table)
         entry = self._entries.get(key)
         if entry is None:
-            entry = prepare(q, k, v, causal, table, softmax_scale, self._context_of)
-            o, lse = self._run(entry, q, k, v, first=True)
+            entry = prepare(q, k, v, causal, table, softmax_scale, self._context_of, cache_seqlens, block_table)
+            o, lse = self._run(entry, q, k, v, True, cache_seqlens, block_table)
             if len(self._entries) >= MAX_ENTRIES:
                 self._entries.clear()
             self._entries[key] = entry
             return o, lse
-        return self._run(entry, q, k, v, first=False)
+        return self._run(entry, q, k, v, False, cache_seqlens, block_table)
 
-    def _run(self, e, q, k, v, first):
+    def _run(self, e, q, k, v, first, cache_seqlens=None, block_table=None):
         ops = self._ops
+        if e.kv_cache:
+            e.problem.cache_seqlens = cache_seqlens.data_ptr() if cache_seqlens is not None else None
+            e.problem.block_table = block_table.data_ptr() if block_table is not None else None
         if e.copy_v:
             v = ops.empty_strided(k.shape, k.stride(), dtype=v.dtype, device=v.device).copy_(v)
         o = ops.empty_strided(e.out_shape, e.out_stride, dtype=e.dtype, device=e.device)

@@ -10,7 +10,7 @@ import os
 import threading
 import warnings
 
-API_VERSION = 2  # ATTN_TUNE_API_VERSION this package speaks
+API_VERSION = 3  # ATTN_TUNE_API_VERSION this package speaks
 
 OK, INVALID_ARGUMENT, UNSUPPORTED, TABLE, BUNDLE, NO_DEVICE, COMPILE, DEVICE, INTERNAL = range(9)
 BF16, FP16 = 0, 1
@@ -37,7 +37,10 @@ class Problem(ctypes.Structure):
                 ("q_len", ctypes.c_int64), ("kv_len", ctypes.c_int64), ("head_dim", ctypes.c_int64),
                 ("dtype", ctypes.c_int32), ("layout", ctypes.c_int32), ("causal", ctypes.c_int32),
                 ("softmax_scale", ctypes.c_float),
-                ("q_strides", ctypes.c_int64 * 3), ("kv_strides", ctypes.c_int64 * 3)]
+                ("q_strides", ctypes.c_int64 * 3), ("kv_strides", ctypes.c_int64 * 3),
+                # API version 3: a KV cache (flash_attn_with_kvcache's cache_seqlens and block_table)
+                ("cache_seqlens", ctypes.c_void_p), ("block_table", ctypes.c_void_p),
+                ("page_size", ctypes.c_int64), ("num_pages", ctypes.c_int64)]
 
 
 class Choice(ctypes.Structure):

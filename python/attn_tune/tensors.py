@@ -60,15 +60,48 @@ def describe(t, name):
     return TensorInfo(cai["data"][0], shape, strides, _cai_dtype_code(cai["typestr"]), None)
 
 
-def make_problem(q, k, v, causal, softmax_scale=None):
-    """The C API's problem for TensorInfos q, k, v; ValueError naming the mismatch."""
+def _int32_vector(info, name, shape):
+    """Checks an int32 index tensor (cache_seqlens, block_table): its shape and contiguity."""
+    if tuple(info.shape) != tuple(shape):
+        raise ValueError(f"{name} has shape {list(info.shape)}: expected {list(shape)}")
+    if (len(shape) == 2 and shape[0] > 1 and info.strides[0] != shape[1]) or info.strides[-1] != 1:
+        raise ValueError(f"{name} must be contiguous (strides {list(info.strides)})")
+
+
+def cache_info(t, name):
+    """TensorInfo of cache_seqlens or block_table: an int32 torch.Tensor on the GPU."""
+    if t is None:
+        return None
+    if str(getattr(t, "dtype", None)) != "torch.int32" or not getattr(t, "is_cuda", False):
+        raise TypeError(f"{name} must be a torch.int32 tensor on the GPU, not {getattr(t, 'dtype', type(t).__name__)}"
+                        f" on {getattr(t, 'device', '?')}")
+    return TensorInfo(t.data_ptr(), t.shape, t.stride(), None, t.device.index or 0)
+
+
+def make_problem(q, k, v, causal, softmax_scale=None, cache_seqlens=None, block_table=None):
+    """The C API's problem for TensorInfos q, k, v (and a KV cache's cache_seqlens [B] and
+    block_table [B, pages per sequence], int32 TensorInfos or None); ValueError naming the
+    mismatch. With block_table, k and v are paged: [num_pages, page_size, kv_heads, D]."""
     for info, name in ((q, "q"), (k, "k"), (v, "v")):
         if len(info.shape) != 4:
             raise ValueError(f"{name} has shape {list(info.shape)}: expected 4 dimensions [B, H, N, D]")
         if info.strides[3] != 1:
             raise ValueError(f"{name}'s head dim is not contiguous (stride {info.strides[3]})")
     b, h, n_q, d = q.shape
-    bk, h_kv, n_kv, dk = k.shape
+    if block_table is not None:
+        num_pages, page_size, h_kv, dk = k.shape
+        if len(block_table.shape) != 2 or block_table.shape[0] != b:
+            raise ValueError(f"block_table has shape {list(block_table.shape)}: expected [{b}, pages per sequence]")
+        _int32_vector(block_table, "block_table", block_table.shape)
+        if dk != d:
+            raise ValueError(f"k_cache has shape {list(k.shape)}: its head dim must match q's {list(q.shape)}")
+        bk, n_kv = b, block_table.shape[1] * page_size
+        kv_strides = [k.strides[0], k.strides[2], k.strides[1]]  # page, head, row
+    else:
+        bk, h_kv, n_kv, dk = k.shape
+        kv_strides = [k.strides[0], k.strides[1], k.strides[2]]
+    if cache_seqlens is not None:
+        _int32_vector(cache_seqlens, "cache_seqlens", (b,))
     if (bk, dk) != (b, d):
         raise ValueError(f"k has shape {list(k.shape)}: batch and head dim must match q's {list(q.shape)}")
     if v.shape != k.shape:
@@ -89,5 +122,9 @@ def make_problem(q, k, v, causal, softmax_scale=None):
     if softmax_scale is not None and not (math.isfinite(softmax_scale) and softmax_scale > 0):
         raise ValueError(f"softmax_scale {softmax_scale} is not a positive finite number")
     p.q_strides[:] = [q.strides[0], q.strides[1], q.strides[2]]
-    p.kv_strides[:] = [k.strides[0], k.strides[1], k.strides[2]]
+    p.kv_strides[:] = kv_strides
+    if block_table is not None:
+        p.block_table, p.page_size, p.num_pages = block_table.pointer, page_size, num_pages
+    if cache_seqlens is not None:
+        p.cache_seqlens = cache_seqlens.pointer
     return p

@@ -158,8 +158,13 @@ void tuned_table::check_device(const device_desc& d) const {
 
 std::vector<tuned_choice> tuned_table::candidates(const device_desc& d, const problem& s) const {
   std::vector<tuned_choice> out;
+  // Lengths given with the call ("given") match a shape tuned on lengths of its own.
+  auto same_shape = [&](problem tuned) {
+    if (s.kv_lens == "given" && has_kv_lens(tuned)) tuned.kv_lens = s.kv_lens;
+    return tuned == s;
+  };
   for (const auto& e : m_exact)
-    if (same_device(e.device, d) && e.shape == s) {
+    if (same_device(e.device, d) && same_shape(e.shape)) {
       out.push_back({e.family, e.config, choice_source::tuned});
       break;
     }
@@ -200,6 +205,10 @@ tuned_choice choose_config(const tuned_source& table, const device_desc& d, cons
       continue;
     }
     if (auto why = missing_axis(*f, c.config)) {
+      reasons.push_back(fmt::format("{}: {}", label, *why));
+      continue;
+    }
+    if (auto why = problem_refusal(*f, s)) {
       reasons.push_back(fmt::format("{}: {}", label, *why));
       continue;
     }

@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdio>
 #include <fstream>
 #include <iterator>
@@ -40,6 +41,39 @@ std::string read(const std::string& path) {
 TEST(LibraryArguments, AValidProblemPasses) {
   EXPECT_EQ(check(attn_tune::make_problem(2, 8, 2, 256, 512, 128, ATTN_TUNE_FP16, true, ATTN_TUNE_BSHD)), ATTN_TUNE_OK);
   EXPECT_EQ(error(), "");
+}
+
+// A KV cache (API version 3): the page table and its page size come together, page sizes are
+// checked, a problem of version 2's size still reads (without the cache fields), and the paged
+// K/V's strides are its page's.
+TEST(LibraryArguments, AKvCacheIsChecked) {
+  auto p = attn_tune::make_problem(4, 32, 8, 1, 8192, 128);
+  const int32_t* on_device = static_cast<const int32_t*>(fake(0x60000));
+  p.cache_seqlens = on_device;
+  EXPECT_EQ(check(p), ATTN_TUNE_OK) << error();
+  p.block_table = on_device;
+  EXPECT_EQ(check(p), ATTN_TUNE_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(error().find("with page_size 0: a paged cache needs both"), std::string::npos) << error();
+  p.page_size = 24;
+  p.num_pages = 4 * 342;
+  EXPECT_EQ(check(p), ATTN_TUNE_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(error().find("page size 24"), std::string::npos) << error();
+  p.page_size = 16;
+  p.num_pages = 4 * 512;
+  EXPECT_EQ(check(p), ATTN_TUNE_OK) << error();
+  p.num_pages = 0;
+  EXPECT_EQ(check(p), ATTN_TUNE_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(error().find("page count 0"), std::string::npos) << error();
+  p.num_pages = 4 * 512;
+  p.kv_strides[0] = 16 * 8 * 128, p.kv_strides[1] = 8, p.kv_strides[2] = 8 * 128;  // heads overlap
+  EXPECT_EQ(check(p), ATTN_TUNE_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(error().find("kv head stride 8"), std::string::npos) << error();
+  auto old = attn_tune::make_problem(4, 32, 8, 1, 8192, 128);
+  old.struct_size = offsetof(attn_tune_problem, cache_seqlens);  // a caller built against version 2
+  old.cache_seqlens = on_device;  // past its struct_size: never read
+  EXPECT_EQ(check(old), ATTN_TUNE_OK) << error();
+  old.struct_size -= 8;
+  EXPECT_EQ(check(old), ATTN_TUNE_ERROR_INVALID_ARGUMENT);
 }
 
 TEST(LibraryArguments, NullPointersAreNamed) {
@@ -362,7 +396,7 @@ TEST(LibraryTable, AWarningIsKeptNotPrinted) {
   EXPECT_STREQ(c.config, "m256_n64_w8_s2");
   EXPECT_EQ(attn_tune::last_warning(), "");  // this call's: none
   attn_tune_table_destroy(t);
-  EXPECT_EQ(attn_tune_api_version(), 2);
+  EXPECT_EQ(attn_tune_api_version(), 3);
 }
 
 TEST(LibraryTable, UnreadableTablesAreNamed) {

@@ -81,6 +81,38 @@ class Problems(unittest.TestCase):
             tensors.describe([1, 2], "q")
 
 
+class KvCacheProblems(unittest.TestCase):
+    """flash_attn_with_kvcache's cache_seqlens and block_table as the C problem's fields."""
+
+    def test_a_paged_cache(self):
+        q = tensors.describe(FakeArray((3, 32, 1, 128)), "q")
+        k = tensors.describe(FakeArray((40, 16, 8, 128)), "k_cache")  # [num_pages, page_size, kv_heads, D]
+        table = tensors.TensorInfo(0x7000, (3, 12), (12, 1), None, None)
+        lens = tensors.TensorInfo(0x8000, (3,), (1,), None, None)
+        p = tensors.make_problem(q, k, k, causal=False, cache_seqlens=lens, block_table=table)
+        self.assertEqual((p.batch, p.heads, p.kv_heads, p.q_len, p.kv_len), (3, 32, 8, 1, 12 * 16))
+        self.assertEqual((p.page_size, p.num_pages, p.block_table, p.cache_seqlens), (16, 40, 0x7000, 0x8000))
+        self.assertEqual(list(p.kv_strides), [16 * 8 * 128, 128, 8 * 128])  # page, head, row
+
+    def test_lengths_alone_keep_the_layout(self):
+        q = tensors.describe(FakeArray((2, 8, 1, 64)), "q")
+        k = tensors.describe(FakeArray((2, 2, 300, 64)), "k")
+        lens = tensors.TensorInfo(0x8000, (2,), (1,), None, None)
+        p = tensors.make_problem(q, k, k, False, cache_seqlens=lens)
+        self.assertEqual((p.kv_len, p.page_size, p.cache_seqlens, p.block_table), (300, 0, 0x8000, None))
+
+    def test_bad_index_tensors_are_named(self):
+        q = tensors.describe(FakeArray((2, 8, 1, 64)), "q")
+        k = tensors.describe(FakeArray((40, 16, 2, 64)), "k")
+        with self.assertRaisesRegex(ValueError, r"block_table has shape \[3, 5\]: expected \[2, pages per sequence\]"):
+            tensors.make_problem(q, k, k, False, block_table=tensors.TensorInfo(1, (3, 5), (5, 1), None, None))
+        with self.assertRaisesRegex(ValueError, r"block_table must be contiguous"):
+            tensors.make_problem(q, k, k, False, block_table=tensors.TensorInfo(1, (2, 5), (10, 1), None, None))
+        with self.assertRaisesRegex(ValueError, r"cache_seqlens has shape \[3\]: expected \[2\]"):
+            tensors.make_problem(q, k, k, False, cache_seqlens=tensors.TensorInfo(1, (3,), (1,), None, None),
+                                 block_table=tensors.TensorInfo(1, (2, 5), (5, 1), None, None))
+
+
 @unittest.skipUnless(LIBRARY, "ATTN_TUNE_TEST_LIBRARY is not set")
 class WithTheLibrary(unittest.TestCase):
     def setUp(self):

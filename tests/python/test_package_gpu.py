@@ -88,6 +88,49 @@ class Forward(unittest.TestCase):
         self.check(1, 4, 1, 300, 300, 64, causal=True)
         self.check(1, 4, 2, 128, 320, 64, causal=True, dtype=torch.float16)
 
+    def check_kv_cache(self, b, h, h_kv, n_q, n_kv, d, page_size, lengths, causal):
+        """A paged cache (page_size > 0: a random page table) with each sequence's own length, against
+        the float64 reference of each sequence cut to its length."""
+        g = torch.Generator(device="cuda").manual_seed(1)
+        q = torch.randn(b, h, n_q, d, device="cuda", dtype=torch.bfloat16, generator=g)
+        k = torch.randn(b, h_kv, n_kv, d, device="cuda", dtype=torch.bfloat16, generator=g)
+        v = torch.randn(b, h_kv, n_kv, d, device="cuda", dtype=torch.bfloat16, generator=g)
+        seqlens = torch.tensor(lengths, dtype=torch.int32, device="cuda")
+        kwargs = {"cache_seqlens": seqlens}
+        k_in, v_in = k, v
+        if page_size:
+            per_seq = n_kv // page_size
+            perm = torch.randperm(b * per_seq, generator=torch.Generator().manual_seed(2)).to("cuda")
+            table = perm.view(b, per_seq).to(torch.int32)
+            k_in = torch.full((b * per_seq, page_size, h_kv, d), float("nan"), device="cuda", dtype=torch.bfloat16)
+            v_in = k_in.clone()
+            # page table[b, i] holds rows i*P .. (i+1)*P of sequence b, as [P, kv_heads, D]
+            k_in[table.long().flatten()] = k.transpose(1, 2).reshape(b * per_seq, page_size, h_kv, d)
+            v_in[table.long().flatten()] = v.transpose(1, 2).reshape(b * per_seq, page_size, h_kv, d)
+            kwargs["block_table"] = table
+        o, lse = attn_tune.forward_with_lse(q, k_in, v_in, causal=causal, **kwargs)
+        for i, n in enumerate(lengths):
+            if n == 0:
+                self.assertEqual(o[i].abs().max().item(), 0.0, f"sequence {i} of length 0")
+                self.assertTrue(bool(torch.isneginf(lse[i]).all()), f"sequence {i} of length 0: LSE")
+                continue
+            qi, ki, vi = q[i:i + 1], k[i:i + 1, :, :n], v[i:i + 1, :, :n]
+            exact, naive = reference(qi, ki, vi, causal, torch.bfloat16)
+            exact = torch.nan_to_num(exact)
+            error = (o[i:i + 1].double() - exact).abs().max().item()
+            allowed = 2 * (torch.nan_to_num(naive.double()) - exact).abs().max().item() + 1e-4
+            self.assertLessEqual(error, allowed, f"sequence {i} (length {n}), page size {page_size}, causal={causal}")
+            want = reference_lse(qi, ki, causal)
+            finite = torch.isfinite(want)
+            self.assertTrue(bool((torch.isneginf(lse[i:i + 1]) == ~finite).all()), f"sequence {i}: -inf rows")
+            self.assertLessEqual((lse[i:i + 1][finite].double() - want[finite]).abs().max().item(), 1e-3)
+
+    def test_a_paged_cache_with_lengths(self):
+        self.check_kv_cache(4, 32, 8, 1, 1024, 128, 16, [0, 1, 700, 1024], causal=False)
+        self.check_kv_cache(3, 16, 2, 16, 512, 128, 64, [5, 512, 300], causal=True)
+        self.check_kv_cache(2, 8, 8, 1, 768, 64, 256, [768, 513], causal=False)
+        self.check_kv_cache(2, 8, 2, 4, 300, 128, 0, [3, 299], causal=True)  # lengths alone
+
     def test_errors_are_named(self):
         q = torch.randn(1, 4, 64, 64, device="cuda", dtype=torch.float32)
         with self.assertRaisesRegex(TypeError, "torch.float32 is not supported"):
