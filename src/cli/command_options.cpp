@@ -12,7 +12,7 @@ const char* const device_name_help =
     "Read the results of this device (its name, as `attn-tune db list` shows it) when the input holds several";
 
 CLI::App* add_sweep(CLI::App& app, options& out) {
-  CLI::App* sweep = app.add_subcommand("sweep", "Tune every shape of a sweep file (name,B,H,kv_heads,N,kv_len,D,causal,dtype,layout)");
+  CLI::App* sweep = app.add_subcommand("sweep", "Tune every shape of a sweep file (name,B,H,kv_heads,N,kv_len,D,causal,dtype,layout,page_size,kv_lens; the last two optional)");
   sweep->add_option("file", out.sweep_file, "Sweep file, e.g. sweeps/llm-prefill.csv")->required();
   sweep->add_option("--out", out.out, "Per-variant results CSV (default: results/<device>/<sweep name>.csv); "
                                       "the best table goes beside it as <name>.best.csv");

@@ -1,6 +1,6 @@
 #pragma once
 // Sweep files: one problem shape per row, so a whole model's attention shapes tune in one run.
-//   name,B,H,kv_heads,N,kv_len,D,causal,dtype,layout
+//   name,B,H,kv_heads,N,kv_len,D,causal,dtype,layout[,page_size,kv_lens]
 // A blank field takes its default (kv_heads = H, kv_len = N, causal = 0, bf16, bhsd).
 #include <functional>
 #include <string>

@@ -169,6 +169,7 @@ std::string with_field(const std::string& row, const std::string& column,
   std::vector<std::string> fields;
   std::stringstream in(row);
   for (std::string f; std::getline(in, f, ',');) fields.push_back(f);
+  if (!row.empty() && row.back() == ',') fields.emplace_back();  // a last field left empty
   EXPECT_EQ(fields.size(), columns.size()) << row;
   std::string out;
   for (size_t i = 0; i < fields.size(); ++i)
@@ -201,7 +202,7 @@ TEST(csv, columns_are_the_documented_ones) {
       "median_ms", "iqr_ms", "tflops", "max_error", "allowed_error", "materialized_bytes",
       "fused_extra_bytes", "memory_saving_ratio", "rank", "kernel_hash",
       "noise", "measured", "sm_clock_before_mhz", "sm_clock_after_mhz", "temperature_c", "power_w",
-      "throttle", "tied", "inputs", "bound"};
+      "throttle", "tied", "inputs", "bound", "page_size", "kv_lens"};
   // clang-format on
   EXPECT_EQ(csv_columns(), expected);
 }
@@ -224,7 +225,7 @@ TEST(csv, row_format) {
   EXPECT_EQ(row.rfind(std::to_string(csv_schema_version) + ",NVIDIA H200 #0,sm_90,9.0,", 0), 0u) << row;
   EXPECT_NE(row.find(",7,00000000deadbeef,0.0125,full,1980,1755,61,412.5,4,1"), std::string::npos)
       << row;  // rank, kernel hash, then (schema 4) noise, measured, clocks, tied
-  EXPECT_EQ(row.substr(row.size() - 15), ",1,normal,naive") << row;  // (schema 5) inputs, bound
+  EXPECT_EQ(row.substr(row.size() - 18), ",1,normal,naive,0,") << row;  // (5) inputs, bound; (6) page_size, kv_lens
   EXPECT_NE(row.find(",bf16,bshd,0,m128_n64_w4_s2,128,64,4,2,"), std::string::npos) << row;
   EXPECT_NE(row.find(",\"a,b\","), std::string::npos) << row;
   EXPECT_EQ(row.find('\n'), std::string::npos);
@@ -288,7 +289,7 @@ TEST_F(csv_test, schema_4_files_are_read_as_checked_on_normal_inputs) {
 TEST_F(csv_test, a_header_that_lacks_one_of_a_schemas_columns_is_refused_naming_it) {
   fs::create_directories(dir_);
   const auto& columns = csv_columns();
-  for (const size_t lacking : {columns.size() - 1, size_t{47}}) {  // "bound" (schema 5), "tied" (schema 4)
+  for (const size_t lacking : {columns.size() - 3, size_t{47}}) {  // "bound" (schema 5), "tied" (schema 4)
     std::string partial;
     for (size_t i = 0; i < columns.size(); ++i)
       if (i != lacking) partial += (partial.empty() ? "" : ",") + columns[i];
