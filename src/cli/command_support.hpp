@@ -39,7 +39,8 @@ const device_runtime* runtime_of(const options& opt);
 bool have_device(const options& opt);
 /// Opens device `ordinal` of the backend (have_device first). Throws device_error.
 gpu_info open_device(const options& opt, int ordinal);
-/// The run's metadata for --json (gpu: nullptr for --compile-only).
+/// The run's metadata for --json (gpu: nullptr for --compile-only, whose copy bandwidth says why it
+/// was not measured; with a device the caller sets what it measured).
 run_metadata metadata_of(const options& opt, const gpu_info* gpu);
 /// Writes --json's text when --json was given (checked writable first by prepare_json).
 void write_json(const options& opt, const std::string& text);

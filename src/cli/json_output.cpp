@@ -21,6 +21,7 @@ run_metadata metadata_of(const options& opt, const gpu_info* gpu) {
   } else {
     m.device.name = "(compile-only)";
     m.device.arch = opt.arch;
+    m.copy.note = "no device: --compile-only";
   }
   return m;
 }

@@ -20,6 +20,7 @@
 #include "report/best_table.hpp"
 #include "report/csv.hpp"
 #include "run/phases.hpp"
+#include "run/copy_bandwidth.hpp"
 #include "run/nvml.hpp"
 #include "run/tuner.hpp"
 #include "sweep/merge.hpp"
@@ -178,11 +179,17 @@ int run_sweep(const options& opt) {
   const auto start = std::chrono::steady_clock::now();
   int tuned = 0, failed = 0;
   std::vector<std::string> hangs;  // hang_report of each shape where a variant hung
+  std::vector<copy_bandwidth> copies(devices.size());  // each worker's GPU's
   // One worker per GPU; each takes the next row not yet done. Results are written after every
   // shape, atomically, so an interrupted sweep loses at most the shapes in flight.
-  auto worker = [&](int device) {
+  auto worker = [&](int device, copy_bandwidth& copy) {
     const gpu_info gpu = open_device(opt, device);  // the thread's current device
     const nvml_monitor nvml = nvml_monitor::open(gpu.pci_bus_id, gpu.ordinal);
+    copy = measure_copy_bandwidth(runtime_of(gpu));
+    if (opt.verbosity != verbosity::quiet) {
+      std::lock_guard lock(mutex);
+      fmt::print("{}{}\n", one_gpu ? "" : fmt::format("gpu {}: ", device), describe(copy));
+    }
     bool context_dead = false;
     for (size_t i; (i = next++) < rows.size();) {
       if (done[i]) continue;
@@ -190,6 +197,7 @@ int run_sweep(const options& opt) {
       const sweep_row& row = rows[i];
       tune_options t = make_tune_options(opt, progress);
       if (gpu.backend == backend::cuda) t.clocks = &nvml;
+      t.copy_gbps = copy.gbps;
       t.progress = [&](const std::string& line) {
         if (!one_gpu) return;
         std::lock_guard lock(mutex);
@@ -240,7 +248,7 @@ int run_sweep(const options& opt) {
   for (size_t w = 0; w < devices.size(); ++w)
     workers.emplace_back([&, w] {
       try {
-        worker(devices[w]);
+        worker(devices[w], copies[w]);
       } catch (const std::exception& e) {
         worker_errors[w] = e.what();
       }
@@ -249,7 +257,9 @@ int run_sweep(const options& opt) {
   for (size_t w = 0; w < devices.size(); ++w)
     if (!worker_errors[w].empty()) throw std::runtime_error(fmt::format("GPU {}: {}", devices[w], worker_errors[w]));
   if (out == "-") write_csv(out, results);
-  write_json(opt, results_json(metadata_of(opt, &first), results));
+  run_metadata meta = metadata_of(opt, &first);
+  meta.copy = copies.front();
+  write_json(opt, results_json(meta, results));
   const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const std::string best = best_path_for(out);
   fmt::print("sweep done: {} shapes tuned, {} failed, {:.1f} s; wrote {}{}\n", tuned, failed, total, out,

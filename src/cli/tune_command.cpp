@@ -11,6 +11,7 @@
 #include "cli/db_support.hpp"
 #include "codegen/compile_pool.hpp"
 #include "report/csv.hpp"
+#include "run/copy_bandwidth.hpp"
 #include "run/phases.hpp"
 #include "run/nvml.hpp"
 #include "report/table.hpp"
@@ -81,11 +82,13 @@ int run_tune(const options& opt) {
       fmt::print("attn-tune {} --compile-only: {} for {} ({} {}); timing needs a GPU\n",
                  searched_families(family_run_of(opt), arch.cc_major, arch.cc_minor),
                  describe(opt.problem), opt.arch, hip ? "hiprtc" : "NVRTC", hip ? hiprtc_version() : nvrtc_version());
+    const run_metadata meta = metadata_of(opt, nullptr);
+    if (opt.verbosity != verbosity::quiet) fmt::print("{}\n", describe(meta.copy));
     std::fflush(stdout);  // before the progress and -v lines on stderr, also when stdout is a pipe
     const tune_result r = compile_families(family_run_of(opt), opt.arch, opt.problem, cache, t);
     progress.done();
     write_csv(out, r.records);
-    write_json(opt, results_json(metadata_of(opt, nullptr), r.records));
+    write_json(opt, results_json(meta, r.records));
     print_summary(opt, r, out);
     const auto failed = std::count_if(r.records.begin(), r.records.end(),
                                       [](const record& x) { return x.status == status::compile_error; });
@@ -127,6 +130,10 @@ int run_tune(const options& opt) {
     if (!nvml.available()) fmt::print(stderr, "{}\n", nvml.note());
     t.clocks = &nvml;
   }
+  const copy_bandwidth copy = measure_copy_bandwidth(runtime_of(gpu));
+  t.copy_gbps = copy.gbps;
+  if (opt.verbosity != verbosity::quiet) fmt::print("{}\n", describe(copy));
+  std::fflush(stdout);
   bool context_dead = false;
   const tune_result r = tune_families(family_run_of(opt), opt.problem, gpu, cache, t, context_dead);
   progress.done();
@@ -134,7 +141,9 @@ int run_tune(const options& opt) {
   if (const std::string w = throttle_warning(r.records); !w.empty()) fmt::print(stderr, "{}\n", w);
   // A complete tuning is remembered (a hung one is not: its space was not all measured).
   if (db && r.best && !r.hung) remember(*db, key, r.records);
-  write_json(opt, results_json(metadata_of(opt, &gpu), r.records));
+  run_metadata meta = metadata_of(opt, &gpu);
+  meta.copy = copy;
+  write_json(opt, results_json(meta, r.records));
   print_summary(opt, r, out);
   const bool quiet = opt.verbosity == verbosity::quiet;
   if (!quiet)

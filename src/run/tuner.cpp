@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "core/numeric.hpp"
+#include "core/rates.hpp"
 #include "report/npy.hpp"
 #include "verify/gpu_reference.hpp"
 #include "verify/row_sample.hpp"
@@ -67,7 +68,7 @@ void verify_variant(variant& v, const device_problem& pr, const reference_output
 // Times a verified variant with these options; the record keeps the last measurement.
 void time_variant(variant& v, const device_problem& pr, const support_kernels& support, const gpu_info& gpu,
                   l2_flusher& flusher, const timing_options& timing, const nvml_monitor* clocks,
-                  stream_t stream) {
+                  double copy_gbps, stream_t stream) {
   record& r = v.rec;
   const device_runtime& rt = support.rt;
   const loaded_variant kernel = load_variant(rt, v.cubin, r, gpu.ordinal);
@@ -82,6 +83,9 @@ void time_variant(variant& v, const device_problem& pr, const support_kernels& s
   r.iqr_ms = t.iqr;
   r.noise = t.noise;
   r.tflops = tflops(pr.shp, t.median);
+  r.gbps = gbps(moved_bytes(pr.shp), t.median);
+  r.copy_gbps = copy_gbps;
+  r.copy_fraction = copy_fraction(r.gbps, copy_gbps);
 }
 
 // options.on_variant for each variant the compile pool finishes, or nothing.
@@ -341,7 +345,7 @@ tune_result tune(const problem& s, const gpu_info& gpu, const compile_cache& cac
     const variant_event event = full ? variant_event::measured : variant_event::screened;
     try {
       time_variant(v, *state->pr, *state->support, gpu, *state->flusher, timing, options.clocks,
-                   state->stream->get());
+                   options.copy_gbps, state->stream->get());
     } catch (const std::exception& e) {
       fail(v, e);
       if (options.on_variant) options.on_variant(event, v.rec, "");

@@ -30,6 +30,9 @@ struct tune_options {
   /// Reads the GPU's clocks before and after each timing (record::clocks); nullptr or unavailable:
   /// not recorded.
   const class nvml_monitor* clocks = nullptr;
+  /// The run's copy bandwidth (run/copy_bandwidth.hpp), for each timed record's copy_fraction;
+  /// 0 = not measured.
+  double copy_gbps = 0;
   uint64_t seed = 0;
   input_kind inputs = input_kind::normal;  ///< what the variants are checked on
   int64_t reference_chunk_bytes = int64_t(1) << 30;
