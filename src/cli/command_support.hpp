@@ -58,6 +58,13 @@ std::string best_path_for(const std::string& out);
 /// how to go on.
 std::string hang_report(const record& hung, const std::string& kept);
 
+/// Why the run records no energy on this GPU (NVML absent, no energy counter, not an NVIDIA GPU),
+/// or "" when it does.
+std::string energy_note_of(const gpu_info& gpu, const class nvml_monitor& nvml);
+/// --objective energy with no energy to rank by (energy_note_of says why): invalid_input, before
+/// anything is measured.
+void require_energy(const options& opt, const std::string& energy_note);
+
 /// The run's families, spaces, cache and kernels, for run/orchestrator.hpp.
 family_run family_run_of(const options& opt);
 

@@ -149,7 +149,9 @@ int run_sweep(const options& opt) {
   const compile_cache key_cache = make_cache(opt);
   const searched_space space = searched_space_of(opt);
   const nvml_monitor first_nvml = nvml_monitor::open(first.pci_bus_id, first.ordinal);
-  if (!first_nvml.available() && first.backend == backend::cuda) fmt::print(stderr, "{}\n", first_nvml.note());
+  const std::string energy_note = energy_note_of(first, first_nvml);
+  require_energy(opt, energy_note);
+  if (first.backend == backend::cuda && !energy_note.empty()) fmt::print(stderr, "{}\n", energy_note);
   const device_desc keyed = with_driver(first.desc, first_nvml);
   auto key_of = [&](const problem& s) { return make_tuning_key(keyed, s, space, key_cache.kernels()); };
   std::vector<problem> shapes;
@@ -259,6 +261,7 @@ int run_sweep(const options& opt) {
   if (out == "-") write_csv(out, results);
   run_metadata meta = metadata_of(opt, &first);
   meta.copy = copies.front();
+  meta.energy_note = energy_note;
   write_json(opt, results_json(meta, results));
   const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const std::string best = best_path_for(out);

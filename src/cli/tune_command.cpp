@@ -126,8 +126,11 @@ int run_tune(const options& opt) {
                  hit->best_config, hit->median_ms, 100 * hit->noise, hit->tflops, hit->max_error, out);
       return 0;
     }
+  const std::string energy_note = energy_note_of(gpu, nvml);
+  require_energy(opt, energy_note);
   if (gpu.backend == backend::cuda) {  // NVML knows NVIDIA GPUs only
     if (!nvml.available()) fmt::print(stderr, "{}\n", nvml.note());
+    else if (!nvml.energy_note().empty()) fmt::print(stderr, "{}\n", nvml.energy_note());
     t.clocks = &nvml;
   }
   const copy_bandwidth copy = measure_copy_bandwidth(runtime_of(gpu));
@@ -143,6 +146,7 @@ int run_tune(const options& opt) {
   if (db && r.best && !r.hung) remember(*db, key, r.records);
   run_metadata meta = metadata_of(opt, &gpu);
   meta.copy = copy;
+  meta.energy_note = energy_note;
   write_json(opt, results_json(meta, r.records));
   print_summary(opt, r, out);
   const bool quiet = opt.verbosity == verbosity::quiet;
@@ -151,6 +155,9 @@ int run_tune(const options& opt) {
                describe(acceptance_for(r.lowp_error, r.rounding_error)), timing_summary(t.timing, t.search));
   if (r.best) {
     const record& b = r.records[*r.best];
+    if (t.objective == objective::energy && !(b.joules_per_call > 0))
+      fmt::print(stderr, "note: no variant's energy was measured (NVML's counter did not move during its timing): "
+                         "the best is the fastest, by time\n");
     fmt::print("{} {} {}  {:.4f} ms (+-{:.1f}%, IQR {:.4f}, {} reps)  {:.1f} TFLOPS  max error {:.2e}{}\n",
                styled(colour_for(stdout), fmt::emphasis::bold | fg(fmt::terminal_color::green), "best:"), b.family,
                name(b.config), b.median_ms, 100 * b.noise, b.iqr_ms, b.reps, b.tflops, b.max_error,

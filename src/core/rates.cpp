@@ -24,4 +24,14 @@ double copy_fraction(double achieved_gbps, double copy_gbps) {
   return achieved_gbps / copy_gbps;
 }
 
+double joules_per_call(uint64_t before_mj, uint64_t after_mj, int calls) {
+  if (calls <= 0 || after_mj <= before_mj) return 0;
+  return static_cast<double>(after_mj - before_mj) / 1000.0 / calls;
+}
+
+double tflops_per_watt(const problem& s, double joules_per_call) {
+  if (!(joules_per_call > 0)) return 0;
+  return attention_flops(s) / joules_per_call / 1e12;
+}
+
 }  // namespace attn

@@ -1,8 +1,11 @@
 #pragma once
-// Rates derived from a variant's measured time: the memory it moved per second, set against the
-// device's copy bandwidth (the roofline of a memory-bound problem such as decode).
+// Rates derived from a variant's measurements: the memory it moved per second, set against the
+// device's copy bandwidth (the roofline of a memory-bound problem such as decode), and the energy
+// of one call from NVML's energy counter.
 #include <cstdint>
 #include <string>
+
+#include "core/problem.hpp"
 
 namespace attn {
 
@@ -23,5 +26,13 @@ std::string describe(const copy_bandwidth& c);
 double gbps(int64_t bytes, double milliseconds);
 /// achieved / copy; 0 when the copy bandwidth was not measured.
 double copy_fraction(double achieved_gbps, double copy_gbps);
+
+/// Joules per call from NVML's energy counter (millijoules) read before and after `calls` calls;
+/// 0 (not measured, never a guess) when the counter did not move in that time (its resolution) or
+/// went backwards, or when there were no calls.
+double joules_per_call(uint64_t before_mj, uint64_t after_mj, int calls);
+/// TFLOPS per watt, which is TFLOP per joule: attention_flops / joules_per_call / 1e12; 0 when
+/// the energy was not measured.
+double tflops_per_watt(const problem& s, double joules_per_call);
 
 }  // namespace attn

@@ -11,7 +11,8 @@ namespace attn {
 
 // 2: added "rank"; 3: added "kernel_hash"; 4: added "noise", "measured" and the clocks (sm_clock_*,
 // temperature_c, power_w, throttle) at the end, and the "#end" line; 5: added "inputs" and "bound"
-// at the end; 6: added the roofline columns ("gbps", "copy_fraction", "copy_gbps") at the end.
+// at the end; 6: added the roofline columns ("gbps", "copy_fraction", "copy_gbps") and the energy
+// ("joules_per_call", "tflops_per_watt") at the end.
 // Version 3, 4 and 5 files are still read (their inputs were standard normal before 5; the columns
 // added since read as 0).
 constexpr int csv_schema_version = 6;
@@ -82,6 +83,10 @@ struct record {
   double gbps = 0;
   double copy_fraction = 0;  ///< gbps / copy_gbps; 0 when the copy bandwidth was not measured
   double copy_gbps = 0;      ///< the run's copy bandwidth (core/rates.hpp); 0 = not measured
+  /// NVML's energy counter over the timed repetitions (each with its L2 flush) per repetition;
+  /// 0 = not measured (no NVML, no counter, or the counter did not move).
+  double joules_per_call = 0;
+  double tflops_per_watt = 0;  ///< attention FLOPs per joule / 1e12; 0 = not measured
 };
 
 }  // namespace attn

@@ -47,6 +47,8 @@ constexpr const char* migrations[] = {
     R"(ALTER TABLE tunings ADD COLUMN gbps REAL NOT NULL DEFAULT 0;
        ALTER TABLE tunings ADD COLUMN copy_fraction REAL NOT NULL DEFAULT 0;
        ALTER TABLE tunings ADD COLUMN copy_gbps REAL NOT NULL DEFAULT 0;
+       ALTER TABLE tunings ADD COLUMN joules_per_call REAL NOT NULL DEFAULT 0;
+       ALTER TABLE tunings ADD COLUMN tflops_per_watt REAL NOT NULL DEFAULT 0;
        PRAGMA user_version = 3;)",
 };
 static_assert(std::size(migrations) == db_schema_version - 1);
@@ -60,9 +62,10 @@ constexpr int key_column_count = std::size(device_key_columns) + problem_field_c
 constexpr const char* value_columns = "best_family, best_config, tflops, median_ms, noise, max_error, runner_up, "
                                       "tuned_at, version";
 constexpr const char* clock_columns = "sm_clock_min_mhz, sm_clock_max_mhz, throttled";
-// The best's rates (schema 3): its GB/s, that over the run's copy bandwidth, and the copy bandwidth.
-constexpr const char* rate_columns = "gbps, copy_fraction, copy_gbps";
-constexpr int rate_column_count = 3;
+// The best's rates (schema 3): its GB/s, that over the run's copy bandwidth, the copy bandwidth,
+// its joules per call and TFLOPS per watt.
+constexpr const char* rate_columns = "gbps, copy_fraction, copy_gbps, joules_per_call, tflops_per_watt";
+constexpr int rate_column_count = 5;
 
 std::vector<std::string> key_columns() {
   std::vector<std::string> out(std::begin(device_key_columns), std::end(device_key_columns));
@@ -173,6 +176,8 @@ tuning_entry entry_of(const sqlite_statement& q) {
   e.gbps = q.real(c++);
   e.copy_fraction = q.real(c++);
   e.copy_gbps = q.real(c++);
+  e.joules_per_call = q.real(c++);
+  e.tflops_per_watt = q.real(c++);
   return e;
 }
 
@@ -390,7 +395,9 @@ int64_t tuned_db::put(const tuning_key& key, const std::vector<record>& records,
   q.bind(i++, second ? second->family + " " + name(second->config) : std::string());
   q.bind(i++, tuned_at).bind(i++, std::string(ATTN_TUNE_VERSION)).bind(i++, csv_text(records));
   q.bind(i++, int64_t{clock_min}).bind(i++, int64_t{clock_max}).bind(i++, int64_t{throttled});
-  for (const double rate : {best->gbps, best->copy_fraction, best->copy_gbps}) q.bind(i++, rate);
+  for (const double rate : {best->gbps, best->copy_fraction, best->copy_gbps, best->joules_per_call,
+                            best->tflops_per_watt})
+    q.bind(i++, rate);
   q.step();
   const int64_t id = m_connection.last_insert_id();
   tx.commit();

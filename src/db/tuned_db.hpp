@@ -16,7 +16,8 @@
 namespace attn {
 
 /// 1: the tunings table; 2: the SM clock range and throttled count of each tuning (NVML); 3: the
-/// best's GB/s, its fraction of the copy bandwidth and the copy bandwidth.
+/// best's GB/s, its fraction of the copy bandwidth, the copy bandwidth, its joules per call and
+/// TFLOPS per watt.
 constexpr int db_schema_version = 3;
 
 /// $ATTN_TUNE_DB, else $XDG_CACHE_HOME/attn-tune/tuned.sqlite, else ~/.cache/attn-tune/tuned.sqlite.
@@ -45,6 +46,7 @@ struct tuning_entry {
   int sm_clock_min_mhz = 0, sm_clock_max_mhz = 0;  ///< over the timed variants; 0 without NVML
   int throttled = 0;  ///< timed variants measured with a throttle reason other than idle set
   double gbps = 0, copy_fraction = 0, copy_gbps = 0;  ///< the best's (record's); 0 before schema 3
+  double joules_per_call = 0, tflops_per_watt = 0;    ///< the same
   std::vector<record> records;  ///< the tuning's ranked records (find and get only)
 };
 

@@ -76,7 +76,9 @@ ordered_json record_json(const record& r) {
           {"bound", r.bound},
           {"gbps", number(r.gbps)},
           {"copy_fraction", number(r.copy_fraction)},
-          {"copy_gbps", number(r.copy_gbps)}};
+          {"copy_gbps", number(r.copy_gbps)},
+          {"joules_per_call", number(r.joules_per_call)},
+          {"tflops_per_watt", number(r.tflops_per_watt)}};
 }
 
 // The measured copy bandwidth, or null and why not.
@@ -98,7 +100,9 @@ ordered_json meta_json(const run_metadata& m) {
           {"driver_version", m.driver_version},
           {"sm_clock_mhz", m.sm_clock_mhz},
           {"memory_clock_mhz", m.memory_clock_mhz},
-          {"copy_bandwidth", copy_json(m.copy)}};
+          {"copy_bandwidth", copy_json(m.copy)},
+          {"objective", m.objective},
+          {"energy", m.energy_note.empty() ? ordered_json("measured") : ordered_json(m.energy_note)}};
 }
 
 ordered_json tool_json() { return {{"version", ATTN_TUNE_VERSION}, {"csv_schema_version", csv_schema_version}}; }

@@ -46,8 +46,9 @@ struct column {
 
 // Numbers sit one space apart (their titles are mostly wider than the values), which leaves
 // room for a useful part of the message within the table width. The optional columns (GB/s,
-// %copy) show only when a row has a value for them, so a compile-only table stays as it was.
-constexpr std::array<column, 13> columns{{
+// %copy, mJ/call, TF/W) show only when a row has a value for them, so a compile-only table, or one
+// without NVML's energy counter, stays as it was.
+constexpr std::array<column, 15> columns{{
     {"#", align::right, 0},
     {"config", align::left, 2},
     {"ms", align::right, 2},
@@ -56,6 +57,8 @@ constexpr std::array<column, 13> columns{{
     {"TFLOPS", align::right, 1},
     {"GB/s", align::right, 1},
     {"%copy", align::right, 1},
+    {"mJ/call", align::right, 1},
+    {"TF/W", align::right, 1},
     {"error", align::right, 1},
     {"regs", align::right, 1},
     {"spills", align::right, 1},
@@ -65,9 +68,11 @@ constexpr std::array<column, 13> columns{{
 
 using cells = std::array<std::string, columns.size()>;
 using column_mask = std::array<bool, columns.size()>;
-constexpr size_t gbps_column = 6, copy_column = 7;
+constexpr size_t gbps_column = 6, copy_column = 7, energy_column = 8, efficiency_column = 9;
 static_assert(std::string_view(columns[gbps_column].title) == "GB/s" &&
-              std::string_view(columns[copy_column].title) == "%copy");
+              std::string_view(columns[copy_column].title) == "%copy" &&
+              std::string_view(columns[energy_column].title) == "mJ/call" &&
+              std::string_view(columns[efficiency_column].title) == "TF/W");
 
 std::string shorten(const std::string& text, size_t width) {
   std::string flat = text;
@@ -92,6 +97,8 @@ cells make_cells(const record& r, size_t ok_rank) {
       timed ? fmt::format("{:.1f}", r.tflops) : "-",
       r.gbps > 0 ? fmt::format("{:.0f}", r.gbps) : "-",
       r.copy_fraction > 0 ? fmt::format("{:.0f}", 100 * r.copy_fraction) : "-",
+      r.joules_per_call > 0 ? fmt::format("{:.{}f}", 1000 * r.joules_per_call, r.joules_per_call < 0.01 ? 3 : 1) : "-",
+      r.tflops_per_watt > 0 ? fmt::format("{:.2f}", r.tflops_per_watt) : "-",
       checked ? fmt::format("{:.2e}", r.max_error) : "-",
       built ? fmt::format("{}", r.registers) : "-",
       built ? fmt::format("{}", r.spill_bytes) : "-",
@@ -160,7 +167,7 @@ std::string format_table(const std::vector<record>& rows, size_t limit) {
   size_t ok_count = 0;
   column_mask visible;
   visible.fill(true);
-  visible[gbps_column] = visible[copy_column] = false;
+  for (size_t i : {gbps_column, copy_column, energy_column, efficiency_column}) visible[i] = false;
   for (size_t k = 0; k < shown; ++k) {
     const record& r = rows[order[k]];
     body.push_back(make_cells(r, r.status == status::ok ? ++ok_count : 0));
@@ -168,6 +175,8 @@ std::string format_table(const std::vector<record>& rows, size_t limit) {
       widths[i] = std::max(widths[i], body.back()[i].size());
     visible[gbps_column] = visible[gbps_column] || r.gbps > 0;
     visible[copy_column] = visible[copy_column] || r.copy_fraction > 0;
+    visible[energy_column] = visible[energy_column] || r.joules_per_call > 0;
+    visible[efficiency_column] = visible[efficiency_column] || r.tflops_per_watt > 0;
   }
   size_t used = 0;
   for (size_t i = 0; i < columns.size(); ++i)

@@ -75,6 +75,22 @@ TEST(json_report, the_runs_copy_bandwidth_and_each_variants_rates) {
   EXPECT_EQ(doc["variants"][1]["copy_fraction"], 0.0);
 }
 
+TEST(json_report, the_objective_the_energy_and_why_it_is_missing) {
+  run_metadata m;
+  m.objective = "energy";
+  std::vector<record> rows = two_variants();
+  rows[0].joules_per_call = 0.7, rows[0].tflops_per_watt = 1.5;
+  auto doc = nlohmann::json::parse(results_json(m, rows));
+  EXPECT_EQ(doc["run"]["objective"], "energy");
+  EXPECT_EQ(doc["run"]["energy"], "measured");
+  EXPECT_EQ(doc["variants"][0]["joules_per_call"], 0.7);
+  EXPECT_EQ(doc["variants"][0]["tflops_per_watt"], 1.5);
+  m.energy_note = "note: NVML absent (...)";
+  doc = nlohmann::json::parse(results_json(m, two_variants()));
+  EXPECT_EQ(doc["run"]["energy"], "note: NVML absent (...)");
+  EXPECT_EQ(doc["variants"][0]["joules_per_call"], 0.0);
+}
+
 // Issue 21, item 22: each variant carries every column of the CSV (the device's are the run's, the
 // problem's fields its "shape").
 TEST(json_report, every_csv_column_is_in_each_variant) {

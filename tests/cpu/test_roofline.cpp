@@ -45,6 +45,20 @@ TEST(roofline, describe_says_the_convention_or_why_not) {
       "size, median of 5)");
 }
 
+TEST(energy, joules_per_call_from_the_counter_or_zero_when_it_did_not_move) {
+  EXPECT_DOUBLE_EQ(joules_per_call(1'000'000, 1'014'000, 20), 0.7);  // 14 J over 20 calls
+  EXPECT_EQ(joules_per_call(5000, 5000, 20), 0.0);  // the counter's resolution: not measured
+  EXPECT_EQ(joules_per_call(5000, 4000, 20), 0.0);  // went back (a driver reload): not measured
+  EXPECT_EQ(joules_per_call(0, 1000, 0), 0.0);
+}
+
+TEST(energy, tflops_per_watt_is_flops_per_joule) {
+  const problem s = parse_shape("4,32,4096,128");  // 1.0995e12 FLOPs a call
+  EXPECT_DOUBLE_EQ(tflops_per_watt(s, 1.0995116277760), 1.0);
+  EXPECT_DOUBLE_EQ(tflops_per_watt(s, 1.0995116277760e-3), 1000.0);
+  EXPECT_EQ(tflops_per_watt(s, 0), 0.0);
+}
+
 TEST(copy_bandwidth, counts_read_and_written_bytes_over_the_median_copy) {
   timing_runtime rt;
   rt.kernel_ms = 0.5;  // every timed copy

@@ -143,6 +143,18 @@ TEST(table, gbps_and_copy_columns_show_only_when_measured) {
   EXPECT_NE(lines[3].find(" 2.0    -     - "), std::string::npos) << text;  // not measured: "-"
 }
 
+TEST(table, energy_columns_show_only_when_measured) {
+  std::vector<record> rows = mixed_rows();
+  EXPECT_EQ(format_table(rows).find("mJ/call"), std::string::npos);  // no NVML energy counter
+  rows[4].joules_per_call = 0.0123, rows[4].tflops_per_watt = 1.2345;
+  rows[1].joules_per_call = 0.00456;  // small: more digits
+  const std::string text = format_table(rows);
+  const auto lines = lines_of(text);
+  EXPECT_NE(lines[0].find("mJ/call TF/W"), std::string::npos) << text;
+  EXPECT_NE(lines[2].find("   12.3 1.23 "), std::string::npos) << text;
+  EXPECT_NE(lines[5].find("  4.560    - "), std::string::npos) << text;
+}
+
 TEST(table, empty_rows_give_header_only) {
   const std::string text = format_table({});
   EXPECT_NE(text.find("config"), std::string::npos);

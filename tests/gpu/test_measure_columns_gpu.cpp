@@ -1,5 +1,6 @@
 // The per-variant measurement columns on a GPU: the copy bandwidth measured once per run (issue 18
-// item 5) and each timed variant's GB/s and fraction of it.
+// item 5) and each timed variant's GB/s and fraction of it; the energy per call from NVML's counter
+// and --objective energy (issue 19 item 3).
 #include <unistd.h>
 
 #include <cstdlib>
@@ -10,6 +11,7 @@
 #include "gpu_fixture.hpp"
 #include "report/csv.hpp"
 #include "run/copy_bandwidth.hpp"
+#include "run/nvml.hpp"
 
 namespace attn::testing {
 namespace {
@@ -63,6 +65,46 @@ TEST_F(gpu_test, each_timed_variant_reports_its_gbps_and_fraction_of_the_copy) {
   EXPECT_GT(timed, 0);
   const auto doc = nlohmann::json::parse(text_of(json));
   EXPECT_GT(doc["run"]["copy_bandwidth"]["gbps"].get<double>(), 0);
+  fs::remove_all(dir);
+}
+
+TEST_F(gpu_test, objective_energy_ranks_by_the_joules_each_variant_measured) {
+  if (m_gpu.backend == backend::hip) GTEST_SKIP() << "NVML: NVIDIA only";
+  const fs::path dir = test_dir("energy-gpu");
+  const std::string out = (dir / "e.csv").string(), json = (dir / "e.json").string();
+  const int rc = exit_status_of(std::string(ATTN_TUNE_BINARY) +
+                                " --shape 1,8,1024,64 --family fa2 --space block_m=64,128 block_n=64 warps=4"
+                                " stages=1,2 --search exhaustive --objective energy --no-db --out " +
+                                out + " --json " + json + " > " + (dir / "out.txt").string() + " 2>&1");
+  const std::string text = text_of(dir / "out.txt");
+  const nvml_monitor nvml = nvml_monitor::open(m_gpu.pci_bus_id, m_gpu.ordinal);
+  if (!nvml.has_energy()) {  // refused before measuring, saying why
+    EXPECT_EQ(rc, 2) << text;
+    EXPECT_NE(text.find("--objective energy ranks by NVML's energy counter"), std::string::npos) << text;
+    GTEST_SKIP() << "no NVML energy counter here: " << (nvml.available() ? nvml.energy_note() : nvml.note());
+  }
+  ASSERT_EQ(rc, 0) << text;
+  EXPECT_NE(text.find("mJ/call TF/W"), std::string::npos) << text;
+  const std::vector<record> rows = read_csv(out);
+  const record* best = nullptr;
+  double least = 0;
+  for (const record& r : rows) {
+    if (r.status != status::ok) continue;
+    EXPECT_GE(r.reps * r.median_ms, 90) << "a full measurement lasts >= 100 ms under --objective energy";
+    ASSERT_GT(r.joules_per_call, 0) << name(r.config) << ": the counter did not move in >= 100 ms";
+    EXPECT_DOUBLE_EQ(r.tflops_per_watt, tflops_per_watt(r.shape, r.joules_per_call));
+    // The power it implies (the call and its L2 flush over the call's time) is a GPU's.
+    const double watts = r.joules_per_call / (r.median_ms / 1000);
+    EXPECT_GT(watts, 20) << name(r.config);
+    EXPECT_LT(watts, 3000) << name(r.config);
+    if (r.rank == 1) best = &r;
+    if (least == 0 || r.joules_per_call < least) least = r.joules_per_call;
+  }
+  ASSERT_NE(best, nullptr);
+  EXPECT_EQ(best->joules_per_call, least);
+  const auto doc = nlohmann::json::parse(text_of(json));
+  EXPECT_EQ(doc["run"]["objective"], "energy");
+  EXPECT_EQ(doc["run"]["energy"], "measured");
   fs::remove_all(dir);
 }
 
