@@ -69,6 +69,8 @@ class device_runtime {
   virtual void copy_to_device(void* dst, const void* src, int64_t bytes) const = 0;
   virtual void memset(void* p, int value, int64_t bytes) const = 0;
   virtual void memset_async(void* p, int value, int64_t bytes, stream_t s) const = 0;
+  /// Device-to-device copy enqueued on the stream (the copy bandwidth, run/copy_bandwidth.hpp).
+  virtual void copy_on_device_async(void* dst, const void* src, int64_t bytes, stream_t s) const = 0;
 
   virtual stream_t create_stream() const = 0;  ///< non-blocking
   virtual void destroy_stream(stream_t s) const noexcept = 0;

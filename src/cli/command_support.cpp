@@ -13,6 +13,7 @@
 #include "cli/option_checks.hpp"
 #include "codegen/open_gpu.hpp"
 #include "report/csv.hpp"
+#include "run/nvml.hpp"
 
 namespace attn {
 
@@ -67,6 +68,11 @@ tune_options make_tune_options(const options& opt, progress_line& progress) {
   t.timing.max_total_ms = opt.max_time_ms;
   t.timing.max_noise = opt.max_noise;
   t.search = parse_search(opt.search);
+  t.objective = parse_objective(opt.objective);
+  // NVML's energy counter counts millijoules at the driver's own rate: a full measurement of at
+  // least 100 ms (within the cap) moves it by many steps whatever the kernel's length.
+  if (t.objective == objective::energy)
+    t.timing.min_total_ms = std::min(std::max(t.timing.min_total_ms, energy_min_time_ms), t.timing.max_total_ms);
   t.samples = opt.samples;
   if (opt.budget_s > 0)
     t.deadline = std::chrono::steady_clock::now() +
@@ -142,6 +148,19 @@ std::string hang_report(const record& hung, const std::string& kept) {
       "error: {} {} on {} hung ({}); the run stopped there and {}. Leave that config out (--space, or "
       "--family {} --configs with the others) and run again; if it is only slow, raise --kernel-timeout-s",
       hung.family, name(hung.config), describe(hung.shape), hung.message, kept, hung.family);
+}
+
+std::string energy_note_of(const gpu_info& gpu, const nvml_monitor& nvml) {
+  if (gpu.backend != backend::cuda) return "NVML, and so its energy counter, knows NVIDIA GPUs only";
+  if (!nvml.available()) return nvml.note();
+  return nvml.energy_note();
+}
+
+void require_energy(const options& opt, const std::string& energy_note) {
+  if (opt.objective == "energy" && !energy_note.empty())
+    throw invalid_input(fmt::format("--objective energy ranks by NVML's energy counter, which this run cannot read "
+                                    "({}); use --objective time",
+                                    energy_note));
 }
 
 family_run family_run_of(const options& opt) {

@@ -39,7 +39,8 @@ const device_runtime* runtime_of(const options& opt);
 bool have_device(const options& opt);
 /// Opens device `ordinal` of the backend (have_device first). Throws device_error.
 gpu_info open_device(const options& opt, int ordinal);
-/// The run's metadata for --json (gpu: nullptr for --compile-only).
+/// The run's metadata for --json (gpu: nullptr for --compile-only, whose copy bandwidth says why it
+/// was not measured; with a device the caller sets what it measured).
 run_metadata metadata_of(const options& opt, const gpu_info* gpu);
 /// Writes --json's text when --json was given (checked writable first by prepare_json).
 void write_json(const options& opt, const std::string& text);
@@ -56,6 +57,13 @@ std::string best_path_for(const std::string& out);
 /// The line on stderr after a variant hung: which one, `kept` (where what was measured went), and
 /// how to go on.
 std::string hang_report(const record& hung, const std::string& kept);
+
+/// Why the run records no energy on this GPU (NVML absent, no energy counter, not an NVIDIA GPU),
+/// or "" when it does.
+std::string energy_note_of(const gpu_info& gpu, const class nvml_monitor& nvml);
+/// --objective energy with no energy to rank by (energy_note_of says why): invalid_input, before
+/// anything is measured.
+void require_energy(const options& opt, const std::string& energy_note);
 
 /// The run's families, spaces, cache and kernels, for run/orchestrator.hpp.
 family_run family_run_of(const options& opt);

@@ -23,6 +23,7 @@ searched_space searched_space_of(const options& opt) {
   s.samples = opt.samples;
   s.seed = opt.seed;
   s.inputs = opt.inputs;
+  s.objective = parse_objective(opt.objective);
   return s;
 }
 

@@ -12,6 +12,7 @@ run_metadata metadata_of(const options& opt, const gpu_info* gpu) {
               (opt.compile_only ? " --compile-only" : "");
   m.seed = opt.seed;
   m.inputs = opt.inputs;
+  m.objective = opt.objective;
   m.arguments = opt.arguments;
   if (gpu) {
     m.device = gpu->desc;
@@ -21,6 +22,8 @@ run_metadata metadata_of(const options& opt, const gpu_info* gpu) {
   } else {
     m.device.name = "(compile-only)";
     m.device.arch = opt.arch;
+    m.copy.note = "no device: --compile-only";
+    m.energy_note = "no device: --compile-only";
   }
   return m;
 }

@@ -250,6 +250,14 @@ bool parse_options(int argc, char** argv, options& out) {
                  "successive halving (the faster half, twice the precision, until 3 are left); random: "
                  "--samples configs drawn from the space (compiled, verified, screened)")
       ->capture_default_str();
+  app.add_option("--objective", out.objective,
+                 "tune, sweep: what the best is chosen by. time: the fastest median (near-ties to the simpler "
+                 "config); energy: the fewest joules per call, from NVML's energy counter read around each "
+                 "variant's timed repetitions (each full measurement then lasts at least 100 ms, so the counter "
+                 "moves by many steps; the screening still picks the contenders by time: --search exhaustive "
+                 "measures every variant's energy). energy needs NVML's counter (Volta and newer, with the "
+                 "driver): without it the run stops, saying so. Tuned results are stored per objective")
+      ->capture_default_str();
   app.add_option("--budget-s", out.budget_s,
                  "Stop verifying and timing after this many seconds (from the start of the tuning) and report "
                  "the best found so far (default: no budget)");
@@ -378,6 +386,7 @@ bool parse_options(int argc, char** argv, options& out) {
     throw invalid_input(
         fmt::format("invalid --kernel-timeout-s {}: must be a positive number of seconds", out.kernel_timeout_s));
   parse_search(out.search);  // throws naming a bad one
+  parse_objective(out.objective);
   if (!(out.budget_s >= 0))
     throw invalid_input(fmt::format("invalid --budget-s {}: must be a non-negative number of seconds", out.budget_s));
   if (out.samples < 1) throw invalid_input(fmt::format("invalid --samples {}: must be at least 1", out.samples));

@@ -20,6 +20,7 @@
 #include "report/best_table.hpp"
 #include "report/csv.hpp"
 #include "run/phases.hpp"
+#include "run/copy_bandwidth.hpp"
 #include "run/nvml.hpp"
 #include "run/tuner.hpp"
 #include "sweep/merge.hpp"
@@ -148,7 +149,9 @@ int run_sweep(const options& opt) {
   const compile_cache key_cache = make_cache(opt);
   const searched_space space = searched_space_of(opt);
   const nvml_monitor first_nvml = nvml_monitor::open(first.pci_bus_id, first.ordinal);
-  if (!first_nvml.available() && first.backend == backend::cuda) fmt::print(stderr, "{}\n", first_nvml.note());
+  const std::string energy_note = energy_note_of(first, first_nvml);
+  require_energy(opt, energy_note);
+  if (first.backend == backend::cuda && !energy_note.empty()) fmt::print(stderr, "{}\n", energy_note);
   const device_desc keyed = with_driver(first.desc, first_nvml);
   auto key_of = [&](const problem& s) { return make_tuning_key(keyed, s, space, key_cache.kernels()); };
   std::vector<problem> shapes;
@@ -178,11 +181,17 @@ int run_sweep(const options& opt) {
   const auto start = std::chrono::steady_clock::now();
   int tuned = 0, failed = 0;
   std::vector<std::string> hangs;  // hang_report of each shape where a variant hung
+  std::vector<copy_bandwidth> copies(devices.size());  // each worker's GPU's
   // One worker per GPU; each takes the next row not yet done. Results are written after every
   // shape, atomically, so an interrupted sweep loses at most the shapes in flight.
-  auto worker = [&](int device) {
+  auto worker = [&](int device, copy_bandwidth& copy) {
     const gpu_info gpu = open_device(opt, device);  // the thread's current device
     const nvml_monitor nvml = nvml_monitor::open(gpu.pci_bus_id, gpu.ordinal);
+    copy = measure_copy_bandwidth(runtime_of(gpu));
+    if (opt.verbosity != verbosity::quiet) {
+      std::lock_guard lock(mutex);
+      fmt::print("{}{}\n", one_gpu ? "" : fmt::format("gpu {}: ", device), describe(copy));
+    }
     bool context_dead = false;
     for (size_t i; (i = next++) < rows.size();) {
       if (done[i]) continue;
@@ -190,6 +199,7 @@ int run_sweep(const options& opt) {
       const sweep_row& row = rows[i];
       tune_options t = make_tune_options(opt, progress);
       if (gpu.backend == backend::cuda) t.clocks = &nvml;
+      t.copy_gbps = copy.gbps;
       t.progress = [&](const std::string& line) {
         if (!one_gpu) return;
         std::lock_guard lock(mutex);
@@ -240,7 +250,7 @@ int run_sweep(const options& opt) {
   for (size_t w = 0; w < devices.size(); ++w)
     workers.emplace_back([&, w] {
       try {
-        worker(devices[w]);
+        worker(devices[w], copies[w]);
       } catch (const std::exception& e) {
         worker_errors[w] = e.what();
       }
@@ -249,7 +259,10 @@ int run_sweep(const options& opt) {
   for (size_t w = 0; w < devices.size(); ++w)
     if (!worker_errors[w].empty()) throw std::runtime_error(fmt::format("GPU {}: {}", devices[w], worker_errors[w]));
   if (out == "-") write_csv(out, results);
-  write_json(opt, results_json(metadata_of(opt, &first), results));
+  run_metadata meta = metadata_of(opt, &first);
+  meta.copy = copies.front();
+  meta.energy_note = energy_note;
+  write_json(opt, results_json(meta, results));
   const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const std::string best = best_path_for(out);
   fmt::print("sweep done: {} shapes tuned, {} failed, {:.1f} s; wrote {}{}\n", tuned, failed, total, out,

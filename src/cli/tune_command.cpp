@@ -11,6 +11,7 @@
 #include "cli/db_support.hpp"
 #include "codegen/compile_pool.hpp"
 #include "report/csv.hpp"
+#include "run/copy_bandwidth.hpp"
 #include "run/phases.hpp"
 #include "run/nvml.hpp"
 #include "report/table.hpp"
@@ -81,11 +82,13 @@ int run_tune(const options& opt) {
       fmt::print("attn-tune {} --compile-only: {} for {} ({} {}); timing needs a GPU\n",
                  searched_families(family_run_of(opt), arch.cc_major, arch.cc_minor),
                  describe(opt.problem), opt.arch, hip ? "hiprtc" : "NVRTC", hip ? hiprtc_version() : nvrtc_version());
+    const run_metadata meta = metadata_of(opt, nullptr);
+    if (opt.verbosity != verbosity::quiet) fmt::print("{}\n", describe(meta.copy));
     std::fflush(stdout);  // before the progress and -v lines on stderr, also when stdout is a pipe
     const tune_result r = compile_families(family_run_of(opt), opt.arch, opt.problem, cache, t);
     progress.done();
     write_csv(out, r.records);
-    write_json(opt, results_json(metadata_of(opt, nullptr), r.records));
+    write_json(opt, results_json(meta, r.records));
     print_summary(opt, r, out);
     const auto failed = std::count_if(r.records.begin(), r.records.end(),
                                       [](const record& x) { return x.status == status::compile_error; });
@@ -123,10 +126,17 @@ int run_tune(const options& opt) {
                  hit->best_config, hit->median_ms, 100 * hit->noise, hit->tflops, hit->max_error, out);
       return 0;
     }
+  const std::string energy_note = energy_note_of(gpu, nvml);
+  require_energy(opt, energy_note);
   if (gpu.backend == backend::cuda) {  // NVML knows NVIDIA GPUs only
     if (!nvml.available()) fmt::print(stderr, "{}\n", nvml.note());
+    else if (!nvml.energy_note().empty()) fmt::print(stderr, "{}\n", nvml.energy_note());
     t.clocks = &nvml;
   }
+  const copy_bandwidth copy = measure_copy_bandwidth(runtime_of(gpu));
+  t.copy_gbps = copy.gbps;
+  if (opt.verbosity != verbosity::quiet) fmt::print("{}\n", describe(copy));
+  std::fflush(stdout);
   bool context_dead = false;
   const tune_result r = tune_families(family_run_of(opt), opt.problem, gpu, cache, t, context_dead);
   progress.done();
@@ -134,7 +144,10 @@ int run_tune(const options& opt) {
   if (const std::string w = throttle_warning(r.records); !w.empty()) fmt::print(stderr, "{}\n", w);
   // A complete tuning is remembered (a hung one is not: its space was not all measured).
   if (db && r.best && !r.hung) remember(*db, key, r.records);
-  write_json(opt, results_json(metadata_of(opt, &gpu), r.records));
+  run_metadata meta = metadata_of(opt, &gpu);
+  meta.copy = copy;
+  meta.energy_note = energy_note;
+  write_json(opt, results_json(meta, r.records));
   print_summary(opt, r, out);
   const bool quiet = opt.verbosity == verbosity::quiet;
   if (!quiet)
@@ -142,6 +155,9 @@ int run_tune(const options& opt) {
                describe(acceptance_for(r.lowp_error, r.rounding_error)), timing_summary(t.timing, t.search));
   if (r.best) {
     const record& b = r.records[*r.best];
+    if (t.objective == objective::energy && !(b.joules_per_call > 0))
+      fmt::print(stderr, "note: no variant's energy was measured (NVML's counter did not move during its timing): "
+                         "the best is the fastest, by time\n");
     fmt::print("{} {} {}  {:.4f} ms (+-{:.1f}%, IQR {:.4f}, {} reps)  {:.1f} TFLOPS  max error {:.2e}{}\n",
                styled(colour_for(stdout), fmt::emphasis::bold | fg(fmt::terminal_color::green), "best:"), b.family,
                name(b.config), b.median_ms, 100 * b.noise, b.iqr_ms, b.reps, b.tflops, b.max_error,

@@ -392,6 +392,8 @@ int64_t materialized_extra_bytes(const problem& s) {
 
 int64_t lse_bytes(const problem& s) { return s.batch * s.heads * s.q_len * 4; }
 
+int64_t moved_bytes(const problem& s) { return 2 * q_bytes(s) + 2 * kv_read_bytes(s) + lse_bytes(s); }
+
 int64_t element_offset(layout l, int64_t h_count, int64_t n, int64_t d, int64_t b, int64_t h,
                        int64_t i) {
   switch (l) {

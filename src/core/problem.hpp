@@ -137,6 +137,9 @@ int64_t kv_read_bytes(const problem& s);
 int64_t materialized_extra_bytes(const problem& s);
 /// What the fused kernel needs beyond Q, K, V and O: its LSE, B*H*Nq*4.
 int64_t lse_bytes(const problem& s);
+/// The memory one forward call moves at the least: Q, K and V read, O and its LSE written
+/// (2*q_bytes + 2*kv_read_bytes + lse_bytes; K and V have kv_heads heads, each sequence its own length).
+int64_t moved_bytes(const problem& s);
 
 /// Element offset of (b, h, i, 0) for a tensor with `h_count` heads and `n` rows in layout l.
 int64_t element_offset(layout l, int64_t h_count, int64_t n, int64_t d, int64_t b, int64_t h, int64_t i);

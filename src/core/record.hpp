@@ -11,9 +11,11 @@ namespace attn {
 
 // 2: added "rank"; 3: added "kernel_hash"; 4: added "noise", "measured" and the clocks (sm_clock_*,
 // temperature_c, power_w, throttle) at the end, and the "#end" line; 5: added "inputs" and "bound"
-// at the end; 6: added the decode fields "page_size" and "kv_lens" after the problem's other fields
-// (problem_fields(): since_schema 6). Version 3 to 5 files are still read (their inputs were
-// standard normal before 5; their problems contiguous, with one K/V length, before 6).
+// at the end; 6: added the roofline columns ("gbps", "copy_fraction", "copy_gbps") and the energy
+// ("joules_per_call", "tflops_per_watt") at the end, then the decode fields "page_size" and
+// "kv_lens" after them (problem_fields(): since_schema 6). Version 3, 4 and 5 files are still read
+// (their inputs were standard normal before 5; the columns added since read as 0, their problems
+// contiguous with one K/V length).
 constexpr int csv_schema_version = 6;
 /// The columns before version 4, written before the "#end" line existed: read with a warning.
 constexpr int csv_schema_version_without_end_line = 3;
@@ -77,6 +79,15 @@ struct record {
   /// Which bound set allowed_error (verify/tolerance.hpp): "naive" (2x the naive low-precision
   /// error) or "rounding" (a multiple of the output's own rounding); empty when not verified.
   std::string bound;
+  /// The memory the call moved at the least (moved_bytes: Q, K, V read, O and LSE written) over
+  /// median_ms, in 1e9 bytes/s; 0 when not timed.
+  double gbps = 0;
+  double copy_fraction = 0;  ///< gbps / copy_gbps; 0 when the copy bandwidth was not measured
+  double copy_gbps = 0;      ///< the run's copy bandwidth (core/rates.hpp); 0 = not measured
+  /// NVML's energy counter over the timed repetitions (each with its L2 flush) per repetition;
+  /// 0 = not measured (no NVML, no counter, or the counter did not move).
+  double joules_per_call = 0;
+  double tflops_per_watt = 0;  ///< attention FLOPs per joule / 1e12; 0 = not measured
 };
 
 }  // namespace attn

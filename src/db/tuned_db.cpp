@@ -44,6 +44,12 @@ constexpr const char* migrations[] = {
        ALTER TABLE tunings ADD COLUMN sm_clock_max_mhz INTEGER NOT NULL DEFAULT 0;
        ALTER TABLE tunings ADD COLUMN throttled INTEGER NOT NULL DEFAULT 0;
        PRAGMA user_version = 2;)",
+    R"(ALTER TABLE tunings ADD COLUMN gbps REAL NOT NULL DEFAULT 0;
+       ALTER TABLE tunings ADD COLUMN copy_fraction REAL NOT NULL DEFAULT 0;
+       ALTER TABLE tunings ADD COLUMN copy_gbps REAL NOT NULL DEFAULT 0;
+       ALTER TABLE tunings ADD COLUMN joules_per_call REAL NOT NULL DEFAULT 0;
+       ALTER TABLE tunings ADD COLUMN tflops_per_watt REAL NOT NULL DEFAULT 0;
+       PRAGMA user_version = 3;)",
 };
 static_assert(std::size(migrations) == db_schema_version - 1);
 
@@ -56,6 +62,10 @@ constexpr int key_column_count = std::size(device_key_columns) + problem_field_c
 constexpr const char* value_columns = "best_family, best_config, tflops, median_ms, noise, max_error, runner_up, "
                                       "tuned_at, version";
 constexpr const char* clock_columns = "sm_clock_min_mhz, sm_clock_max_mhz, throttled";
+// The best's rates (schema 3): its GB/s, that over the run's copy bandwidth, the copy bandwidth,
+// its joules per call and TFLOPS per watt.
+constexpr const char* rate_columns = "gbps, copy_fraction, copy_gbps, joules_per_call, tflops_per_watt";
+constexpr int rate_column_count = 5;
 
 std::vector<std::string> key_columns() {
   std::vector<std::string> out(std::begin(device_key_columns), std::end(device_key_columns));
@@ -72,9 +82,9 @@ const std::string key_where = [] {
 }();
 
 const std::string entry_columns =
-    fmt::format("id, {}, {}, {}", fmt::join(key_columns(), ", "), value_columns, clock_columns);
+    fmt::format("id, {}, {}, {}, {}", fmt::join(key_columns(), ", "), value_columns, clock_columns, rate_columns);
 // records_csv comes after the entry's columns in find() and get().
-constexpr int records_column = 1 + key_column_count + 9 + 3;
+constexpr int records_column = 1 + key_column_count + 9 + 3 + rate_column_count;
 
 // The problem fields the table has no column for: fields added to the list after the database was
 // made. A writer adds them (add_problem_fields); a reader refuses the file until one has.
@@ -163,6 +173,11 @@ tuning_entry entry_of(const sqlite_statement& q) {
   e.sm_clock_min_mhz = static_cast<int>(q.integer(c++));
   e.sm_clock_max_mhz = static_cast<int>(q.integer(c++));
   e.throttled = static_cast<int>(q.integer(c++));
+  e.gbps = q.real(c++);
+  e.copy_fraction = q.real(c++);
+  e.copy_gbps = q.real(c++);
+  e.joules_per_call = q.real(c++);
+  e.tflops_per_watt = q.real(c++);
   return e;
 }
 
@@ -223,6 +238,7 @@ bool looks_like_sqlite(const std::string& path) {
 }
 
 const char* db_schema_v1_sql() { return schema_v1; }
+const char* db_migration_sql(int from) { return migrations[from - 1]; }
 
 std::string utc_now() {
   const std::time_t now = std::time(nullptr);
@@ -367,9 +383,11 @@ int64_t tuned_db::put(const tuning_key& key, const std::vector<record>& records,
   bind_key(drop, key);
   drop.step();
   std::string places;
-  for (int i = 1; i <= key_column_count + 13; ++i) places += fmt::format("{}?{}", i > 1 ? ", " : "", i);
-  auto q = m_connection.prepare(fmt::format("INSERT INTO tunings ({}, {}, records_csv, {}) VALUES ({})",
-                                            fmt::join(key_columns(), ", "), value_columns, clock_columns, places));
+  for (int i = 1; i <= key_column_count + 13 + rate_column_count; ++i)
+    places += fmt::format("{}?{}", i > 1 ? ", " : "", i);
+  auto q = m_connection.prepare(fmt::format("INSERT INTO tunings ({}, {}, records_csv, {}, {}) VALUES ({})",
+                                            fmt::join(key_columns(), ", "), value_columns, clock_columns,
+                                            rate_columns, places));
   bind_key(q, key);
   int i = key_column_count + 1;
   q.bind(i++, best->family).bind(i++, name(best->config)).bind(i++, best->tflops).bind(i++, best->median_ms);
@@ -377,6 +395,9 @@ int64_t tuned_db::put(const tuning_key& key, const std::vector<record>& records,
   q.bind(i++, second ? second->family + " " + name(second->config) : std::string());
   q.bind(i++, tuned_at).bind(i++, std::string(ATTN_TUNE_VERSION)).bind(i++, csv_text(records));
   q.bind(i++, int64_t{clock_min}).bind(i++, int64_t{clock_max}).bind(i++, int64_t{throttled});
+  for (const double rate : {best->gbps, best->copy_fraction, best->copy_gbps, best->joules_per_call,
+                            best->tflops_per_watt})
+    q.bind(i++, rate);
   q.step();
   const int64_t id = m_connection.last_insert_id();
   tx.commit();

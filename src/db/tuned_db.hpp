@@ -15,8 +15,10 @@
 
 namespace attn {
 
-/// 1: the tunings table; 2: the SM clock range and throttled count of each tuning (NVML).
-constexpr int db_schema_version = 2;
+/// 1: the tunings table; 2: the SM clock range and throttled count of each tuning (NVML); 3: the
+/// best's GB/s, its fraction of the copy bandwidth, the copy bandwidth, its joules per call and
+/// TFLOPS per watt.
+constexpr int db_schema_version = 3;
 
 /// $ATTN_TUNE_DB, else $XDG_CACHE_HOME/attn-tune/tuned.sqlite, else ~/.cache/attn-tune/tuned.sqlite.
 std::string default_db_path();
@@ -43,6 +45,8 @@ struct tuning_entry {
   std::string version;   ///< attn-tune's
   int sm_clock_min_mhz = 0, sm_clock_max_mhz = 0;  ///< over the timed variants; 0 without NVML
   int throttled = 0;  ///< timed variants measured with a throttle reason other than idle set
+  double gbps = 0, copy_fraction = 0, copy_gbps = 0;  ///< the best's (record's); 0 before schema 3
+  double joules_per_call = 0, tflops_per_watt = 0;    ///< the same
   std::vector<record> records;  ///< the tuning's ranked records (find and get only)
 };
 
@@ -80,6 +84,8 @@ class tuned_db {
 
 /// The SQL that creates schema version 1 (tests build an old database with it).
 const char* db_schema_v1_sql();
+/// The SQL that takes schema version `from` to from + 1 (1 <= from < db_schema_version).
+const char* db_migration_sql(int from);
 /// "2026-12-01 08:15:00", UTC, now.
 std::string utc_now();
 

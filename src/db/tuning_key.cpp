@@ -20,8 +20,10 @@ std::string describe_searched(const searched_space& s) {
 }  // namespace
 
 std::string describe_space(const searched_space& s) {
-  const std::string out = describe_searched(s);
-  return s.inputs == input_kind::normal ? out : fmt::format("{}; inputs {}", out, to_string(s.inputs));
+  std::string out = describe_searched(s);
+  if (s.inputs != input_kind::normal) out += fmt::format("; inputs {}", to_string(s.inputs));
+  if (s.objective != objective::time) out += fmt::format("; objective {}", to_string(s.objective));
+  return out;
 }
 
 std::string kernel_hashes(const std::vector<std::string>& families, const kernel_sources& sources) {

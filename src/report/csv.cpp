@@ -36,7 +36,8 @@ constexpr std::array trailing_columns{
     "median_ms", "iqr_ms", "tflops", "max_error", "allowed_error", "materialized_bytes",
     "fused_extra_bytes", "memory_saving_ratio", "rank", "kernel_hash",
     "noise", "measured", "sm_clock_before_mhz", "sm_clock_after_mhz", "temperature_c", "power_w",
-    "throttle", "tied", "inputs", "bound"};
+    "throttle", "tied", "inputs", "bound",
+    "gbps", "copy_fraction", "copy_gbps", "joules_per_call", "tflops_per_watt"};
 // clang-format on
 constexpr size_t column_count = leading_columns.size() + problem_field_count + trailing_columns.size();
 
@@ -65,11 +66,14 @@ const std::array<const char*, column_count> column_names = [] {
   return names;
 }();
 
-// Schema 3 files end before "noise", schema 4 files before "inputs", schema 5 before the fields
-// added since; the columns from there on are read when present.
-const size_t schema3_columns = leading_columns.size() + first_schema_field_count + trailing_columns.size() - 10;
+// Schema 3 files end before "noise", schema 4 files before "inputs", schema 5 before "gbps",
+// schema 6 before the fields added since; the columns from there on are read when present.
+constexpr size_t schema6_added = 5;
+const size_t schema3_columns =
+    leading_columns.size() + first_schema_field_count + trailing_columns.size() - 10 - schema6_added;
 const size_t schema4_columns = schema3_columns + 8;
 const size_t schema5_columns = schema4_columns + 2;
+const size_t schema6_columns = schema5_columns + schema6_added;
 
 // Reads a field's text into r; a field added after the file's schema takes its default when blank.
 void read_field(record& r, const problem_field& f, const std::string& text, int version) {
@@ -201,6 +205,15 @@ record parse_record(const std::array<std::string, column_count>& f) {
   r.bound = next();
   if (!r.bound.empty() && r.bound != "naive" && r.bound != "rounding")
     throw invalid_input(fmt::format("column 'bound': expected naive, rounding or nothing, got '{}'", r.bound));
+  if (version == 5) {
+    i += schema6_added;  // not in the file: they read as 0
+  } else {
+    r.gbps = real();
+    r.copy_fraction = real();
+    r.copy_gbps = real();
+    r.joules_per_call = real();
+    r.tflops_per_watt = real();
+  }
   for (size_t k = first_schema_field_count; k < problem_field_count; ++k)
     read_field(r, *fields_in_order[k], next(), version);
   return r;
@@ -240,7 +253,7 @@ std::string csv_row(const record& r) {
   for (size_t k = 0; k < problem_field_count; ++k)
     (k < first_schema_field_count ? fields : later_fields) += csv_field(fields_in_order[k]->get(r.shape)) + ',';
   return fmt::format(
-      "{},{},{},{}.{},{},{},{},{},{}{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}{}",
+      "{},{},{},{}.{},{},{},{},{},{}{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}{}",
       csv_schema_version, csv_field(d.name), csv_field(d.arch), d.cc_major, d.cc_minor, d.sm_count,
       csv_field(d.cuda_version), csv_field(d.nvrtc_version), csv_field(r.family), fields,
       name(c), c.block_m, c.block_n, c.warps, c.stages, to_string(r.status),
@@ -249,6 +262,7 @@ std::string csv_row(const record& r) {
       r.materialized_bytes, r.fused_extra_bytes, r.memory_saving_ratio, r.rank, csv_field(r.kernel_hash),
       r.noise, to_string(r.measured), r.clocks.sm_clock_before_mhz, r.clocks.sm_clock_after_mhz,
       r.clocks.temperature_c, r.clocks.power_w, r.clocks.throttle, r.tied ? 1 : 0, to_string(r.inputs), r.bound,
+      r.gbps, r.copy_fraction, r.copy_gbps, r.joules_per_call, r.tflops_per_watt,
       later_fields.empty() ? "" : "," + later_fields.substr(0, later_fields.size() - 1));
 }
 
@@ -280,10 +294,11 @@ std::vector<record> read_records(const std::string& path, std::string_view text,
     // a file from another schema should fail here rather than load half-filled records.
     std::apply([&](auto... names) { reader.read_header(io::ignore_missing_column, names...); },
                column_names);
-    // A schema 3 file lacks the columns from "noise" on, a schema 4 file those from "inputs" on;
-    // any other missing column is an error.
-    // The fields added since schema 5 are never needed: a file without them reads with defaults.
-    const size_t needed = reader.has_column(column_names[schema4_columns])   ? schema5_columns
+    // A schema 3 file lacks the columns from "noise" on, a schema 4 file those from "inputs" on,
+    // a schema 5 file those from "gbps" on; any other missing column is an error.
+    // The fields added since schema 6 are never needed: a file without them reads with defaults.
+    const size_t needed = reader.has_column(column_names[schema5_columns])   ? schema6_columns
+                          : reader.has_column(column_names[schema4_columns]) ? schema5_columns
                           : reader.has_column(column_names[schema3_columns]) ? schema4_columns
                                                                              : schema3_columns;
     for (size_t i = 0; i < needed; ++i)

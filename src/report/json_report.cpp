@@ -73,7 +73,22 @@ ordered_json record_json(const record& r) {
           {"throttle", r.clocks.throttle},
           {"tied", r.tied},
           {"inputs", to_string(r.inputs)},
-          {"bound", r.bound}};
+          {"bound", r.bound},
+          {"gbps", number(r.gbps)},
+          {"copy_fraction", number(r.copy_fraction)},
+          {"copy_gbps", number(r.copy_gbps)},
+          {"joules_per_call", number(r.joules_per_call)},
+          {"tflops_per_watt", number(r.tflops_per_watt)}};
+}
+
+// The measured copy bandwidth, or null and why not.
+ordered_json copy_json(const copy_bandwidth& c) {
+  const bool measured = c.gbps > 0;
+  return {{"gbps", measured ? number(c.gbps) : ordered_json(nullptr)},
+          {"bytes", c.bytes},
+          {"reps", c.reps},
+          {"convention", "a device-to-device copy of `bytes`: read + written bytes (2 x bytes) over its median time"},
+          {"note", measured ? std::string() : c.note.empty() ? std::string("not measured") : c.note}};
 }
 
 ordered_json meta_json(const run_metadata& m) {
@@ -84,7 +99,10 @@ ordered_json meta_json(const run_metadata& m) {
           {"device", device_json(m.device)},
           {"driver_version", m.driver_version},
           {"sm_clock_mhz", m.sm_clock_mhz},
-          {"memory_clock_mhz", m.memory_clock_mhz}};
+          {"memory_clock_mhz", m.memory_clock_mhz},
+          {"copy_bandwidth", copy_json(m.copy)},
+          {"objective", m.objective},
+          {"energy", m.energy_note.empty() ? ordered_json("measured") : ordered_json(m.energy_note)}};
 }
 
 ordered_json tool_json() { return {{"version", ATTN_TUNE_VERSION}, {"csv_schema_version", csv_schema_version}}; }

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/rates.hpp"
 #include "core/record.hpp"
 
 namespace attn {
@@ -20,6 +21,10 @@ struct run_metadata {
   std::string driver_version;
   int sm_clock_mhz = 0, memory_clock_mhz = 0;
   std::vector<std::string> arguments;  ///< the command line after the program's name
+  copy_bandwidth copy;  ///< measured once per run; gbps 0 (and a note) when not
+  std::string objective = "time";  ///< --objective: what the best was chosen by
+  /// Why the energy columns are empty (NVML absent, no energy counter, compile-only); "" = measured.
+  std::string energy_note;
 };
 
 /// The document as indented text with a final newline. Text that is not valid UTF-8 (a device or

@@ -45,14 +45,20 @@ struct column {
 };
 
 // Numbers sit one space apart (their titles are mostly wider than the values), which leaves
-// room for a useful part of the message within the table width.
-constexpr std::array<column, 11> columns{{
+// room for a useful part of the message within the table width. The optional columns (GB/s,
+// %copy, mJ/call, TF/W) show only when a row has a value for them, so a compile-only table, or one
+// without NVML's energy counter, stays as it was.
+constexpr std::array<column, 15> columns{{
     {"#", align::right, 0},
     {"config", align::left, 2},
     {"ms", align::right, 2},
     {"+-%", align::right, 1},
     {"IQR", align::right, 1},
     {"TFLOPS", align::right, 1},
+    {"GB/s", align::right, 1},
+    {"%copy", align::right, 1},
+    {"mJ/call", align::right, 1},
+    {"TF/W", align::right, 1},
     {"error", align::right, 1},
     {"regs", align::right, 1},
     {"spills", align::right, 1},
@@ -61,6 +67,12 @@ constexpr std::array<column, 11> columns{{
 }};
 
 using cells = std::array<std::string, columns.size()>;
+using column_mask = std::array<bool, columns.size()>;
+constexpr size_t gbps_column = 6, copy_column = 7, energy_column = 8, efficiency_column = 9;
+static_assert(std::string_view(columns[gbps_column].title) == "GB/s" &&
+              std::string_view(columns[copy_column].title) == "%copy" &&
+              std::string_view(columns[energy_column].title) == "mJ/call" &&
+              std::string_view(columns[efficiency_column].title) == "TF/W");
 
 std::string shorten(const std::string& text, size_t width) {
   std::string flat = text;
@@ -83,6 +95,10 @@ cells make_cells(const record& r, size_t ok_rank) {
       timed && r.noise > 0 ? fmt::format("{:.1f}", 100 * r.noise) : "-",
       timed ? fmt::format("{:.4f}", r.iqr_ms) : "-",
       timed ? fmt::format("{:.1f}", r.tflops) : "-",
+      r.gbps > 0 ? fmt::format("{:.0f}", r.gbps) : "-",
+      r.copy_fraction > 0 ? fmt::format("{:.0f}", 100 * r.copy_fraction) : "-",
+      r.joules_per_call > 0 ? fmt::format("{:.{}f}", 1000 * r.joules_per_call, r.joules_per_call < 0.01 ? 3 : 1) : "-",
+      r.tflops_per_watt > 0 ? fmt::format("{:.2f}", r.tflops_per_watt) : "-",
       checked ? fmt::format("{:.2e}", r.max_error) : "-",
       built ? fmt::format("{}", r.registers) : "-",
       built ? fmt::format("{}", r.spill_bytes) : "-",
@@ -103,9 +119,10 @@ std::string message_of(const record& r) {
 }
 
 void append_line(std::string& out, const cells& row, const std::array<size_t, columns.size()>& widths,
-                 const std::string& message) {
+                 const column_mask& shown, const std::string& message) {
   std::string line;
   for (size_t i = 0; i < columns.size(); ++i) {
+    if (!shown[i]) continue;
     line.append(columns[i].gap, ' ');
     if (columns[i].side == align::right)
       line += fmt::format("{:>{}}", row[i], widths[i]);
@@ -148,14 +165,22 @@ std::string format_table(const std::vector<record>& rows, size_t limit) {
   std::array<size_t, columns.size()> widths{};
   for (size_t i = 0; i < columns.size(); ++i) widths[i] = std::string_view(columns[i].title).size();
   size_t ok_count = 0;
+  column_mask visible;
+  visible.fill(true);
+  for (size_t i : {gbps_column, copy_column, energy_column, efficiency_column}) visible[i] = false;
   for (size_t k = 0; k < shown; ++k) {
     const record& r = rows[order[k]];
     body.push_back(make_cells(r, r.status == status::ok ? ++ok_count : 0));
     for (size_t i = 0; i < columns.size(); ++i)
       widths[i] = std::max(widths[i], body.back()[i].size());
+    visible[gbps_column] = visible[gbps_column] || r.gbps > 0;
+    visible[copy_column] = visible[copy_column] || r.copy_fraction > 0;
+    visible[energy_column] = visible[energy_column] || r.joules_per_call > 0;
+    visible[efficiency_column] = visible[efficiency_column] || r.tflops_per_watt > 0;
   }
   size_t used = 0;
-  for (size_t i = 0; i < columns.size(); ++i) used += columns[i].gap + widths[i];
+  for (size_t i = 0; i < columns.size(); ++i)
+    if (visible[i]) used += columns[i].gap + widths[i];
   used += message_gap;
   const size_t message_width =
       std::clamp(used < table_width ? table_width - used : size_t{0}, message_min, message_max);
@@ -163,11 +188,11 @@ std::string format_table(const std::vector<record>& rows, size_t limit) {
   std::string out;
   cells header;
   for (size_t i = 0; i < columns.size(); ++i) header[i] = columns[i].title;
-  append_line(out, header, widths, "message");
+  append_line(out, header, widths, visible, "message");
   out += std::string(std::min(used + message_width, table_width), '-');
   out += '\n';
   for (size_t k = 0; k < shown; ++k)
-    append_line(out, body[k], widths, shorten(message_of(rows[order[k]]), message_width));
+    append_line(out, body[k], widths, visible, shorten(message_of(rows[order[k]]), message_width));
   if (shown < order.size()) {
     const size_t left_out = order.size() - shown;
     out += fmt::format("({} more row{} not shown)\n", left_out, left_out == 1 ? "" : "s");

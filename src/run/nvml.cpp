@@ -57,6 +57,7 @@ struct nvml_monitor::api {
   nvml_return (*temperature)(nvml_device, int, unsigned*) = nullptr;
   nvml_return (*power)(nvml_device, unsigned*) = nullptr;
   nvml_return (*reasons)(nvml_device, unsigned long long*) = nullptr;
+  nvml_return (*energy)(nvml_device, unsigned long long*) = nullptr;  // may be missing (older NVML)
   ~api() {
     if (shutdown) shutdown();
     if (library) dlclose(library);
@@ -68,7 +69,8 @@ nvml_monitor nvml_monitor::open(const std::string& pci_bus_id, int index, const 
   auto absent = [&](const std::string& why) {
     m.m_api.reset();
     m.m_note = fmt::format(
-        "note: NVML absent ({}): SM clock, temperature, power and throttling are not recorded; measurement goes on",
+        "note: NVML absent ({}): SM clock, temperature, power, energy and throttling are not recorded; measurement "
+        "goes on",
         why);
     return std::move(m);
   };
@@ -87,6 +89,7 @@ nvml_monitor nvml_monitor::open(const std::string& pci_bus_id, int index, const 
   a->power = symbol<decltype(a->power)>(a->library, "nvmlDeviceGetPowerUsage");
   a->reasons = symbol<decltype(a->reasons)>(a->library, "nvmlDeviceGetCurrentClocksEventReasons");
   if (!a->reasons) a->reasons = symbol<decltype(a->reasons)>(a->library, "nvmlDeviceGetCurrentClocksThrottleReasons");
+  a->energy = symbol<decltype(a->energy)>(a->library, "nvmlDeviceGetTotalEnergyConsumption");
   if (!init || !by_index || !a->clock || !a->temperature || !a->power || !a->reasons)
     return absent(library + " lacks the functions needed");
   if (const nvml_return rc = init(); rc != nvml_success) return absent(fmt::format("nvmlInit failed with {}", rc));
@@ -96,6 +99,14 @@ nvml_monitor nvml_monitor::open(const std::string& pci_bus_id, int index, const 
   if (!found) return absent(fmt::format("no NVML device for {} (index {})", pci_bus_id, index));
   char version[96] = {};
   if (driver && driver(version, sizeof version) == nvml_success) m.m_driver = version;
+  unsigned long long millijoules = 0;
+  const nvml_return energy_rc = a->energy ? a->energy(a->device, &millijoules) : nvml_success;
+  if (!a->energy || energy_rc != nvml_success)
+    m.m_energy_note = fmt::format(
+        "note: NVML's energy counter is not available on this GPU ({}): joules per call and TFLOPS per watt are "
+        "not recorded",
+        a->energy ? fmt::format("nvmlDeviceGetTotalEnergyConsumption returned {}", energy_rc)
+                  : library + " lacks nvmlDeviceGetTotalEnergyConsumption");
   m.m_api = std::move(a);
   return m;
 }
@@ -114,6 +125,13 @@ std::optional<gpu_state> nvml_monitor::read() const {
     return std::nullopt;
   return gpu_state{static_cast<int>(clock), static_cast<int>(temperature), milliwatts / 1000.0,
                    static_cast<uint64_t>(reasons)};
+}
+
+std::optional<uint64_t> nvml_monitor::energy_mj() const {
+  if (!has_energy()) return std::nullopt;
+  unsigned long long millijoules = 0;
+  if (m_api->energy(m_api->device, &millijoules) != nvml_success) return std::nullopt;
+  return static_cast<uint64_t>(millijoules);
 }
 
 clock_state clocks_of(const gpu_state& before, const gpu_state& after) {

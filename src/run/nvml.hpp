@@ -32,20 +32,29 @@ class nvml_monitor {
   nvml_monitor& operator=(nvml_monitor&&) = delete;
 
   bool available() const { return m_api != nullptr; }
-  /// Why not available: "NVML absent (libnvidia-ml.so.1: ...): SM clock, temperature, power and
-  /// throttling are not recorded; measurement goes on".
+  /// Why not available: "NVML absent (libnvidia-ml.so.1: ...): SM clock, temperature, power,
+  /// energy and throttling are not recorded; measurement goes on".
   const std::string& note() const { return m_note; }
   /// The driver's version ("580.65.06"), or "" without NVML.
   const std::string& driver_version() const { return m_driver; }
   /// nullopt without NVML or when a query fails.
   std::optional<gpu_state> read() const;
+  /// Whether NVML's total energy counter (nvmlDeviceGetTotalEnergyConsumption, Volta and newer)
+  /// answers on this GPU; asked once, at open.
+  bool has_energy() const { return m_api && m_energy_note.empty(); }
+  /// Why not, when NVML is there but the counter is not: "note: NVML's energy counter is not
+  /// available on this GPU (...): joules per call and TFLOPS per watt are not recorded"; "" when it
+  /// is, or when NVML is absent (note() says so).
+  const std::string& energy_note() const { return m_energy_note; }
+  /// The counter in millijoules since the driver loaded; nullopt without it or when the read fails.
+  std::optional<uint64_t> energy_mj() const;
 
   struct api;
 
  private:
   nvml_monitor() = default;
   std::unique_ptr<api> m_api;
-  std::string m_note, m_driver;
+  std::string m_note, m_driver, m_energy_note;
 };
 
 /// What a record keeps of the states before and after its timing (the throttle bits of both).

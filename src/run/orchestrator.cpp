@@ -74,7 +74,7 @@ std::vector<size_t> runnable(const family_run& opt, int cc_major, int cc_minor, 
   return out;
 }
 
-tune_result merge_families(std::vector<tune_result> parts);
+tune_result merge_families(std::vector<tune_result> parts, objective goal);
 
 // `run` once per family of the run that a device of this capability runs (t with that family and
 // its space), merged into one result. A family that refuses the shape (invalid_input: e.g. none
@@ -105,11 +105,11 @@ tune_result over_families(const family_run& opt, int cc_major, int cc_minor, tun
     const bool same = std::all_of(refusals.begin(), refusals.end(), [&](const auto& r) { return r == refusals[0]; });
     throw invalid_input(same ? refusals.front() : named);
   }
-  return merge_families(std::move(parts));
+  return merge_families(std::move(parts), t.objective);
 }
 
 // One result from the per-family results of a shape: all records, one best over all of them.
-tune_result merge_families(std::vector<tune_result> parts) {
+tune_result merge_families(std::vector<tune_result> parts, objective goal) {
   if (parts.size() == 1) return std::move(parts.front());
   tune_result all;
   for (auto& p : parts) {
@@ -137,8 +137,8 @@ tune_result merge_families(std::vector<tune_result> parts) {
     all.rerun_seconds += p.rerun_seconds;
     all.budget_spent = all.budget_spent || p.budget_spent;
   }
-  all.best = choose_best(all.records);
-  assign_ranks(all.records, all.best);
+  all.best = choose_best(all.records, goal);
+  assign_ranks(all.records, all.best, goal);
   size_t offset = 0;
   for (auto& p : parts) {  // the winner's binary, when its family's run kept it
     if (all.best && *all.best >= offset && *all.best < offset + p.records.size() && p.best &&
@@ -165,6 +165,7 @@ std::vector<std::string> child_arguments(const family_run& opt, const tune_optio
                                    "--max-time-ms", fmt::format("{}", t.timing.max_total_ms),
                                    "--max-noise", fmt::format("{}", t.timing.max_noise),
                                    "--search", to_string(t.search),
+                                   "--objective", to_string(t.objective),
                                    "--kernel-timeout-s", fmt::format("{}", t.timing.kernel_timeout_s),
                                    "--device", std::to_string(device),
                                    "--jobs", std::to_string(t.jobs), "--top", "0", "--out", csv, "--no-db"};
@@ -212,8 +213,8 @@ tune_result tune_recovering(const family_run& opt, const problem& s, const gpu_i
   }
   r.rerun_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - rerun_start).count();
   r.not_run.clear();
-  r.best = choose_best(r.records);
-  assign_ranks(r.records, r.best);
+  r.best = choose_best(r.records, t.objective);
+  assign_ranks(r.records, r.best, t.objective);
   r.best_cubin.clear();  // the winner may have been compiled in a child: see best_cubin_of()
   return r;
 }

@@ -75,6 +75,17 @@ search_kind parse_search(const std::string& text) {
   throw invalid_input(fmt::format("invalid --search '{}': expected screen, exhaustive, halving or random", text));
 }
 
+namespace {
+constexpr enum_table<objective, 2> objective_names{{{objective::time, "time"}, {objective::energy, "energy"}}};
+}  // namespace
+
+std::string to_string(objective o) { return name_in(objective_names, o, "unknown"); }
+
+objective parse_objective(const std::string& text) {
+  if (const auto o = value_in(objective_names, text)) return *o;
+  throw invalid_input(fmt::format("invalid --objective '{}': expected time or energy", text));
+}
+
 timing_options screen_timing(const timing_options& full) {
   timing_options t = full;
   t.min_reps = std::min(5, full.max_reps);

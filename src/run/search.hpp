@@ -21,6 +21,12 @@ std::string to_string(search_kind k);  ///< "exhaustive", "screen", "halving", "
 /// Throws invalid_input naming the text and the choices.
 search_kind parse_search(const std::string& text);
 
+/// What the winner is chosen by (--objective): the median time, or the joules per call.
+enum class objective { time, energy };
+std::string to_string(objective o);  ///< "time", "energy"
+/// Throws invalid_input naming the text and the choices.
+objective parse_objective(const std::string& text);
+
 struct search_settings {
   search_kind kind = search_kind::screen;
   timing_options full;  ///< the full-precision measurement

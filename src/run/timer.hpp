@@ -56,10 +56,16 @@ class event_pair {
 /// The stopping rule of these options (noise.hpp).
 stopping_rule stopping_rule_of(const timing_options& options);
 
+/// What runs just before the first timed repetition (after the warm-up has finished) and just
+/// after the last one has: NVML's energy counter read around them (run/tuner.cpp).
+struct timed_window {
+  std::function<void()> start, stop;
+};
+
 /// Times `launch` (which enqueues one kernel on the stream) until enough_samples(); the summary's
 /// noise is relative_median_noise of the samples. Throws device_error on failure,
 /// kernel_hung when the kernels do not finish.
 summary time_kernel(const device_runtime& rt, const std::function<void(stream_t)>& launch, l2_flusher& flusher,
-                    const timing_options& options, stream_t stream);
+                    const timing_options& options, stream_t stream, const timed_window& window = {});
 
 }  // namespace attn

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "core/numeric.hpp"
+#include "core/rates.hpp"
 #include "report/npy.hpp"
 #include "verify/gpu_reference.hpp"
 #include "verify/row_sample.hpp"
@@ -67,13 +68,21 @@ void verify_variant(variant& v, const device_problem& pr, const reference_output
 // Times a verified variant with these options; the record keeps the last measurement.
 void time_variant(variant& v, const device_problem& pr, const support_kernels& support, const gpu_info& gpu,
                   l2_flusher& flusher, const timing_options& timing, const nvml_monitor* clocks,
-                  stream_t stream) {
+                  double copy_gbps, stream_t stream) {
   record& r = v.rec;
   const device_runtime& rt = support.rt;
   const loaded_variant kernel = load_variant(rt, v.cubin, r, gpu.ordinal);
   const launch_plan plan = plan_launch(kernel, r, pr, gpu);
   const std::optional<gpu_state> before = clocks ? clocks->read() : std::nullopt;
-  const summary t = time_kernel(rt, [&](stream_t st) { launch(rt, plan, st); }, flusher, timing, stream);
+  // The energy counter around the timed repetitions alone (not the warm-up), each with its flush.
+  std::optional<uint64_t> energy_before, energy_after;
+  timed_window window;
+  if (clocks && clocks->has_energy()) {
+    window.start = [&] { energy_before = clocks->energy_mj(); };
+    window.stop = [&] { energy_after = clocks->energy_mj(); };
+  }
+  const summary t =
+      time_kernel(rt, [&](stream_t st) { launch(rt, plan, st); }, flusher, timing, stream, window);
   const std::optional<gpu_state> after = clocks ? clocks->read() : std::nullopt;
   if (before && after) r.clocks = clocks_of(*before, *after);
   r.status = status::ok;
@@ -82,6 +91,11 @@ void time_variant(variant& v, const device_problem& pr, const support_kernels& s
   r.iqr_ms = t.iqr;
   r.noise = t.noise;
   r.tflops = tflops(pr.shp, t.median);
+  r.gbps = gbps(moved_bytes(pr.shp), t.median);
+  r.copy_gbps = copy_gbps;
+  r.copy_fraction = copy_fraction(r.gbps, copy_gbps);
+  r.joules_per_call = energy_before && energy_after ? joules_per_call(*energy_before, *energy_after, t.count) : 0;
+  r.tflops_per_watt = tflops_per_watt(pr.shp, r.joules_per_call);
 }
 
 // options.on_variant for each variant the compile pool finishes, or nothing.
@@ -121,10 +135,24 @@ std::vector<bool> contenders(const std::vector<record>& rows) {
   return out;
 }
 
+// The order by energy: records with it measured first, by joules per call; the others by median.
+bool less_energy(const record& a, const record& b) {
+  const bool ha = a.joules_per_call > 0, hb = b.joules_per_call > 0;
+  if (ha != hb) return ha;
+  if (!ha) return a.median_ms < b.median_ms;
+  return a.joules_per_call < b.joules_per_call;
+}
+
 }  // namespace
 
-std::optional<size_t> choose_best(const std::vector<record>& rows) {
+std::optional<size_t> choose_best(const std::vector<record>& rows, objective goal) {
   const std::vector<bool> can_win = contenders(rows);
+  if (goal == objective::energy) {
+    std::optional<size_t> least;
+    for (size_t i = 0; i < rows.size(); ++i)
+      if (can_win[i] && rows[i].joules_per_call > 0 && (!least || less_energy(rows[i], rows[*least]))) least = i;
+    if (least) return least;
+  }
   std::optional<size_t> fastest;
   for (size_t i = 0; i < rows.size(); ++i)
     if (can_win[i] && (!fastest || rows[i].median_ms < rows[*fastest].median_ms))
@@ -142,7 +170,7 @@ std::optional<size_t> choose_best(const std::vector<record>& rows) {
   return best;
 }
 
-void assign_ranks(std::vector<record>& rows, std::optional<size_t> best) {
+void assign_ranks(std::vector<record>& rows, std::optional<size_t> best, objective goal) {
   std::vector<size_t> ok;
   for (size_t i = 0; i < rows.size(); ++i) {
     rows[i].rank = 0;
@@ -153,12 +181,13 @@ void assign_ranks(std::vector<record>& rows, std::optional<size_t> best) {
   const std::vector<bool> can_win = contenders(rows);
   std::stable_sort(ok.begin(), ok.end(), [&](size_t a, size_t b) {
     if (can_win[a] != can_win[b]) return bool(can_win[a]);
+    if (goal == objective::energy) return less_energy(rows[a], rows[b]);
     return rows[a].median_ms < rows[b].median_ms;
   });
   int next = 1;
   if (best) {
     rows[*best].rank = next++;
-    rows[*best].tied = std::any_of(ok.begin(), ok.end(), [&](size_t i) {
+    rows[*best].tied = goal == objective::time && std::any_of(ok.begin(), ok.end(), [&](size_t i) {
       return can_win[i] && rows[i].median_ms < rows[*best].median_ms;
     });
   }
@@ -341,7 +370,7 @@ tune_result tune(const problem& s, const gpu_info& gpu, const compile_cache& cac
     const variant_event event = full ? variant_event::measured : variant_event::screened;
     try {
       time_variant(v, *state->pr, *state->support, gpu, *state->flusher, timing, options.clocks,
-                   state->stream->get());
+                   options.copy_gbps, state->stream->get());
     } catch (const std::exception& e) {
       fail(v, e);
       if (options.on_variant) options.on_variant(event, v.rec, "");
@@ -374,8 +403,8 @@ tune_result tune(const problem& s, const gpu_info& gpu, const compile_cache& cac
   result.budget_spent = result.budget_spent || searched.budget_spent;
   state.reset();
   for (auto& v : variants) result.records.push_back(v.rec);
-  result.best = choose_best(result.records);
-  assign_ranks(result.records, result.best);
+  result.best = choose_best(result.records, options.objective);
+  assign_ranks(result.records, result.best, options.objective);
   if (result.best) result.best_cubin = variants[*result.best].cubin;
   result.total_seconds = seconds_since(start);
   return result;

@@ -16,6 +16,9 @@
 
 namespace attn {
 
+/// --objective energy: the least time the timed repetitions of a full measurement add up to.
+constexpr double energy_min_time_ms = 100;
+
 struct tune_options {
   std::string family = "fa2";  ///< must run on the device's backend (mfma on HIP)
   search_space space = default_space();
@@ -23,6 +26,7 @@ struct tune_options {
   int jobs = 0;  ///< compile threads; 0 = all cores
   timing_options timing;  ///< the full-precision measurement
   search_kind search = search_kind::screen;
+  attn::objective objective = objective::time;  ///< what choose_best ranks by (--objective)
   int keep_top = 3;  ///< the screening refines at least this many
   int samples = 32;  ///< --search random: configs drawn from the space
   /// --budget-s: nothing more is verified or timed after this (the best so far stands).
@@ -30,6 +34,9 @@ struct tune_options {
   /// Reads the GPU's clocks before and after each timing (record::clocks); nullptr or unavailable:
   /// not recorded.
   const class nvml_monitor* clocks = nullptr;
+  /// The run's copy bandwidth (run/copy_bandwidth.hpp), for each timed record's copy_fraction;
+  /// 0 = not measured.
+  double copy_gbps = 0;
   uint64_t seed = 0;
   input_kind inputs = input_kind::normal;  ///< what the variants are checked on
   int64_t reference_chunk_bytes = int64_t(1) << 30;
@@ -76,11 +83,14 @@ std::vector<tile_config> configs_of(const tune_options& options, const problem& 
 /// Near-ties go to the simpler config: among ok records whose median is within the fastest's
 /// IQR of it (clamped to 1%..2% of its median), the simplest (simpler_than) wins. When any ok
 /// record was measured in full, screened-only ones (measurement::screened) cannot win.
-std::optional<size_t> choose_best(const std::vector<record>& rows);
+/// objective::energy: the fewest joules per call among those that can win with the energy
+/// measured; when none has it, the rule of objective::time.
+std::optional<size_t> choose_best(const std::vector<record>& rows, objective goal = objective::time);
 /// Sets record::rank: 1 for `best`, then 2, 3, ... for the other ok records by median (fully
-/// measured ones before screened-only ones); record::tied on `best` when a record ranked after
-/// it has a faster median.
-void assign_ranks(std::vector<record>& rows, std::optional<size_t> best);
+/// measured ones before screened-only ones; objective::energy: by joules per call, those with
+/// the energy measured first); record::tied on `best` when, by time, a record ranked after it has
+/// a faster median.
+void assign_ranks(std::vector<record>& rows, std::optional<size_t> best, objective goal = objective::time);
 
 /// Device memory a tuning run of s needs (inputs, outputs, reference, L2 flush buffer).
 int64_t tuning_memory_bytes(const problem& s, int64_t l2_bytes, int64_t reference_chunk_bytes);

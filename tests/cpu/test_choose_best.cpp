@@ -90,3 +90,62 @@ TEST(assign_ranks, a_tied_winner_slower_than_rank_two_is_marked) {
 
 }  // namespace
 }  // namespace attn
+
+namespace attn {
+namespace {
+
+// Issue 19 item 3: --objective energy ranks by joules per call.
+record with_energy(tile_config c, double median, double joules) {
+  record r = ok(c, median, 0.0001);
+  r.measured = measurement::full;
+  r.joules_per_call = joules;
+  return r;
+}
+
+TEST(choose_best, objective_energy_takes_the_fewest_joules_per_call) {
+  // The fastest draws more power: 1.00 ms at 0.80 J against 1.10 ms at 0.70 J.
+  std::vector<record> rows = {with_energy({128, 128, 8, 3}, 1.00, 0.80), with_energy({128, 64, 4, 2}, 1.10, 0.70),
+                              with_energy({64, 64, 4, 2}, 1.50, 0.95)};
+  EXPECT_EQ(choose_best(rows), 0u);  // by time
+  EXPECT_EQ(choose_best(rows, objective::energy), 1u);
+  assign_ranks(rows, choose_best(rows, objective::energy), objective::energy);
+  EXPECT_EQ(rows[1].rank, 1);
+  EXPECT_EQ(rows[0].rank, 2);  // then by joules, not by median
+  EXPECT_EQ(rows[2].rank, 3);
+  EXPECT_FALSE(rows[1].tied);  // slower than rank 2, but by its objective: no tie to explain
+}
+
+TEST(choose_best, objective_energy_ranks_records_without_energy_after_those_with_it) {
+  std::vector<record> rows = {with_energy({128, 128, 8, 3}, 1.00, 0), with_energy({128, 64, 4, 2}, 1.10, 0.70),
+                              with_energy({64, 64, 4, 2}, 0.90, 0)};
+  EXPECT_EQ(choose_best(rows, objective::energy), 1u);  // the only one measured wins
+  assign_ranks(rows, 1u, objective::energy);
+  EXPECT_EQ(rows[2].rank, 2);  // then by median
+  EXPECT_EQ(rows[0].rank, 3);
+}
+
+TEST(choose_best, objective_energy_without_any_energy_falls_back_to_time) {
+  // No counter moved (or none was read): never a guess, the time rule decides.
+  std::vector<record> rows = {with_energy({128, 128, 8, 3}, 1.00, 0), with_energy({128, 64, 4, 2}, 1.20, 0)};
+  EXPECT_EQ(choose_best(rows, objective::energy), choose_best(rows));
+  // A screened-only record's energy does not beat a fully measured one.
+  rows.push_back(with_energy({64, 64, 4, 1}, 0.9, 0.1));
+  rows.back().measured = measurement::screened;
+  rows[1].joules_per_call = 0.5;
+  EXPECT_EQ(choose_best(rows, objective::energy), 1u);
+}
+
+TEST(objective, parses_time_and_energy_and_names_a_bad_one) {
+  EXPECT_EQ(parse_objective("time"), objective::time);
+  EXPECT_EQ(parse_objective("energy"), objective::energy);
+  EXPECT_EQ(to_string(objective::energy), "energy");
+  try {
+    parse_objective("power");
+    ADD_FAILURE();
+  } catch (const invalid_input& e) {
+    EXPECT_STREQ(e.what(), "invalid --objective 'power': expected time or energy");
+  }
+}
+
+}  // namespace
+}  // namespace attn

@@ -76,6 +76,11 @@ record make_record(int i) {
   r.tied = i % 2 == 0;
   r.inputs = i % 3 == 0 ? input_kind::normal : i % 3 == 1 ? input_kind::wide : input_kind::sink;
   r.bound = i % 3 == 0 ? "naive" : i % 3 == 1 ? "rounding" : "";
+  r.gbps = 3141.5 + i;
+  r.copy_fraction = 0.1 * (i + 1) + 1.0 / 3.0;
+  r.copy_gbps = 4267.25 + i;
+  r.joules_per_call = 0.7 + 0.1 * i;
+  r.tflops_per_watt = 1.0 / 7.0 + i;
   return r;
 }
 
@@ -142,6 +147,11 @@ void expect_same(const record& a, const record& b) {
   EXPECT_EQ(a.tied, b.tied);
   EXPECT_EQ(a.inputs, b.inputs);
   EXPECT_EQ(a.bound, b.bound);
+  EXPECT_EQ(a.gbps, b.gbps);
+  EXPECT_EQ(a.copy_fraction, b.copy_fraction);
+  EXPECT_EQ(a.copy_gbps, b.copy_gbps);
+  EXPECT_EQ(a.joules_per_call, b.joules_per_call);
+  EXPECT_EQ(a.tflops_per_watt, b.tflops_per_watt);
 }
 
 std::string read_text(const std::string& p) {
@@ -202,7 +212,8 @@ TEST(csv, columns_are_the_documented_ones) {
       "median_ms", "iqr_ms", "tflops", "max_error", "allowed_error", "materialized_bytes",
       "fused_extra_bytes", "memory_saving_ratio", "rank", "kernel_hash",
       "noise", "measured", "sm_clock_before_mhz", "sm_clock_after_mhz", "temperature_c", "power_w",
-      "throttle", "tied", "inputs", "bound", "page_size", "kv_lens"};
+      "throttle", "tied", "inputs", "bound", "gbps", "copy_fraction", "copy_gbps",
+      "joules_per_call", "tflops_per_watt", "page_size", "kv_lens"};
   // clang-format on
   EXPECT_EQ(csv_columns(), expected);
 }
@@ -225,7 +236,11 @@ TEST(csv, row_format) {
   EXPECT_EQ(row.rfind(std::to_string(csv_schema_version) + ",NVIDIA H200 #0,sm_90,9.0,", 0), 0u) << row;
   EXPECT_NE(row.find(",7,00000000deadbeef,0.0125,full,1980,1755,61,412.5,4,1"), std::string::npos)
       << row;  // rank, kernel hash, then (schema 4) noise, measured, clocks, tied
-  EXPECT_EQ(row.substr(row.size() - 18), ",1,normal,naive,0,") << row;  // (5) inputs, bound; (6) page_size, kv_lens
+  EXPECT_NE(row.find(",1,normal,naive,"), std::string::npos) << row;  // (schema 5) inputs, bound
+  r.copy_fraction = 0.75, r.tflops_per_watt = 1.25;
+  // (schema 6) gbps, copy_fraction, copy_gbps, joules_per_call, tflops_per_watt, page_size, kv_lens
+  const std::string rates = csv_row(r), tail = ",naive,3141.5,0.75,4267.25,0.7,1.25,0,";
+  EXPECT_EQ(rates.substr(rates.size() - tail.size()), tail) << rates;
   EXPECT_NE(row.find(",bf16,bshd,0,m128_n64_w4_s2,128,64,4,2,"), std::string::npos) << row;
   EXPECT_NE(row.find(",\"a,b\","), std::string::npos) << row;
   EXPECT_EQ(row.find('\n'), std::string::npos);
@@ -286,10 +301,26 @@ TEST_F(csv_test, schema_4_files_are_read_as_checked_on_normal_inputs) {
   EXPECT_NE(error_of([&] { read_csv(path("v4-cut.csv")); }).find("no '#end' line"), std::string::npos);
 }
 
+TEST_F(csv_test, schema_5_files_are_read_without_the_roofline_and_the_energy) {
+  // Before the GB/s and energy columns (issue 18 item 5, issue 19 item 3): they read as 0.
+  const std::string file = older_file(5, 50);
+  write_text(path("v5.csv"), file + csv_trailer(file, 1));
+  const auto back = read_csv(path("v5.csv"));
+  ASSERT_EQ(back.size(), 1u);
+  EXPECT_EQ(back[0].bound, make_record(1).bound);
+  EXPECT_EQ(back[0].inputs, input_kind::wide);
+  EXPECT_EQ(back[0].gbps, 0.0);
+  EXPECT_EQ(back[0].copy_fraction, 0.0);
+  EXPECT_EQ(back[0].copy_gbps, 0.0);
+  EXPECT_EQ(back[0].joules_per_call, 0.0);
+  EXPECT_EQ(back[0].tflops_per_watt, 0.0);
+}
+
 TEST_F(csv_test, a_header_that_lacks_one_of_a_schemas_columns_is_refused_naming_it) {
   fs::create_directories(dir_);
   const auto& columns = csv_columns();
-  for (const size_t lacking : {columns.size() - 3, size_t{47}}) {  // "bound" (schema 5), "tied" (schema 4)
+  // "tflops_per_watt" (schema 6), "bound" (schema 5), "tied" (schema 4)
+  for (const size_t lacking : {columns.size() - 3, size_t{49}, size_t{47}}) {
     std::string partial;
     for (size_t i = 0; i < columns.size(); ++i)
       if (i != lacking) partial += (partial.empty() ? "" : ",") + columns[i];

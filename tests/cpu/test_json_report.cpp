@@ -54,6 +54,41 @@ TEST(json_report, results_hold_metadata_every_variant_and_the_best) {
   ASSERT_EQ(doc["best"].size(), 1u);
   EXPECT_EQ(doc["best"][0]["config"], "m64_n64_w4_s1");
   EXPECT_EQ(doc["best"][0]["runner_up"], "fa2 m64_n64_w4_s2");
+  // No copy bandwidth measured: null and why, never a number that looks measured.
+  EXPECT_TRUE(doc["run"]["copy_bandwidth"]["gbps"].is_null());
+  EXPECT_EQ(doc["run"]["copy_bandwidth"]["note"], "not measured");
+}
+
+TEST(json_report, the_runs_copy_bandwidth_and_each_variants_rates) {
+  run_metadata m;
+  m.copy = {4267.5, int64_t(1) << 30, 5, ""};
+  std::vector<record> rows = two_variants();
+  rows[0].gbps = 3200.25, rows[0].copy_fraction = 0.75, rows[0].copy_gbps = 4267.5;
+  const auto doc = nlohmann::json::parse(results_json(m, rows));
+  EXPECT_EQ(doc["run"]["copy_bandwidth"]["gbps"], 4267.5);
+  EXPECT_EQ(doc["run"]["copy_bandwidth"]["bytes"], int64_t(1) << 30);
+  EXPECT_EQ(doc["run"]["copy_bandwidth"]["reps"], 5);
+  EXPECT_NE(doc["run"]["copy_bandwidth"]["convention"].get<std::string>().find("2 x bytes"), std::string::npos);
+  EXPECT_EQ(doc["variants"][0]["gbps"], 3200.25);
+  EXPECT_EQ(doc["variants"][0]["copy_fraction"], 0.75);
+  EXPECT_EQ(doc["variants"][0]["copy_gbps"], 4267.5);
+  EXPECT_EQ(doc["variants"][1]["copy_fraction"], 0.0);
+}
+
+TEST(json_report, the_objective_the_energy_and_why_it_is_missing) {
+  run_metadata m;
+  m.objective = "energy";
+  std::vector<record> rows = two_variants();
+  rows[0].joules_per_call = 0.7, rows[0].tflops_per_watt = 1.5;
+  auto doc = nlohmann::json::parse(results_json(m, rows));
+  EXPECT_EQ(doc["run"]["objective"], "energy");
+  EXPECT_EQ(doc["run"]["energy"], "measured");
+  EXPECT_EQ(doc["variants"][0]["joules_per_call"], 0.7);
+  EXPECT_EQ(doc["variants"][0]["tflops_per_watt"], 1.5);
+  m.energy_note = "note: NVML absent (...)";
+  doc = nlohmann::json::parse(results_json(m, two_variants()));
+  EXPECT_EQ(doc["run"]["energy"], "note: NVML absent (...)");
+  EXPECT_EQ(doc["variants"][0]["joules_per_call"], 0.0);
 }
 
 // Issue 21, item 22: each variant carries every column of the CSV (the device's are the run's, the

@@ -2,6 +2,10 @@
 // clocks and throttling are pure functions of the records.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
+#include "cli/command_support.hpp"
+#include "parsed_options.hpp"
 #include "run/nvml.hpp"
 
 namespace attn {
@@ -15,6 +19,54 @@ TEST(nvml, an_absent_library_gives_a_clear_note_and_no_readings) {
   EXPECT_NE(m.note().find("measurement goes on"), std::string::npos) << m.note();
   EXPECT_FALSE(m.read().has_value());
   EXPECT_TRUE(m.driver_version().empty());
+  // Nor energy: the one note says so, and no reading is made up.
+  EXPECT_NE(m.note().find("energy"), std::string::npos) << m.note();
+  EXPECT_FALSE(m.has_energy());
+  EXPECT_FALSE(m.energy_mj().has_value());
+  EXPECT_TRUE(m.energy_note().empty());
+  gpu_info gpu;
+  EXPECT_EQ(energy_note_of(gpu, m), m.note());
+}
+
+// The energy counter through a stand-in NVML (tests/fake_nvml): read when the GPU has it, and when
+// it answers NVML_ERROR_NOT_SUPPORTED a note says the energy columns stay empty.
+TEST(nvml, the_energy_counter_is_read_when_the_gpu_has_one) {
+  ::unsetenv("FAKE_NVML_ENERGY");
+  const nvml_monitor m = nvml_monitor::open("", 0, ATTN_FAKE_NVML);
+  ASSERT_TRUE(m.available()) << m.note();
+  EXPECT_EQ(m.driver_version(), "999.1");
+  EXPECT_TRUE(m.has_energy()) << m.energy_note();
+  const auto a = m.energy_mj(), b = m.energy_mj();
+  ASSERT_TRUE(a && b);
+  EXPECT_EQ(*b - *a, 250u);
+  gpu_info gpu;
+  EXPECT_EQ(energy_note_of(gpu, m), "");
+  EXPECT_NO_THROW(require_energy(testing::parsed({"--objective", "energy"}), energy_note_of(gpu, m)));
+}
+
+TEST(nvml, a_gpu_without_the_energy_counter_gives_a_note_and_no_energy) {
+  ::setenv("FAKE_NVML_ENERGY", "unsupported", 1);
+  const nvml_monitor m = nvml_monitor::open("", 0, ATTN_FAKE_NVML);
+  ::unsetenv("FAKE_NVML_ENERGY");
+  ASSERT_TRUE(m.available()) << m.note();
+  EXPECT_TRUE(m.read().has_value());  // the clocks are still read
+  EXPECT_FALSE(m.has_energy());
+  EXPECT_FALSE(m.energy_mj().has_value());
+  EXPECT_NE(m.energy_note().find("nvmlDeviceGetTotalEnergyConsumption returned 3"), std::string::npos)
+      << m.energy_note();
+  EXPECT_NE(m.energy_note().find("joules per call and TFLOPS per watt are not recorded"), std::string::npos)
+      << m.energy_note();
+  gpu_info gpu;
+  EXPECT_EQ(energy_note_of(gpu, m), m.energy_note());
+  // --objective energy cannot rank by it: refused before anything is measured, saying why.
+  try {
+    require_energy(testing::parsed({"--objective", "energy"}), energy_note_of(gpu, m));
+    ADD_FAILURE() << "--objective energy without an energy counter was accepted";
+  } catch (const invalid_input& e) {
+    EXPECT_NE(std::string(e.what()).find("--objective energy"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("returned 3"), std::string::npos) << e.what();
+  }
+  EXPECT_NO_THROW(require_energy(testing::parsed({}), energy_note_of(gpu, m)));  // time: fine
 }
 
 TEST(nvml, the_real_library_either_reads_or_says_why_not) {

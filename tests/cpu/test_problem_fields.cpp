@@ -176,9 +176,8 @@ TEST(problem_fields_database, a_field_the_table_lacks_is_added_by_a_writer_and_r
         "'2026-12-01 00:00:00', '0.1', ?1)");
     insert.bind(1, csv_text({record_of(p)}));
     insert.step();
-    c.exec("ALTER TABLE tunings ADD COLUMN sm_clock_min_mhz INTEGER NOT NULL DEFAULT 0; ALTER TABLE tunings ADD "
-           "COLUMN sm_clock_max_mhz INTEGER NOT NULL DEFAULT 0; ALTER TABLE tunings ADD COLUMN throttled INTEGER NOT "
-           "NULL DEFAULT 0; PRAGMA user_version = 2;");  // schema 2 as it is today, less the column
+    // The current schema, less the column.
+    for (int version = 1; version < db_schema_version; ++version) c.exec(db_migration_sql(version));
   }
   try {
     tuned_db::open_read_only(path);

@@ -21,6 +21,7 @@
 #include "run/search.hpp"
 #include "run/timer.hpp"
 #include "run/tuner.hpp"
+#include "timing_runtime.hpp"
 
 namespace attn {
 namespace {
@@ -279,52 +280,6 @@ TEST(stopping_rule, never_past_max_reps_even_when_noisy_and_below_every_floor) {
   rule.min_reps = 50;
   EXPECT_TRUE(enough_samples(noisy, 80, rule));
 }
-
-// A runtime whose every timed kernel takes `kernel_ms` (alternating with `kernel_ms * spread` when
-// spread != 1, so the noise never drops), counting the timed launches. No device is touched.
-class timing_runtime final : public device_runtime {
- public:
-  double kernel_ms = 1, spread = 1;
-  mutable int timed = 0, launches = 0;
-  mutable std::vector<char> memory;
-
-  backend kind() const override { return backend::cuda; }
-  int device_count(std::string*) const override { return 1; }
-  gpu_info open_device(int) const override { return refuse<gpu_info>(); }
-  int64_t free_memory() const override { return refuse<int64_t>(); }
-  void* allocate(int64_t bytes) const override { return std::malloc(static_cast<size_t>(bytes)); }
-  void release(void* p) const noexcept override { std::free(p); }
-  void copy_to_host(void*, const void*, int64_t) const override { refuse<void>(); }
-  void copy_to_device(void*, const void*, int64_t) const override { refuse<void>(); }
-  void memset(void*, int, int64_t) const override {}
-  void memset_async(void*, int, int64_t, stream_t) const override {}
-  stream_t create_stream() const override { return nullptr; }
-  void destroy_stream(stream_t) const noexcept override {}
-  void synchronize(stream_t) const override {}
-  void synchronize_device() const override {}
-  bool finished(stream_t) const override { return true; }
-  event_t create_event() const override { return reinterpret_cast<event_t>(++events); }
-  void destroy_event(event_t) const noexcept override {}
-  void record_event(event_t, stream_t) const override {}
-  float elapsed_ms(event_t, event_t) const override {
-    ++timed;
-    return static_cast<float>(timed % 2 ? kernel_ms : kernel_ms * spread);
-  }
-  module_t load_module(const std::string&) const override { return refuse<module_t>(); }
-  void unload_module(module_t) const noexcept override {}
-  kernel_t kernel(module_t, const char*) const override { return refuse<kernel_t>(); }
-  void set_dynamic_shared_memory(kernel_t, int, int) const override { refuse<void>(); }
-  void launch(kernel_t, dims3, dims3, int, stream_t, void**) const override { refuse<void>(); }
-  bool context_lost() const override { return false; }
-  bool reset_device(int) const override { return refuse<bool>(); }
-
- private:
-  mutable intptr_t events = 0;
-  template <class T>
-  static T refuse() {
-    throw std::logic_error("the timing runtime does not do this");
-  }
-};
 
 summary timed_with(timing_runtime& rt, const timing_options& o) {
   l2_flusher flusher(rt, 1024);

@@ -226,6 +226,8 @@ TEST(Bytes, Formulas) {
   EXPECT_EQ(attn::kv_bytes(s), 6144);
   EXPECT_EQ(attn::materialized_extra_bytes(s), 9216);
   EXPECT_EQ(attn::lse_bytes(s), 256);
+  // Q read and O written, K and V read at their kv_heads heads, the LSE written.
+  EXPECT_EQ(attn::moved_bytes(s), 2 * 4096 + 2 * 6144 + 256);
 }
 
 TEST(Bytes, LargeShapeDoesNotOverflow) {
@@ -234,6 +236,7 @@ TEST(Bytes, LargeShapeDoesNotOverflow) {
   EXPECT_EQ(attn::materialized_extra_bytes(s), 12884901888);
   EXPECT_EQ(attn::q_bytes(s), int64_t{4} * 32 * 4096 * 128 * 2);
   EXPECT_EQ(attn::lse_bytes(s), int64_t{4} * 32 * 4096 * 4);
+  EXPECT_EQ(attn::moved_bytes(s), int64_t{4} * 4 * 32 * 4096 * 128 * 2 + int64_t{4} * 32 * 4096 * 4);
 }
 
 TEST(ElementOffset, Bhsd) {

@@ -125,6 +125,36 @@ TEST(table, shows_noise_how_it_was_timed_and_a_tied_winner) {
   for (const auto& line : lines) EXPECT_LE(line.size(), 120u) << line;
 }
 
+TEST(table, gbps_and_copy_columns_show_only_when_measured) {
+  std::vector<record> rows = mixed_rows();
+  const std::string before = format_table(rows);
+  EXPECT_EQ(before.find("GB/s"), std::string::npos) << before;  // compile-only, older files
+  EXPECT_EQ(before.find("%copy"), std::string::npos) << before;
+  rows[4].gbps = 3210.4;  // the fastest ok row; the copy bandwidth not measured
+  const std::string gbps_only = format_table(rows);
+  EXPECT_NE(gbps_only.find("GB/s"), std::string::npos) << gbps_only;
+  EXPECT_EQ(gbps_only.find("%copy"), std::string::npos) << gbps_only;
+  rows[4].copy_fraction = 0.756;
+  const std::string text = format_table(rows);
+  const auto lines = lines_of(text);
+  ASSERT_GE(lines.size(), 3u);
+  EXPECT_NE(lines[0].find("TFLOPS GB/s %copy "), std::string::npos) << text;
+  EXPECT_NE(lines[2].find(" 5.0 3210    76 "), std::string::npos) << text;  // TFLOPS, GB/s, %
+  EXPECT_NE(lines[3].find(" 2.0    -     - "), std::string::npos) << text;  // not measured: "-"
+}
+
+TEST(table, energy_columns_show_only_when_measured) {
+  std::vector<record> rows = mixed_rows();
+  EXPECT_EQ(format_table(rows).find("mJ/call"), std::string::npos);  // no NVML energy counter
+  rows[4].joules_per_call = 0.0123, rows[4].tflops_per_watt = 1.2345;
+  rows[1].joules_per_call = 0.00456;  // small: more digits
+  const std::string text = format_table(rows);
+  const auto lines = lines_of(text);
+  EXPECT_NE(lines[0].find("mJ/call TF/W"), std::string::npos) << text;
+  EXPECT_NE(lines[2].find("   12.3 1.23 "), std::string::npos) << text;
+  EXPECT_NE(lines[5].find("  4.560    - "), std::string::npos) << text;
+}
+
 TEST(table, empty_rows_give_header_only) {
   const std::string text = format_table({});
   EXPECT_NE(text.find("config"), std::string::npos);

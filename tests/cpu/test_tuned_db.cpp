@@ -58,6 +58,8 @@ std::vector<record> tuning(double best_ms, const std::string& best_config = "m12
   rows[0].tflops = 400;
   rows[0].noise = 0.004;
   rows[0].clocks = {1980, 1830, 60, 500, 0};
+  rows[0].gbps = 3000, rows[0].copy_fraction = 0.75, rows[0].copy_gbps = 4000;
+  rows[0].joules_per_call = 0.5, rows[0].tflops_per_watt = 2.25;
   rows[1].config = parse_config_name("m64_n64_w4_s2");
   rows[1].median_ms = best_ms * 1.1;
   rows[1].rank = 2;
@@ -166,13 +168,43 @@ TEST_F(tuned_db_test, a_version_1_database_is_migrated_and_keeps_its_rows) {
     insert.step();
   }
   tuned_db db = tuned_db::open(path());
-  EXPECT_EQ(db.schema_version(), 2);
+  EXPECT_EQ(db.schema_version(), db_schema_version);
   const auto hit = db.find(key());
   ASSERT_TRUE(hit.has_value());
   EXPECT_EQ(hit->best_config, "m64_n64_w4_s2");
   EXPECT_EQ(hit->sm_clock_max_mhz, 0);  // the column version 2 added, defaulted
-  db.put(key(), tuning(1.5), utc_now());  // and it is writable as version 2
+  EXPECT_EQ(hit->gbps, 0.0);            // and version 3's
+  db.put(key(), tuning(1.5), utc_now());  // and it is writable as the current version
   EXPECT_EQ(db.find(key())->sm_clock_max_mhz, 1980);
+}
+
+TEST_F(tuned_db_test, a_version_2_database_gains_the_rate_columns_and_keeps_its_rows) {
+  {
+    tuned_db v3 = tuned_db::open(path());
+    v3.put(key(), tuning(2.0, "m64_n64_w4_s2"), "2026-11-30 10:00:00");
+  }
+  {  // back to what version 2 had: no rate columns
+    sqlite_connection c(path(), true);
+    for (const char* column : {"gbps", "copy_fraction", "copy_gbps", "joules_per_call", "tflops_per_watt"})
+      c.exec(fmt::format("ALTER TABLE tunings DROP COLUMN {}", column));
+    c.exec("PRAGMA user_version = 2");
+  }
+  EXPECT_NE(error_of([&] { tuned_db::open_read_only(path()); }).find("older than"), std::string::npos);
+  tuned_db db = tuned_db::open(path());
+  EXPECT_EQ(db.schema_version(), 3);
+  const auto hit = db.find(key());
+  ASSERT_TRUE(hit.has_value());
+  EXPECT_EQ(hit->best_config, "m64_n64_w4_s2");
+  EXPECT_EQ(hit->gbps, 0.0);  // not measured then
+  EXPECT_EQ(hit->records[0].gbps, 3000.0);  // the records kept theirs
+  db.put(key(), tuning(1.5), utc_now());
+  const auto now = db.find(key());
+  EXPECT_EQ(now->gbps, 3000.0);
+  EXPECT_EQ(now->copy_fraction, 0.75);
+  EXPECT_EQ(now->copy_gbps, 4000.0);
+  EXPECT_EQ(now->joules_per_call, 0.5);
+  EXPECT_EQ(now->tflops_per_watt, 2.25);
+  EXPECT_EQ(now->records[0].joules_per_call, 0.5);
 }
 
 TEST_F(tuned_db_test, a_file_that_is_not_sqlite_is_refused_and_left_alone) {
@@ -304,6 +336,14 @@ TEST(tuning_key, names_the_space_the_search_and_each_familys_sources) {
   s.search = search_kind::exhaustive;
   s.configs = {"m64_n64_w4_s2"};
   EXPECT_EQ(describe_space(s), "exhaustive; fa2: configs=m64_n64_w4_s2");
+  // A best chosen by energy answers another question than one chosen by time (the key before
+  // --objective was by time, and is kept).
+  s.objective = objective::energy;
+  EXPECT_EQ(describe_space(s), "exhaustive; fa2: configs=m64_n64_w4_s2; objective energy");
+  s.inputs = input_kind::wide;
+  EXPECT_EQ(describe_space(s), "exhaustive; fa2: configs=m64_n64_w4_s2; inputs wide; objective energy");
+  s.objective = objective::time;
+  s.inputs = input_kind::normal;
 
   const kernel_sources embedded = kernel_sources::embedded();
   const std::string h = kernel_hashes({"fa2", "wgmma"}, embedded);

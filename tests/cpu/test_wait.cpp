@@ -77,6 +77,7 @@ class fake_runtime final : public device_runtime {
   void copy_to_device(void*, const void*, int64_t) const override { refuse<void>(); }
   void memset(void*, int, int64_t) const override { refuse<void>(); }
   void memset_async(void*, int, int64_t, stream_t) const override { refuse<void>(); }
+  void copy_on_device_async(void*, const void*, int64_t, stream_t) const override { refuse<void>(); }
   stream_t create_stream() const override { return refuse<stream_t>(); }
   void destroy_stream(stream_t) const noexcept override {}
   void synchronize(stream_t) const override { refuse<void>(); }

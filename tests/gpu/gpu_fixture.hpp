@@ -4,6 +4,7 @@
 // is no device, and fail when there is one that does not work (a broken driver must not pass as
 // 36 skips). ATTN_TUNE_REQUIRE_GPU=1 (for runs on a GPU machine) turns every skip into a failure.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -23,6 +24,12 @@ inline std::string text_of(const std::filesystem::path& p) {
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
+}
+
+/// The exit status of a shell command (an attn-tune run), -1 when it did not exit.
+inline int exit_status_of(const std::string& command) {
+  const int rc = std::system(command.c_str());
+  return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
 }
 
 inline bool have_gpu(std::string* why) { return runtime_for(detect_backend()).device_count(why) > 0; }

@@ -43,6 +43,9 @@ class cuda_device_runtime final : public device_runtime {
   void memset_async(void* p, int value, int64_t bytes, stream_t s) const override {
     ATTN_CUDA_CHECK(cudaMemsetAsync(p, value, static_cast<size_t>(bytes), cuda_stream(s)));
   }
+  void copy_on_device_async(void* dst, const void* src, int64_t bytes, stream_t s) const override {
+    ATTN_CUDA_CHECK(cudaMemcpyAsync(dst, src, static_cast<size_t>(bytes), cudaMemcpyDeviceToDevice, cuda_stream(s)));
+  }
 
   stream_t create_stream() const override {
     cudaStream_t s = nullptr;

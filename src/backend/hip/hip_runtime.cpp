@@ -99,6 +99,9 @@ class hip_device_runtime final : public device_runtime {
   void memset_async(void* p, int value, int64_t bytes, stream_t s) const override {
     ATTN_HIP_CHECK(hipMemsetAsync(p, value, static_cast<size_t>(bytes), hip_stream(s)));
   }
+  void copy_on_device_async(void* dst, const void* src, int64_t bytes, stream_t s) const override {
+    ATTN_HIP_CHECK(hipMemcpyAsync(dst, src, static_cast<size_t>(bytes), hipMemcpyDeviceToDevice, hip_stream(s)));
+  }
 
   stream_t create_stream() const override {
     hipStream_t s = nullptr;

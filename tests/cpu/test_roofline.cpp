@@ -1,0 +1,84 @@
+// Issue 18 item 5: each variant's GB/s (the memory a call moves at the least over its median) and
+// its fraction of the device's copy bandwidth, which is measured once per run.
+#include <gtest/gtest.h>
+
+#include "core/problem.hpp"
+#include "core/rates.hpp"
+#include "run/copy_bandwidth.hpp"
+#include "timing_runtime.hpp"
+
+namespace attn {
+namespace {
+
+TEST(roofline, gbps_is_bytes_over_time_in_1e9_bytes_per_second) {
+  EXPECT_DOUBLE_EQ(gbps(1'000'000'000, 1000.0), 1.0);
+  EXPECT_DOUBLE_EQ(gbps(4'000'000, 0.001), 4000.0);
+  EXPECT_EQ(gbps(1 << 20, 0.0), 0.0);  // not timed: 0, never infinite
+  EXPECT_EQ(gbps(1 << 20, -1.0), 0.0);
+}
+
+TEST(roofline, copy_fraction_is_zero_without_a_copy_bandwidth) {
+  EXPECT_DOUBLE_EQ(copy_fraction(3000, 4000), 0.75);
+  EXPECT_EQ(copy_fraction(3000, 0), 0.0);
+}
+
+TEST(roofline, a_decode_shapes_bytes_are_its_kv_cache) {
+  // 8, 32/8, 1, 8192, 128 bf16 (README's first decode row): K and V dominate.
+  problem s = parse_shape("8,32,1,128");
+  s.kv_heads = 8;
+  s.kv_len = 8192;
+  EXPECT_EQ(moved_bytes(s),
+            2 * (8 * 32 * 1 * 128 * 2) + 2 * (int64_t{8} * 8 * 8192 * 128 * 2) + 8 * 32 * 4);
+  // 0.0872 ms moves 268.6 MB: 3080 GB/s, 0.72 of the 4267 GB/s copy the README's table says.
+  EXPECT_NEAR(gbps(moved_bytes(s), 0.0872), 3079.9, 0.05);
+  EXPECT_NEAR(copy_fraction(gbps(moved_bytes(s), 0.0872), 4267), 0.72, 0.005);
+}
+
+TEST(roofline, describe_says_the_convention_or_why_not) {
+  copy_bandwidth c;
+  c.note = "no device: --compile-only";
+  EXPECT_EQ(describe(c), "copy bandwidth not measured (no device: --compile-only)");
+  c = {4267.4, int64_t(1) << 30, 5, ""};
+  EXPECT_EQ(
+      describe(c),
+      "copy bandwidth 4267 GB/s (device-to-device copy of 1.0 GiB, read + write bytes = 2x its "
+      "size, median of 5)");
+}
+
+TEST(energy, joules_per_call_from_the_counter_or_zero_when_it_did_not_move) {
+  EXPECT_DOUBLE_EQ(joules_per_call(1'000'000, 1'014'000, 20), 0.7);  // 14 J over 20 calls
+  EXPECT_EQ(joules_per_call(5000, 5000, 20), 0.0);  // the counter's resolution: not measured
+  EXPECT_EQ(joules_per_call(5000, 4000, 20), 0.0);  // went back (a driver reload): not measured
+  EXPECT_EQ(joules_per_call(0, 1000, 0), 0.0);
+}
+
+TEST(energy, tflops_per_watt_is_flops_per_joule) {
+  const problem s = parse_shape("4,32,4096,128");  // 1.0995e12 FLOPs a call
+  EXPECT_DOUBLE_EQ(tflops_per_watt(s, 1.0995116277760), 1.0);
+  EXPECT_DOUBLE_EQ(tflops_per_watt(s, 1.0995116277760e-3), 1000.0);
+  EXPECT_EQ(tflops_per_watt(s, 0), 0.0);
+}
+
+TEST(copy_bandwidth, counts_read_and_written_bytes_over_the_median_copy) {
+  timing_runtime rt;
+  rt.kernel_ms = 0.5;  // every timed copy
+  const copy_bandwidth c = measure_copy_bandwidth(rt, int64_t(1) << 20, 5);
+  EXPECT_DOUBLE_EQ(c.gbps, 2.0 * (1 << 20) / 0.5e6);
+  EXPECT_EQ(c.bytes, int64_t(1) << 20);
+  EXPECT_EQ(c.reps, 5);
+  EXPECT_EQ(rt.copies, 1 + 5);  // one untimed copy first
+  EXPECT_EQ(rt.timed, 5);
+  EXPECT_TRUE(c.note.empty()) << c.note;
+}
+
+TEST(copy_bandwidth, not_measured_when_memory_is_short_and_says_why) {
+  timing_runtime rt;
+  rt.free_bytes = int64_t(1) << 30;
+  const copy_bandwidth c = measure_copy_bandwidth(rt);
+  EXPECT_EQ(c.gbps, 0.0);
+  EXPECT_EQ(rt.copies, 0);
+  EXPECT_EQ(c.note, "1.0 GiB free, the copy needs 2.2 GiB");
+}
+
+}  // namespace
+}  // namespace attn

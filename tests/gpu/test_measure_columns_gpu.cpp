@@ -1,0 +1,112 @@
+// The per-variant measurement columns on a GPU: the copy bandwidth measured once per run (issue 18
+// item 5) and each timed variant's GB/s and fraction of it; the energy per call from NVML's counter
+// and --objective energy (issue 19 item 3).
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "core/rates.hpp"
+#include "gpu_fixture.hpp"
+#include "report/csv.hpp"
+#include "run/copy_bandwidth.hpp"
+#include "run/nvml.hpp"
+
+namespace attn::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A fresh folder for one test's files.
+fs::path test_dir(const std::string& name) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("attn-tune-" + name + "-" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+TEST_F(gpu_test, the_copy_bandwidth_is_measured_on_the_device) {
+  const copy_bandwidth c = measure_copy_bandwidth(rt());
+  ASSERT_GT(c.gbps, 0) << c.note;
+  EXPECT_EQ(c.bytes, copy_bandwidth_bytes);
+  EXPECT_EQ(c.reps, 5);
+  // Any GPU this tool runs on copies faster than 100 GB/s, and no HBM yet reaches 20 TB/s.
+  EXPECT_GT(c.gbps, 100) << describe(c);
+  EXPECT_LT(c.gbps, 20000) << describe(c);
+}
+
+TEST_F(gpu_test, each_timed_variant_reports_its_gbps_and_fraction_of_the_copy) {
+  if (m_gpu.backend == backend::hip) GTEST_SKIP() << "uses the fa2 family";
+  const fs::path dir = test_dir("roofline-gpu");
+  const std::string out = (dir / "r.csv").string(), json = (dir / "r.json").string();
+  ASSERT_EQ(exit_status_of(std::string(ATTN_TUNE_BINARY) +
+                           " --shape 2,8,1,64 --kv-len 4096 --kv-heads 2 --family fa2" +
+                           " --space block_m=16 block_n=64 warps=1 stages=2 --no-db --out " + out +
+                           " --json " + json + " > " + (dir / "out.txt").string()),
+            0);
+  const std::string text = text_of(dir / "out.txt");
+  EXPECT_NE(text.find("copy bandwidth "), std::string::npos) << text;
+  EXPECT_NE(text.find(" GB/s (device-to-device copy of 1.0 GiB, read + write bytes"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("GB/s %copy"), std::string::npos) << text;  // the table's columns
+  int timed = 0;
+  for (const record& r : read_csv(out)) {
+    if (r.status != status::ok) continue;
+    ++timed;
+    EXPECT_DOUBLE_EQ(r.gbps, gbps(moved_bytes(r.shape), r.median_ms));
+    EXPECT_GT(r.copy_gbps, 0);
+    EXPECT_DOUBLE_EQ(r.copy_fraction, r.gbps / r.copy_gbps);
+    EXPECT_LT(r.copy_fraction, 1.5)
+        << "a kernel far faster than a copy: the bytes or the time are wrong";
+  }
+  EXPECT_GT(timed, 0);
+  const auto doc = nlohmann::json::parse(text_of(json));
+  EXPECT_GT(doc["run"]["copy_bandwidth"]["gbps"].get<double>(), 0);
+  fs::remove_all(dir);
+}
+
+TEST_F(gpu_test, objective_energy_ranks_by_the_joules_each_variant_measured) {
+  if (m_gpu.backend == backend::hip) GTEST_SKIP() << "NVML: NVIDIA only";
+  const fs::path dir = test_dir("energy-gpu");
+  const std::string out = (dir / "e.csv").string(), json = (dir / "e.json").string();
+  const int rc = exit_status_of(std::string(ATTN_TUNE_BINARY) +
+                                " --shape 1,8,1024,64 --family fa2 --space block_m=64,128 block_n=64 warps=4"
+                                " stages=1,2 --search exhaustive --objective energy --no-db --out " +
+                                out + " --json " + json + " > " + (dir / "out.txt").string() + " 2>&1");
+  const std::string text = text_of(dir / "out.txt");
+  const nvml_monitor nvml = nvml_monitor::open(m_gpu.pci_bus_id, m_gpu.ordinal);
+  if (!nvml.has_energy()) {  // refused before measuring, saying why
+    EXPECT_EQ(rc, 2) << text;
+    EXPECT_NE(text.find("--objective energy ranks by NVML's energy counter"), std::string::npos) << text;
+    GTEST_SKIP() << "no NVML energy counter here: " << (nvml.available() ? nvml.energy_note() : nvml.note());
+  }
+  ASSERT_EQ(rc, 0) << text;
+  EXPECT_NE(text.find("mJ/call TF/W"), std::string::npos) << text;
+  const std::vector<record> rows = read_csv(out);
+  const record* best = nullptr;
+  double least = 0;
+  for (const record& r : rows) {
+    if (r.status != status::ok) continue;
+    EXPECT_GE(r.reps * r.median_ms, 90) << "a full measurement lasts >= 100 ms under --objective energy";
+    ASSERT_GT(r.joules_per_call, 0) << name(r.config) << ": the counter did not move in >= 100 ms";
+    EXPECT_DOUBLE_EQ(r.tflops_per_watt, tflops_per_watt(r.shape, r.joules_per_call));
+    // The power it implies (the call and its L2 flush over the call's time) is a GPU's.
+    const double watts = r.joules_per_call / (r.median_ms / 1000);
+    EXPECT_GT(watts, 20) << name(r.config);
+    EXPECT_LT(watts, 3000) << name(r.config);
+    if (r.rank == 1) best = &r;
+    if (least == 0 || r.joules_per_call < least) least = r.joules_per_call;
+  }
+  ASSERT_NE(best, nullptr);
+  EXPECT_EQ(best->joules_per_call, least);
+  const auto doc = nlohmann::json::parse(text_of(json));
+  EXPECT_EQ(doc["run"]["objective"], "energy");
+  EXPECT_EQ(doc["run"]["energy"], "measured");
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace attn::testing
