@@ -18,6 +18,7 @@
 #include "verify/tolerance.hpp"
 #include "run/launch.hpp"
 #include "run/nvml.hpp"
+#include "run/sustain.hpp"
 
 namespace attn {
 
@@ -73,6 +74,23 @@ void time_variant(variant& v, const device_problem& pr, const support_kernels& s
   const device_runtime& rt = support.rt;
   const loaded_variant kernel = load_variant(rt, v.cubin, r, gpu.ordinal);
   const launch_plan plan = plan_launch(kernel, r, pr, gpu);
+  const auto run_kernel = [&](stream_t st) { launch(rt, plan, st); };
+  r.regime = timing.regime;
+  r.settle_ms = 0;
+  if (timing.regime == timing_regime::sustained) {
+    std::function<std::optional<int>()> sm_clock;
+    if (clocks && clocks->available())
+      sm_clock = [clocks]() -> std::optional<int> {
+        const auto state = clocks->read();
+        return state ? std::optional<int>(state->sm_clock_mhz) : std::nullopt;
+      };
+    const sustain_result warm = run_until_settled(rt, run_kernel, stream, sm_clock, {}, timing.kernel_timeout_s);
+    r.settle_ms = warm.waited_ms;
+    if (!warm.settled && sm_clock)
+      r.message = fmt::format("sustained: the SM clock had not settled after {:.0f} ms ({} to {} MHz)", warm.waited_ms,
+                              warm.readings.empty() ? 0 : warm.readings.front(),
+                              warm.readings.empty() ? 0 : warm.readings.back());
+  }
   const std::optional<gpu_state> before = clocks ? clocks->read() : std::nullopt;
   // The energy counter around the timed repetitions alone (not the warm-up), each with its flush.
   std::optional<uint64_t> energy_before, energy_after;
@@ -81,8 +99,7 @@ void time_variant(variant& v, const device_problem& pr, const support_kernels& s
     window.start = [&] { energy_before = clocks->energy_mj(); };
     window.stop = [&] { energy_after = clocks->energy_mj(); };
   }
-  const summary t =
-      time_kernel(rt, [&](stream_t st) { launch(rt, plan, st); }, flusher, timing, stream, window);
+  const summary t = time_kernel(rt, run_kernel, flusher, timing, stream, window);
   const std::optional<gpu_state> after = clocks ? clocks->read() : std::nullopt;
   if (before && after) r.clocks = clocks_of(*before, *after);
   r.status = status::ok;

@@ -1,6 +1,7 @@
 // The winner is chosen deterministically: fastest ok variant, near-ties to the simpler config.
 #include <gtest/gtest.h>
 
+#include "invalid_input_message.hpp"
 #include "run/tuner.hpp"
 
 namespace attn {
@@ -139,12 +140,8 @@ TEST(objective, parses_time_and_energy_and_names_a_bad_one) {
   EXPECT_EQ(parse_objective("time"), objective::time);
   EXPECT_EQ(parse_objective("energy"), objective::energy);
   EXPECT_EQ(to_string(objective::energy), "energy");
-  try {
-    parse_objective("power");
-    ADD_FAILURE();
-  } catch (const invalid_input& e) {
-    EXPECT_STREQ(e.what(), "invalid --objective 'power': expected time or energy");
-  }
+  EXPECT_EQ(testing::invalid_input_message([] { parse_objective("power"); }),
+            "invalid --objective 'power': expected time or energy");
 }
 
 }  // namespace
