@@ -162,6 +162,12 @@ bool less_energy(const record& a, const record& b) {
 
 }  // namespace
 
+bool within_noise_of(const record& r, const record& fastest) {
+  const double low = r.median_ms * (1 - r.noise);
+  const double high = fastest.median_ms * (1 + fastest.noise);
+  return low <= high && r.median_ms <= fastest.median_ms * (1 + max_tie_gap);
+}
+
 std::optional<size_t> choose_best(const std::vector<record>& rows, objective goal) {
   const std::vector<bool> can_win = contenders(rows);
   if (goal == objective::energy) {
@@ -175,14 +181,9 @@ std::optional<size_t> choose_best(const std::vector<record>& rows, objective goa
     if (can_win[i] && (!fastest || rows[i].median_ms < rows[*fastest].median_ms))
       fastest = i;
   if (!fastest) return std::nullopt;
-  // The fastest's IQR is the noise, but never less than 1% nor more than 2% of its median: a
-  // noisy measurement must not hand the win to a config that is clearly slower.
-  const double median = rows[*fastest].median_ms;
-  const double window = std::clamp(rows[*fastest].iqr_ms, 0.01 * median, 0.02 * median);
   size_t best = *fastest;
   for (size_t i = 0; i < rows.size(); ++i)
-    if (can_win[i] && rows[i].median_ms <= rows[*fastest].median_ms + window &&
-        simpler_than(rows[i].config, rows[best].config))
+    if (can_win[i] && within_noise_of(rows[i], rows[*fastest]) && simpler_than(rows[i].config, rows[best].config))
       best = i;
   return best;
 }
