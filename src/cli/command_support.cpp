@@ -69,6 +69,7 @@ tune_options make_tune_options(const options& opt, progress_line& progress) {
   t.timing.max_noise = opt.max_noise;
   t.search = parse_search(opt.search);
   t.objective = parse_objective(opt.objective);
+  t.timing.regime = parse_regime(opt.regime);
   // NVML's energy counter counts millijoules at the driver's own rate: a full measurement of at
   // least 100 ms (within the cap) moves it by many steps whatever the kernel's length.
   if (t.objective == objective::energy)

@@ -24,6 +24,7 @@ searched_space searched_space_of(const options& opt) {
   s.seed = opt.seed;
   s.inputs = opt.inputs;
   s.objective = parse_objective(opt.objective);
+  s.regime = parse_regime(opt.regime);
   return s;
 }
 

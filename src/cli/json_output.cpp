@@ -13,6 +13,7 @@ run_metadata metadata_of(const options& opt, const gpu_info* gpu) {
   m.seed = opt.seed;
   m.inputs = opt.inputs;
   m.objective = opt.objective;
+  m.regime = opt.regime;
   m.arguments = opt.arguments;
   if (gpu) {
     m.device = gpu->desc;

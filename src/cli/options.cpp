@@ -258,6 +258,13 @@ bool parse_options(int argc, char** argv, options& out) {
                  "measures every variant's energy). energy needs NVML's counter (Volta and newer, with the "
                  "driver): without it the run stops, saying so. Tuned results are stored per objective")
       ->capture_default_str();
+  app.add_option("--regime", out.regime,
+                 "tune, sweep: how each full measurement meets the GPU. burst: its repetitions start at once, "
+                 "from whatever clock the GPU is at (as a call among a model's others sees it; the clocks it "
+                 "ran at are in the CSV); sustained: the kernel first runs back to back until the SM clock "
+                 "(NVML) has settled, at least 200 ms and at most 2 s a variant, as a long run of one kernel "
+                 "sees it (without NVML it runs the 200 ms). Tuned results are stored per regime")
+      ->capture_default_str();
   app.add_option("--budget-s", out.budget_s,
                  "Stop verifying and timing after this many seconds (from the start of the tuning) and report "
                  "the best found so far (default: no budget)");
@@ -387,6 +394,7 @@ bool parse_options(int argc, char** argv, options& out) {
         fmt::format("invalid --kernel-timeout-s {}: must be a positive number of seconds", out.kernel_timeout_s));
   parse_search(out.search);  // throws naming a bad one
   parse_objective(out.objective);
+  parse_regime(out.regime);
   if (!(out.budget_s >= 0))
     throw invalid_input(fmt::format("invalid --budget-s {}: must be a non-negative number of seconds", out.budget_s));
   if (out.samples < 1) throw invalid_input(fmt::format("invalid --samples {}: must be at least 1", out.samples));

@@ -42,6 +42,7 @@ struct options {
   double max_noise = 0.01;    ///< stop once the median's 95% CI half-width is within this fraction
   std::string search = "screen";  ///< screen, exhaustive, halving or random (run/search.hpp)
   std::string objective = "time";  ///< time or energy: what the best is chosen by (run/search.hpp)
+  std::string regime = "burst";    ///< burst or sustained: how the full measurements meet the GPU
   double budget_s = 0;            ///< 0 = no budget
   int samples = 32;               ///< --search random
   double kernel_timeout_s = 60;  ///< a variant whose kernels run longer has hung

@@ -22,7 +22,19 @@ constexpr enum_table<measurement, 3> measurement_names{{
     {measurement::full, "full"},
 }};
 
+constexpr enum_table<timing_regime, 2> regime_names{{
+    {timing_regime::burst, "burst"},
+    {timing_regime::sustained, "sustained"},
+}};
+
 }  // namespace
+
+std::string to_string(timing_regime r) { return name_in(regime_names, r, "unknown"); }
+
+timing_regime parse_regime(const std::string& text) {
+  if (const auto r = value_in(regime_names, text)) return *r;
+  throw invalid_input("invalid --regime '" + text + "': expected burst or sustained");
+}
 
 std::string to_string(measurement m) { return name_in(measurement_names, m, ""); }
 

@@ -12,10 +12,10 @@ namespace attn {
 // 2: added "rank"; 3: added "kernel_hash"; 4: added "noise", "measured" and the clocks (sm_clock_*,
 // temperature_c, power_w, throttle) at the end, and the "#end" line; 5: added "inputs" and "bound"
 // at the end; 6: added the roofline columns ("gbps", "copy_fraction", "copy_gbps") and the energy
-// ("joules_per_call", "tflops_per_watt") at the end, then the decode fields "page_size" and
-// "kv_lens" after them (problem_fields(): since_schema 6). Version 3, 4 and 5 files are still read
-// (their inputs were standard normal before 5; the columns added since read as 0, their problems
-// contiguous with one K/V length).
+// ("joules_per_call", "tflops_per_watt") and the timing regime ("regime", "settle_ms") at the end,
+// then the decode fields "page_size" and "kv_lens" after them (problem_fields(): since_schema 6).
+// Version 3, 4 and 5 files are still read (their inputs were standard normal before 5; the columns
+// added since read as 0 and burst, their problems contiguous with one K/V length).
 constexpr int csv_schema_version = 6;
 /// The columns before version 4, written before the "#end" line existed: read with a warning.
 constexpr int csv_schema_version_without_end_line = 3;
@@ -33,6 +33,13 @@ struct device_desc {
 enum class measurement { none, screened, full };
 std::string to_string(measurement m);            ///< "", "screened", "full"
 measurement parse_measurement(const std::string& text);  ///< throws invalid_input
+
+/// How the timed repetitions met the GPU (--regime): burst (from whatever clock the GPU was at, as
+/// a call among others sees it) or sustained (after running the kernel back to back until the SM
+/// clock settled, as a long run of it sees it).
+enum class timing_regime { burst, sustained };
+std::string to_string(timing_regime r);                ///< "burst", "sustained"
+timing_regime parse_regime(const std::string& text);  ///< throws invalid_input naming the text
 
 /// NVML's "GPU idle" throttle reason: the only one that says nothing about the measurement.
 constexpr uint64_t throttle_idle = 0x1;
@@ -88,6 +95,9 @@ struct record {
   /// 0 = not measured (no NVML, no counter, or the counter did not move).
   double joules_per_call = 0;
   double tflops_per_watt = 0;  ///< attention FLOPs per joule / 1e12; 0 = not measured
+  timing_regime regime = timing_regime::burst;  ///< how it was timed (files before schema 6: burst)
+  /// sustained: how long the kernel ran back to back before its timing; 0 for burst.
+  double settle_ms = 0;
 };
 
 }  // namespace attn

@@ -23,6 +23,7 @@ std::string describe_space(const searched_space& s) {
   std::string out = describe_searched(s);
   if (s.inputs != input_kind::normal) out += fmt::format("; inputs {}", to_string(s.inputs));
   if (s.objective != objective::time) out += fmt::format("; objective {}", to_string(s.objective));
+  if (s.regime != timing_regime::burst) out += fmt::format("; regime {}", to_string(s.regime));
   return out;
 }
 

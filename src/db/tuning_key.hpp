@@ -21,13 +21,15 @@ struct searched_space {
   uint64_t seed = 0;  ///< --search random draws with it
   input_kind inputs = input_kind::normal;  ///< what the variants were checked on
   attn::objective objective = objective::time;  ///< what the best was chosen by
+  timing_regime regime = timing_regime::burst;  ///< how the full measurements met the GPU
 };
 
 /// "fa2: block_m=64,128,256 block_n=32,64,128 warps=4,8 stages=1,2,3,4" per family, after the
 /// search ("screen; ..."; "random 32 seed 7; ..."), or the --configs; then "; inputs wide" (or
 /// sink) when the inputs were not standard normal, so such a tuning is never answered by one
 /// checked on normal inputs, nor the other way round (entries from before --inputs were normal);
-/// then "; objective energy" when the best was chosen by energy (entries before it were by time).
+/// then "; objective energy" when the best was chosen by energy (entries before it were by time),
+/// and "; regime sustained" when the full measurements waited for the clock (before: burst).
 std::string describe_space(const searched_space& s);
 
 /// "fa2=0123456789abcdef,wgmma=..." from each family's own source files.

@@ -37,7 +37,8 @@ constexpr std::array trailing_columns{
     "fused_extra_bytes", "memory_saving_ratio", "rank", "kernel_hash",
     "noise", "measured", "sm_clock_before_mhz", "sm_clock_after_mhz", "temperature_c", "power_w",
     "throttle", "tied", "inputs", "bound",
-    "gbps", "copy_fraction", "copy_gbps", "joules_per_call", "tflops_per_watt"};
+    "gbps", "copy_fraction", "copy_gbps", "joules_per_call", "tflops_per_watt",
+    "regime", "settle_ms"};
 // clang-format on
 constexpr size_t column_count = leading_columns.size() + problem_field_count + trailing_columns.size();
 
@@ -68,7 +69,7 @@ const std::array<const char*, column_count> column_names = [] {
 
 // Schema 3 files end before "noise", schema 4 files before "inputs", schema 5 before "gbps",
 // schema 6 before the fields added since; the columns from there on are read when present.
-constexpr size_t schema6_added = 5;
+constexpr size_t schema6_added = 7;
 const size_t schema3_columns =
     leading_columns.size() + first_schema_field_count + trailing_columns.size() - 10 - schema6_added;
 const size_t schema4_columns = schema3_columns + 8;
@@ -196,12 +197,16 @@ record parse_record(const std::array<std::string, column_count>& f) {
   r.clocks.throttle = parse_number<uint64_t>(next(), column());
   r.tied = flag();
   if (version == 4) return r;
-  const std::string& inputs = next();
-  try {
-    r.inputs = parse_input_kind(inputs);
-  } catch (const invalid_input&) {
-    throw invalid_input(fmt::format("column 'inputs': expected normal, wide or sink, got '{}'", inputs));
-  }
+  // A named value: its parser's own message speaks of the option, so the column's is given instead.
+  auto named = [&](auto parse, const char* expected) {
+    const std::string& text = next();
+    try {
+      return parse(text);
+    } catch (const invalid_input&) {
+      throw invalid_input(fmt::format("column '{}': expected {}, got '{}'", column(), expected, text));
+    }
+  };
+  r.inputs = named(parse_input_kind, "normal, wide or sink");
   r.bound = next();
   if (!r.bound.empty() && r.bound != "naive" && r.bound != "rounding")
     throw invalid_input(fmt::format("column 'bound': expected naive, rounding or nothing, got '{}'", r.bound));
@@ -213,6 +218,8 @@ record parse_record(const std::array<std::string, column_count>& f) {
     r.copy_gbps = real();
     r.joules_per_call = real();
     r.tflops_per_watt = real();
+    r.regime = named(parse_regime, "burst or sustained");
+    r.settle_ms = real();
   }
   for (size_t k = first_schema_field_count; k < problem_field_count; ++k)
     read_field(r, *fields_in_order[k], next(), version);
@@ -253,7 +260,7 @@ std::string csv_row(const record& r) {
   for (size_t k = 0; k < problem_field_count; ++k)
     (k < first_schema_field_count ? fields : later_fields) += csv_field(fields_in_order[k]->get(r.shape)) + ',';
   return fmt::format(
-      "{},{},{},{}.{},{},{},{},{},{}{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}{}",
+      "{},{},{},{}.{},{},{},{},{},{}{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}{}",
       csv_schema_version, csv_field(d.name), csv_field(d.arch), d.cc_major, d.cc_minor, d.sm_count,
       csv_field(d.cuda_version), csv_field(d.nvrtc_version), csv_field(r.family), fields,
       name(c), c.block_m, c.block_n, c.warps, c.stages, to_string(r.status),
@@ -262,7 +269,7 @@ std::string csv_row(const record& r) {
       r.materialized_bytes, r.fused_extra_bytes, r.memory_saving_ratio, r.rank, csv_field(r.kernel_hash),
       r.noise, to_string(r.measured), r.clocks.sm_clock_before_mhz, r.clocks.sm_clock_after_mhz,
       r.clocks.temperature_c, r.clocks.power_w, r.clocks.throttle, r.tied ? 1 : 0, to_string(r.inputs), r.bound,
-      r.gbps, r.copy_fraction, r.copy_gbps, r.joules_per_call, r.tflops_per_watt,
+      r.gbps, r.copy_fraction, r.copy_gbps, r.joules_per_call, r.tflops_per_watt, to_string(r.regime), r.settle_ms,
       later_fields.empty() ? "" : "," + later_fields.substr(0, later_fields.size() - 1));
 }
 

@@ -78,7 +78,9 @@ ordered_json record_json(const record& r) {
           {"copy_fraction", number(r.copy_fraction)},
           {"copy_gbps", number(r.copy_gbps)},
           {"joules_per_call", number(r.joules_per_call)},
-          {"tflops_per_watt", number(r.tflops_per_watt)}};
+          {"tflops_per_watt", number(r.tflops_per_watt)},
+          {"regime", to_string(r.regime)},
+          {"settle_ms", number(r.settle_ms)}};
 }
 
 // The measured copy bandwidth, or null and why not.
@@ -102,6 +104,7 @@ ordered_json meta_json(const run_metadata& m) {
           {"memory_clock_mhz", m.memory_clock_mhz},
           {"copy_bandwidth", copy_json(m.copy)},
           {"objective", m.objective},
+          {"regime", m.regime},
           {"energy", m.energy_note.empty() ? ordered_json("measured") : ordered_json(m.energy_note)}};
 }
 

@@ -23,6 +23,7 @@ struct run_metadata {
   std::vector<std::string> arguments;  ///< the command line after the program's name
   copy_bandwidth copy;  ///< measured once per run; gbps 0 (and a note) when not
   std::string objective = "time";  ///< --objective: what the best was chosen by
+  std::string regime = "burst";    ///< --regime: how the full measurements met the GPU
   /// Why the energy columns are empty (NVML absent, no energy counter, compile-only); "" = measured.
   std::string energy_note;
 };

@@ -166,6 +166,7 @@ std::vector<std::string> child_arguments(const family_run& opt, const tune_optio
                                    "--max-noise", fmt::format("{}", t.timing.max_noise),
                                    "--search", to_string(t.search),
                                    "--objective", to_string(t.objective),
+                                   "--regime", to_string(t.timing.regime),
                                    "--kernel-timeout-s", fmt::format("{}", t.timing.kernel_timeout_s),
                                    "--device", std::to_string(device),
                                    "--jobs", std::to_string(t.jobs), "--top", "0", "--out", csv, "--no-db"};

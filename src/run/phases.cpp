@@ -32,8 +32,12 @@ std::string timing_summary(const timing_options& t, search_kind search) {
                                        100 * t.max_noise, t.max_total_ms)
                          : fmt::format("until {:.0f} ms", t.max_total_ms);
   if (t.min_total_ms > 0) stop += fmt::format(" (and >= {:.0f} ms)", t.min_total_ms);
-  return fmt::format("timing: median of >= {} reps, {} (at most {} reps), L2 flushed before each; search: {}",
-                     t.min_reps, stop, t.max_reps, to_string(search));
+  const char* regime = t.regime == timing_regime::sustained
+                           ? " (sustained: each full measurement after the kernel ran back to back until the SM "
+                             "clock settled, 200 ms to 2 s)"
+                           : "";
+  return fmt::format("timing: median of >= {} reps, {} (at most {} reps), L2 flushed before each{}; search: {}",
+                     t.min_reps, stop, t.max_reps, regime, to_string(search));
 }
 
 }  // namespace attn

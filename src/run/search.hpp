@@ -27,6 +27,10 @@ std::string to_string(objective o);  ///< "time", "energy"
 /// Throws invalid_input naming the text and the choices.
 objective parse_objective(const std::string& text);
 
+/// The tie rule's cap (choose_best): however noisy, a median more than 2% above the fastest's
+/// never ties.
+constexpr double max_tie_gap = 0.02;
+
 struct search_settings {
   search_kind kind = search_kind::screen;
   timing_options full;  ///< the full-precision measurement
@@ -34,7 +38,7 @@ struct search_settings {
   /// A screened variant is refined while its median, less its noise, is within this fraction
   /// above the best's median plus its noise: the tie rule's widest window (choose_best), so every
   /// variant that may win the tie is refined.
-  double tie_margin = 0.02;
+  double tie_margin = max_tie_gap;
 };
 
 /// The screening measurement: the full one's warm-up and timeout, 5 to 50 repetitions, at most

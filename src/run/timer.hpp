@@ -4,6 +4,7 @@
 #include <functional>
 
 #include "backend/resources.hpp"
+#include "core/record.hpp"
 #include "run/noise.hpp"
 #include "run/stats.hpp"
 
@@ -21,6 +22,8 @@ struct timing_options {
   /// One wait for a variant's kernels (its verification run, its warm-up, a batch of up to 10
   /// timed launches) that lasts longer is a hang: kernel_hung.
   double kernel_timeout_s = 60;
+  /// sustained: the kernel first runs back to back until the SM clock settles (run/sustain.hpp).
+  timing_regime regime = timing_regime::burst;
 };
 
 /// Writes a buffer of twice the L2 size, so that no input stays cached between repetitions.

@@ -18,6 +18,7 @@
 #include "verify/tolerance.hpp"
 #include "run/launch.hpp"
 #include "run/nvml.hpp"
+#include "run/sustain.hpp"
 
 namespace attn {
 
@@ -73,6 +74,23 @@ void time_variant(variant& v, const device_problem& pr, const support_kernels& s
   const device_runtime& rt = support.rt;
   const loaded_variant kernel = load_variant(rt, v.cubin, r, gpu.ordinal);
   const launch_plan plan = plan_launch(kernel, r, pr, gpu);
+  const auto run_kernel = [&](stream_t st) { launch(rt, plan, st); };
+  r.regime = timing.regime;
+  r.settle_ms = 0;
+  if (timing.regime == timing_regime::sustained) {
+    std::function<std::optional<int>()> sm_clock;
+    if (clocks && clocks->available())
+      sm_clock = [clocks]() -> std::optional<int> {
+        const auto state = clocks->read();
+        return state ? std::optional<int>(state->sm_clock_mhz) : std::nullopt;
+      };
+    const sustain_result warm = run_until_settled(rt, run_kernel, stream, sm_clock, {}, timing.kernel_timeout_s);
+    r.settle_ms = warm.waited_ms;
+    if (!warm.settled && sm_clock)
+      r.message = fmt::format("sustained: the SM clock had not settled after {:.0f} ms ({} to {} MHz)", warm.waited_ms,
+                              warm.readings.empty() ? 0 : warm.readings.front(),
+                              warm.readings.empty() ? 0 : warm.readings.back());
+  }
   const std::optional<gpu_state> before = clocks ? clocks->read() : std::nullopt;
   // The energy counter around the timed repetitions alone (not the warm-up), each with its flush.
   std::optional<uint64_t> energy_before, energy_after;
@@ -81,8 +99,7 @@ void time_variant(variant& v, const device_problem& pr, const support_kernels& s
     window.start = [&] { energy_before = clocks->energy_mj(); };
     window.stop = [&] { energy_after = clocks->energy_mj(); };
   }
-  const summary t =
-      time_kernel(rt, [&](stream_t st) { launch(rt, plan, st); }, flusher, timing, stream, window);
+  const summary t = time_kernel(rt, run_kernel, flusher, timing, stream, window);
   const std::optional<gpu_state> after = clocks ? clocks->read() : std::nullopt;
   if (before && after) r.clocks = clocks_of(*before, *after);
   r.status = status::ok;
@@ -145,6 +162,12 @@ bool less_energy(const record& a, const record& b) {
 
 }  // namespace
 
+bool within_noise_of(const record& r, const record& fastest) {
+  const double low = r.median_ms * (1 - r.noise);
+  const double high = fastest.median_ms * (1 + fastest.noise);
+  return low <= high && r.median_ms <= fastest.median_ms * (1 + max_tie_gap);
+}
+
 std::optional<size_t> choose_best(const std::vector<record>& rows, objective goal) {
   const std::vector<bool> can_win = contenders(rows);
   if (goal == objective::energy) {
@@ -158,14 +181,9 @@ std::optional<size_t> choose_best(const std::vector<record>& rows, objective goa
     if (can_win[i] && (!fastest || rows[i].median_ms < rows[*fastest].median_ms))
       fastest = i;
   if (!fastest) return std::nullopt;
-  // The fastest's IQR is the noise, but never less than 1% nor more than 2% of its median: a
-  // noisy measurement must not hand the win to a config that is clearly slower.
-  const double median = rows[*fastest].median_ms;
-  const double window = std::clamp(rows[*fastest].iqr_ms, 0.01 * median, 0.02 * median);
   size_t best = *fastest;
   for (size_t i = 0; i < rows.size(); ++i)
-    if (can_win[i] && rows[i].median_ms <= rows[*fastest].median_ms + window &&
-        simpler_than(rows[i].config, rows[best].config))
+    if (can_win[i] && within_noise_of(rows[i], rows[*fastest]) && simpler_than(rows[i].config, rows[best].config))
       best = i;
   return best;
 }

@@ -80,9 +80,13 @@ struct tune_result {
 /// the device is not known), options.samples of them drawn with options.seed for --search random.
 std::vector<tile_config> configs_of(const tune_options& options, const problem& s, int sm_count);
 
-/// Near-ties go to the simpler config: among ok records whose median is within the fastest's
-/// IQR of it (clamped to 1%..2% of its median), the simplest (simpler_than) wins. When any ok
-/// record was measured in full, screened-only ones (measurement::screened) cannot win.
+/// Whether r is not measurably slower than `fastest`: the 95% confidence intervals of their medians
+/// (median * (1 +- noise), record::noise) overlap, and r's median is within max_tie_gap of it.
+bool within_noise_of(const record& r, const record& fastest);
+
+/// Near-ties go to the simpler config: among ok records within_noise_of the fastest, the simplest
+/// (simpler_than) wins, so a "tied" winner is never measurably slower. When any ok record was
+/// measured in full, screened-only ones (measurement::screened) cannot win.
 /// objective::energy: the fewest joules per call among those that can win with the energy
 /// measured; when none has it, the rule of objective::time.
 std::optional<size_t> choose_best(const std::vector<record>& rows, objective goal = objective::time);

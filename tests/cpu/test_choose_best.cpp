@@ -1,17 +1,20 @@
 // The winner is chosen deterministically: fastest ok variant, near-ties to the simpler config.
 #include <gtest/gtest.h>
 
+#include "invalid_input_message.hpp"
 #include "run/tuner.hpp"
 
 namespace attn {
 namespace {
 
+// Its median known to +-0.5% (record::noise) unless the test says otherwise.
 record ok(tile_config c, double median, double iqr) {
   record r;
   r.config = c;
   r.status = status::ok;
   r.median_ms = median;
   r.iqr_ms = iqr;
+  r.noise = 0.005;
   return r;
 }
 
@@ -36,20 +39,21 @@ TEST(choose_best, wrong_variant_faster_than_all_is_ignored) {
   EXPECT_EQ(choose_best(rows), 0u);
 }
 
-TEST(choose_best, near_tie_within_one_percent_goes_to_the_simpler_config) {
-  // 0.5% apart, spread tiny: within the 1% window, so fewer stages wins.
+TEST(choose_best, near_tie_within_the_noise_goes_to_the_simpler_config) {
+  // 0.5% apart, each median known to +-0.5%: their intervals overlap, so fewer stages wins.
   std::vector<record> rows = {ok({128, 64, 4, 3}, 1.000, 0.0001), ok({128, 64, 4, 2}, 1.005, 0.0001)};
   EXPECT_EQ(choose_best(rows), 1u);
 }
 
-TEST(choose_best, near_tie_window_grows_with_the_spread_up_to_two_percent) {
-  // 1.5% apart and the fastest's IQR is 5%: a tie.
+TEST(choose_best, near_tie_window_grows_with_the_noise_up_to_two_percent) {
+  // 1.5% apart and the fastest's median known to +-5% only: a tie.
   std::vector<record> rows = {ok({256, 64, 8, 2}, 1.00, 0.05), ok({128, 64, 4, 2}, 1.015, 0.01)};
+  rows[0].noise = 0.05;
   EXPECT_EQ(choose_best(rows), 1u);
-  rows[0].iqr_ms = 0.001;  // a small spread: the 1.5% gap is real
+  rows[0].noise = 0.001;  // known to +-0.1%: the 1.5% gap is real
   EXPECT_EQ(choose_best(rows), 0u);
   // However noisy the fastest, a config 3% slower never wins.
-  rows[0].iqr_ms = 0.05;
+  rows[0].noise = 0.05;
   rows[1].median_ms = 1.03;
   EXPECT_EQ(choose_best(rows), 0u);
 }
@@ -75,10 +79,10 @@ namespace {
 TEST(assign_ranks, a_tied_winner_slower_than_rank_two_is_marked) {
   std::vector<record> rows(2);
   for (auto& r : rows) r.status = status::ok, r.measured = measurement::full;
-  rows[0].config = {128, 64, 4, 3}, rows[0].median_ms = 1.000, rows[0].iqr_ms = 0.0001;
-  rows[1].config = {128, 64, 4, 2}, rows[1].median_ms = 1.005, rows[1].iqr_ms = 0.0001;
+  rows[0].config = {128, 64, 4, 3}, rows[0].median_ms = 1.000, rows[0].noise = 0.005;
+  rows[1].config = {128, 64, 4, 2}, rows[1].median_ms = 1.005, rows[1].noise = 0.005;
   const auto best = choose_best(rows);
-  ASSERT_EQ(best, 1u);  // the simpler one, within 1%
+  ASSERT_EQ(best, 1u);  // the simpler one, within the noise
   assign_ranks(rows, best);
   EXPECT_TRUE(rows[1].tied);
   EXPECT_FALSE(rows[0].tied);
@@ -139,12 +143,8 @@ TEST(objective, parses_time_and_energy_and_names_a_bad_one) {
   EXPECT_EQ(parse_objective("time"), objective::time);
   EXPECT_EQ(parse_objective("energy"), objective::energy);
   EXPECT_EQ(to_string(objective::energy), "energy");
-  try {
-    parse_objective("power");
-    ADD_FAILURE();
-  } catch (const invalid_input& e) {
-    EXPECT_STREQ(e.what(), "invalid --objective 'power': expected time or energy");
-  }
+  EXPECT_EQ(testing::invalid_input_message([] { parse_objective("power"); }),
+            "invalid --objective 'power': expected time or energy");
 }
 
 }  // namespace

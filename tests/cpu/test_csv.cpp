@@ -81,6 +81,8 @@ record make_record(int i) {
   r.copy_gbps = 4267.25 + i;
   r.joules_per_call = 0.7 + 0.1 * i;
   r.tflops_per_watt = 1.0 / 7.0 + i;
+  r.regime = i % 2 ? timing_regime::sustained : timing_regime::burst;
+  r.settle_ms = 212.5 + i;
   return r;
 }
 
@@ -152,6 +154,8 @@ void expect_same(const record& a, const record& b) {
   EXPECT_EQ(a.copy_gbps, b.copy_gbps);
   EXPECT_EQ(a.joules_per_call, b.joules_per_call);
   EXPECT_EQ(a.tflops_per_watt, b.tflops_per_watt);
+  EXPECT_EQ(a.regime, b.regime);
+  EXPECT_EQ(a.settle_ms, b.settle_ms);
 }
 
 std::string read_text(const std::string& p) {
@@ -213,7 +217,7 @@ TEST(csv, columns_are_the_documented_ones) {
       "fused_extra_bytes", "memory_saving_ratio", "rank", "kernel_hash",
       "noise", "measured", "sm_clock_before_mhz", "sm_clock_after_mhz", "temperature_c", "power_w",
       "throttle", "tied", "inputs", "bound", "gbps", "copy_fraction", "copy_gbps",
-      "joules_per_call", "tflops_per_watt", "page_size", "kv_lens"};
+      "joules_per_call", "tflops_per_watt", "regime", "settle_ms", "page_size", "kv_lens"};
   // clang-format on
   EXPECT_EQ(csv_columns(), expected);
 }
@@ -238,8 +242,9 @@ TEST(csv, row_format) {
       << row;  // rank, kernel hash, then (schema 4) noise, measured, clocks, tied
   EXPECT_NE(row.find(",1,normal,naive,"), std::string::npos) << row;  // (schema 5) inputs, bound
   r.copy_fraction = 0.75, r.tflops_per_watt = 1.25;
-  // (schema 6) gbps, copy_fraction, copy_gbps, joules_per_call, tflops_per_watt, page_size, kv_lens
-  const std::string rates = csv_row(r), tail = ",naive,3141.5,0.75,4267.25,0.7,1.25,0,";
+  // (schema 6) gbps, copy_fraction, copy_gbps, joules_per_call, tflops_per_watt, regime, settle_ms,
+  // page_size, kv_lens
+  const std::string rates = csv_row(r), tail = ",naive,3141.5,0.75,4267.25,0.7,1.25,burst,212.5,0,";
   EXPECT_EQ(rates.substr(rates.size() - tail.size()), tail) << rates;
   EXPECT_NE(row.find(",bf16,bshd,0,m128_n64_w4_s2,128,64,4,2,"), std::string::npos) << row;
   EXPECT_NE(row.find(",\"a,b\","), std::string::npos) << row;
@@ -314,12 +319,14 @@ TEST_F(csv_test, schema_5_files_are_read_without_the_roofline_and_the_energy) {
   EXPECT_EQ(back[0].copy_gbps, 0.0);
   EXPECT_EQ(back[0].joules_per_call, 0.0);
   EXPECT_EQ(back[0].tflops_per_watt, 0.0);
+  EXPECT_EQ(back[0].regime, timing_regime::burst);  // the only regime there was
+  EXPECT_EQ(back[0].settle_ms, 0.0);
 }
 
 TEST_F(csv_test, a_header_that_lacks_one_of_a_schemas_columns_is_refused_naming_it) {
   fs::create_directories(dir_);
   const auto& columns = csv_columns();
-  // "tflops_per_watt" (schema 6), "bound" (schema 5), "tied" (schema 4)
+  // "settle_ms" (schema 6), "bound" (schema 5), "tied" (schema 4)
   for (const size_t lacking : {columns.size() - 3, size_t{49}, size_t{47}}) {
     std::string partial;
     for (size_t i = 0; i < columns.size(); ++i)
@@ -332,7 +339,8 @@ TEST_F(csv_test, a_header_that_lacks_one_of_a_schemas_columns_is_refused_naming_
 
 TEST_F(csv_test, bad_inputs_and_bound_fields_are_refused_naming_the_column) {
   const std::string row = csv_row(make_record(0));
-  for (const auto& [column, value] : {std::pair<std::string, std::string>{"inputs", "gaussian"}, {"bound", "loose"}}) {
+  for (const auto& [column, value] : {std::pair<std::string, std::string>{"inputs", "gaussian"}, {"bound", "loose"},
+                                      {"regime", "steady"}}) {
     const std::string text = header_line() + "\n" + with_field(row, column, value) + "\n";
     write_text(path("bad.csv"), text + csv_trailer(text, 1));
     const std::string msg = error_of([&] { read_csv(path("bad.csv")); });

@@ -82,6 +82,8 @@ TEST(json_report, the_objective_the_energy_and_why_it_is_missing) {
   rows[0].joules_per_call = 0.7, rows[0].tflops_per_watt = 1.5;
   auto doc = nlohmann::json::parse(results_json(m, rows));
   EXPECT_EQ(doc["run"]["objective"], "energy");
+  EXPECT_EQ(doc["run"]["regime"], "burst");
+  EXPECT_EQ(doc["variants"][0]["regime"], "burst");
   EXPECT_EQ(doc["run"]["energy"], "measured");
   EXPECT_EQ(doc["variants"][0]["joules_per_call"], 0.7);
   EXPECT_EQ(doc["variants"][0]["tflops_per_watt"], 1.5);

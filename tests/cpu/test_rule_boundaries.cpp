@@ -194,18 +194,23 @@ TEST(majority_vote, a_full_tie_goes_to_the_first_shape_of_the_key) {
 
 // ---- the tie rule (choose_best) --------------------------------------------------------------
 
-record ok(const std::string& config, double median, double iqr, measurement m = measurement::full) {
+// An ok record whose median is known to +-0.5% (its 95% confidence half-width, record::noise),
+// unless `noise` says otherwise. Two such medians' intervals overlap up to 1.005 / 0.995 - 1 =
+// 1.005% apart.
+record ok(const std::string& config, double median, double iqr, measurement m = measurement::full,
+          double noise = 0.005) {
   record r;
   r.config = parse_config_name(config);
   r.status = status::ok;
   r.median_ms = median;
   r.iqr_ms = iqr;
   r.measured = m;
+  r.noise = noise;
   return r;
 }
 
 TEST(tie_rule, with_three_configs_in_the_window_the_simplest_of_all_wins) {
-  // All within 1% of the fastest (a 3-stage config); the 1-stage one is simplest, whatever order.
+  // All within the noise of the fastest (a 3-stage config); the 1-stage one is simplest, whatever order.
   std::vector<record> rows = {ok("m128_n64_w4_s3", 1.000, 0.0001), ok("m128_n64_w4_s1", 1.006, 0.0001),
                               ok("m128_n64_w4_s2", 1.004, 0.0001)};
   EXPECT_EQ(choose_best(rows), 1u);
@@ -214,15 +219,44 @@ TEST(tie_rule, with_three_configs_in_the_window_the_simplest_of_all_wins) {
   // Four in the window, the simplest last.
   rows.push_back(ok("m64_n64_w4_s1", 1.009, 0.0001));
   EXPECT_EQ(choose_best(rows), 3u);
-  // Just outside the 1% window: the simplest is out, the next simplest wins.
+  // Just outside (its interval starts at 1.0101 * 0.995 = 1.00505, past the fastest's 1.005): the
+  // simplest is out, the next simplest wins.
   rows[3].median_ms = 1.0101;
   EXPECT_EQ(choose_best(rows), 2u);
 }
 
 TEST(tie_rule, the_window_is_measured_from_the_fastest_not_from_the_running_winner) {
-  // B is within 1% of the fastest A and simpler; C is within 1% of B but not of A: B wins.
+  // B is within the noise of the fastest A and simpler; C is within B's but not A's: B wins.
   std::vector<record> rows = {ok("m128_n64_w4_s3", 1.000, 0.0001), ok("m128_n64_w4_s2", 1.008, 0.0001),
                               ok("m128_n64_w4_s1", 1.015, 0.0001)};
+  EXPECT_EQ(choose_best(rows), 1u);
+}
+
+// Issue 19 item 6: the window comes from the medians' confidence intervals, so a "tied" winner is
+// never measurably slower than the fastest.
+TEST(tie_rule, a_simpler_config_wins_only_when_its_interval_overlaps_the_fastests) {
+  // 0.8% slower, both medians known to +-0.2%: measurably slower (1.008 * 0.998 = 1.00598 > 1.002),
+  // so no tie, although it is within the 1% the rule before this one always granted.
+  std::vector<record> rows = {ok("m128_n64_w4_s3", 1.000, 0.05, measurement::full, 0.002),
+                              ok("m128_n64_w4_s1", 1.008, 0.05, measurement::full, 0.002)};
+  EXPECT_EQ(choose_best(rows), 0u);
+  EXPECT_FALSE(within_noise_of(rows[1], rows[0]));
+  // The same gap with +-0.5% on each: the intervals overlap (1.00296 <= 1.005), a tie, the simpler wins.
+  rows[0].noise = rows[1].noise = 0.005;
+  EXPECT_TRUE(within_noise_of(rows[1], rows[0]));
+  EXPECT_EQ(choose_best(rows), 1u);
+  // A noisy fastest (+-1.5%) widens the window, up to the 2% cap: 1.018 ties, 1.021 does not.
+  rows[0].noise = 0.015;
+  rows[1].median_ms = 1.018;
+  EXPECT_EQ(choose_best(rows), 1u);
+  rows[1].median_ms = 1.021;
+  rows[1].noise = 0.01;  // its interval (from 1.0108) still overlaps the fastest's (to 1.015)
+  EXPECT_EQ(choose_best(rows), 0u);
+  // Without a noise figure (0: files from before it) only equal medians tie.
+  rows[0].noise = rows[1].noise = 0;
+  rows[1].median_ms = 1.0001;
+  EXPECT_EQ(choose_best(rows), 0u);
+  rows[1].median_ms = 1.000;
   EXPECT_EQ(choose_best(rows), 1u);
 }
 

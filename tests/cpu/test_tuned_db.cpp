@@ -342,6 +342,9 @@ TEST(tuning_key, names_the_space_the_search_and_each_familys_sources) {
   EXPECT_EQ(describe_space(s), "exhaustive; fa2: configs=m64_n64_w4_s2; objective energy");
   s.inputs = input_kind::wide;
   EXPECT_EQ(describe_space(s), "exhaustive; fa2: configs=m64_n64_w4_s2; inputs wide; objective energy");
+  s.regime = timing_regime::sustained;  // and one timed after the clock settled, one timed in a burst
+  EXPECT_EQ(describe_space(s), "exhaustive; fa2: configs=m64_n64_w4_s2; inputs wide; objective energy; regime sustained");
+  s.regime = timing_regime::burst;
   s.objective = objective::time;
   s.inputs = input_kind::normal;
 

@@ -1,0 +1,49 @@
+#include "run/sustain.hpp"
+
+#include <algorithm>
+#include <chrono>
+
+namespace attn {
+
+bool clock_settled(const std::vector<int>& mhz, int window, double tolerance) {
+  if (window < 1 || static_cast<int>(mhz.size()) < window) return false;
+  const auto first = mhz.end() - window;
+  const auto [low, high] = std::minmax_element(first, mhz.end());
+  return *low > 0 && *high - *low <= tolerance * *high;
+}
+
+sustain_result run_until_settled(const device_runtime& rt,
+                                 const std::function<void(stream_t)>& launch, stream_t stream,
+                                 const std::function<std::optional<int>()>& sm_clock,
+                                 const sustain_options& options, double kernel_timeout_s) {
+  using clock = std::chrono::steady_clock;
+  const auto start = clock::now();
+  auto elapsed_ms = [&] {
+    return std::chrono::duration<double, std::milli>(clock::now() - start).count();
+  };
+  sustain_result out;
+  int batch = 1;
+  bool can_read = static_cast<bool>(sm_clock);
+  while (true) {
+    const double before = elapsed_ms();
+    for (int i = 0; i < batch; ++i) launch(stream);
+    rt.wait_for_kernels(stream, kernel_timeout_s);
+    out.launches += batch;
+    // Batches grow until one lasts about read_every_ms: few clock reads for a short kernel.
+    if (elapsed_ms() - before < options.read_every_ms) batch = std::min(batch * 2, 4096);
+    if (can_read) {
+      if (const std::optional<int> mhz = sm_clock())
+        out.readings.push_back(*mhz);
+      else
+        can_read = false;
+    }
+    out.waited_ms = elapsed_ms();
+    out.settled = can_read && clock_settled(out.readings, options.window, options.tolerance);
+    if (out.waited_ms >= options.max_ms) break;
+    if (out.waited_ms >= options.min_ms && (out.settled || !can_read)) break;
+  }
+  if (!can_read) out.settled = false;
+  return out;
+}
+
+}  // namespace attn

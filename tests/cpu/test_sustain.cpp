@@ -1,0 +1,83 @@
+// Issue 19 item 2: --regime sustained runs the kernel back to back until the SM clock settles
+// (at least 200 ms, at most 2 s) before a full measurement; burst (the default) does not.
+#include <gtest/gtest.h>
+
+#include "core/record.hpp"
+#include "invalid_input_message.hpp"
+#include "parsed_options.hpp"
+#include "run/phases.hpp"
+#include "run/sustain.hpp"
+#include "timing_runtime.hpp"
+
+namespace attn {
+namespace {
+
+TEST(sustain, the_clock_settles_when_its_last_readings_agree_within_the_tolerance) {
+  EXPECT_FALSE(clock_settled({}, 4, 0.01));
+  EXPECT_FALSE(clock_settled({1980, 1980, 1980}, 4, 0.01));  // too few readings
+  EXPECT_TRUE(clock_settled({1980, 1980, 1980, 1980}, 4, 0.01));
+  EXPECT_TRUE(clock_settled({1980, 1830, 1815, 1830, 1815}, 4, 0.01));  // 15 MHz of 1830: 0.8%
+  EXPECT_FALSE(clock_settled({1830, 1800, 1815, 1830}, 4, 0.01));       // 30 MHz of 1830: 1.6%
+  EXPECT_FALSE(clock_settled({0, 0, 0, 0}, 4, 0.01));                   // no reading
+}
+
+TEST(sustain, a_steady_clock_ends_the_wait_at_its_minimum) {
+  timing_runtime rt;
+  int reads = 0;
+  const sustain_result r = run_until_settled(
+      rt, [&](stream_t) { ++rt.launches; }, nullptr,
+      [&]() -> std::optional<int> { return ++reads, 1755; }, {}, 60);
+  EXPECT_TRUE(r.settled);
+  EXPECT_GE(r.waited_ms, 200);
+  EXPECT_LT(r.waited_ms, 1000);
+  EXPECT_EQ(r.launches, rt.launches);
+  EXPECT_EQ(static_cast<int>(r.readings.size()), reads);
+}
+
+TEST(sustain, a_drifting_clock_is_waited_on_until_the_cap_and_said) {
+  timing_runtime rt;
+  int reads = 0;
+  sustain_options o;
+  o.max_ms = 300;  // the test's cap; 2 s in the tool
+  // A clock that never settles: 1980 and 1900 MHz in turn (4% apart).
+  const sustain_result r = run_until_settled(
+      rt, [](stream_t) {}, nullptr,
+      [&]() -> std::optional<int> { return ++reads % 2 ? 1980 : 1900; }, o, 60);
+  EXPECT_FALSE(r.settled);
+  EXPECT_GE(r.waited_ms, 300);
+  EXPECT_LT(r.waited_ms, 1000);
+}
+
+TEST(sustain, without_a_clock_it_runs_the_minimum_and_does_not_claim_it_settled) {
+  timing_runtime rt;
+  const sustain_result r = run_until_settled(
+      rt, [](stream_t) {}, nullptr, nullptr, {}, 60);
+  EXPECT_FALSE(r.settled);
+  EXPECT_GE(r.waited_ms, 200);
+  EXPECT_LT(r.waited_ms, 1000);
+  EXPECT_TRUE(r.readings.empty());
+}
+
+TEST(regime, parses_and_names_a_bad_one) {
+  EXPECT_EQ(parse_regime("burst"), timing_regime::burst);
+  EXPECT_EQ(parse_regime("sustained"), timing_regime::sustained);
+  EXPECT_EQ(to_string(timing_regime::sustained), "sustained");
+  EXPECT_EQ(testing::invalid_input_message([] { parse_regime("steady"); }),
+            "invalid --regime 'steady': expected burst or sustained");
+  EXPECT_EQ(testing::parsed({}).regime, "burst");
+  EXPECT_EQ(testing::parsed({"--regime", "sustained"}).regime, "sustained");
+  EXPECT_THROW(testing::parsed({"--regime", "steady"}), invalid_input);
+}
+
+TEST(regime, the_timing_line_says_sustained) {
+  timing_options t;
+  EXPECT_EQ(timing_summary(t, search_kind::screen).find("sustained"), std::string::npos);
+  t.regime = timing_regime::sustained;
+  EXPECT_NE(timing_summary(t, search_kind::screen)
+                .find("sustained: each full measurement after the kernel ran"),
+            std::string::npos);
+  EXPECT_EQ(screen_timing(t).regime, timing_regime::burst);  // the screening does not wait
+}
+
+}  // namespace
+}  // namespace attn
