@@ -70,20 +70,42 @@ __device__ __forceinline__ void load_tile(unsigned smem, const elem_bits* base, 
   }
 }
 
-/// A paged cache's K and V tiles: rows [row0, row0 + BLOCK_N) of the sequence, each found through
-/// `offset(n)` (its page's row), zero-filled at or past `row_end`. One lookup serves K and V.
-template <class C, class RowOffset>
-__device__ __forceinline__ void load_paged_tiles(unsigned k_smem, unsigned v_smem, const elem_bits* k,
-                                                 const elem_bits* v, RowOffset offset, int row0, int row_end) {
-  constexpr int CHUNKS = C::D / 8;
-  for (int c = threadIdx.x; c < C::BLOCK_N * CHUNKS; c += C::THREADS) {
-    const int r = c / CHUNKS, col = (c % CHUNKS) * 8;
-    const bool valid = row0 + r < row_end;
-    const long long at = valid ? offset(row0 + r) + col : 0;
-    cp_async_16(k_smem + (r * C::PITCH + col) * 2, k + at, valid);
-    cp_async_16(v_smem + (r * C::PITCH + col) * 2, v + at, valid);
+/// A paged cache's page lookups, one tile ahead of the copies: Nsight Compute saw the lookups miss
+/// L1 (2.8% hits) and each tile's copies wait for them (DRAM at 62% of peak against 77% for
+/// contiguous K/V, the same instruction count). `fetch(j)` looks up the pages of the rows this
+/// thread copies in tile j; `load` copies that tile's K and V rows (zero-filled at or past
+/// `row_end`) with them. Tiles are loaded in order, so fetch(j + 1) runs right after load(j),
+/// a whole tile's work before its copies need it.
+template <class C>
+struct paged_loader {
+  static constexpr int CHUNKS = C::D / 8, TOTAL = C::BLOCK_N * CHUNKS;
+  static constexpr int SLOTS = (TOTAL + C::THREADS - 1) / C::THREADS;  ///< chunks (and lookups) per thread
+  const int* table;  ///< this sequence's row of the page table
+  int shift;
+  long long page_stride, row_stride;
+  int page[SLOTS];
+
+  __device__ __forceinline__ void fetch(int j, int row_end) {
+#pragma unroll
+    for (int i = 0; i < SLOTS; ++i) {
+      const int c = threadIdx.x + i * C::THREADS, n = j * C::BLOCK_N + c / CHUNKS;
+      page[i] = c < TOTAL && n < row_end ? table[n >> shift] : 0;
+    }
   }
-}
+  __device__ __forceinline__ void load(unsigned k_smem, unsigned v_smem, const elem_bits* k, const elem_bits* v,
+                                       int j, int row_end) const {
+#pragma unroll
+    for (int i = 0; i < SLOTS; ++i) {
+      const int c = threadIdx.x + i * C::THREADS, r = c / CHUNKS, col = (c % CHUNKS) * 8, n = j * C::BLOCK_N + r;
+      if (c >= TOTAL) break;
+      const bool valid = n < row_end;
+      const long long at =
+          valid ? page[i] * page_stride + (long long)(n & ((1 << shift) - 1)) * row_stride + col : 0;
+      cp_async_16(k_smem + (r * C::PITCH + col) * 2, k + at, valid);
+      cp_async_16(v_smem + (r * C::PITCH + col) * 2, v + at, valid);
+    }
+  }
+};
 
 /// Where packed row m (PACK) or query row m of one (batch, head) lives in Q and O: its head and
 /// its query row.
@@ -240,6 +262,7 @@ __device__ void fa2_forward(const fwd_params& p) {
   const elem_bits* k = C::PAGED ? static_cast<const elem_bits*>(p.k) + kv_head_offset : in.k;
   const elem_bits* v = C::PAGED ? static_cast<const elem_bits*>(p.v) + kv_head_offset : in.v;
   const int* pages = C::PAGED ? p.block_table + (long long)batch * p.pages_per_seq : nullptr;
+  paged_loader<C> paging{pages, p.page_shift, p.kv_batch_stride, p.kv_row_stride, {}};
   auto row_offset = [&](int n) -> long long {
     if constexpr (C::PAGED)
       return (long long)pages[n >> p.page_shift] * p.kv_batch_stride +
@@ -274,6 +297,8 @@ __device__ void fa2_forward(const fwd_params& p) {
   }
 
   load_q<C>(q_smem, p, q_batch, at, m0, rows);
+  if constexpr (C::PAGED && !C::BULK)
+    if (range.count() > 0) paging.fetch(range.first, mask.kv_len());  // the first tile's pages
   cp_async_commit();
   const unsigned bars = q_smem + C::BARRIERS_OFFSET;
   auto bar = [&](int stage) { return bars + 8 * stage; };
@@ -304,7 +329,8 @@ __device__ void fa2_forward(const fwd_params& p) {
         }
       }
     } else if constexpr (C::PAGED) {
-      load_paged_tiles<C>(k_stage(stage), v_stage(stage), k, v, row_offset, j * C::BLOCK_N, mask.kv_len());
+      paging.load(k_stage(stage), v_stage(stage), k, v, j, mask.kv_len());
+      if (j + 1 < range.end) paging.fetch(j + 1, mask.kv_len());
     } else {
       load_tile<C>(k_stage(stage), k, p.kv_row_stride, j * C::BLOCK_N, mask.kv_len(), C::BLOCK_N);
       load_tile<C>(v_stage(stage), v, p.kv_row_stride, j * C::BLOCK_N, mask.kv_len(), C::BLOCK_N);
