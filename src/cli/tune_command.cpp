@@ -80,7 +80,7 @@ int run_tune(const options& opt) {
     const resource_limits arch = limits_for_arch(opt.arch);
     if (opt.verbosity != verbosity::quiet)
       fmt::print("attn-tune {} --compile-only: {} for {} ({} {}); timing needs a GPU\n",
-                 searched_families(family_run_of(opt), arch.cc_major, arch.cc_minor),
+                 searched_families(family_run_of(opt), arch.cc_major, arch.cc_minor, opt.problem),
                  describe(opt.problem), opt.arch, hip ? "hiprtc" : "NVRTC", hip ? hiprtc_version() : nvrtc_version());
     const run_metadata meta = metadata_of(opt, nullptr);
     if (opt.verbosity != verbosity::quiet) fmt::print("{}\n", describe(meta.copy));
@@ -106,7 +106,7 @@ int run_tune(const options& opt) {
   if (opt.verbosity == verbosity::quiet) {
   } else if (gpu.backend == backend::cuda)
     fmt::print("attn-tune {}: {} on {} ({}, {} SMs, CUDA {}, NVRTC {}), seed {}\n",
-               searched_families(family_run_of(opt), gpu.desc.cc_major, gpu.desc.cc_minor),
+               searched_families(family_run_of(opt), gpu.desc.cc_major, gpu.desc.cc_minor, opt.problem),
                describe(opt.problem), gpu.desc.name, gpu.desc.arch, gpu.desc.sm_count,
                gpu.desc.cuda_version, gpu.desc.nvrtc_version, opt.seed);
   else

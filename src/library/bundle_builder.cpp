@@ -47,6 +47,7 @@ std::vector<bundle_target> bundle_targets(const tuned_table& table, const std::s
     any = true;
     problem s = e.key;
     s.q_len = s.kv_len = e.seq_max;
+    if (e.kv_max != INT64_MAX) s.kv_len = e.kv_max;  // a decode bucket: its cache length
     add(e.family, e.config, s);
     note_kind(s);
   }

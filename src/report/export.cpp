@@ -43,7 +43,8 @@ std::string export_key_text(const problem& p) {
 
 bool export_key_matches(const export_entry& e, const problem& p) {
   const int64_t n = std::stoll(export_bucket_field().get(p));
-  return export_key_text(e.key) == export_key_text(p) && n > e.seq_min && n <= e.seq_max;
+  return export_key_text(e.key) == export_key_text(p) && n > e.seq_min && n <= e.seq_max && p.kv_len > e.kv_min &&
+         p.kv_len <= e.kv_max;
 }
 
 tile_config fallback_config(int head_dim) {
@@ -52,13 +53,14 @@ tile_config fallback_config(int head_dim) {
 }
 
 std::vector<export_entry> export_entries(const std::vector<best_row>& rows) {
-  using key_t = std::tuple<std::string, int, int, int, std::string, int64_t>;
+  using key_t = std::tuple<std::string, int, int, int, std::string, int64_t, int64_t>;
   std::vector<key_t> order;
   std::map<key_t, std::vector<const record*>> groups;
   for (const auto& row : rows) {
     const record& b = row.best;
     const key_t key{b.device.name, b.device.cc_major, b.device.cc_minor, b.device.sm_count,
-                    export_key_text(b.shape), seq_bucket(std::stoll(export_bucket_field().get(b.shape)))};
+                    export_key_text(b.shape), seq_bucket(std::stoll(export_bucket_field().get(b.shape))),
+                    seq_bucket(b.shape.kv_len)};
     if (!groups.count(key)) order.push_back(key);
     groups[key].push_back(&b);
   }
@@ -87,6 +89,8 @@ std::vector<export_entry> export_entries(const std::vector<best_row>& rows) {
     for (const problem_field* f : export_key_fields()) f->set(e.key, f->get(chosen->shape));
     e.seq_max = std::get<5>(key);
     e.seq_min = e.seq_max / 2;
+    e.kv_max = std::get<6>(key);
+    e.kv_min = e.kv_max / 2;
     e.family = chosen->family;
     e.config = chosen->config;
     e.tflops = votes[id(chosen)].second;
@@ -99,11 +103,13 @@ std::vector<export_entry> export_entries(const std::vector<best_row>& rows) {
 std::string export_csv(const std::vector<export_entry>& entries) {
   std::string out = "device,cc,sm_count,";
   for (const problem_field* f : export_key_fields()) out += fmt::format("{},", f->name);
-  out += "seq_min_exclusive,seq_max,family,block_m,block_n,warps,stages,knob,splits,pack_gqa,tflops,tuned_shapes\n";
+  out += "seq_min_exclusive,seq_max,kv_min_exclusive,kv_max,family,block_m,block_n,warps,stages,knob,splits,pack_gqa,"
+         "tflops,tuned_shapes\n";
   for (const auto& e : entries) {
     out += fmt::format("{},{}.{},{},", csv_field(e.device, true), e.cc_major, e.cc_minor, e.sm_count);
     for (const problem_field* f : export_key_fields()) out += csv_field(f->get(e.key)) + ',';
-    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{:.1f},{}\n", e.seq_min, e.seq_max, csv_field(e.family),
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{:.1f},{}\n", e.seq_min, e.seq_max, e.kv_min, e.kv_max,
+                       csv_field(e.family),
                        e.config.block_m, e.config.block_n, e.config.warps, e.config.stages, e.config.knob,
                        e.config.splits, e.config.pack_gqa, e.tflops, e.shapes);
   }
@@ -141,6 +147,8 @@ std::string export_json(const std::vector<export_entry>& entries) {
     for (const problem_field* f : export_key_fields()) j[f->name] = typed_json(*f, e.key);
     j["seq_min_exclusive"] = e.seq_min;
     j["seq_max"] = e.seq_max;
+    j["kv_min_exclusive"] = e.kv_min;
+    j["kv_max"] = e.kv_max;
     j["config"] = cfg(e.family, e.config);
     j["tflops"] = std::round(e.tflops * 10) / 10;
     j["tuned_shapes"] = e.shapes;
@@ -149,6 +157,7 @@ std::string export_json(const std::vector<export_entry>& entries) {
   ordered_json key = {"device", "cc", "sm_count"};
   for (const problem_field* f : export_key_fields()) key.push_back(f->name);
   key.push_back("seq_len in (seq_min_exclusive, seq_max]");
+  key.push_back("kv_len in (kv_min_exclusive, kv_max]");
   const ordered_json doc = {
       {"schema", 1},
       {"key", key},
@@ -177,7 +186,7 @@ std::string cpp_escaped(const std::string& text) {
 // The header's pieces for the key fields: each field's member of `entry`, its value in a row and
 // in the end marker, lookup()'s parameter, its test, and its part of the warning.
 struct header_parts {
-  std::string members, end_values, parameters, tests, warn_format, warn_arguments;
+  std::string members, end_values, parameters, arguments, tests, warn_format, warn_arguments;
 };
 
 const char* cpp_type(field_type t) { return t == field_type::text ? "const char*" : t == field_type::flag ? "bool" : "int"; }
@@ -188,6 +197,7 @@ header_parts key_parts() {
     h.members += fmt::format("  {} {};\n", cpp_type(f->type), f->name);
     h.end_values += f->type == field_type::text ? "nullptr, " : f->type == field_type::flag ? "false, " : "0, ";
     h.parameters += fmt::format("{} {}, ", cpp_type(f->type), f->name);
+    h.arguments += fmt::format("{}, ", f->name);
     h.tests += f->type == field_type::text ? fmt::format(" && std::strcmp(e->{0}, {0}) == 0", f->name)
                                            : fmt::format(" && e->{0} == {0}", f->name);
     h.warn_format += fmt::format(" {}=%{}", f->name, f->type == field_type::text ? "s" : "d");
@@ -212,8 +222,9 @@ std::string row_values(const export_entry& e) {
 std::string export_header(const std::vector<export_entry>& entries, const std::string& source) {
   std::string rows;
   for (const auto& e : entries)
-    rows += fmt::format("    {{\"{}\", {}, {}, {}, {}{}, {}, {{\"{}\", {}, {}, {}, {}{}}}}},\n", cpp_escaped(e.device),
-                        e.cc_major, e.cc_minor, e.sm_count, row_values(e), e.seq_min, e.seq_max, cpp_escaped(e.family),
+    rows += fmt::format("    {{\"{}\", {}, {}, {}, {}{}, {}, {}, {}LL, {{\"{}\", {}, {}, {}, {}{}}}}},\n",
+                        cpp_escaped(e.device), e.cc_major, e.cc_minor, e.sm_count, row_values(e), e.seq_min, e.seq_max,
+                        e.kv_min, e.kv_max, cpp_escaped(e.family),
                         e.config.block_m, e.config.block_n, e.config.warps, e.config.stages,
                         e.config.splits != 1 || e.config.pack_gqa != 0
                             ? fmt::format(", {}, {}, {}", e.config.knob, e.config.splits, e.config.pack_gqa)
@@ -225,7 +236,8 @@ std::string export_header(const std::vector<export_entry>& entries, const std::s
 // Tuned launch configs for a runtime's dispatcher: each names its kernel family ("fa2": the
 // mma.sync kernel; "wgmma": the Hopper kernel, warps = block_m/16 [+ 4 for a producer
 // warpgroup]; "hopper": the TMA kernel; "mfma": AMD). lookup() returns the tuned config of the
-// bucket (seq_min, seq_max] holding seq_len for this device and key; for anything not tuned it
+// buckets (seq_min, seq_max] holding seq_len and (kv_min, kv_max] holding kv_len (N_kv; left out,
+// seq_len) for this device and key; for anything not tuned it
 // returns the fa2 fallback (BLOCK_M 128, BLOCK_N 64, 4 warps, 2 stages up to head dim 128; 64,
 // 64, 4, 1 above) and warns on stderr, unless ATTN_TUNED_QUIET is defined.
 #pragma once
@@ -246,22 +258,25 @@ struct entry {{
   const char* device;
   int cc_major, cc_minor, sm_count;
 {members}  long long seq_min_exclusive, seq_max;
+  long long kv_min_exclusive, kv_max;  // the bucket of N_kv (decode); an older export's: every N_kv
   config cfg;
 }};
 
 inline constexpr entry entries[] = {{
-{rows}    {{nullptr, 0, 0, 0, {end_values}0, 0, {{nullptr, 0, 0, 0, 0}}}},  // end marker
+{rows}    {{nullptr, 0, 0, 0, {end_values}0, 0, 0, 0, {{nullptr, 0, 0, 0, 0}}}},  // end marker
 }};
 
 inline constexpr config fallback(int head_dim) {{
   return head_dim <= 128 ? config{{"fa2", {sbm}, {sbn}, {sw}, {ss}}} : config{{"fa2", {lbm}, {lbn}, {lw}, {ls}}};
 }}
 
+// seq_len: the query length (N_q); kv_len: the K/V length (N_kv; a decode step's cache).
 inline config lookup(const char* device, int cc_major, int cc_minor, int sm_count, {parameters}long long seq_len,
-                     bool* fell_back = nullptr) {{
+                     long long kv_len, bool* fell_back = nullptr) {{
   for (const entry* e = entries; e->device != nullptr; ++e) {{
     if (std::strcmp(e->device, device) == 0 && e->cc_major == cc_major && e->cc_minor == cc_minor &&
-        e->sm_count == sm_count{tests} && seq_len > e->seq_min_exclusive && seq_len <= e->seq_max) {{
+        e->sm_count == sm_count{tests} && seq_len > e->seq_min_exclusive && seq_len <= e->seq_max &&
+        kv_len > e->kv_min_exclusive && kv_len <= e->kv_max) {{
       if (fell_back) *fell_back = false;
       return e->cfg;
     }}
@@ -269,18 +284,24 @@ inline config lookup(const char* device, int cc_major, int cc_minor, int sm_coun
   if (fell_back) *fell_back = true;
 #ifndef ATTN_TUNED_QUIET
   std::fprintf(stderr,
-               "attn_tuned: no tuned config for %s sm_%d%d (%d SMs){warn_format} N=%lld; "
+               "attn_tuned: no tuned config for %s sm_%d%d (%d SMs){warn_format} N=%lld N_kv=%lld; "
                "using the fallback\n",
-               device, cc_major, cc_minor, sm_count{warn_arguments}, seq_len);
+               device, cc_major, cc_minor, sm_count{warn_arguments}, seq_len, kv_len);
 #endif
   return fallback(head_dim);
+}}
+
+// Self-attention (N_kv = N_q), as before the N_kv bucket.
+inline config lookup(const char* device, int cc_major, int cc_minor, int sm_count, {parameters}long long seq_len,
+                     bool* fell_back = nullptr) {{
+  return lookup(device, cc_major, cc_minor, sm_count, {arguments}seq_len, seq_len, fell_back);
 }}
 
 }}  // namespace attn_tuned
 )",
                      fmt::arg("source", cpp_escaped(source)), fmt::arg("rows", rows),
                      fmt::arg("members", key.members), fmt::arg("end_values", key.end_values),
-                     fmt::arg("parameters", key.parameters), fmt::arg("tests", key.tests),
+                     fmt::arg("parameters", key.parameters), fmt::arg("arguments", key.arguments), fmt::arg("tests", key.tests),
                      fmt::arg("warn_format", key.warn_format), fmt::arg("warn_arguments", key.warn_arguments), fmt::arg("sbm", small.block_m),
                      fmt::arg("sbn", small.block_n), fmt::arg("sw", small.warps), fmt::arg("ss", small.stages),
                      fmt::arg("lbm", large.block_m), fmt::arg("lbn", large.block_n), fmt::arg("lw", large.warps),

@@ -3,6 +3,7 @@
 // compute capability, SM count), the problem's export-key fields (core/problem.hpp: dtype, head
 // dim, causal) and the sequence-length bucket, with a documented fallback for anything not tuned.
 // Formats: csv, json, and a self-contained C++ header with lookup().
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,9 @@ struct export_entry {
   int cc_major = 0, cc_minor = 0, sm_count = 0;
   problem key;  ///< its export_key_fields() are the entry's; the other fields are defaults
   int64_t seq_min = 0, seq_max = 0;  ///< bucket (seq_min, seq_max] of the bucket field: powers of two
+  /// And of kv_len (decode: a few queries against a long cache), from the same powers of two; an
+  /// export written before it matches every kv_len.
+  int64_t kv_min = 0, kv_max = INT64_MAX;
   std::string family = "fa2";  ///< the kernel family the config belongs to (fa2, wgmma, mfma)
   tile_config config;
   double tflops = 0;
@@ -28,7 +32,7 @@ struct export_entry {
 
 /// The power-of-two bucket holding n: (bucket / 2, bucket].
 int64_t seq_bucket(int64_t n);
-/// Whether e's key fields are p's and p's bucket field lies in e's bucket (the device aside).
+/// Whether e's key fields are p's and p's bucket field and kv_len lie in e's buckets (the device aside).
 bool export_key_matches(const export_entry& e, const problem& p);
 /// "bf16,128,1": the key fields' text, to tell two keys apart.
 std::string export_key_text(const problem& p);

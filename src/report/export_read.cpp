@@ -1,6 +1,7 @@
 // Reading back what export_csv and export_json write: fast-cpp-csv-parser for the CSV (as every
 // CSV reader of attn-tune), nlohmann-json for the JSON (as the JSON writers).
 #include <array>
+#include <cstdint>
 #include <charconv>
 #include <string_view>
 #include <tuple>
@@ -17,12 +18,13 @@ namespace {
 
 // The columns: the device's, the problem's export-key fields (export_key_fields()), then these.
 constexpr std::array<const char*, 3> device_columns{"device", "cc", "sm_count"};
-constexpr std::array<const char*, 12> entry_columns{"seq_min_exclusive", "seq_max", "family", "block_m", "block_n",
-                                                    "warps", "stages", "knob", "splits", "pack_gqa", "tflops",
-                                                    "tuned_shapes"};
+constexpr std::array<const char*, 14> entry_columns{"seq_min_exclusive", "seq_max", "kv_min_exclusive", "kv_max",
+                                                    "family", "block_m", "block_n", "warps", "stages", "knob",
+                                                    "splits", "pack_gqa", "tflops", "tuned_shapes"};
 // Columns added later: an export from before lacks them, and its entries take the default
-// (knob 0, splits 1, pack_gqa 0).
-constexpr std::array<std::pair<const char*, int>, 3> later_columns{{{"knob", 0}, {"splits", 1}, {"pack_gqa", 0}}};
+// (every kv_len; knob 0, splits 1, pack_gqa 0).
+constexpr std::array<std::pair<const char*, int64_t>, 5> later_columns{
+    {{"kv_min_exclusive", 0}, {"kv_max", INT64_MAX}, {"knob", 0}, {"splits", 1}, {"pack_gqa", 0}}};
 bool is_later_column(std::string_view name) {
   for (const auto& [n, v] : later_columns)
     if (name == n) return true;
@@ -77,19 +79,23 @@ export_entry entry_of_fields(const std::array<std::string, export_column_count>&
       throw invalid_input(fmt::format("column '{}': {}", f->name, why.what()));
     }
   }
+  // A later column's value, or its default when the export lacks it.
+  auto later = [&](size_t k) {
+    const std::string& text = next();
+    return has[k] ? number<int64_t>(text, later_columns[k].first) : later_columns[k].second;
+  };
   e.seq_min = number<int64_t>(next(), "seq_min_exclusive");
   e.seq_max = number<int64_t>(next(), "seq_max");
+  e.kv_min = later(0);
+  e.kv_max = later(1);
   e.family = next();
   e.config.block_m = integer("block_m");
   e.config.block_n = integer("block_n");
   e.config.warps = integer("warps");
   e.config.stages = integer("stages");
-  for (size_t k = 0; k < later_columns.size(); ++k) {
-    const std::string& text = next();
-    const auto [column, fallback] = later_columns[k];
-    (k == 0 ? e.config.knob : k == 1 ? e.config.splits : e.config.pack_gqa) =
-        has[k] ? number<int>(text, column) : fallback;
-  }
+  e.config.knob = static_cast<int>(later(2));
+  e.config.splits = static_cast<int>(later(3));
+  e.config.pack_gqa = static_cast<int>(later(4));
   e.tflops = number<double>(next(), "tflops");
   e.shapes = integer("tuned_shapes");
   return e;
@@ -141,6 +147,8 @@ std::vector<export_entry> read_export_json(const std::string& text, const std::s
       }
       e.seq_min = j.at("seq_min_exclusive").get<int64_t>();
       e.seq_max = j.at("seq_max").get<int64_t>();
+      e.kv_min = j.value("kv_min_exclusive", int64_t{0});
+      e.kv_max = j.value("kv_max", INT64_MAX);
       const nlohmann::json& c = j.at("config");
       e.family = c.at("family").get<std::string>();
       e.config = {c.at("block_m").get<int>(), c.at("block_n").get<int>(), c.at("warps").get<int>(),

@@ -76,6 +76,10 @@ std::vector<size_t> runnable(const family_run& opt, int cc_major, int cc_minor, 
 
 tune_result merge_families(std::vector<tune_result> parts, objective goal);
 
+// Decode-sized, or reading a KV cache (paged, per-sequence lengths): the default families are then
+// those with the decode axes (only they read a cache).
+bool decode_like(const problem& s) { return decode_sized(s) || s.page_size > 0 || has_kv_lens(s); }
+
 // `run` once per family of the run that a device of this capability runs (t with that family and
 // its space), merged into one result. A family that refuses the shape (invalid_input: e.g. none
 // of its configs fits) is left out; only when every family refuses is the run refused, saying
@@ -224,7 +228,7 @@ tune_result tune_families(const family_run& opt, const problem& s, const gpu_inf
                           tune_options t, bool& context_dead) {
   return over_families(
       opt, gpu.desc.cc_major, gpu.desc.cc_minor, t,
-      [&](const tune_options& f) { return tune_recovering(opt, s, gpu, cache, f, context_dead); }, decode_sized(s));
+      [&](const tune_options& f) { return tune_recovering(opt, s, gpu, cache, f, context_dead); }, decode_like(s));
 }
 
 tune_result compile_families(const family_run& opt, const std::string& arch, const problem& s,
@@ -232,12 +236,12 @@ tune_result compile_families(const family_run& opt, const std::string& arch, con
   const resource_limits limits = limits_for_arch(arch);
   return over_families(
       opt, limits.cc_major, limits.cc_minor, t, [&](const tune_options& f) { return compile_only(s, arch, cache, f); },
-      decode_sized(s));
+      decode_like(s));
 }
 
-std::string searched_families(const family_run& opt, int cc_major, int cc_minor) {
+std::string searched_families(const family_run& opt, int cc_major, int cc_minor, const problem& s) {
   std::vector<std::string> names;
-  for (size_t i : runnable(opt, cc_major, cc_minor, true, false)) names.push_back(opt.families[i]);
+  for (size_t i : runnable(opt, cc_major, cc_minor, true, decode_like(s))) names.push_back(opt.families[i]);
   return fmt::format("{}", fmt::join(names, ","));
 }
 

@@ -41,8 +41,8 @@ tune_result tune_families(const family_run& run, const problem& s, const gpu_inf
 /// The same for --compile-only: the families that can run on `arch`, compiled for it.
 tune_result compile_families(const family_run& run, const std::string& arch, const problem& s,
                              const compile_cache& cache, tune_options t);
-/// The families a run on a device of this capability searches first ("hopper" on an H200 with
-/// the default families), comma-separated, for the run's header line.
-std::string searched_families(const family_run& run, int cc_major, int cc_minor);
+/// The families a run of `s` on a device of this capability searches first ("hopper" on an H200
+/// with the default families, fa2 for decode and KV caches), comma-separated, for the run's header.
+std::string searched_families(const family_run& run, int cc_major, int cc_minor, const problem& s);
 
 }  // namespace attn
