@@ -94,10 +94,17 @@ void time_variant(variant& v, const device_problem& pr, const support_kernels& s
   const std::optional<gpu_state> before = clocks ? clocks->read() : std::nullopt;
   // The energy counter around the timed repetitions alone (not the warm-up), each with its flush.
   std::optional<uint64_t> energy_before, energy_after;
+  std::chrono::steady_clock::time_point window_start, window_stop;
   timed_window window;
   if (clocks && clocks->has_energy()) {
-    window.start = [&] { energy_before = clocks->energy_mj(); };
-    window.stop = [&] { energy_after = clocks->energy_mj(); };
+    window.start = [&] {
+      energy_before = clocks->energy_mj();
+      window_start = std::chrono::steady_clock::now();
+    };
+    window.stop = [&] {
+      energy_after = clocks->energy_mj();
+      window_stop = std::chrono::steady_clock::now();
+    };
   }
   const summary t = time_kernel(rt, run_kernel, flusher, timing, stream, window);
   const std::optional<gpu_state> after = clocks ? clocks->read() : std::nullopt;
@@ -111,7 +118,9 @@ void time_variant(variant& v, const device_problem& pr, const support_kernels& s
   r.gbps = gbps(moved_bytes(pr.shp), t.median);
   r.copy_gbps = copy_gbps;
   r.copy_fraction = copy_fraction(r.gbps, copy_gbps);
-  r.joules_per_call = energy_before && energy_after ? joules_per_call(*energy_before, *energy_after, t.count) : 0;
+  const double window_ms = std::chrono::duration<double, std::milli>(window_stop - window_start).count();
+  r.joules_per_call =
+      energy_before && energy_after ? joules_per_call(*energy_before, *energy_after, window_ms, t.median) : 0;
   r.tflops_per_watt = tflops_per_watt(pr.shp, r.joules_per_call);
 }
 

@@ -45,11 +45,13 @@ TEST(roofline, describe_says_the_convention_or_why_not) {
       "size, median of 5)");
 }
 
-TEST(energy, joules_per_call_from_the_counter_or_zero_when_it_did_not_move) {
-  EXPECT_DOUBLE_EQ(joules_per_call(1'000'000, 1'014'000, 20), 0.7);  // 14 J over 20 calls
-  EXPECT_EQ(joules_per_call(5000, 5000, 20), 0.0);  // the counter's resolution: not measured
-  EXPECT_EQ(joules_per_call(5000, 4000, 20), 0.0);  // went back (a driver reload): not measured
-  EXPECT_EQ(joules_per_call(0, 1000, 0), 0.0);
+TEST(energy, joules_per_call_is_the_windows_power_over_the_calls_time) {
+  // 70 J over 200 ms is 350 W; a 2 ms call at 350 W is 0.7 J.
+  EXPECT_DOUBLE_EQ(joules_per_call(1'000'000, 1'070'000, 200, 2), 0.7);
+  EXPECT_EQ(joules_per_call(5000, 5000, 200, 2), 0.0);  // the counter's resolution: not measured
+  EXPECT_EQ(joules_per_call(5000, 4000, 200, 2), 0.0);  // went back (a driver reload): not measured
+  EXPECT_EQ(joules_per_call(0, 70'000, 99, 2), 0.0);    // a window too short for the counter
+  EXPECT_EQ(joules_per_call(0, 1000, 200, 0), 0.0);
 }
 
 TEST(energy, tflops_per_watt_is_flops_per_joule) {

@@ -119,7 +119,7 @@ TEST_F(gpu_test, sustained_timing_waits_for_the_clock_and_records_it) {
   const auto start = std::chrono::steady_clock::now();
   ASSERT_EQ(exit_status_of(std::string(ATTN_TUNE_BINARY) +
                            " --shape 1,8,1024,64 --family fa2 --space block_m=64,128 block_n=64 warps=4 stages=2"
-                           " --search exhaustive --regime sustained --no-db --out " + out + " > " +
+                           " splits=1 pack_gqa=0 --search exhaustive --regime sustained --no-db --out " + out + " > " +
                            (dir / "out.txt").string() + " 2>&1"),
             0)
       << text_of(dir / "out.txt");
