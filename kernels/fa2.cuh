@@ -80,29 +80,39 @@ template <class C>
 struct paged_loader {
   static constexpr int CHUNKS = C::D / 8, TOTAL = C::BLOCK_N * CHUNKS;
   static constexpr int SLOTS = (TOTAL + C::THREADS - 1) / C::THREADS;  ///< chunks (and lookups) per thread
+  /// Whether the pages are looked up ahead: with more than 16 chunks a thread (one warp, or two on
+  /// 128-key tiles) the held page numbers made ptxas spill, so those look each row up as they copy.
+  static constexpr bool AHEAD = SLOTS <= 16;
   const int* table;  ///< this sequence's row of the page table
   int shift;
   long long page_stride, row_stride;
-  int page[SLOTS];
+  int page[AHEAD ? SLOTS : 1];
 
+  __device__ __forceinline__ int lookup(int n, int row_end) const { return n < row_end ? table[n >> shift] : 0; }
   __device__ __forceinline__ void fetch(int j, int row_end) {
+    if constexpr (AHEAD) {
 #pragma unroll
-    for (int i = 0; i < SLOTS; ++i) {
-      const int c = threadIdx.x + i * C::THREADS, n = j * C::BLOCK_N + c / CHUNKS;
-      page[i] = c < TOTAL && n < row_end ? table[n >> shift] : 0;
+      for (int i = 0; i < SLOTS; ++i) {
+        const int c = threadIdx.x + i * C::THREADS;
+        page[i] = c < TOTAL ? lookup(j * C::BLOCK_N + c / CHUNKS, row_end) : 0;
+      }
     }
   }
   __device__ __forceinline__ void load(unsigned k_smem, unsigned v_smem, const elem_bits* k, const elem_bits* v,
                                        int j, int row_end) const {
-#pragma unroll
-    for (int i = 0; i < SLOTS; ++i) {
-      const int c = threadIdx.x + i * C::THREADS, r = c / CHUNKS, col = (c % CHUNKS) * 8, n = j * C::BLOCK_N + r;
-      if (c >= TOTAL) break;
+    auto copy = [&](int c, int pg) {
+      const int r = c / CHUNKS, col = (c % CHUNKS) * 8, n = j * C::BLOCK_N + r;
       const bool valid = n < row_end;
-      const long long at =
-          valid ? page[i] * page_stride + (long long)(n & ((1 << shift) - 1)) * row_stride + col : 0;
+      const long long at = valid ? pg * page_stride + (long long)(n & ((1 << shift) - 1)) * row_stride + col : 0;
       cp_async_16(k_smem + (r * C::PITCH + col) * 2, k + at, valid);
       cp_async_16(v_smem + (r * C::PITCH + col) * 2, v + at, valid);
+    };
+    if constexpr (AHEAD) {
+#pragma unroll
+      for (int i = 0; i < SLOTS; ++i)
+        if (threadIdx.x + i * C::THREADS < TOTAL) copy(threadIdx.x + i * C::THREADS, page[AHEAD ? i : 0]);
+    } else {
+      for (int c = threadIdx.x; c < TOTAL; c += C::THREADS) copy(c, lookup(j * C::BLOCK_N + c / CHUNKS, row_end));
     }
   }
 };
