@@ -254,7 +254,6 @@ void validate(const problem& s) {
   if (s.page_size != 0 && (s.page_size < 1 || s.page_size > max_page_size || (s.page_size & (s.page_size - 1)) != 0))
     throw invalid_input(fmt::format("page size {} is not 0 (contiguous K/V) or a power of two in [1, {}]",
                                     s.page_size, max_page_size));
-  if (s.kv_lens != "given") kv_lengths(s);  // throws naming a bad kv_lens
   // The largest byte count derived from a shape is the materialized score matrix; if that and
   // the largest tensor fit in int64, every formula in this file does too.
   const int64_t max_len = std::max(s.q_len, s.kv_len);
@@ -264,6 +263,13 @@ void validate(const problem& s) {
               multiply(s.batch, s.heads, tensor) && multiply(tensor, max_len, tensor) &&
               multiply(tensor, s.head_dim, tensor) && multiply(tensor, 8, tensor);
   if (!fits) throw invalid_input(fmt::format("shape {} is too large", describe(s)));
+  if (has_kv_lens(s) && s.kv_lens != "given") {
+    // One length per sequence is held in memory (and uploaded): bound the batch before drawing them.
+    if (s.batch > max_kv_lens_batch)
+      throw invalid_input(fmt::format("kv_lens '{}' with a batch of {}: per-sequence lengths take a batch of at most {}",
+                                      s.kv_lens, s.batch, max_kv_lens_batch));
+    kv_lengths(s);  // throws naming a bad kv_lens
+  }
 }
 
 std::string describe(const problem& s) {

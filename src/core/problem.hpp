@@ -92,6 +92,8 @@ inline constexpr size_t export_key_field_count = 3;
 const std::array<problem_field, problem_field_count>& problem_fields();
 
 inline constexpr int64_t max_page_size = 1024;
+/// The largest batch that kv_lens (per-sequence lengths) may describe.
+inline constexpr int64_t max_kv_lens_batch = int64_t{1} << 20;
 
 /// The K/V length of each sequence (kv_lens expanded; kv_len for each when it is empty).
 /// Throws invalid_input naming the text when it does not parse or does not fit the problem, and

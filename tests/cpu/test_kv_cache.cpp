@@ -75,6 +75,18 @@ TEST(KvLens, BadListsAreRefusedNamingTheValue) {
   EXPECT_NE(invalid_input_message([&] { kv_lengths(s); }).find("come with the call"), std::string::npos);
 }
 
+// A huge batch is checked before anything of its size is made: the fuzzer's
+// "888888141,64,6,64" ran out of memory when validation expanded B lengths it did not need.
+TEST(KvLens, AHugeBatchIsRefusedBeforeItsLengthsAreDrawn) {
+  problem s = cache_problem(888888141, 6);
+  s.heads = 64, s.kv_heads = 64, s.q_len = 6, s.head_dim = 64;
+  validate(s);  // no kv_lens: nothing per sequence is made
+  s.kv_lens = "uniform:1:6";
+  EXPECT_NE(invalid_input_message([&] { validate(s); }).find("a batch of at most 1048576"), std::string::npos);
+  s.batch = max_kv_lens_batch;
+  validate(s);
+}
+
 TEST(PageSize, OnlyPowersOfTwoUpToTheLimitAreAccepted) {
   problem s = cache_problem();
   for (int64_t ok : {0, 1, 2, 16, 256, 1024}) {
