@@ -20,7 +20,12 @@
 // decode's warps were busy issuing instructions (the loads' address arithmetic among them), not
 // waiting on memory. LENS: each sequence has its own K/V length (p.seqlens_k, FlashAttention's
 // cache_seqlens), and the causal mask is bottom-right per sequence. PAGED: K/V rows are found
-// through the page table (p.block_table), a lookup per row loaded.
+// through the page table (p.block_table), looked up a tile ahead of the copies (paged_loader).
+//
+// Variants: WINDOW, a sliding window (p.window_left/right): a block's K/V loop runs over the tiles
+// its rows' windows reach, the tiles cut by the window's edges masked; SOFTCAP: each score s
+// becomes C tanh(s scale / C) (in the kernel's raw q.k units: softcap_out tanh(s softcap_in))
+// before the mask and the softmax.
 #include "common/attention.cuh"
 #include "common/hopper_ptx.cuh"
 #include "common/resources.cuh"
@@ -34,13 +39,15 @@ struct bool_constant {
 };
 
 template <bool BF16_, int D_, int BLOCK_M_, int BLOCK_N_, int WARPS_, int STAGES_, bool CAUSAL_,
-          bool PACK_ = false, bool SPLIT_ = false, bool BULK_ = false, bool LENS_ = false, bool PAGED_ = false>
+          bool PACK_ = false, bool SPLIT_ = false, bool BULK_ = false, bool LENS_ = false, bool PAGED_ = false,
+          bool WINDOW_ = false, bool SOFTCAP_ = false>
 struct fa2_config {
   static constexpr bool BF16 = BF16_;
   static constexpr int D = D_, BLOCK_M = BLOCK_M_, BLOCK_N = BLOCK_N_;
   static constexpr int WARPS = WARPS_, STAGES = STAGES_;
   static constexpr bool CAUSAL = CAUSAL_, PACK = PACK_, SPLIT = SPLIT_, BULK = BULK_;
   static constexpr bool LENS = LENS_, PAGED = PAGED_;
+  static constexpr bool WINDOW = WINDOW_, SOFTCAP = SOFTCAP_;
   static constexpr int THREADS = WARPS * 32;
   static constexpr int WARP_M = BLOCK_M / WARPS;  ///< query rows per warp
   static constexpr int MI = WARP_M / 16;          ///< 16-row mma tiles per warp
@@ -161,7 +168,8 @@ template <class C, bool MASK, class Masks>
 __device__ __forceinline__ void attend_tile(unsigned q_smem, unsigned k_smem, unsigned v_smem,
                                             float (&acc)[C::MI][C::D / 8][4],
                                             float (&row_max)[C::MI][2], float (&row_sum)[C::MI][2],
-                                            int n0, int first_row, const Masks& mask, float scale_log2) {
+                                            int n0, int first_row, const Masks& mask, float scale_log2,
+                                            float cap_in = 0.f, float cap_out = 0.f) {
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   float s[C::MI][C::BLOCK_N / 8][4];
 #pragma unroll
@@ -190,6 +198,15 @@ __device__ __forceinline__ void attend_tile(unsigned q_smem, unsigned k_smem, un
         mma_16816<C::BF16>(s[mi][2 * nj + 1], a[mi], b[2], b[3]);
       }
     }
+  }
+
+  if constexpr (C::SOFTCAP) {  // cap the scores before the mask and the softmax see them
+#pragma unroll
+    for (int mi = 0; mi < C::MI; ++mi)
+#pragma unroll
+      for (int nf = 0; nf < C::BLOCK_N / 8; ++nf)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) s[mi][nf][e] = cap_out * fast_tanh(s[mi][nf][e] * cap_in);
   }
 
   // Mask, then the online softmax update. Thread holds rows g and g + 8 of each 16-row tile.
@@ -263,7 +280,8 @@ __device__ void fa2_forward(const fwd_params& p) {
   const int rows = p.q_len * group;  // query rows of the block's head(s)
   const q_rows<C> at{head, group};
   const seq_lengths lengths{p.q_len, C::LENS ? p.seqlens_k[batch] : p.kv_len};
-  const attention_mask<C::CAUSAL, seq_lengths> mask = attention_mask<C::CAUSAL, seq_lengths>::of(lengths);
+  using mask_type = attention_mask<C::CAUSAL, seq_lengths, C::WINDOW>;
+  const mask_type mask = C::WINDOW ? mask_type::of(lengths, p.window_left, p.window_right) : mask_type::of(lengths);
 
   const elem_bits* q_batch = static_cast<const elem_bits*>(p.q) + batch * p.q_batch_stride;
   const head_inputs in = inputs_of(p, batch, C::PACK ? head * group : head);
@@ -282,16 +300,18 @@ __device__ void fa2_forward(const fwd_params& p) {
   };
   // The query rows [q_first, q_last] the block holds, and the tiles they attend to.
   const int q_first = at.row_of(m0), q_last = at.row_of(min(m0 + C::BLOCK_M, rows) - 1);
-  kv_tile_range range{0, (mask.keys_end(q_first, q_last - q_first + 1) + C::BLOCK_N - 1) / C::BLOCK_N};
+  kv_tile_range range{mask.keys_begin(q_first) / C::BLOCK_N,
+                      (mask.keys_end(q_first, q_last - q_first + 1) + C::BLOCK_N - 1) / C::BLOCK_N};
+  if (C::WINDOW) range.end = max(range.end, range.first);  // rows whose windows hold no key
   if (C::SPLIT) {  // this split's share; empty when there are more splits than tiles
     const int per = (range.count() + splits - 1) / splits;
-    range.first = min(range.end, split * per);
+    range.first = min(range.end, range.first + split * per);
     range.end = min(range.end, range.first + per);
   }
   // Tiles [full_first, full_end) are attended unmasked. Causal: two loops rather than a branch per
   // tile keep the mask's registers out of the hot loop (measured faster on the H200; for
   // non-causal the single loop below was faster).
-  kv_full_tiles full = mask.template full_tiles<C::BLOCK_N>(q_first, range);
+  kv_full_tiles full = mask.template full_tiles<C::BLOCK_N>(q_first, q_last, range);
   full.full_end = max(full.full_end, full.full_first);  // a split past the unmasked tiles
 
   float acc[C::MI][C::D / 8][4];
@@ -355,10 +375,10 @@ __device__ void fa2_forward(const fwd_params& p) {
     if constexpr (C::PACK)
       attend_tile<C, decltype(masked)::value>(q_smem, k_stage(stage), v_stage(stage), acc, row_max, row_sum,
                                               j * C::BLOCK_N, m0, packed_row_masks<decltype(mask.rows())>{mask.rows(), group},
-                                              p.scale_log2);
+                                              p.scale_log2, p.softcap_in, p.softcap_out);
     else
       attend_tile<C, decltype(masked)::value>(q_smem, k_stage(stage), v_stage(stage), acc, row_max, row_sum,
-                                              j * C::BLOCK_N, m0, mask.rows(), p.scale_log2);
+                                              j * C::BLOCK_N, m0, mask.rows(), p.scale_log2, p.softcap_in, p.softcap_out);
   };
 
   // Tile j of the range goes through ring stage (j - range.first) % STAGES. The tiles are
@@ -398,7 +418,7 @@ __device__ void fa2_forward(const fwd_params& p) {
       if (next < range.end) load_kv(next, stage_of(next));
       commit();
     };
-    if constexpr (C::CAUSAL) {
+    if constexpr (C::CAUSAL || C::WINDOW) {
       runs([&](int j, auto masked) {
         wait_tile(j);
         __syncthreads();  // tile j visible to all

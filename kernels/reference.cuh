@@ -48,10 +48,18 @@ __device__ void ref_scores(const fwd_params& p, int bh0, int head_dim, bool caus
   }
   if (i >= p.q_len || j >= p.kv_len) return;
   float s = LOWP ? round_to_elem<BF16>(acc) : acc * p.softmax_scale;
-  // The sequence's own length (kv_lens) hides the keys past it; the causal mask is bottom-right
-  // aligned to it.
+  if (p.softcap_out != 0.f) {  // softcap C = softcap_out * scale, on the scaled score
+    const float cap = p.softcap_out * p.softmax_scale;
+    s = cap * tanhf(s / cap);
+    if (LOWP) s = round_to_elem<BF16>(s);
+  }
+  // The sequence's own length (kv_lens) hides the keys past it; the causal mask and a sliding
+  // window are bottom-right aligned to it.
   const int kv_len = p.seqlens_k ? p.seqlens_k[bh / p.heads] : p.kv_len;
-  if (j >= kv_len || (causal && j > i + kv_len - p.q_len)) s = neg_inf();
+  const int diagonal = i + kv_len - p.q_len;
+  if (j >= kv_len || (causal && j > diagonal) || (p.window_left >= 0 && j < diagonal - p.window_left) ||
+      (p.window_right >= 0 && j > diagonal + p.window_right))
+    s = neg_inf();
   scores[((long long)z * p.q_len + i) * p.kv_len + j] = s;
 }
 

@@ -21,18 +21,27 @@ struct planted_defect {
   const char* to;
   bool causal;       ///< the defect only shows with a causal mask
   const char* inputs = "normal";  ///< --inputs it is checked on
+  /// The problem's other options it shows with (a window, softcap), as words of a command line.
+  std::vector<std::string> options = {};
 };
 
 inline const std::vector<planted_defect>& planted_defects() {
   static const std::vector<planted_defect> all = {
       {"causal_mask_off_by_one", "common/attention.cuh", "min(kv_len, row + causal_offset + 1) - n0",
        "min(kv_len, row + causal_offset + 2) - n0", true},
-      {"wrong_scale", "fa2.cuh", "m0, mask.rows(), p.scale_log2);", "m0, mask.rows(), p.scale_log2 * 1.125f);", false},
+      {"wrong_scale", "fa2.cuh", "m0, mask.rows(), p.scale_log2, p.softcap_in", "m0, mask.rows(), p.scale_log2 * 1.125f, p.softcap_in", false},
       {"one_row_never_written", "fa2.cuh", "    if (m < rows) {\n", "    if (m < rows && m != 5) {\n", false},
       {"wrong_lse", "fa2.cuh", "log2f(sum)) * 0.69314718056f", "log2f(sum)) * 0.6875f", false},
       // O is not scaled when a row max grows (the row sum still is).
       {"skipped_rescale", "fa2.cuh", "if (__any_sync(0xffffffffu, any_grow))",
        "if (false && __any_sync(0xffffffffu, any_grow))", false, "wide"},
+      // A sliding window's left edge one key late: each row loses its first key.
+      {"window_off_by_one", "common/attention.cuh", "max(0, i + causal_offset - left)",
+       "max(0, i + causal_offset - left + 1)", true, "normal", {"--window", "64,0"}},
+      // The cap applied to the raw q.k, before the softmax scale (C tanh(qk / C) scale).
+      {"softcap_before_scale", "fa2.cuh", "mask.rows(), p.scale_log2, p.softcap_in, p.softcap_out);",
+       "mask.rows(), p.scale_log2, p.softcap_in / p.softmax_scale, p.softcap_out * p.softmax_scale);", false, "normal",
+       {"--softcap", "5"}},
   };
   return all;
 }

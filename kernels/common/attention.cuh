@@ -40,36 +40,60 @@ struct kv_full_tiles {
 };
 enum class tile_kind { empty, partial, full };
 
+/// A sliding window's edges for query row i (causal_offset = kv_len - q_len): the first key it
+/// sees, and one past its last; a side of -1 does not limit. Either may fall outside [0, kv_len)
+/// for a row that sees no key (begin >= end then).
+__device__ __forceinline__ int window_key_begin(int i, int causal_offset, int left) {
+  return left < 0 ? 0 : max(0, i + causal_offset - left);
+}
+__device__ __forceinline__ int window_key_end(int i, int causal_offset, int right, int kv_len) {
+  return right < 0 ? kv_len : max(0, min(kv_len, i + causal_offset + right + 1));
+}
+
 /// Which keys each query row sees, and from that which tiles are empty, partial or full. Query
 /// row i sees keys [0, key_end(i)): all kv_len of them (CAUSAL false), or (bottom-right aligned
 /// causal: causal_offset = kv_len - q_len) those up to i + causal_offset. The mask is applied to
 /// a partial tile before the softmax runs (row_limit), so the softmax never sees it.
 ///
-/// Extending it (sliding window, split-KV, per-sequence lengths): key_begin(i) > 0 gives a range
-/// with first > 0 and partial tiles on both of its edges (full_first > first); kv_len per batch
-/// entry comes in through the constructor; a split-KV block intersects range() with its share.
-/// Lengths: fwd_params, or any type with q_len and kv_len (fa2's per-block view of them).
-template <bool CAUSAL, class Lengths = fwd_params>
+/// WINDOW (a sliding window, FlashAttention's window_size): row i sees keys
+/// [key_begin(i), key_end(i)) = [i + causal_offset - left, i + causal_offset + right + 1) within
+/// [0, kv_len), a side of -1 not limiting (causal: right 0). Its range starts at the first row's
+/// left edge (first > 0) and has partial tiles on both of its edges (full_first > first); a
+/// split-KV block intersects the range with its share. kv_len per batch entry comes in through
+/// the constructor. Lengths: fwd_params, or any type with q_len and kv_len (fa2's per-block view).
+template <bool CAUSAL, class Lengths = fwd_params, bool WINDOW = false>
 struct attention_mask {
   const Lengths* params;  ///< read where used, as the kernels did before the mask existed
   int causal_offset;
+  int left = -1, right = -1;  ///< WINDOW: the window's sides (-1: no limit on that side)
 
   __device__ __forceinline__ static attention_mask of(const Lengths& p) {
     return {&p, p.kv_len - p.q_len};  // bottom-right alignment
   }
+  __device__ __forceinline__ static attention_mask of(const Lengths& p, int left, int right) {
+    return {&p, p.kv_len - p.q_len, left, CAUSAL ? 0 : right};
+  }
   __device__ __forceinline__ int q_len() const { return params->q_len; }
   __device__ __forceinline__ int kv_len() const { return params->kv_len; }
+
+  /// WINDOW: the first key row i sees, and one past its last (either may lie outside [0, kv_len)
+  /// when the row sees no key; callers clamp).
+  __device__ __forceinline__ int key_begin(int i) const { return window_key_begin(i, causal_offset, left); }
+  __device__ __forceinline__ int key_end(int i) const { return window_key_end(i, causal_offset, right, kv_len()); }
 
   /// The keys that query rows [m0, m0 + rows) see together: [0, keys_end()) (all, or when causal
   /// those up to the last row's key; rows past q_len see nothing).
   __device__ __forceinline__ int keys_end(int m0, int rows) const {
     int kv_end = kv_len();
+    if (WINDOW) return key_end(min(m0 + rows, q_len()) - 1);
     if (CAUSAL) {
       const int last_row = min(m0 + rows, q_len()) - 1;
       kv_end = max(0, min(kv_end, last_row + causal_offset + 1));
     }
     return kv_end;
   }
+  /// The first key that row m0 (the first of a span) sees: 0 but for a window's left edge.
+  __device__ __forceinline__ int keys_begin(int m0) const { return WINDOW ? min(key_begin(m0), kv_len()) : 0; }
 
   /// The K/V tiles of BLOCK_N keys that query rows [m0, m0 + ROWS) attend to.
   template <int ROWS, int BLOCK_N>
@@ -85,6 +109,14 @@ struct attention_mask {
     int n_plain = kv_len() / BLOCK_N;
     if (CAUSAL) n_plain = min(n_plain, max(0, first_row + causal_offset + 1) / BLOCK_N);
     return {r.first, min(n_plain, r.end)};
+  }
+  /// The same for rows [first_row, last_row] under a window: a tile is full when every row sees
+  /// all of it, from the last row's left edge to the first row's right edge.
+  template <int BLOCK_N>
+  __device__ __forceinline__ kv_full_tiles full_tiles(int first_row, int last_row, kv_tile_range r) const {
+    if (!WINDOW) return full_tiles<BLOCK_N>(first_row, r);
+    const int first = min(r.end, max(r.first, (key_begin(last_row) + BLOCK_N - 1) / BLOCK_N));
+    return {first, max(first, min(r.end, key_end(first_row) / BLOCK_N))};
   }
 
   /// Whether tile j reaches past the last key: without a causal mask, the one partial tile (this
@@ -105,11 +137,12 @@ struct attention_mask {
   /// compile-time column in the callers' unrolled loops, so each test is one compare.
   struct row_limit {
     int visible;  ///< causal: keys this row sees, counted from the thread's first column
-    int n0, col0, kv_len;  ///< not causal: the plain column test
+    int n0, col0, kv_len;  ///< not causal: the plain column test; WINDOW: n0 is the first visible column
     __device__ __forceinline__ bool hides(int c) const {
       // Measured on the H200: the first form is faster for causal tiles, the plain column test
       // for ragged-only ones.
-      if constexpr (CAUSAL) return c >= visible;
+      if constexpr (WINDOW) return c < n0 || c >= visible;
+      else if constexpr (CAUSAL) return c >= visible;
       else return n0 + c + col0 >= kv_len;
     }
   };
@@ -117,13 +150,21 @@ struct attention_mask {
   /// row(row, n0, part): the limit of a thread that holds the row's columns from part * COLS on.
   struct row_masks {
     int kv_len, causal_offset;
+    int left, right;  ///< WINDOW: the window's sides
     template <int COLS>
     __device__ __forceinline__ row_limit row(int row, int n0, int part) const {
-      if constexpr (CAUSAL) return {min(kv_len, row + causal_offset + 1) - n0 - part * COLS, 0, 0, 0};
-      else return {0, n0, part * COLS, kv_len};
+      if constexpr (WINDOW) {
+        const int col0 = n0 + part * COLS;  // the columns are counted from the thread's first
+        return {window_key_end(row, causal_offset, right, kv_len) - col0,
+                window_key_begin(row, causal_offset, left) - col0, 0, 0};
+      } else if constexpr (CAUSAL) {
+        return {min(kv_len, row + causal_offset + 1) - n0 - part * COLS, 0, 0, 0};
+      } else {
+        return {0, n0, part * COLS, kv_len};
+      }
     }
   };
-  __device__ __forceinline__ row_masks rows() const { return {kv_len(), causal_offset}; }
+  __device__ __forceinline__ row_masks rows() const { return {kv_len(), causal_offset, left, right}; }
 };
 
 /// One online-softmax step over the two rows a thread holds of a 16-row tile of S in the NVIDIA

@@ -94,6 +94,12 @@ __device__ __forceinline__ float quad_sum(float x) {
   return x + __shfl_xor_sync(0xffffffffu, x, 2);
 }
 
+/// tanh on the SFU (sm_75+; relative error about 2^-11, below bf16's rounding): softcap's.
+__device__ __forceinline__ float fast_tanh(float x) {
+  float y;
+  asm("tanh.approx.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
 __device__ __forceinline__ float neg_inf() { return __int_as_float(0xff800000); }
 
 }  // namespace attn_k

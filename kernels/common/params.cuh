@@ -36,6 +36,13 @@ struct fwd_params {
   const int* block_table;
   int pages_per_seq;
   int page_shift;  ///< log2(page_size)
+  // A sliding window and softcap (the fa2 family's WINDOW and SOFTCAP; others leave them).
+  /// Query i sees keys [i + off - window_left, i + off + window_right], off = kv_len - q_len of its
+  /// sequence; -1: no limit on that side (causal: window_right is 0).
+  int window_left, window_right;
+  /// Softcap C on scores in raw q.k units: s becomes softcap_out * tanh(s * softcap_in), with
+  /// softcap_in = scale / C and softcap_out = C / scale (the softmax scale applied first).
+  float softcap_in, softcap_out;
 };
 
 }  // namespace attn_k

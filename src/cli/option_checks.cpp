@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <cmath>
 #include <string_view>
 
 #include <fmt/format.h>
@@ -66,6 +67,29 @@ int64_t longest_kv_len(const std::string& kv_lens, const std::string& option_tex
     }
   }
   return std::max<int64_t>(longest, 1);
+}
+
+std::pair<int64_t, int64_t> parse_window(const std::string& text) {
+  const size_t comma = text.find(',');
+  auto side = [&](const std::string& item, const char* which) {
+    int64_t n = 0;
+    const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), n);
+    if (item.empty() || ec != std::errc() || end != item.data() + item.size() || n < -1)
+      throw invalid_input(fmt::format("invalid --window '{}': {} '{}' is not -1 (no limit) or a count of keys >= 0",
+                                      text, which, item));
+    return n;
+  };
+  if (comma == std::string::npos || text.find(',', comma + 1) != std::string::npos)
+    throw invalid_input(fmt::format("invalid --window '{}': expected LEFT,RIGHT (e.g. 4096,0; -1 = no limit)", text));
+  return {side(text.substr(0, comma), "LEFT"), side(text.substr(comma + 1), "RIGHT")};
+}
+
+double parse_softcap(const std::string& text) {
+  double value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || !std::isfinite(value) || value < 0)
+    throw invalid_input(fmt::format("invalid --softcap '{}': expected 0 (off) or a positive number such as 50", text));
+  return value;
 }
 
 void check_distinct(const std::vector<std::string>& configs) {

@@ -3,6 +3,7 @@
 // invalid_input naming the option and the bad value.
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace attn {
@@ -19,6 +20,12 @@ std::string kv_lens_from_option(const std::string& text);
 /// The capacity --kv-lens needs when --kv-len is not given: the longest length (HI for
 /// uniform:LO:HI), at least 1.
 int64_t longest_kv_len(const std::string& kv_lens, const std::string& option_text);
+
+/// --window LEFT,RIGHT: two integers, each -1 (no limit on that side) or a key count >= 0.
+/// Throws naming the text ("invalid --window '5': expected LEFT,RIGHT ...").
+std::pair<int64_t, int64_t> parse_window(const std::string& text);
+/// --softcap C: 0 (off) or a positive finite number.
+double parse_softcap(const std::string& text);
 
 /// --configs naming one config twice.
 void check_distinct(const std::vector<std::string>& configs);

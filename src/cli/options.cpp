@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cmath>
 #include <string_view>
+#include <tuple>
 
 #include "backend/runtime.hpp"
 #include "cli/command_options.hpp"
@@ -91,9 +92,13 @@ std::string device_slug(const std::string& name) {
 }
 
 std::string default_out_path(const std::string& device_name, const problem& s) {
-  return fmt::format("results/{}-{}x{}x{}x{}x{}-{}-{}{}.csv", device_slug(device_name),
+  std::string variant;  // the fields that make another problem of the same shape
+  if (s.page_size > 0) variant += fmt::format("-paged{}", s.page_size);
+  if (has_window(s)) variant += fmt::format("-window{}x{}", s.window_left, s.causal ? 0 : s.window_right);
+  if (has_softcap(s)) variant += fmt::format("-softcap{}", s.softcap);
+  return fmt::format("results/{}-{}x{}x{}x{}x{}-{}-{}{}{}.csv", device_slug(device_name),
                      s.batch, s.heads, s.q_len, s.kv_len, s.head_dim, to_string(s.dtype),
-                     to_string(s.layout), s.causal ? "-causal" : "");
+                     to_string(s.layout), s.causal ? "-causal" : "", variant);
 }
 
 claimed_file::claimed_file(const std::string& path) {
@@ -158,6 +163,7 @@ bool parse_options(int argc, char** argv, options& out) {
   app.get_formatter()->column_width(34);
   std::string shape_text = "4,32,4096,128", dtype_text = "bf16", layout_text = "bhsd";
   std::string kv_len_text, kv_heads_text, page_size_text, kv_lens_text;  // parsed by option_checks: CLI11 would clamp huge values
+  std::string window_text, softcap_text;
   std::string problem_text;  // the whole problem as problem_key() writes it: how a run hands one to its child
   bool causal = false, no_cache = false;
   std::vector<std::string> space_tokens;
@@ -180,6 +186,14 @@ bool parse_options(int argc, char** argv, options& out) {
                  "cache's capacity, default: the longest): L1,L2,... (B lengths, 0 allowed) or uniform:LO:HI "
                  "(B lengths drawn from the text's own seed, the same on every run); the causal mask is "
                  "bottom-right per sequence (fa2 family)");
+  app.add_option("--window", window_text,
+                 "Sliding window LEFT,RIGHT (FlashAttention's window_size): query i sees key j when "
+                 "i + kv_len - N - LEFT <= j <= i + kv_len - N + RIGHT; -1 = no limit on that side; with "
+                 "--causal RIGHT is 0 (a RIGHT of 0 is the causal mask). TFLOPS count the visible pairs "
+                 "(fa2 family). E.g. --window 4096,0 --causal");
+  app.add_option("--softcap", softcap_text,
+                 "Logit soft-capping: scores become C*tanh(score/C) after the softmax scale (Gemma-2: 50; "
+                 "0 = off; fa2 family)");
   app.add_option("--dtype", dtype_text, "Element type: bf16 or fp16")->capture_default_str();
   app.add_option("--problem", problem_text, "The problem as a key (batch=..,heads=..,...)")->group("");
   app.add_option("--layout", layout_text, "bhsd = [B,H,N,D] contiguous, bshd = [B,N,H,D]")
@@ -319,11 +333,21 @@ bool parse_options(int argc, char** argv, options& out) {
     throw invalid_input("--dump writes the best variant's outputs, which needs a GPU run: it does nothing with "
                         "--compile-only");
   s.causal = causal;
+  if (app.count("--window")) {
+    std::tie(s.window_left, s.window_right) = parse_window(window_text);
+    if (causal && s.window_right > 0)
+      throw invalid_input(fmt::format("invalid --window '{}' with --causal: the causal mask hides every key right "
+                                      "of the diagonal, so RIGHT must be 0 or -1",
+                                      window_text));
+  }
+  if (app.count("--softcap")) s.softcap = parse_softcap(softcap_text);
+  canonicalize(s);
   s.dtype = parse_dtype(dtype_text);
   s.layout = parse_layout(layout_text);
   validate(s);
   if (app.count("--problem")) {
-    for (const char* o : {"--shape", "--kv-len", "--kv-heads", "--dtype", "--layout", "--causal", "--page-size", "--kv-lens"})
+    for (const char* o : {"--shape", "--kv-len", "--kv-heads", "--dtype", "--layout", "--causal", "--page-size",
+                          "--kv-lens", "--window", "--softcap"})
       if (app.count(o)) throw invalid_input(fmt::format("--problem gives the whole problem: leave out {}", o));
     s = parse_problem_key(problem_text);
   }

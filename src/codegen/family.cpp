@@ -53,6 +53,12 @@ std::optional<std::string> tiling_reason(const tile_config& c, const char* group
 }
 
 std::optional<std::string> problem_refusal(const kernel_family& f, const problem& s) {
+  if (!f.takes_variant_fields) {
+    if (has_window(s))
+      return fmt::format("family {} has no sliding window (window {},{}): fa2 has", f.name, s.window_left,
+                         s.causal ? 0 : s.window_right);
+    if (has_softcap(s)) return fmt::format("family {} has no softcap (softcap {}): fa2 has", f.name, s.softcap);
+  }
   if (f.takes_decode_fields) return std::nullopt;
   if (s.page_size > 0)
     return fmt::format("family {} does not read a paged K/V cache (page size {}): fa2 does", f.name, s.page_size);

@@ -48,10 +48,12 @@ struct kernel_family {
   std::string combine_symbol;
   /// Takes per-sequence K/V lengths (kv_lens) and a paged K/V cache (page_size).
   bool takes_decode_fields = false;
+  /// Takes a sliding window (window_left, window_right) and softcap.
+  bool takes_variant_fields = false;
 };
 
-/// Why the family cannot take the problem at all (a paged cache or per-sequence lengths it does
-/// not read), naming the value and the family that does; nullopt when it can.
+/// Why the family cannot take the problem at all (a paged cache, per-sequence lengths, a window or
+/// softcap it does not have), naming the value and the family that does; nullopt when it can.
 std::optional<std::string> problem_refusal(const kernel_family& f, const problem& s);
 
 /// Why the config sets an axis the family lacks (a knob, or the decode axes); nullopt when it does not.

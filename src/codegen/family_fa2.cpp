@@ -1,4 +1,6 @@
+#include <algorithm>
 #include <climits>
+#include <iterator>
 
 #include <fmt/format.h>
 
@@ -56,15 +58,22 @@ std::optional<std::string> fa2_reject(const tile_config& c, const problem& s,
 std::string fa2_instantiation(const tile_config& c, const problem& s) {
   const bool split = c.splits > 1, pack = c.pack_gqa != 0, bulk = c.knob == 1;
   const bool lens = has_kv_lens(s), paged = s.page_size > 0;
+  const bool window = has_window(s), softcap = has_softcap(s);
   // The split count is a launch parameter: every split count > 1 shares one binary.
   // A decode variant's bounds say one block per SM at least: without it ptxas held one-warp
   // blocks to 168 registers and spilled (D=64, 128-key tiles, split).
   const bool decode = split || pack || bulk || lens || paged;
-  std::string text = instantiation_stub(
-      "fa2.cuh", "attn_fa2", "fa2_forward", "fa2_config", fa2_threads(c), c, s, decode ? 1 : 0, "",
-      !decode         ? ""
-      : lens || paged ? fmt::format("{}, {}, {}, {}, {}", pack, split, bulk, lens, paged)
-                      : fmt::format("{}, {}, {}", pack, split, bulk));
+  // The template's flags after CAUSAL, as far as one is set (a dense instantiation names none, so
+  // its source and binary stay those measured before the flags existed).
+  const bool flags[] = {pack, split, bulk, lens, paged, window, softcap};
+  size_t named = 0;
+  for (size_t i = 0; i < std::size(flags); ++i)
+    if (flags[i]) named = i + 1;
+  if (decode) named = std::max<size_t>(named, lens || paged ? 5 : 3);  // the decode variants' names, as before
+  std::string extra;
+  for (size_t i = 0; i < named; ++i) extra += fmt::format("{}{}", i ? ", " : "", flags[i]);
+  std::string text = instantiation_stub("fa2.cuh", "attn_fa2", "fa2_forward", "fa2_config", fa2_threads(c), c, s,
+                                        decode ? 1 : 0, "", extra);
   if (split)
     text += fmt::format(
         "extern \"C\" __global__ void __launch_bounds__(attn_k::COMBINE_THREADS) attn_fa2_combine(const attn_k::fwd_params p) {{\n"
@@ -125,6 +134,7 @@ const kernel_family& fa2_family() {
       fa2_plan,
       false,
       "attn_fa2_combine",
+      true,
       true};
   return family;
 }

@@ -113,6 +113,14 @@ attn_k::fwd_params make_fwd_params(const problem& s, const forward_tensors& t, t
     while ((int64_t{1} << p.page_shift) < s.page_size) ++p.page_shift;
   }
   p.scale_log2 = static_cast<float>(scale * M_LOG2E);
+  // A side at or past every key limits nothing; the kernels take the window in 32 bits.
+  auto side = [&](int64_t n) { return n < 0 || n >= s.q_len + s.kv_len ? -1 : static_cast<int>(n); };
+  p.window_left = side(s.window_left);
+  p.window_right = s.causal ? 0 : side(s.window_right);
+  if (has_softcap(s)) {
+    p.softcap_in = static_cast<float>(scale / s.softcap);
+    p.softcap_out = static_cast<float>(s.softcap / scale);
+  }
   return p;
 }
 

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <charconv>
+#include <climits>
+#include <cmath>
 #include <string_view>
 #include <vector>
 
@@ -87,6 +89,32 @@ constexpr problem_field decode_field(problem_field f) {
   return f;
 }
 
+// The first schema with the variant fields (window_left, window_right, softcap).
+constexpr int variant_fields_schema = 7;
+
+constexpr problem_field variant_field(problem_field f) {
+  f.since_schema = variant_fields_schema;
+  return f;
+}
+
+// A real number's text: the shortest that reads back to the same double ("50", "30.5").
+std::string real_text(double value) { return fmt::format("{}", value); }
+
+double parse_real_field(std::string_view text) {
+  double value = 0;
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (text.empty() || ec != std::errc() || ptr != end) throw invalid_input(fmt::format("bad number '{}'", text));
+  return value;
+}
+
+// The window's piece of describe()'s text: "window=1024:0" (the right side of a causal window is 0; no comma
+// or parenthesis, which CSV cells and benchmark filters would need escaped).
+field_tag window_tag(const problem& p) {
+  if (!has_window(p)) return {};
+  return field_tag{fmt::format("window={}:{}", p.window_left, p.causal ? 0 : p.window_right)};
+}
+
 // clang-format off
 constexpr std::array<problem_field, problem_field_count> field_list{{
     {"batch", "B", field_type::integer, 0, false, true, -1,
@@ -130,6 +158,15 @@ constexpr std::array<problem_field, problem_field_count> field_list{{
      [](const problem& p) { return p.kv_lens; },
      [](problem& p, std::string_view t) { p.kv_lens = kv_lens_text(t); },
      [](const problem& p) { return p.kv_lens.empty() ? field_tag{} : field_tag{"lens=" + p.kv_lens}; }}),
+    variant_field({"window_left", "window_left", field_type::integer, 4, false, false, -1,
+     integer_text<&problem::window_left>, set_integer<&problem::window_left>, window_tag}),
+    variant_field({"window_right", "window_right", field_type::integer, 5, false, false, -1,
+     integer_text<&problem::window_right>, set_integer<&problem::window_right>,
+     [](const problem&) { return field_tag{}; }}),  // window_left's tag shows both sides
+    variant_field({"softcap", "softcap", field_type::real, 6, false, false, -1,
+     [](const problem& p) { return real_text(p.softcap); },
+     [](problem& p, std::string_view t) { p.softcap = parse_real_field(t); },
+     [](const problem& p) { return has_softcap(p) ? field_tag{"softcap" + real_text(p.softcap)} : field_tag{}; }}),
 }};
 // clang-format on
 
@@ -263,6 +300,16 @@ void validate(const problem& s) {
               multiply(s.batch, s.heads, tensor) && multiply(tensor, max_len, tensor) &&
               multiply(tensor, s.head_dim, tensor) && multiply(tensor, 8, tensor);
   if (!fits) throw invalid_input(fmt::format("shape {} is too large", describe(s)));
+  for (const auto& [side, n] : {std::pair{"left", s.window_left}, std::pair{"right", s.window_right}})
+    if (n < -1)
+      throw invalid_input(fmt::format("window {} {} is not -1 (no limit) or a count of keys >= 0", side, n));
+  if (s.causal && s.window_right >= 0)
+    throw invalid_input(fmt::format("window right {} with causal: the causal mask is a window's right side of 0 "
+                                    "(give right -1, or 0 on the command line)", s.window_right));
+  if (!s.causal && s.window_right == 0)
+    throw invalid_input("window right 0 without causal is the causal mask: give causal 1 and right -1");
+  if (!(std::isfinite(s.softcap) && s.softcap >= 0))
+    throw invalid_input(fmt::format("softcap {} is not 0 (off) or a positive finite cap", s.softcap));
   if (has_kv_lens(s) && s.kv_lens != "given") {
     // One length per sequence is held in memory (and uploaded): bound the batch before drawing them.
     if (s.batch > max_kv_lens_batch)
@@ -361,6 +408,53 @@ int64_t total_kv_rows(const problem& s) {
 
 }  // namespace
 
+void canonicalize(problem& p) {
+  if (p.window_right == 0) p.causal = true;
+  if (p.causal && p.window_right == 0) p.window_right = -1;
+}
+
+namespace {
+
+// The sum over i in [lo, hi) of max(0, a + slope * i), slope -1, 0 or 1.
+double clamped_sum(int64_t lo, int64_t hi, int64_t a, int slope) {
+  if (hi <= lo) return 0;
+  if (slope == 0) return a > 0 ? double(hi - lo) * double(a) : 0.0;
+  // The terms a + slope*i that are positive form one run [from, to): sum it as an arithmetic series.
+  int64_t from = lo, to = hi;
+  if (slope > 0) from = std::max(lo, -a + 1);
+  else to = std::min(hi, a);
+  if (to <= from) return 0;
+  const double first = double(a + slope * from), last = double(a + slope * (to - 1));
+  return (first + last) * double(to - from) / 2;
+}
+
+}  // namespace
+
+double visible_pairs(const problem& p, int64_t kv_len) {
+  const int64_t off = kv_len - p.q_len;  // bottom-right alignment
+  const bool left = p.window_left >= 0, right = p.causal || p.window_right >= 0;
+  const int64_t right_n = p.causal ? 0 : p.window_right;
+  // Query i sees keys [max(0, i + c1), min(kv_len, i + c2)): c1 = off - left, c2 = off + right + 1.
+  // Each clamp changes its form once, at i = -c1 and i = kv_len - c2: between those points the
+  // count is linear in i, and each piece is summed in closed form.
+  const int64_t c1 = left ? off - p.window_left : INT64_MIN / 4, c2 = right ? off + right_n + 1 : INT64_MAX / 4;
+  std::vector<int64_t> cuts = {0, p.q_len};
+  for (int64_t c : {-c1, kv_len - c2})
+    if (c > 0 && c < p.q_len) cuts.push_back(c);
+  std::sort(cuts.begin(), cuts.end());
+  double total = 0;
+  for (size_t k = 0; k + 1 < cuts.size(); ++k) {
+    const int64_t lo = cuts[k], hi = cuts[k + 1];
+    if (hi <= lo) continue;
+    // On [lo, hi): begin = 0 or i + c1, end = kv_len or i + c2, whichever holds at lo.
+    const bool begin_moves = lo + c1 >= 0, end_moves = lo + c2 < kv_len;
+    const int64_t a = (end_moves ? c2 : kv_len) - (begin_moves ? c1 : 0);
+    const int slope = (end_moves ? 1 : 0) - (begin_moves ? 1 : 0);
+    total += clamped_sum(lo, hi, a, slope);
+  }
+  return total;
+}
+
 double attention_flops(const problem& s) {
   // In double from the start: the integer product overflows int64 for long sequences.
   double flops = 4.0 * static_cast<double>(s.batch) * static_cast<double>(s.heads) *
@@ -369,6 +463,15 @@ double attention_flops(const problem& s) {
   if (has_kv_lens(s))
     flops = 4.0 * static_cast<double>(total_kv_rows(s)) * static_cast<double>(s.heads) *
             static_cast<double>(s.q_len) * static_cast<double>(s.head_dim);
+  if (has_window(s)) {
+    // The visible pairs exactly: a window's TFLOPS compares with the dense kernel's.
+    double pairs = 0;
+    if (has_kv_lens(s) && s.kv_lens != "given")
+      for (int64_t n : kv_lengths(s)) pairs += visible_pairs(s, n);
+    else
+      pairs = static_cast<double>(s.batch) * visible_pairs(s, s.kv_len);
+    return 4.0 * pairs * static_cast<double>(s.heads) * static_cast<double>(s.head_dim);
+  }
   return s.causal ? flops / 2 : flops;
 }
 

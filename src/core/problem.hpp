@@ -42,11 +42,20 @@ struct problem {
   /// draws in [LO, HI] from a generator seeded by the text (the same lengths on every run);
   /// "given" = lengths passed at run time (the library's cache_seqlens; the tool cannot make them).
   std::string kv_lens;
+  /// A sliding window, FlashAttention's window_size: query i sees key j when
+  /// i + kv_len - q_len - window_left <= j <= i + kv_len - q_len + window_right; -1 = no limit on
+  /// that side. With causal the right side is the diagonal and window_right is -1 (canonicalize()
+  /// turns a right side of 0 into causal).
+  int64_t window_left = -1;
+  int64_t window_right = -1;
+  /// Logit soft-capping (Gemma-2's 50): scores become softcap * tanh(score / softcap) after the
+  /// softmax scale, before the softmax; 0 = off.
+  double softcap = 0;
 
   bool operator==(const problem&) const = default;
 };
 
-enum class field_type { integer, flag, text };
+enum class field_type { integer, flag, text, real };
 
 /// A field's piece of describe()'s text: "B4", "/8" (glued to the piece before it), or nothing.
 struct field_tag {
@@ -85,9 +94,9 @@ struct problem_field {
 /// Whether every file has the field's column (it dates from first_field_schema).
 inline bool in_first_schema(const problem_field& f) { return f.since_schema <= first_field_schema; }
 
-inline constexpr size_t problem_field_count = 11;
+inline constexpr size_t problem_field_count = 14;
 /// How many of them have an export_key (the export's readers need the count at compile time).
-inline constexpr size_t export_key_field_count = 3;
+inline constexpr size_t export_key_field_count = 6;
 /// Every field, in the order files list them.
 const std::array<problem_field, problem_field_count>& problem_fields();
 
@@ -101,6 +110,15 @@ inline constexpr int64_t max_kv_lens_batch = int64_t{1} << 20;
 std::vector<int64_t> kv_lengths(const problem& p);
 /// Whether every sequence has its own length (a kernel reads them: kv_lens is not empty).
 inline bool has_kv_lens(const problem& p) { return !p.kv_lens.empty(); }
+/// Whether a sliding window limits either side (window_left or window_right not -1).
+inline bool has_window(const problem& p) { return p.window_left >= 0 || p.window_right >= 0; }
+inline bool has_softcap(const problem& p) { return p.softcap != 0; }
+/// The one form of an equal problem that validate() accepts: a window's right side of 0 is the
+/// causal mask (causal set, window_right -1), as in FlashAttention.
+void canonicalize(problem& p);
+/// The (query, key) pairs a mask leaves visible for one sequence of q_len queries and kv_len keys
+/// (bottom-right aligned causal and window), exactly; q_len * kv_len without a mask.
+double visible_pairs(const problem& p, int64_t kv_len);
 /// Pages per sequence of a paged cache (ceil(kv_len / page_size)); 0 when not paged.
 int64_t pages_per_sequence(const problem& p);
 
@@ -126,7 +144,8 @@ void validate(const problem& s);
 std::string describe(const problem& s);
 
 /// 4*B*H*Nq*Nkv*D, halved when causal (FlashAttention/Triton convention); with kv_lens, each
-/// sequence's own length in place of Nkv.
+/// sequence's own length in place of Nkv. With a sliding window, 4*H*D times the visible (query,
+/// key) pairs of every sequence, counted exactly (no halving: a causal window counts its pairs).
 double attention_flops(const problem& s);
 double tflops(const problem& s, double milliseconds);
 

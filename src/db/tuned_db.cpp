@@ -98,7 +98,10 @@ std::vector<const problem_field*> missing_fields(const sqlite_connection& c) {
   return out;
 }
 
-const char* sql_type(const problem_field& f) { return f.type == field_type::text ? "TEXT" : "INTEGER"; }
+// A real (softcap) is kept as its canonical text, so the key's equality is the text's.
+bool stored_as_text(const problem_field& f) { return f.type == field_type::text || f.type == field_type::real; }
+
+const char* sql_type(const problem_field& f) { return stored_as_text(f) ? "TEXT" : "INTEGER"; }
 
 // Rebuilds the table with a column for every field of the list (its rows take a new field's
 // default, a default-constructed problem's) and the key's UNIQUE over all of them, in the
@@ -123,7 +126,7 @@ void add_problem_fields(sqlite_connection& c) {
   std::string defaults;
   const problem none;
   for (const problem_field* f : missing) {
-    const std::string value = f->type == field_type::text ? fmt::format("'{}'", f->get(none)) : f->get(none);
+    const std::string value = stored_as_text(*f) ? fmt::format("'{}'", f->get(none)) : f->get(none);
     columns += fmt::format(", {} {} NOT NULL DEFAULT {}", f->name, sql_type(*f), value);
   }
   c.exec(fmt::format("CREATE TABLE tunings_new ({}, UNIQUE ({}))", columns, fmt::join(key_columns(), ", ")));
@@ -133,7 +136,7 @@ void add_problem_fields(sqlite_connection& c) {
 }
 
 void bind_field(sqlite_statement& q, int i, const problem_field& f, const problem& p) {
-  if (f.type == field_type::text) q.bind(i, f.get(p));
+  if (stored_as_text(f)) q.bind(i, f.get(p));
   else q.bind(i, int64_t{std::stoll(f.get(p))});
 }
 
@@ -158,7 +161,7 @@ tuning_entry entry_of(const sqlite_statement& q) {
   k.kernel_hashes = q.text(c++);
   for (const auto& f : problem_fields()) {
     const int column = c++;
-    f.set(k.shape, f.type == field_type::text ? q.text(column) : std::to_string(q.integer(column)));
+    f.set(k.shape, stored_as_text(f) ? q.text(column) : std::to_string(q.integer(column)));
   }
   k.space = q.text(c++);
   e.best_family = q.text(c++);

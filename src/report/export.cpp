@@ -127,6 +127,7 @@ nlohmann::ordered_json typed_json(const problem_field& f, const problem& p) {
   switch (f.type) {
     case field_type::integer: return std::stoll(text);
     case field_type::flag: return text == "1";
+    case field_type::real: return std::stod(text);
     case field_type::text: break;
   }
   return text;
@@ -185,11 +186,22 @@ std::string cpp_escaped(const std::string& text) {
 
 // The header's pieces for the key fields: each field's member of `entry`, its value in a row and
 // in the end marker, lookup()'s parameter, its test, and its part of the warning.
+// first_parameters / first_arguments: the lookup of an export from before the later key fields
+// (a window, softcap), which passes their defaults.
 struct header_parts {
   std::string members, end_values, parameters, arguments, tests, warn_format, warn_arguments;
+  std::string first_parameters, first_arguments;
 };
 
-const char* cpp_type(field_type t) { return t == field_type::text ? "const char*" : t == field_type::flag ? "bool" : "int"; }
+const char* cpp_type(field_type t) {
+  switch (t) {
+    case field_type::text: return "const char*";
+    case field_type::flag: return "bool";
+    case field_type::real: return "double";
+    case field_type::integer: break;
+  }
+  return "int";
+}
 
 header_parts key_parts() {
   header_parts h;
@@ -200,8 +212,16 @@ header_parts key_parts() {
     h.arguments += fmt::format("{}, ", f->name);
     h.tests += f->type == field_type::text ? fmt::format(" && std::strcmp(e->{0}, {0}) == 0", f->name)
                                            : fmt::format(" && e->{0} == {0}", f->name);
-    h.warn_format += fmt::format(" {}=%{}", f->name, f->type == field_type::text ? "s" : "d");
+    h.warn_format += fmt::format(" {}=%{}", f->name, f->type == field_type::text   ? "s"
+                                                     : f->type == field_type::real ? "g"
+                                                                                   : "d");
     h.warn_arguments += f->type == field_type::flag ? fmt::format(", {} ? 1 : 0", f->name) : fmt::format(", {}", f->name);
+    if (in_first_schema(*f)) {
+      h.first_parameters += fmt::format("{} {}, ", cpp_type(f->type), f->name);
+      h.first_arguments += fmt::format("{}, ", f->name);
+    } else {
+      h.first_arguments += f->get(problem{}) + ", ";
+    }
   }
   return h;
 }
@@ -297,11 +317,22 @@ inline config lookup(const char* device, int cc_major, int cc_minor, int sm_coun
   return lookup(device, cc_major, cc_minor, sm_count, {arguments}seq_len, seq_len, fell_back);
 }}
 
+// Without a sliding window or softcap (window -1, -1; softcap 0), as before those keys.
+inline config lookup(const char* device, int cc_major, int cc_minor, int sm_count, {first_parameters}long long seq_len,
+                     long long kv_len, bool* fell_back = nullptr) {{
+  return lookup(device, cc_major, cc_minor, sm_count, {first_arguments}seq_len, kv_len, fell_back);
+}}
+inline config lookup(const char* device, int cc_major, int cc_minor, int sm_count, {first_parameters}long long seq_len,
+                     bool* fell_back = nullptr) {{
+  return lookup(device, cc_major, cc_minor, sm_count, {first_arguments}seq_len, seq_len, fell_back);
+}}
+
 }}  // namespace attn_tuned
 )",
                      fmt::arg("source", cpp_escaped(source)), fmt::arg("rows", rows),
                      fmt::arg("members", key.members), fmt::arg("end_values", key.end_values),
                      fmt::arg("parameters", key.parameters), fmt::arg("arguments", key.arguments), fmt::arg("tests", key.tests),
+                     fmt::arg("first_parameters", key.first_parameters), fmt::arg("first_arguments", key.first_arguments),
                      fmt::arg("warn_format", key.warn_format), fmt::arg("warn_arguments", key.warn_arguments), fmt::arg("sbm", small.block_m),
                      fmt::arg("sbn", small.block_n), fmt::arg("sw", small.warps), fmt::arg("ss", small.stages),
                      fmt::arg("lbm", large.block_m), fmt::arg("lbn", large.block_n), fmt::arg("lw", large.warps),

@@ -30,6 +30,12 @@ bool is_later_column(std::string_view name) {
     if (name == n) return true;
   return false;
 }
+// A key field added after the first export (a window side, softcap): an older export lacks it.
+bool is_later_field(std::string_view name) {
+  for (const problem_field* f : export_key_fields())
+    if (name == f->name) return !in_first_schema(*f);
+  return false;
+}
 constexpr size_t export_column_count = device_columns.size() + export_key_field_count + entry_columns.size();
 
 const std::array<const char*, export_column_count> export_columns = [] {
@@ -73,6 +79,7 @@ export_entry entry_of_fields(const std::array<std::string, export_column_count>&
   e.sm_count = integer("sm_count");
   for (const problem_field* f : export_key_fields()) {
     const std::string& text = next();
+    if (text.empty() && !in_first_schema(*f)) continue;  // an export from before the field: its default
     try {
       f->set(e.key, text);
     } catch (const invalid_input& why) {
@@ -112,7 +119,7 @@ std::vector<export_entry> read_export_csv(const std::string& text, const std::st
     // Exports from before the later columns lack them; every other one must be there.
     std::apply([&](auto... names) { reader.read_header(io::ignore_missing_column, names...); }, export_columns);
     for (const char* column : export_columns)
-      if (!reader.has_column(column) && !is_later_column(column))
+      if (!reader.has_column(column) && !is_later_column(column) && !is_later_field(column))
         throw invalid_input(fmt::format("cannot read export '{}': the header lacks column '{}'", path, column));
     std::array<bool, later_columns.size()> has{};
     for (size_t k = 0; k < later_columns.size(); ++k) has[k] = reader.has_column(later_columns[k].first);
@@ -140,9 +147,12 @@ std::vector<export_entry> read_export_json(const std::string& text, const std::s
       parse_cc(j.at("cc").get<std::string>(), e.cc_major, e.cc_minor);
       e.sm_count = j.at("sm_count").get<int>();
       for (const problem_field* f : export_key_fields()) {
+        // A field added since this export was written takes its default.
+        if (!j.contains(f->name) && !in_first_schema(*f)) continue;
         const nlohmann::json& v = j.at(f->name);
         f->set(e.key, f->type == field_type::text   ? v.get<std::string>()
                       : f->type == field_type::flag ? std::string(v.get<bool>() ? "1" : "0")
+                      : f->type == field_type::real ? fmt::format("{}", v.get<double>())
                                                     : std::to_string(v.get<int64_t>()));
       }
       e.seq_min = j.at("seq_min_exclusive").get<int64_t>();

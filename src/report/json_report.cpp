@@ -30,6 +30,7 @@ ordered_json shape_json(const problem& s) {
       case field_type::integer: out[f.name] = std::stoll(text); break;
       case field_type::flag: out[f.name] = text == "1"; break;
       case field_type::text: out[f.name] = text; break;
+      case field_type::real: out[f.name] = std::stod(text); break;
     }
   }
   return out;

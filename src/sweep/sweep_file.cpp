@@ -86,7 +86,10 @@ std::vector<sweep_row> read_sweep_file(const std::string& path) {
           if (f.follows >= 0) f.set(s, problem_fields()[f.follows].get(s));
           continue;
         }
-        if (f.type == field_type::integer) count(cell, where, f.sweep_column, f.get(problem{}) == "0");
+        // A count: non-negative when its default is 0 (page_size), positive when 1; a field whose
+        // default is -1 (a window side) is checked by its own validation.
+        const std::string none = f.get(problem{});
+        if (f.type == field_type::integer && none != "-1") count(cell, where, f.sweep_column, none == "0");
         const std::string text = f.type == field_type::flag ? (flag(cell, where, f.sweep_column) ? "1" : "0") : cell;
         try {
           f.set(s, text);
@@ -95,6 +98,7 @@ std::vector<sweep_row> read_sweep_file(const std::string& path) {
         }
       }
       try {
+        canonicalize(s);  // a window's right side of 0 is the causal mask
         validate(s);
       } catch (const invalid_input& e) {
         throw invalid_input(fmt::format("{}: {}", where, e.what()));

@@ -11,27 +11,34 @@ namespace attn {
 void attention_row_fp64(const float* q, const float* k, const float* v, int64_t kv_len,
                         int64_t kv_row_stride, int64_t head_dim, double scale, int64_t last_key,
                         double* out, double* lse) {
+  attention_row_fp64(q, k, v, kv_len, kv_row_stride, head_dim, scale, 0, last_key, 0.0, out, lse);
+}
+
+void attention_row_fp64(const float* q, const float* k, const float* v, int64_t kv_len,
+                        int64_t kv_row_stride, int64_t head_dim, double scale, int64_t first_key,
+                        int64_t last_key, double softcap, double* out, double* lse) {
   std::fill(out, out + head_dim, 0.0);
-  const int64_t visible = std::min(last_key, kv_len - 1) + 1;
-  if (visible <= 0) {
+  const int64_t first = std::max<int64_t>(first_key, 0), end = std::min(last_key, kv_len - 1) + 1;
+  if (end <= first) {
     // A fully masked row has an empty softmax: define it as zero output, as the kernels do.
     if (lse != nullptr) *lse = -std::numeric_limits<double>::infinity();
     return;
   }
 
-  std::vector<double> scores(static_cast<size_t>(visible));
-  for (int64_t j = 0; j < visible; ++j) {
+  std::vector<double> scores(static_cast<size_t>(end - first));
+  for (int64_t j = first; j < end; ++j) {
     const float* key = k + j * kv_row_stride;
     double dot = 0;
     for (int64_t d = 0; d < head_dim; ++d) dot += static_cast<double>(q[d]) * key[d];
-    scores[j] = scale * dot;
+    const double s = scale * dot;
+    scores[j - first] = softcap > 0 ? softcap * std::tanh(s / softcap) : s;
   }
 
   // Subtracting the max keeps every exp() <= 1, so large logits cannot overflow.
   const double row_max = *std::max_element(scores.begin(), scores.end());
   double sum = 0;
-  for (int64_t j = 0; j < visible; ++j) {
-    const double p = std::exp(scores[j] - row_max);
+  for (int64_t j = first; j < end; ++j) {
+    const double p = std::exp(scores[j - first] - row_max);
     sum += p;
     const float* value = v + j * kv_row_stride;
     for (int64_t d = 0; d < head_dim; ++d) out[d] += p * value[d];
@@ -45,7 +52,13 @@ int64_t last_visible_key(const problem& s, int64_t query_row) {
 }
 
 int64_t last_visible_key(const problem& s, int64_t query_row, int64_t kv_len) {
-  return s.causal ? query_row + kv_len - s.q_len : kv_len - 1;
+  const int64_t diagonal = query_row + kv_len - s.q_len;
+  if (s.causal) return diagonal;
+  return s.window_right >= 0 ? std::min(kv_len - 1, diagonal + s.window_right) : kv_len - 1;
+}
+
+int64_t first_visible_key(const problem& s, int64_t query_row, int64_t kv_len) {
+  return s.window_left >= 0 ? std::max<int64_t>(0, query_row + kv_len - s.q_len - s.window_left) : 0;
 }
 
 std::vector<double> attention_fp64(const problem& s, const std::vector<float>& q,
@@ -79,8 +92,9 @@ std::vector<double> attention_fp64(const problem& s, const std::vector<float>& q
       for (int64_t i = 0; i < s.q_len; ++i) {
         const int64_t q_at = element_offset(s.layout, s.heads, s.q_len, d, b, h, i);
         double* row_lse = lse != nullptr ? &(*lse)[(b * s.heads + h) * s.q_len + i] : nullptr;
-        attention_row_fp64(&q[q_at], &k[kv_base], &v[kv_base], kv_len, kv_row_stride, d,
-                           scale, last_visible_key(s, i, kv_len), &out[q_at], row_lse);
+        attention_row_fp64(&q[q_at], &k[kv_base], &v[kv_base], kv_len, kv_row_stride, d, scale,
+                           first_visible_key(s, i, kv_len), last_visible_key(s, i, kv_len), s.softcap,
+                           &out[q_at], row_lse);
       }
     }
   }

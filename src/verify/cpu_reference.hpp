@@ -14,12 +14,19 @@ namespace attn {
 void attention_row_fp64(const float* q, const float* k, const float* v, int64_t kv_len,
                         int64_t kv_row_stride, int64_t head_dim, double scale, int64_t last_key,
                         double* out, double* lse);
+/// The same for keys [first_key, last_key] (a sliding window), with scores capped to
+/// softcap * tanh(score / softcap) after the scale when softcap > 0.
+void attention_row_fp64(const float* q, const float* k, const float* v, int64_t kv_len,
+                        int64_t kv_row_stride, int64_t head_dim, double scale, int64_t first_key,
+                        int64_t last_key, double softcap, double* out, double* lse);
 
 /// Last key a query row may see under problem s (kv_len - 1 when not causal; bottom-right
 /// aligned when causal: i + kv_len - q_len, which may be negative).
 int64_t last_visible_key(const problem& s, int64_t query_row);
-/// The same for a sequence of its own length kv_len (kv_lens).
+/// The same for a sequence of its own length kv_len (kv_lens), and a sliding window's right side.
 int64_t last_visible_key(const problem& s, int64_t query_row, int64_t kv_len);
+/// First key a query row may see: 0, or a sliding window's left edge i + kv_len - q_len - left.
+int64_t first_visible_key(const problem& s, int64_t query_row, int64_t kv_len);
 
 /// Whole attention for float inputs laid out per s.layout; returns O in the same layout as q
 /// and (if lse != nullptr) fills lse[(b*H + h)*Nq + i]. Softmax scale 1/sqrt(D). With kv_lens,

@@ -35,7 +35,8 @@ std::vector<cpu_sample> cpu_samples(const device_runtime& rt, const device_probl
     }
     smp.out.resize(d);
     attention_row_fp64(qf.data(), kf.data(), vf.data(), kv_len, d, d, 1.0 / std::sqrt(double(d)),
-                       last_visible_key(s, smp.i, kv_len), smp.out.data(), &smp.lse);
+                       first_visible_key(s, smp.i, kv_len), last_visible_key(s, smp.i, kv_len), s.softcap,
+                       smp.out.data(), &smp.lse);
   }
   return samples;
 }

@@ -217,7 +217,8 @@ TEST(csv, columns_are_the_documented_ones) {
       "fused_extra_bytes", "memory_saving_ratio", "rank", "kernel_hash",
       "noise", "measured", "sm_clock_before_mhz", "sm_clock_after_mhz", "temperature_c", "power_w",
       "throttle", "tied", "inputs", "bound", "gbps", "copy_fraction", "copy_gbps",
-      "joules_per_call", "tflops_per_watt", "regime", "settle_ms", "page_size", "kv_lens"};
+      "joules_per_call", "tflops_per_watt", "regime", "settle_ms", "page_size", "kv_lens",
+      "window_left", "window_right", "softcap"};
   // clang-format on
   EXPECT_EQ(csv_columns(), expected);
 }
@@ -243,8 +244,8 @@ TEST(csv, row_format) {
   EXPECT_NE(row.find(",1,normal,naive,"), std::string::npos) << row;  // (schema 5) inputs, bound
   r.copy_fraction = 0.75, r.tflops_per_watt = 1.25;
   // (schema 6) gbps, copy_fraction, copy_gbps, joules_per_call, tflops_per_watt, regime, settle_ms,
-  // page_size, kv_lens
-  const std::string rates = csv_row(r), tail = ",naive,3141.5,0.75,4267.25,0.7,1.25,burst,212.5,0,";
+  // page_size, kv_lens; (schema 7) window_left, window_right, softcap
+  const std::string rates = csv_row(r), tail = ",naive,3141.5,0.75,4267.25,0.7,1.25,burst,212.5,0,,-1,-1,0";
   EXPECT_EQ(rates.substr(rates.size() - tail.size()), tail) << rates;
   EXPECT_NE(row.find(",bf16,bshd,0,m128_n64_w4_s2,128,64,4,2,"), std::string::npos) << row;
   EXPECT_NE(row.find(",\"a,b\","), std::string::npos) << row;
@@ -327,7 +328,8 @@ TEST_F(csv_test, a_header_that_lacks_one_of_a_schemas_columns_is_refused_naming_
   fs::create_directories(dir_);
   const auto& columns = csv_columns();
   // "settle_ms" (schema 6), "bound" (schema 5), "tied" (schema 4)
-  for (const size_t lacking : {columns.size() - 3, size_t{49}, size_t{47}}) {
+  const size_t settle_ms = std::find(columns.begin(), columns.end(), "settle_ms") - columns.begin();
+  for (const size_t lacking : {settle_ms, size_t{49}, size_t{47}}) {
     std::string partial;
     for (size_t i = 0; i < columns.size(); ++i)
       if (i != lacking) partial += (partial.empty() ? "" : ",") + columns[i];

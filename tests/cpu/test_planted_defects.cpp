@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "../planted_defects.hpp"
+#include "parsed_options.hpp"
 #include "codegen/cache.hpp"
 #include "codegen/family.hpp"
 #include "run/tuner.hpp"
@@ -19,8 +20,10 @@ TEST(planted_defects, each_applies_and_compiles) {
     const auto dir = testing::plant(defect, d.path());
     ASSERT_FALSE(dir.empty()) << "anchor not found in kernels/" << defect.file << ": move the defect";
     const compile_cache cache("", kernel_sources::from_directory(dir.string()));
-    problem s;
-    s.batch = 1, s.heads = 2, s.kv_heads = 2, s.q_len = s.kv_len = 256, s.head_dim = 64, s.causal = defect.causal;
+    std::vector<std::string> args = {"--shape", "1,2,256,64"};
+    if (defect.causal) args.push_back("--causal");
+    args.insert(args.end(), defect.options.begin(), defect.options.end());
+    const problem s = testing::parsed(args).problem;
     tune_options t;
     t.family = "fa2";
     t.configs = {{64, 64, 4, 2}};

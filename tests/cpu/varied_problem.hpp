@@ -7,12 +7,16 @@
 
 namespace attn {
 
-// `base` with field f changed to another valid value: integers doubled (0 becomes 16), flags
-// flipped, text fields to the first of a few known words the field takes and that differs.
+// `base` with field f changed to another valid value: integers doubled (0 and -1 become 16), reals
+// doubled (0 becomes 50), flags flipped, text fields to the first of a few known words the field
+// takes and that differs.
 inline problem varied(const problem_field& f, problem base) {
   const std::string now = f.get(base);
   switch (f.type) {
-    case field_type::integer: f.set(base, now == "0" ? "16" : std::to_string(2 * std::stoll(now))); break;
+    case field_type::integer:
+      f.set(base, now == "0" || now == "-1" ? "16" : std::to_string(2 * std::stoll(now)));
+      break;
+    case field_type::real: f.set(base, now == "0" ? "50" : std::to_string(2 * std::stod(now))); break;
     case field_type::flag: f.set(base, now == "1" ? "0" : "1"); break;
     case field_type::text:
       for (const char* word : {"fp16", "bf16", "bshd", "bhsd", "uniform:1:100"}) {

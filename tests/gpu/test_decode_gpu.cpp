@@ -6,8 +6,7 @@
 // cache with per-sequence lengths.
 #include <cstdio>
 
-#include "gpu_fixture.hpp"
-#include "run/tuner.hpp"
+#include "verify_all.hpp"
 
 namespace attn::testing {
 namespace {
@@ -18,37 +17,7 @@ struct decode_case {
 };
 void PrintTo(const decode_case& c, std::ostream* os) { *os << c.label << ": " << describe(c.s); }
 
-problem decode(int64_t b, int64_t h, int64_t hk, int64_t nq, int64_t nk, int64_t d, bool causal, dtype t = dtype::bf16,
-               layout l = layout::bhsd) {
-  problem s;
-  s.batch = b, s.heads = h, s.kv_heads = hk, s.q_len = nq, s.kv_len = nk, s.head_dim = d;
-  s.causal = causal, s.dtype = t, s.layout = l;
-  return s;
-}
-
 class decode_correctness : public gpu_test, public ::testing::WithParamInterface<decode_case> {};
-
-int verify_all(const problem& s, const gpu_info& gpu, const compile_cache& cache, const search_space& space) {
-  tune_options t;
-  t.family = "fa2";
-  t.space = space;
-  t.seed = 7;
-  t.timing.min_reps = 2;
-  t.timing.max_reps = 2;
-  t.timing.min_total_ms = 0;
-  t.search = search_kind::exhaustive;
-  const tune_result r = tune(s, gpu, cache, t);
-  int ok = 0;
-  for (const auto& rec : r.records) {
-    if (rec.status == status::pruned) continue;
-    EXPECT_EQ(rec.status, status::ok) << name(rec.config) << ": " << to_string(rec.status) << " " << rec.message;
-    if (rec.status != status::ok) continue;
-    ++ok;
-    EXPECT_LE(rec.max_error, r.allowed_error) << name(rec.config);
-  }
-  std::printf("%s: %d variants ok, allowed error %.3e\n", describe(s).c_str(), ok, r.allowed_error);
-  return ok;
-}
 
 // Split counts 1 to 64 (a 200-key cache has 4 tiles of 64 keys: 7, 16 and 64 splits leave some
 // empty, 3 gives a short last share), packed and not, 16 and 64 rows per block.

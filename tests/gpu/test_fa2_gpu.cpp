@@ -13,6 +13,7 @@
 #include <fstream>
 
 #include "../planted_defects.hpp"
+#include "cli/option_checks.hpp"
 #include "gpu_fixture.hpp"
 #include "codegen/family_hopper.hpp"
 #include "report/csv.hpp"
@@ -309,6 +310,7 @@ TEST_F(gpu_test, planted_defects_come_out_wrong) {
     const auto csv = parent / (std::string(defect.name) + ".csv");
     const std::string command = std::string(ATTN_TUNE_BINARY) + " --shape 1,4,256,64 --family fa2" +
                                 (defect.causal ? " --causal" : "") + " --inputs " + defect.inputs +
+                                (defect.options.empty() ? "" : " " + shell_words(defect.options)) +
                                 " --space block_m=64,128 block_n=64 warps=4 stages=2 --seed 11 --min-reps 2"
                                 " --max-reps 2 --min-time-ms 0 --no-cache --no-db --kernels-dir " +
                                 dir.string() + " --out " + csv.string() + " > /dev/null 2>&1";

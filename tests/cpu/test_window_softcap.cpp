@@ -1,0 +1,253 @@
+// A sliding window and softcap without a GPU (issue 23, items 3 and 4): the problem's fields
+// (parsing, validation and its messages, the canonical causal form, the visible pairs TFLOPS
+// counts), the CLI options, which families take them, the kernel parameters, the float64
+// reference against hand-computed rows, and that fa2's window and softcap variants compile.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "codegen/compile_pool.hpp"
+#include "codegen/family.hpp"
+#include "codegen/kernel_args.hpp"
+#include "core/problem.hpp"
+#include "invalid_input_message.hpp"
+#include "parsed_options.hpp"
+#include "run/tuner.hpp"
+#include "temp_dir.hpp"
+#include "verify/cpu_reference.hpp"
+
+namespace attn {
+namespace {
+
+using attn::testing::invalid_input_message;
+
+problem square(int64_t n, bool causal = false) {
+  problem s;
+  s.batch = 2, s.heads = 4, s.kv_heads = 2, s.q_len = s.kv_len = n, s.head_dim = 64, s.causal = causal;
+  return s;
+}
+
+// The visible pairs by brute force: FlashAttention's rule, pair by pair.
+double brute_pairs(const problem& s, int64_t kv_len) {
+  double n = 0;
+  for (int64_t i = 0; i < s.q_len; ++i)
+    for (int64_t j = 0; j < kv_len; ++j) {
+      const int64_t diagonal = i + kv_len - s.q_len;
+      const bool left = s.window_left < 0 || j >= diagonal - s.window_left;
+      const int64_t right_side = s.causal ? 0 : s.window_right;
+      const bool right = right_side < 0 || j <= diagonal + right_side;
+      n += left && right;
+    }
+  return n;
+}
+
+TEST(Window, VisiblePairsAreCountedExactly) {
+  for (int64_t q : {1, 7, 64, 100})
+    for (int64_t kv : {1, 5, 64, 130})
+      for (int64_t left : {-1, 0, 3, 50, 1000})
+        for (int64_t right : {-1, 0, 2, 40})
+          for (bool causal : {false, true}) {
+            if (causal && right > 0) continue;
+            problem s = square(q);
+            s.kv_len = kv, s.causal = causal, s.window_left = left, s.window_right = causal ? -1 : right;
+            canonicalize(s);
+            EXPECT_EQ(visible_pairs(s, kv), brute_pairs(s, kv))
+                << "q " << q << " kv " << kv << " window " << left << "," << right << (causal ? " causal" : "");
+          }
+}
+
+TEST(Window, FlopsCountTheVisiblePairsAndDenseStaysAsItWas) {
+  problem s = square(1024);
+  const double dense = attention_flops(s);
+  EXPECT_DOUBLE_EQ(dense, 4.0 * 2 * 4 * 1024 * 1024 * 64);
+  s.causal = true;
+  EXPECT_DOUBLE_EQ(attention_flops(s), dense / 2) << "plain causal keeps the halving convention";
+  s.window_left = 255;  // each row sees at most 256 keys: the first 255 rows fewer
+  const double pairs = 1024.0 * 256 - 255.0 * 256 / 2;
+  EXPECT_DOUBLE_EQ(attention_flops(s), 4.0 * 2 * 4 * 64 * pairs);
+  s.kv_lens = "1024/512";  // each sequence's pairs at its own length
+  s.kv_len = 1024;
+  EXPECT_DOUBLE_EQ(attention_flops(s), 4.0 * 4 * 64 * (visible_pairs(s, 1024) + visible_pairs(s, 512)));
+}
+
+TEST(Window, TheFieldsParseValidateAndDescribe) {
+  problem s = square(512, true);
+  s.window_left = 128;
+  validate(s);
+  EXPECT_NE(describe(s).find("causal window=128:0"), std::string::npos) << describe(s);
+  EXPECT_EQ(parse_problem_key(problem_key(s)), s);
+  s.window_left = -2;
+  EXPECT_NE(invalid_input_message([&] { validate(s); }).find("window left -2 is not -1"), std::string::npos);
+  s.window_left = 10, s.window_right = 5;
+  EXPECT_NE(invalid_input_message([&] { validate(s); }).find("window right 5 with causal"), std::string::npos);
+  s.causal = false, s.window_right = 0;
+  EXPECT_NE(invalid_input_message([&] { validate(s); }).find("is the causal mask"), std::string::npos);
+  canonicalize(s);
+  EXPECT_TRUE(s.causal);
+  EXPECT_EQ(s.window_right, -1);
+  validate(s);
+}
+
+TEST(Softcap, TheFieldParsesValidatesAndDescribes) {
+  problem s = square(256);
+  s.softcap = 50;
+  validate(s);
+  EXPECT_NE(describe(s).find("softcap50"), std::string::npos) << describe(s);
+  s.softcap = 30.5;
+  EXPECT_EQ(parse_problem_key(problem_key(s)).softcap, 30.5);
+  for (double bad : {-1.0, double(INFINITY), double(NAN)}) {
+    s.softcap = bad;
+    EXPECT_NE(invalid_input_message([&] { validate(s); }).find("is not 0 (off) or a positive finite cap"),
+              std::string::npos)
+        << bad;
+  }
+}
+
+TEST(WindowOptions, TheCliTakesAWindowAndASoftcap) {
+  options o = testing::parsed({"--shape", "1,8,4096,128", "--causal", "--window", "1024,0", "--softcap", "50"});
+  EXPECT_TRUE(o.problem.causal);
+  EXPECT_EQ(o.problem.window_left, 1024);
+  EXPECT_EQ(o.problem.window_right, -1) << "the causal form";
+  EXPECT_EQ(o.problem.softcap, 50.0);
+  o = testing::parsed({"--shape", "1,8,4096,128", "--window", "256,0"});
+  EXPECT_TRUE(o.problem.causal) << "a right side of 0 is the causal mask";
+  o = testing::parsed({"--shape", "1,8,4096,128", "--window", "-1,64"});
+  EXPECT_FALSE(o.problem.causal);
+  EXPECT_EQ(o.problem.window_left, -1);
+  EXPECT_EQ(o.problem.window_right, 64);
+}
+
+TEST(WindowOptions, BadValuesAreRefusedNamingThem) {
+  auto message = [](std::vector<std::string> args) {
+    args.insert(args.begin(), {"--shape", "1,8,512,64"});
+    return invalid_input_message([&] { testing::parsed(args); });
+  };
+  EXPECT_NE(message({"--window", "-2,0"}).find("LEFT '-2' is not -1"), std::string::npos);
+  EXPECT_NE(message({"--window", "5"}).find("expected LEFT,RIGHT"), std::string::npos);
+  EXPECT_NE(message({"--window", "1,2,3"}).find("expected LEFT,RIGHT"), std::string::npos);
+  EXPECT_NE(message({"--window", "4,x"}).find("RIGHT 'x'"), std::string::npos);
+  EXPECT_NE(message({"--window", "4,8", "--causal"}).find("RIGHT must be 0 or -1"), std::string::npos);
+  EXPECT_NE(message({"--softcap", "-3"}).find("invalid --softcap '-3'"), std::string::npos);
+  EXPECT_NE(message({"--softcap", "inf"}).find("invalid --softcap 'inf'"), std::string::npos);
+  EXPECT_NE(message({"--softcap", "fifty"}).find("invalid --softcap 'fifty'"), std::string::npos);
+}
+
+TEST(WindowFamilies, OnlyFa2TakesThemAndTheOthersSayWhy) {
+  problem s = square(512, true);
+  s.window_left = 100;
+  EXPECT_FALSE(problem_refusal(fa2_family(), s));
+  for (const kernel_family* f : {&hopper_family(), &wgmma_family(), &mfma_family()}) {
+    const auto why = problem_refusal(*f, s);
+    ASSERT_TRUE(why) << f->name;
+    EXPECT_NE(why->find("no sliding window (window 100,0): fa2 has"), std::string::npos) << *why;
+  }
+  s.window_left = -1, s.softcap = 50;
+  const auto why = problem_refusal(hopper_family(), s);
+  ASSERT_TRUE(why);
+  EXPECT_NE(why->find("no softcap (softcap 50)"), std::string::npos) << *why;
+}
+
+const void* fake(uintptr_t at) { return reinterpret_cast<const void*>(at); }
+
+TEST(WindowParams, TheKernelGetsTheSidesAndTheCapInRawUnits) {
+  problem s = square(1000);
+  s.window_left = 100, s.window_right = 7, s.softcap = 50;
+  const forward_tensors t{fake(0x1000), fake(0x2000), fake(0x3000), const_cast<void*>(fake(0x4000)),
+                          static_cast<float*>(const_cast<void*>(fake(0x5000)))};
+  attn_k::fwd_params p = make_fwd_params(s, t, {}, {}, 0);
+  EXPECT_EQ(p.window_left, 100);
+  EXPECT_EQ(p.window_right, 7);
+  const double scale = 1 / std::sqrt(64.0);
+  EXPECT_FLOAT_EQ(p.softcap_in, float(scale / 50));
+  EXPECT_FLOAT_EQ(p.softcap_out, float(50 / scale));
+  s.causal = true, s.window_right = -1, s.window_left = 1 << 30;  // past every key: no limit
+  p = make_fwd_params(s, t, {}, {}, 0);
+  EXPECT_EQ(p.window_left, -1);
+  EXPECT_EQ(p.window_right, 0) << "causal is a right side of 0";
+  s.softcap = 0;
+  EXPECT_EQ(make_fwd_params(s, t, {}, {}, 0).softcap_out, 0.f);
+}
+
+// Rows of one query against three keys, worked by hand: q = (1, 0), keys (1,0), (0,1), (2,0),
+// values (1,0), (0,1), (0,0); scale 1.
+TEST(WindowReference, TheFloat64RowSeesOnlyItsWindow) {
+  const float q[] = {1, 0}, k[] = {1, 0, 0, 1, 2, 0}, v[] = {1, 0, 0, 1, 0, 0};
+  double out[2], lse = 0;
+  // Keys 1..2: scores 0 and 2.
+  attention_row_fp64(q, k, v, 3, 2, 2, 1.0, 1, 2, 0.0, out, &lse);
+  const double e0 = std::exp(0.0), e2 = std::exp(2.0);
+  EXPECT_NEAR(out[0], 0.0, 1e-15);
+  EXPECT_NEAR(out[1], e0 / (e0 + e2), 1e-15);
+  EXPECT_NEAR(lse, std::log(e0 + e2), 1e-15);
+  // Key 0 alone.
+  attention_row_fp64(q, k, v, 3, 2, 2, 1.0, 0, 0, 0.0, out, &lse);
+  EXPECT_NEAR(out[0], 1.0, 1e-15);
+  EXPECT_NEAR(lse, 1.0, 1e-15);
+  // An empty window: zeros and -inf.
+  attention_row_fp64(q, k, v, 3, 2, 2, 1.0, 2, 1, 0.0, out, &lse);
+  EXPECT_EQ(out[0], 0.0);
+  EXPECT_TRUE(std::isinf(lse) && lse < 0);
+  // Softcap 1 on all three: scores tanh(1), tanh(0), tanh(2), after the scale (0.5 here).
+  attention_row_fp64(q, k, v, 3, 2, 2, 0.5, 0, 2, 1.0, out, &lse);
+  const double a = std::exp(std::tanh(0.5)), b = std::exp(std::tanh(0.0)), c = std::exp(std::tanh(1.0));
+  EXPECT_NEAR(out[0], a / (a + b + c), 1e-15);
+  EXPECT_NEAR(out[1], b / (a + b + c), 1e-15);
+  EXPECT_NEAR(lse, std::log(a + b + c), 1e-15);
+}
+
+TEST(WindowReference, TheWholeAttentionMasksEachRowsWindow) {
+  problem s;
+  s.batch = 1, s.heads = 1, s.kv_heads = 1, s.q_len = 4, s.kv_len = 6, s.head_dim = 2;
+  s.window_left = 1, s.window_right = 1;  // diagonal i + 2: keys i+1 .. i+3
+  EXPECT_EQ(first_visible_key(s, 0, 6), 1);
+  EXPECT_EQ(last_visible_key(s, 0, 6), 3);
+  EXPECT_EQ(last_visible_key(s, 3, 6), 5) << "clamped to the last key";
+  std::mt19937 rng(5);
+  std::normal_distribution<float> normal;
+  std::vector<float> q(8), k(12), v(12);
+  for (auto* x : {&q, &k, &v})
+    for (auto& e : *x) e = normal(rng);
+  std::vector<double> lse;
+  const auto out = attention_fp64(s, q, k, v, &lse);
+  for (int64_t i = 0; i < 4; ++i) {
+    double row[2], row_lse;
+    const int64_t first = i + 1, last = std::min<int64_t>(i + 3, 5);
+    attention_row_fp64(&q[i * 2], &k[first * 2], &v[first * 2], last - first + 1, 2, 2, 1 / std::sqrt(2.0),
+                       last - first, row, &row_lse);
+    EXPECT_DOUBLE_EQ(out[i * 2], row[0]);
+    EXPECT_DOUBLE_EQ(out[i * 2 + 1], row[1]);
+    EXPECT_DOUBLE_EQ(lse[i], row_lse);
+  }
+}
+
+// fa2's WINDOW and SOFTCAP variants compile for sm_90a and sm_80, alone and together, with GQA,
+// cross-attention and the decode axes (a window on a paged cache with lengths).
+TEST(WindowCompile, Fa2VariantsCompile) {
+  const temp_dir dir("attn-tune-window-compile");
+  const compile_cache cache(dir.path().string());
+  struct variant {
+    int64_t left, right;
+    bool causal;
+    double softcap;
+  };
+  for (const variant& w : {variant{128, -1, true, 0}, variant{100, 50, false, 0}, variant{-1, -1, false, 50},
+                           variant{64, -1, true, 30}}) {
+    for (const char* arch : {"sm_90a", "sm_80"}) {
+      problem s = square(1000, w.causal);
+      s.kv_len = 1200, s.head_dim = 128, s.window_left = w.left, s.window_right = w.right, s.softcap = w.softcap;
+      tune_options t;
+      t.family = "fa2";
+      t.configs = {{128, 64, 4, 2}, {64, 64, 4, 3}, {64, 32, 4, 2, 0, 3, 1}};
+      const tune_result r = compile_only(s, arch, cache, t);
+      ASSERT_EQ(r.records.size(), 3u);
+      for (const auto& rec : r.records)
+        EXPECT_EQ(rec.status, status::compiled) << arch << " " << describe(s) << " " << name(rec.config) << ": "
+                                                << rec.message;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace attn

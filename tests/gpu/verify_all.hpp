@@ -1,0 +1,43 @@
+#pragma once
+// What the fa2 correctness suites share (decode, KV caches, windows and softcap): a problem from
+// its numbers, and every variant of a space tuned on fresh random inputs, each required to pass.
+#include <cstdio>
+
+#include "gpu_fixture.hpp"
+#include "run/tuner.hpp"
+
+namespace attn::testing {
+
+inline problem decode(int64_t b, int64_t h, int64_t hk, int64_t nq, int64_t nk, int64_t d, bool causal, dtype t = dtype::bf16,
+               layout l = layout::bhsd) {
+  problem s;
+  s.batch = b, s.heads = h, s.kv_heads = hk, s.q_len = nq, s.kv_len = nk, s.head_dim = d;
+  s.causal = causal, s.dtype = t, s.layout = l;
+  return s;
+}
+
+/// Tunes every variant of `space` (fa2) on s: each that is not pruned must pass the reference
+/// check; returns how many did.
+inline int verify_all(const problem& s, const gpu_info& gpu, const compile_cache& cache, const search_space& space) {
+  tune_options t;
+  t.family = "fa2";
+  t.space = space;
+  t.seed = 7;
+  t.timing.min_reps = 2;
+  t.timing.max_reps = 2;
+  t.timing.min_total_ms = 0;
+  t.search = search_kind::exhaustive;
+  const tune_result r = tune(s, gpu, cache, t);
+  int ok = 0;
+  for (const auto& rec : r.records) {
+    if (rec.status == status::pruned) continue;
+    EXPECT_EQ(rec.status, status::ok) << name(rec.config) << ": " << to_string(rec.status) << " " << rec.message;
+    if (rec.status != status::ok) continue;
+    ++ok;
+    EXPECT_LE(rec.max_error, r.allowed_error) << name(rec.config);
+  }
+  std::printf("%s: %d variants ok, allowed error %.3e\n", describe(s).c_str(), ok, r.allowed_error);
+  return ok;
+}
+
+}  // namespace attn::testing
