@@ -115,6 +115,16 @@ attn::problem to_shape(const attn_tune_problem& p) {
                                           "neither", static_cast<const void*>(p.block_table), p.page_size));
   s.page_size = p.page_size;
   if (p.cache_seqlens != nullptr) s.kv_lens = "given";
+  if (p.window != 0 && p.window != 1) throw attn::invalid_input(fmt::format("window {} is not 0 or 1", p.window));
+  if (p.window == 1) {
+    if (p.causal == 1 && p.window_right > 0)
+      throw attn::invalid_input(fmt::format("window_right {} with causal: causal is a window_right of 0 (give 0 or -1)",
+                                            p.window_right));
+    s.window_left = p.window_left;
+    s.window_right = p.window_right;
+  }
+  s.softcap = p.softcap;
+  attn::canonicalize(s);
   attn::validate(s);
   return s;
 }

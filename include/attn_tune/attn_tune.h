@@ -26,8 +26,8 @@ extern "C" {
 #define ATTN_TUNE_API
 #endif
 
-#define ATTN_TUNE_API_VERSION 3 /* bumped when a struct gains a field or a call is added (2: last_warning;
-                                  3: the problem's KV-cache fields) */
+#define ATTN_TUNE_API_VERSION 4 /* bumped when a struct gains a field or a call is added (2: last_warning;
+                                  3: the problem's KV-cache fields; 4: its window and softcap) */
 
 typedef enum attn_tune_status {
   ATTN_TUNE_OK = 0,
@@ -80,6 +80,15 @@ typedef struct attn_tune_problem {
   const int32_t* block_table;
   int64_t page_size;
   int64_t num_pages;
+  /* Since ATTN_TUNE_API_VERSION 4 (an older struct_size leaves them 0: no window, no softcap), with
+   * FlashAttention's meanings. The fa2 family reads them.
+   * window: 0, or 1 for a sliding window (window_size = (window_left, window_right)): query i sees key
+   * j when i + N_kv - N_q - window_left <= j <= i + N_kv - N_q + window_right, -1 = no limit on that
+   * side; with causal, window_right is 0 or -1 (causal is a window_right of 0).
+   * softcap: 0, or C > 0: scores become C * tanh(score / C) after the scale, before the softmax. */
+  int32_t window;
+  float softcap;
+  int64_t window_left, window_right;
 } attn_tune_problem;
 
 /* What attn_tune_forward launched. */

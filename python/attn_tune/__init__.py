@@ -20,9 +20,9 @@ import threading
 
 from . import _capi
 from ._capi import AttnTuneError, LibraryNotFoundError
-from .tensors import describe, make_problem
+from .tensors import NO_VARIANT, describe, make_problem, variant_of
 
-__all__ = ["forward", "forward_with_lse", "lookup", "context", "AttnTuneError", "LibraryNotFoundError",
+__all__ = ["forward", "forward_with_lse", "flash_attn_func", "lookup", "context", "AttnTuneError", "LibraryNotFoundError",
            "library_version"]
 
 _contexts = {}
@@ -149,9 +149,9 @@ def _normalized(causal, table, softmax_scale):
     return bool(causal), table or None, float(softmax_scale) if softmax_scale else None
 
 
-def _forward_cai(q, k, v, causal, table, softmax_scale, out, lse, stream, device):
+def _forward_cai(q, k, v, causal, table, softmax_scale, out, lse, stream, device, variant=NO_VARIANT):
     qi, ki, vi = describe(q, "q"), describe(k, "k"), describe(v, "v")
-    problem = make_problem(qi, ki, vi, causal, softmax_scale)
+    problem = make_problem(qi, ki, vi, causal, softmax_scale, variant=variant)
     if out is None or lse is None:
         import cupy  # CuPy arrays: allocate like q
 
@@ -211,12 +211,14 @@ def _register_torch_op():
     @torch.library.custom_op("attn_tune::forward", mutates_args=())
     def _op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, causal: bool, table: str,
             softmax_scale: float, cache_seqlens: typing.Optional[torch.Tensor] = None,
-            block_table: typing.Optional[torch.Tensor] = None) -> tuple[torch.Tensor, torch.Tensor]:
+            block_table: typing.Optional[torch.Tensor] = None, window_left: int = -1, window_right: int = -1,
+            softcap: float = 0.0) -> tuple[torch.Tensor, torch.Tensor]:
         return _torch_call(q, k, v, causal, table or None, softmax_scale if softmax_scale != 0.0 else None,
-                           cache_seqlens, block_table)
+                           cache_seqlens, block_table, (window_left, window_right, softcap))
 
     @_op.register_fake
-    def _(q, k, v, causal, table, softmax_scale, cache_seqlens=None, block_table=None):
+    def _(q, k, v, causal, table, softmax_scale, cache_seqlens=None, block_table=None, window_left=-1,
+          window_right=-1, softcap=0.0):
         o = torch.empty_strided(q.shape, q.stride(), dtype=q.dtype, device=q.device)
         return o, q.new_empty((q.shape[0], q.shape[1], q.shape[2]), dtype=torch.float32)
 
@@ -230,7 +232,7 @@ def _is_torch(t):
 
 
 def forward_with_lse(q, k, v, causal=False, table=None, softmax_scale=None, out=None, lse=None, stream=None,
-                     device=0, cache_seqlens=None, block_table=None):
+                     device=0, cache_seqlens=None, block_table=None, window_size=(-1, -1), softcap=0.0):
     """(O, LSE): LSE is float32 [B, H, N_q], natural log. For __cuda_array_interface__ objects other
     than CuPy's, pass `out` (like q), `lse`, `stream` (a cudaStream_t as int) and `device`; with
     PyTorch tensors out= and lse= are refused (ValueError): new tensors are returned.
@@ -241,7 +243,13 @@ def forward_with_lse(q, k, v, causal=False, table=None, softmax_scale=None, out=
     sequence). block_table, int32 [B, pages per sequence] on the GPU, makes k and v a paged cache:
     k_cache and v_cache are [num_pages, page_size, kv_heads, D] and row b of the table names
     sequence b's pages in order (page_size a power of two up to 1024; N_kv = pages per sequence x
-    page_size). q stays [B, H, N_q, D] in index order, as everywhere in this package."""
+    page_size). q stays [B, H, N_q, D] in index order, as everywhere in this package.
+
+    A sliding window and softcap, with flash_attn_func's names: window_size=(left, right), query i
+    sees key j when i + N_kv - N_q - left <= j <= i + N_kv - N_q + right (-1: no limit on that side;
+    with causal=True, right is 0 or -1); softcap=C caps each score to C * tanh(score / C) after the
+    scale (0: off)."""
+    variant = variant_of(window_size, softcap)
     if _is_torch(q):
         if out is not None or lse is not None:  # refused, never ignored: the op allocates both
             raise ValueError("out= and lse= are for __cuda_array_interface__ arrays; with PyTorch tensors "
@@ -250,17 +258,38 @@ def forward_with_lse(q, k, v, causal=False, table=None, softmax_scale=None, out=
         causal, table, softmax_scale = _normalized(causal, table, softmax_scale)
         if op is None or (_eager_ok is not None and _eager_ok(q, k, v)):
             # what the op would run, without its dispatch
-            return _torch_call(q, k, v, causal, table, softmax_scale, cache_seqlens, block_table)
-        return op(q, k, v, causal, table or "", softmax_scale or 0.0, cache_seqlens, block_table)
+            return _torch_call(q, k, v, causal, table, softmax_scale, cache_seqlens, block_table, variant)
+        return op(q, k, v, causal, table or "", softmax_scale or 0.0, cache_seqlens, block_table, *variant)
     if cache_seqlens is not None or block_table is not None:
         raise ValueError("cache_seqlens= and block_table= take PyTorch tensors (int32 on the GPU)")
-    return _forward_cai(q, k, v, causal, table, softmax_scale, out, lse, stream, device)
+    return _forward_cai(q, k, v, causal, table, softmax_scale, out, lse, stream, device, variant)
 
 
 def forward(q, k, v, causal=False, table=None, softmax_scale=None, **kwargs):
     """O = softmax(Q K^T * scale [+ bottom-right causal mask]) V with the tuned kernel; a KV cache
-    through cache_seqlens= and block_table= (see forward_with_lse)."""
+    through cache_seqlens= and block_table=, a sliding window through window_size=, softcap=
+    (see forward_with_lse)."""
     return forward_with_lse(q, k, v, causal, table, softmax_scale, **kwargs)[0]
+
+
+def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0,
+                    alibi_slopes=None, deterministic=False, return_attn_probs=False, table=None):
+    """FlashAttention's flash_attn_func on PyTorch tensors q [B, N_q, H, D], k and v [B, N_kv,
+    kv_heads, D]: O as [B, N_q, H, D] (with return_attn_probs, (O, LSE [B, H, N_q], None); no
+    probabilities are kept). Dropout and ALiBi are not supported: a dropout_p other than 0 or
+    alibi_slopes raise ValueError. deterministic is accepted (the forward pass always is)."""
+    if dropout_p:
+        raise ValueError(f"dropout_p {dropout_p}: attn_tune has no dropout (give 0.0)")
+    if alibi_slopes is not None:
+        raise ValueError("alibi_slopes: attn_tune has no ALiBi")
+    for t, name in ((q, "q"), (k, "k"), (v, "v")):
+        if not _is_torch(t) or t.dim() != 4:
+            raise ValueError(f"{name} must be a 4-dimensional PyTorch tensor [B, N, H, D]")
+    del deterministic
+    o, lse = forward_with_lse(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), causal, table, softmax_scale,
+                              window_size=window_size, softcap=softcap)
+    o = o.transpose(1, 2)
+    return (o, lse, None) if return_attn_probs else o
 
 
 try:  # register the op at import when PyTorch is there, so torch.compile finds it

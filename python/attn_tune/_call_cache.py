@@ -14,15 +14,18 @@ The torch calls come through `ops` (TorchOps), so the tests can run this without
 import ctypes
 
 from . import _capi
-from .tensors import cache_info, TensorInfo, describe, make_problem
+from .tensors import NO_VARIANT, cache_info, TensorInfo, describe, make_problem
 
 MAX_ENTRIES = 4096  # then the cache starts again empty (a key is a few hundred bytes)
 
 
-def call_key(q, k, v, causal, table, softmax_scale, cache_seqlens=None, block_table=None):
-    """Everything a prepared call depends on, for tensors q, k, v (and a KV cache's index tensors)."""
+def call_key(q, k, v, causal, table, softmax_scale, cache_seqlens=None, block_table=None, variant=NO_VARIANT):
+    """Everything a prepared call depends on, for tensors q, k, v (and a KV cache's index tensors,
+    a window and softcap)."""
     key = (q.shape, q.stride(), q.dtype, q.device, k.shape, k.stride(), k.dtype, k.device,
            v.shape, v.stride(), v.dtype, v.device, causal, table, softmax_scale)
+    if variant != NO_VARIANT:
+        key += variant
     if cache_seqlens is None and block_table is None:
         return key
     for t in (cache_seqlens, block_table):
@@ -45,7 +48,8 @@ class PreparedCall:
                  "device", "device_index", "lse_shape", "copy_v", "kv_cache")
 
 
-def prepare(q, k, v, causal, table, softmax_scale, context_of, cache_seqlens=None, block_table=None):
+def prepare(q, k, v, causal, table, softmax_scale, context_of, cache_seqlens=None, block_table=None,
+            variant=NO_VARIANT):
     """A new key's checks; TypeError/ValueError naming what is wrong, as the first call raised."""
     qi, ki, vi = describe(q, "q"), describe(k, "k"), describe(v, "v")
     si, ti = cache_info(cache_seqlens, "cache_seqlens"), cache_info(block_table, "block_table")
@@ -58,7 +62,7 @@ def prepare(q, k, v, causal, table, softmax_scale, context_of, cache_seqlens=Non
     if copy_v:
         vi = TensorInfo(vi.pointer, vi.shape, ki.strides, vi.dtype, vi.device)
     p = PreparedCall()
-    p.problem = make_problem(qi, ki, vi, causal, softmax_scale, si, ti)
+    p.problem = make_problem(qi, ki, vi, causal, softmax_scale, si, ti, variant)
     p.problem_ref = ctypes.byref(p.problem)
     p.context = context_of(qi.device, table)
     p.forward, p.handle = p.context._lib.attn_tune_forward, p.context._handle
@@ -81,11 +85,13 @@ class CallCache:
     def clear(self):
         self._entries.clear()
 
-    def __call__(self, q, k, v, causal, table, softmax_scale, cache_seqlens=None, block_table=None):
-        key = call_key(q, k, v, causal, table, softmax_scale, cache_seqlens, block_table)
+    def __call__(self, q, k, v, causal, table, softmax_scale, cache_seqlens=None, block_table=None,
+                 variant=NO_VARIANT):
+        key = call_key(q, k, v, causal, table, softmax_scale, cache_seqlens, block_table, variant)
         entry = self._entries.get(key)
         if entry is None:
-            entry = prepare(q, k, v, causal, table, softmax_scale, self._context_of, cache_seqlens, block_table)
+            entry = prepare(q, k, v, causal, table, softmax_scale, self._context_of, cache_seqlens, block_table,
+                            variant)
             o, lse = self._run(entry, q, k, v, True, cache_seqlens, block_table)
             if len(self._entries) >= MAX_ENTRIES:
                 self._entries.clear()

@@ -10,7 +10,7 @@ import os
 import threading
 import warnings
 
-API_VERSION = 3  # ATTN_TUNE_API_VERSION this package speaks
+API_VERSION = 4  # ATTN_TUNE_API_VERSION this package speaks
 
 OK, INVALID_ARGUMENT, UNSUPPORTED, TABLE, BUNDLE, NO_DEVICE, COMPILE, DEVICE, INTERNAL = range(9)
 BF16, FP16 = 0, 1
@@ -40,7 +40,10 @@ class Problem(ctypes.Structure):
                 ("q_strides", ctypes.c_int64 * 3), ("kv_strides", ctypes.c_int64 * 3),
                 # API version 3: a KV cache (flash_attn_with_kvcache's cache_seqlens and block_table)
                 ("cache_seqlens", ctypes.c_void_p), ("block_table", ctypes.c_void_p),
-                ("page_size", ctypes.c_int64), ("num_pages", ctypes.c_int64)]
+                ("page_size", ctypes.c_int64), ("num_pages", ctypes.c_int64),
+                # API version 4: a sliding window and softcap (flash_attn_func's window_size, softcap)
+                ("window", ctypes.c_int32), ("softcap", ctypes.c_float),
+                ("window_left", ctypes.c_int64), ("window_right", ctypes.c_int64)]
 
 
 class Choice(ctypes.Structure):

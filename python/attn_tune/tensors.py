@@ -78,10 +78,29 @@ def cache_info(t, name):
     return TensorInfo(t.data_ptr(), t.shape, t.stride(), None, t.device.index or 0)
 
 
-def make_problem(q, k, v, causal, softmax_scale=None, cache_seqlens=None, block_table=None):
+NO_VARIANT = (-1, -1, 0.0)  # window_size (-1, -1) and softcap 0: dense attention
+
+
+def variant_of(window_size, softcap):
+    """(window_left, window_right, softcap) from flash_attn_func's window_size=(left, right) and
+    softcap=; ValueError naming a bad value."""
+    try:
+        left, right = window_size
+    except (TypeError, ValueError):
+        raise ValueError(f"window_size {window_size!r} is not a pair (left, right)") from None
+    for side, n in (("left", left), ("right", right)):
+        if isinstance(n, bool) or not isinstance(n, int) or n < -1:
+            raise ValueError(f"window_size {tuple(window_size)!r}: {side} {n!r} is not -1 (no limit) or an int >= 0")
+    if isinstance(softcap, bool) or not isinstance(softcap, (int, float)) or not math.isfinite(softcap) or softcap < 0:
+        raise ValueError(f"softcap {softcap!r} is not 0 (off) or a positive finite number")
+    return int(left), int(right), float(softcap)
+
+
+def make_problem(q, k, v, causal, softmax_scale=None, cache_seqlens=None, block_table=None, variant=NO_VARIANT):
     """The C API's problem for TensorInfos q, k, v (and a KV cache's cache_seqlens [B] and
-    block_table [B, pages per sequence], int32 TensorInfos or None); ValueError naming the
-    mismatch. With block_table, k and v are paged: [num_pages, page_size, kv_heads, D]."""
+    block_table [B, pages per sequence], int32 TensorInfos or None; a window and softcap as
+    variant_of gives them); ValueError naming the mismatch. With block_table, k and v are paged:
+    [num_pages, page_size, kv_heads, D]."""
     for info, name in ((q, "q"), (k, "k"), (v, "v")):
         if len(info.shape) != 4:
             raise ValueError(f"{name} has shape {list(info.shape)}: expected 4 dimensions [B, H, N, D]")
@@ -127,4 +146,10 @@ def make_problem(q, k, v, causal, softmax_scale=None, cache_seqlens=None, block_
         p.block_table, p.page_size, p.num_pages = block_table.pointer, page_size, num_pages
     if cache_seqlens is not None:
         p.cache_seqlens = cache_seqlens.pointer
+    left, right, softcap = variant
+    if causal and right > 0:
+        raise ValueError(f"window_size ({left}, {right}) with causal=True: causal is a right side of 0 (give 0 or -1)")
+    if (left, right) != (-1, -1):
+        p.window, p.window_left, p.window_right = 1, left, right
+    p.softcap = softcap
     return p

@@ -76,6 +76,31 @@ TEST(LibraryArguments, AKvCacheIsChecked) {
   EXPECT_EQ(check(old), ATTN_TUNE_ERROR_INVALID_ARGUMENT);
 }
 
+TEST(LibraryArguments, AWindowAndSoftcapAreChecked) {
+  static_assert(sizeof(attn_tune_problem) == 176, "the Python package's ctypes struct must match");
+  auto p = attn_tune::make_problem(1, 8, 8, 512, 512, 128);
+  p.window = 1, p.window_left = 128, p.window_right = -1, p.softcap = 50;
+  EXPECT_EQ(check(p), ATTN_TUNE_OK) << error();
+  p.window_left = -3;
+  EXPECT_EQ(check(p), ATTN_TUNE_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(error().find("window left -3"), std::string::npos) << error();
+  p.window_left = 128, p.causal = 1, p.window_right = 4;
+  EXPECT_EQ(check(p), ATTN_TUNE_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(error().find("window_right 4 with causal"), std::string::npos) << error();
+  p.window_right = 0;
+  EXPECT_EQ(check(p), ATTN_TUNE_OK) << error();
+  p.window = 2;
+  EXPECT_EQ(check(p), ATTN_TUNE_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(error().find("window 2 is not 0 or 1"), std::string::npos) << error();
+  p.window = 0, p.softcap = -1;
+  EXPECT_EQ(check(p), ATTN_TUNE_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(error().find("softcap -1"), std::string::npos) << error();
+  auto old = attn_tune::make_problem(1, 8, 8, 512, 512, 128);
+  old.struct_size = offsetof(attn_tune_problem, window);  // a caller built against version 3
+  old.softcap = -1;  // past its struct_size: never read
+  EXPECT_EQ(check(old), ATTN_TUNE_OK) << error();
+}
+
 TEST(LibraryArguments, NullPointersAreNamed) {
   const auto p = attn_tune::make_problem(1, 1, 1, 64, 64, 64);
   for (int which = 0; which < 5; ++which) {
@@ -396,7 +421,8 @@ TEST(LibraryTable, AWarningIsKeptNotPrinted) {
   EXPECT_STREQ(c.config, "m256_n64_w8_s2");
   EXPECT_EQ(attn_tune::last_warning(), "");  // this call's: none
   attn_tune_table_destroy(t);
-  EXPECT_EQ(attn_tune_api_version(), 3);
+  EXPECT_EQ(attn_tune_api_version(), ATTN_TUNE_API_VERSION);
+  EXPECT_EQ(ATTN_TUNE_API_VERSION, 4);
 }
 
 TEST(LibraryTable, UnreadableTablesAreNamed) {

@@ -2,6 +2,7 @@
 the library, says clearly what is missing, and passes arguments through the C API correctly.
 ATTN_TUNE_TEST_LIBRARY names the built libattn_tune.so."""
 import csv
+import ctypes
 import importlib
 import os
 import subprocess
@@ -111,6 +112,41 @@ class KvCacheProblems(unittest.TestCase):
         with self.assertRaisesRegex(ValueError, r"cache_seqlens has shape \[3\]: expected \[2\]"):
             tensors.make_problem(q, k, k, False, cache_seqlens=tensors.TensorInfo(1, (3,), (1,), None, None),
                                  block_table=tensors.TensorInfo(1, (2, 5), (5, 1), None, None))
+
+
+class WindowSoftcapProblems(unittest.TestCase):
+    """flash_attn_func's window_size= and softcap= as the C problem's fields."""
+
+    def test_the_window_and_the_cap_reach_the_problem(self):
+        q = tensors.describe(FakeArray((1, 8, 512, 128)), "q")
+        p = tensors.make_problem(q, q, q, True, variant=tensors.variant_of((256, 0), 50.0))
+        self.assertEqual((p.window, p.window_left, p.window_right, p.softcap), (1, 256, 0, 50.0))
+        p = tensors.make_problem(q, q, q, False)
+        self.assertEqual((p.window, p.softcap), (0, 0.0))
+        p = tensors.make_problem(q, q, q, False, variant=tensors.variant_of((-1, -1), 0))
+        self.assertEqual(p.window, 0, "(-1, -1) is no window")
+
+    def test_bad_values_are_named(self):
+        for window, softcap, message in (((-2, 0), 0, r"left -2 is not -1"), ((4,), 0, r"is not a pair"),
+                                         ((4, 2.5), 0, r"right 2.5"), ((-1, -1), -1.0, r"softcap -1.0"),
+                                         ((-1, -1), float("nan"), r"softcap nan"), (None, 0, r"not a pair")):
+            with self.assertRaisesRegex(ValueError, message):
+                tensors.variant_of(window, softcap)
+        q = tensors.describe(FakeArray((1, 8, 512, 128)), "q")
+        with self.assertRaisesRegex(ValueError, r"window_size \(8, 3\) with causal=True"):
+            tensors.make_problem(q, q, q, True, variant=tensors.variant_of((8, 3), 0))
+
+    def test_flash_attn_func_refuses_what_it_lacks(self):
+        with self.assertRaisesRegex(ValueError, r"dropout_p 0.1: attn_tune has no dropout"):
+            attn_tune.flash_attn_func(None, None, None, dropout_p=0.1)
+        with self.assertRaisesRegex(ValueError, r"alibi_slopes"):
+            attn_tune.flash_attn_func(None, None, None, alibi_slopes=[1.0])
+        with self.assertRaisesRegex(ValueError, r"q must be a 4-dimensional PyTorch tensor"):
+            attn_tune.flash_attn_func(FakeArray((1, 2, 3, 64)), None, None)
+
+    def test_the_struct_is_the_c_headers(self):
+        self.assertEqual(ctypes.sizeof(_capi.Problem), 176)  # sizeof(attn_tune_problem), API version 4
+        self.assertEqual(_capi.API_VERSION, 4)
 
 
 @unittest.skipUnless(LIBRARY, "ATTN_TUNE_TEST_LIBRARY is not set")

@@ -17,20 +17,37 @@ HAVE_GPU = torch is not None and torch.cuda.is_available()
 REQUIRE_GPU = os.environ.get("ATTN_TUNE_REQUIRE_GPU") == "1"
 
 
-def reference(q, k, v, causal, dtype, scale=None):
-    """float64 attention, and the same math done naively in `dtype` (FlashAttention's yardstick)."""
+def hidden(n_q, n_kv, causal, window, device):
+    """The keys each query does not see: bottom-right causal (j > i + n_kv - n_q) and a window
+    (FlashAttention's window_size); None when it sees all."""
+    left, right = window
+    if causal:
+        right = 0
+    if left < 0 and right < 0:
+        return None
+    i = torch.arange(n_q, device=device)[:, None] + n_kv - n_q
+    j = torch.arange(n_kv, device=device)[None, :]
+    mask = torch.zeros(n_q, n_kv, dtype=torch.bool, device=device)
+    if left >= 0:
+        mask |= j < i - left
+    if right >= 0:
+        mask |= j > i + right
+    return mask
+
+
+def reference(q, k, v, causal, dtype, scale=None, window=(-1, -1), softcap=0.0):
+    """float64 attention, and the same math done naively in `dtype` (FlashAttention's yardstick);
+    softcap C caps the scaled scores to C * tanh(s / C)."""
     group = q.shape[1] // k.shape[1]
     k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
     n_q, n_kv = q.shape[2], k.shape[2]
-    mask = None
-    if causal:  # bottom-right: key j hidden from query i when j > i + n_kv - n_q
-        i = torch.arange(n_q, device=q.device)[:, None]
-        j = torch.arange(n_kv, device=q.device)[None, :]
-        mask = j > i + n_kv - n_q
+    mask = hidden(n_q, n_kv, causal, window, q.device)
 
     def attend(q, k, v, low):
         sc = scale if scale is not None else q.shape[-1] ** -0.5
         s = (q * sc) @ k.transpose(-1, -2) if low else (q @ k.transpose(-1, -2)) * sc
+        if softcap:
+            s = softcap * torch.tanh(s / softcap)
         if mask is not None:
             s = s.masked_fill(mask, float("-inf"))
         p = torch.nan_to_num(torch.softmax(s.float() if low else s, dim=-1))
@@ -39,16 +56,16 @@ def reference(q, k, v, causal, dtype, scale=None):
     return attend(q.double(), k.double(), v.double(), False), attend(q, k, v, True)
 
 
-def reference_lse(q, k, causal, scale=None):
+def reference_lse(q, k, causal, scale=None, window=(-1, -1), softcap=0.0):
     """float64 log-sum-exp of each query row's scaled scores; -inf for a row that sees no key."""
     group = q.shape[1] // k.shape[1]
     k = k.repeat_interleave(group, dim=1).double()
     s = (q.double() @ k.transpose(-1, -2)) * (scale if scale is not None else q.shape[-1] ** -0.5)
-    if causal:
-        n_q, n_kv = q.shape[2], k.shape[2]
-        i = torch.arange(n_q, device=q.device)[:, None]
-        j = torch.arange(n_kv, device=q.device)[None, :]
-        s = s.masked_fill(j > i + n_kv - n_q, float("-inf"))
+    if softcap:
+        s = softcap * torch.tanh(s / softcap)
+    mask = hidden(q.shape[2], k.shape[2], causal, window, q.device)
+    if mask is not None:
+        s = s.masked_fill(mask, float("-inf"))
     return torch.logsumexp(s, dim=-1)
 
 
@@ -124,6 +141,33 @@ class Forward(unittest.TestCase):
             finite = torch.isfinite(want)
             self.assertTrue(bool((torch.isneginf(lse[i:i + 1]) == ~finite).all()), f"sequence {i}: -inf rows")
             self.assertLessEqual((lse[i:i + 1][finite].double() - want[finite]).abs().max().item(), 1e-3)
+
+    def check_variant(self, b, h, h_kv, n_q, n_kv, d, causal, window, softcap):
+        """A sliding window and softcap through forward_with_lse and flash_attn_func ([B, N, H, D])."""
+        g = torch.Generator(device="cuda").manual_seed(3)
+        q = torch.randn(b, h, n_q, d, device="cuda", dtype=torch.bfloat16, generator=g)
+        k = torch.randn(b, h_kv, n_kv, d, device="cuda", dtype=torch.bfloat16, generator=g)
+        v = torch.randn(b, h_kv, n_kv, d, device="cuda", dtype=torch.bfloat16, generator=g)
+        o, lse = attn_tune.forward_with_lse(q, k, v, causal=causal, window_size=window, softcap=softcap)
+        exact, naive = reference(q, k, v, causal, torch.bfloat16, window=window, softcap=softcap)
+        exact = torch.nan_to_num(exact)
+        allowed = 2 * (torch.nan_to_num(naive.double()) - exact).abs().max().item() + 1e-4
+        what = f"window {window} softcap {softcap} causal={causal} N{n_q}x{n_kv}"
+        self.assertLessEqual((o.double() - exact).abs().max().item(), allowed, what)
+        want = reference_lse(q, k, causal, window=window, softcap=softcap)
+        finite = torch.isfinite(want)
+        self.assertTrue(bool((torch.isneginf(lse) == ~finite).all()), what + ": -inf rows")
+        self.assertLessEqual((lse[finite].double() - want[finite]).abs().max().item(), 1e-3, what)
+        o2 = attn_tune.flash_attn_func(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), causal=causal,
+                                       window_size=window, softcap=softcap)
+        self.assertEqual(tuple(o2.shape), (b, n_q, h, d))
+        self.assertTrue(torch.equal(o2.transpose(1, 2), o), what + ": flash_attn_func")
+
+    def test_windows_and_softcap(self):
+        self.check_variant(2, 8, 2, 512, 512, 128, True, (128, 0), 0.0)
+        self.check_variant(1, 4, 4, 300, 450, 64, False, (64, 32), 0.0)
+        self.check_variant(1, 4, 4, 256, 256, 128, False, (-1, -1), 5.0)
+        self.check_variant(1, 8, 2, 384, 384, 64, True, (100, 0), 50.0)
 
     def test_a_paged_cache_with_lengths(self):
         self.check_kv_cache(4, 32, 8, 1, 1024, 128, 16, [0, 1, 700, 1024], causal=False)
