@@ -33,8 +33,10 @@ Correctness: once per shape each output is compared with SDPA's (the first backe
 cuDNN, efficient, math that takes the shape): max abs error, and MISMATCH in status when it is
 above --tolerance (default 1e-2 for bf16, 2e-3 for fp16).
 
-Shapes: --shapes "B,H[/KV],NQ,NKV,D[c][,fp16][,bshd];..."  e.g. "8,32/8,1,8192,128;64,32/8,16,4096,128c"
-(c or ,causal: causal, bottom-right aligned when NQ < NKV; bf16 and bhsd = [B,H,N,D] unless said;
+Shapes: --shapes "B,H[/KV],NQ,NKV,D[c][,fp16][,bshd][,wLEFT:RIGHT][,capC];..."  e.g. "8,32/8,1,8192,128;64,32/8,16,4096,128c"
+(c or ,causal: causal, bottom-right aligned when NQ < NKV; wLEFT:RIGHT: a sliding window, FlashAttention's
+window_size, -1 = no limit, the right side the diagonal when causal; capC: softcap C, each peer given
+the same window and cap (SDPA a boolean mask, and no softcap); bf16 and bhsd = [B,H,N,D] unless said;
 bench/decode.py's "B,H,HKV,NQ,NKV,D[,causal]" is read too), or --sweep FILE [--rows 0,3-5,NAME]
 (rows counted from 0 in file order, or by their name column; default sweeps/yardstick.csv, all rows).
 
@@ -66,6 +68,7 @@ import csv
 import dataclasses
 import datetime
 import math
+import re
 import os
 import signal
 import subprocess
@@ -106,16 +109,32 @@ class Shape:
     dtype: str = "bf16"
     layout: str = "bhsd"
     name: str = ""
+    window_left: int = -1  # FlashAttention's window_size; -1 = no limit (causal: the right side is 0)
+    window_right: int = -1
+    softcap: float = 0.0
+
+    def window(self):
+        """(left, right) as flash_attn_func takes it: (-1, -1) without a window."""
+        return (self.window_left, 0 if self.causal and self.window_left >= 0 else self.window_right)
+
+    def has_window(self):
+        return self.window_left >= 0 or self.window_right >= 0
 
     def label(self):
         """The shape in --shapes' grammar: parse_shapes(label) gives it back (without its name)."""
         extra = "".join(f",{x}" for x, default in ((self.dtype, "bf16"), (self.layout, "bhsd")) if x != default)
+        if self.has_window():
+            extra += f",w{self.window_left}:{self.window_right}"
+        if self.softcap:
+            extra += f",cap{self.softcap:g}"
         return f"{self.b},{self.h}/{self.kv},{self.nq},{self.nkv},{self.d}{'c' if self.causal else ''}{extra}"
 
     def tool_args(self):
         """attn-tune's options for this problem."""
         return (["--shape", f"{self.b},{self.h},{self.nq},{self.d}", "--kv-heads", str(self.kv), "--kv-len",
-                 str(self.nkv), "--dtype", self.dtype, "--layout", self.layout] + (["--causal"] if self.causal else []))
+                 str(self.nkv), "--dtype", self.dtype, "--layout", self.layout] + (["--causal"] if self.causal else [])
+                + (["--window", "{},{}".format(*self.window())] if self.has_window() else [])
+                + (["--softcap", f"{self.softcap:g}"] if self.softcap else []))
 
 
 def positive(text, what):
@@ -138,12 +157,24 @@ WORDS = {"c": ("causal", True), "causal": ("causal", True), "bf16": ("dtype", "b
          "bhsd": ("layout", "bhsd"), "bshd": ("layout", "bshd")}
 
 
+def variant_word(word):
+    """A window word wL:R (w1024:-1: a left side of 1024 keys; with causal the right side is the
+    diagonal) or a softcap word capC, as (attribute, value) pairs; None for another word."""
+    m = re.fullmatch(r"w(-1|\d+):(-1|\d+)", word.lower())
+    if m:
+        return [("window_left", int(m.group(1))), ("window_right", int(m.group(2)))]
+    m = re.fullmatch(r"cap(\d+(?:\.\d+)?)", word.lower())
+    if m:
+        return [("softcap", float(m.group(1)))]
+    return None
+
+
 def parse_shape(item):
-    """One shape of --shapes: B,H[/KV],NQ,NKV,D[c] then words (causal, fp16, bshd), or decode.py's
-    B,H,HKV,NQ,NKV,D[,causal|,1|,0]."""
+    """One shape of --shapes: B,H[/KV],NQ,NKV,D[c] then words (causal, fp16, bshd, a window wL:R, a
+    softcap capC), or decode.py's B,H,HKV,NQ,NKV,D[,causal|,1|,0]."""
     where = f"--shapes '{item}'"
     fields = [f.strip() for f in item.split(",")]
-    first_word = next((i for i, f in enumerate(fields) if f.lower() in WORDS), len(fields))
+    first_word = next((i for i, f in enumerate(fields) if f.lower() in WORDS or variant_word(f)), len(fields))
     values, words = fields[:first_word], fields[first_word:]
     attrs = {}
     if len(values) == 7 and "/" not in values[1] and values[6] in ("0", "1"):  # decode.py's causal flag
@@ -151,7 +182,7 @@ def parse_shape(item):
     if len(values) == 6 and "/" not in values[1]:  # decode.py's B,H,HKV,NQ,NKV,D
         values = [values[0], f"{values[1]}/{values[2]}"] + values[3:]
     if len(values) > 5:
-        raise BadInput(f"{where}: '{values[5]}' is not causal, c, bf16, fp16, bhsd or bshd")
+        raise BadInput(f"{where}: '{values[5]}' is not causal, c, bf16, fp16, bhsd, bshd, wLEFT:RIGHT or capC")
     if len(values) < 5:
         raise BadInput(f"{where}: expected B,H[/KV],NQ,NKV,D[c] (e.g. 8,32/8,1,8192,128 or 4,32,4096,4096,128c), "
                        f"got {len(values)} fields before the words")
@@ -159,8 +190,11 @@ def parse_shape(item):
         values[4] = values[4][:-1]
         attrs["causal"] = True
     for word in words:
+        if variant_word(word):
+            attrs.update(variant_word(word))
+            continue
         if word.lower() not in WORDS:
-            raise BadInput(f"{where}: '{word}' is not causal, c, bf16, fp16, bhsd or bshd")
+            raise BadInput(f"{where}: '{word}' is not causal, c, bf16, fp16, bhsd, bshd, wLEFT:RIGHT or capC")
         key, value = WORDS[word.lower()]
         attrs[key] = value
     heads, slash, kv = values[1].partition("/")
@@ -219,10 +253,23 @@ def read_sweep(path):
         if layout not in ("bhsd", "bshd"):
             raise BadInput(f"{where}: column 'layout': '{layout}' is not bhsd or bshd")
         h, n = number("H"), number("N")
+
+        def side(column):
+            text = get(column) or "-1"
+            if not re.fullmatch(r"-1|\d+", text):
+                raise BadInput(f"{where}: column '{column}': '{text}' is not -1 or a count of keys")
+            return int(text)
+        try:
+            cap = float(get("softcap") or 0)
+        except ValueError:
+            raise BadInput(f"{where}: column 'softcap': '{get('softcap')}' is not a number") from None
+        causal = flag(get("causal"), f"{where}: column 'causal'")
+        left, right = side("window_left"), side("window_right")
+        if right == 0:  # a right side of 0 is the causal mask, as the tool reads it
+            causal, right = True, -1
         shapes.append(check_shape(Shape(number("B"), h, number("kv_heads") if get("kv_heads") else h, n,
-                                        number("kv_len") if get("kv_len") else n, number("D"),
-                                        flag(get("causal"), f"{where}: column 'causal'"), dtype, layout,
-                                        get("name")), where))
+                                        number("kv_len") if get("kv_len") else n, number("D"), causal, dtype, layout,
+                                        get("name"), left, right, cap), where))
     if not shapes:
         raise BadInput(f"sweep file '{path}' has no rows")
     return shapes
@@ -252,8 +299,23 @@ def select_rows(shapes, spec, path="the sweep file"):
 
 
 # --- the numbers ----------------------------------------------------------------------------------
+def visible_pairs(s):
+    """The (query, key) pairs of one sequence a window leaves visible (bottom-right aligned)."""
+    left, right = s.window()
+    total = 0
+    for i in range(s.nq):
+        diagonal = i + s.nkv - s.nq
+        first = max(0, diagonal - left) if left >= 0 else 0
+        end = min(s.nkv, diagonal + right + 1) if right >= 0 else s.nkv
+        total += max(0, end - first)
+    return total
+
+
 def flops(s):
-    """4*B*H*NQ*NKV*D, halved when causal (attn-tune's attention_flops)."""
+    """4*B*H*NQ*NKV*D, halved when causal (attn-tune's attention_flops); with a window, 4*B*H*D
+    times the visible pairs, exactly."""
+    if s.has_window():
+        return 4 * s.b * s.h * s.d * visible_pairs(s)
     f = 4 * s.b * s.h * s.nq * s.nkv * s.d
     return f / 2 if s.causal else f
 
@@ -562,12 +624,50 @@ def sdpa_impl(s, q, k, v, backend):
     from torch.nn.attention import sdpa_kernel
 
     kwargs = {"enable_gqa": True} if s.kv != s.h else {}
-    if s.causal and s.nq == s.nkv:
+    if s.softcap:
+        raise RuntimeError("SDPA has no softcap")
+    if s.has_window():
+        kwargs["attn_mask"] = visible_mask(s)
+    elif s.causal and s.nq == s.nkv:
         kwargs["is_causal"] = True
     elif s.causal:
         from torch.nn.attention.bias import causal_lower_right
         kwargs["attn_mask"] = causal_lower_right(s.nq, s.nkv)
     return (lambda: F.scaled_dot_product_attention(q, k, v, **kwargs)), (lambda: sdpa_kernel(backend))
+
+
+def visible_mask(s):
+    """The window's (and causal) visible (i, j) as a bool [NQ, NKV] on the GPU (True: attended)."""
+    import torch
+
+    left, right = s.window()
+    i = torch.arange(s.nq, device="cuda")[:, None] + s.nkv - s.nq
+    j = torch.arange(s.nkv, device="cuda")[None, :]
+    keep = torch.ones(s.nq, s.nkv, dtype=torch.bool, device="cuda")
+    if left >= 0:
+        keep &= j >= i - left
+    if right >= 0:
+        keep &= j <= i + right
+    elif s.causal:
+        keep &= j <= i
+    return keep
+
+
+def capped_reference(s, q, k, v):
+    """Softcap's reference (no SDPA backend caps): float32 math, one (batch, head) at a time."""
+    import torch
+
+    out = torch.empty_like(q)
+    group = s.h // s.kv
+    keep = visible_mask(s) if (s.has_window() or s.causal) else None
+    for b in range(s.b):
+        for h in range(s.h):
+            sc = (q[b, h].float() @ k[b, h // group].float().T) * s.d ** -0.5
+            sc = s.softcap * torch.tanh(sc / s.softcap)
+            if keep is not None:
+                sc = sc.masked_fill(~keep, float("-inf"))
+            out[b, h] = torch.nan_to_num(torch.softmax(sc, dim=-1)).to(q.dtype) @ v[b, h // group]
+    return out
 
 
 def sdpa_backends():
@@ -580,6 +680,8 @@ def reference(s, q, k, v):
     """SDPA's output and the backend that gave it: flash, cuDNN, efficient, then math."""
     from torch.nn.attention import SDPBackend
 
+    if s.softcap:
+        return capped_reference(s, q, k, v), "float32-math"
     errors = []
     for name, backend in (("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION),
                           ("efficient", SDPBackend.EFFICIENT_ATTENTION), ("math", SDPBackend.MATH)):
@@ -608,12 +710,18 @@ def flash_attn_functions():
     return found
 
 
-def flash_attn_impl(func, q, k, v, causal):
-    # [B,N,H,D] views (strides, no copies); GQA and the bottom-right causal mask are its own.
+def flash_attn_impl(func, q, k, v, s):
+    # [B,N,H,D] views (strides, no copies); GQA, the bottom-right causal mask, the window and
+    # softcap are its own.
     qt, kt, vt = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
+    extra = {}
+    if s.has_window():
+        extra["window_size"] = s.window()
+    if s.softcap:
+        extra["softcap"] = s.softcap
 
     def run():
-        out = func(qt, kt, vt, causal=causal)
+        out = func(qt, kt, vt, causal=s.causal, **extra)
         return (out[0] if isinstance(out, tuple) else out).transpose(1, 2)
     return run
 
@@ -630,12 +738,28 @@ def flex_impl(s, q, k, v):
         if hasattr(torch._dynamo.config, knob):
             setattr(torch._dynamo.config, knob, value)
     mask = None
-    if s.causal:
-        shift = s.nkv - s.nq
+    shift = s.nkv - s.nq
+    left, right = s.window()
+    if s.has_window():  # the same window as ours, as a mask_mod (block-sparse: tiles outside are skipped)
+        def visible(b, h, i, j):
+            keep = j >= 0
+            if left >= 0:
+                keep = keep & (j >= i + shift - left)
+            if right >= 0:
+                keep = keep & (j <= i + shift + right)
+            return keep
+        mask = create_block_mask(visible, None, None, s.nq, s.nkv, device="cuda")
+    elif s.causal:
         mask = create_block_mask(lambda b, h, i, j: i + shift >= j, None, None, s.nq, s.nkv, device="cuda")
+    score_mod = None
+    if s.softcap:  # FlexAttention's score is already scaled: C tanh(s / C), as ours
+        cap = s.softcap
+
+        def score_mod(score, b, h, i, j):
+            return cap * torch.tanh(score / cap)
     flex = torch.compile(flex_attention, mode="max-autotune-no-cudagraphs", dynamic=False)
     gqa = s.kv != s.h
-    return lambda: flex(q, k, v, block_mask=mask, enable_gqa=gqa)
+    return lambda: flex(q, k, v, score_mod=score_mod, block_mask=mask, enable_gqa=gqa)
 
 
 def capi_impl(s, q, k, v, table):
@@ -645,7 +769,7 @@ def capi_impl(s, q, k, v, table):
     from attn_tune.tensors import describe, make_problem
 
     qi, ki, vi = describe(q, "q"), describe(k, "k"), describe(v, "v")
-    problem = make_problem(qi, ki, vi, s.causal)
+    problem = make_problem(qi, ki, vi, s.causal, variant=(*s.window(), s.softcap))
     o = torch.empty_strided(q.shape, q.stride(), dtype=q.dtype, device=q.device)
     lse = torch.empty((s.b, s.h, s.nq), dtype=torch.float32, device=q.device)
     ctx = attn_tune.context(qi.device, table)
@@ -685,20 +809,21 @@ def run_shape(s, args, table, flash_funcs, seed):
     q, k, v = make_inputs(s, seed)
     ref, ref_name = reference(s, q, k, v)
     tolerance = args.tolerance if args.tolerance is not None else TOLERANCE[s.dtype]
-    impls = {OURS: (lambda: attn_tune.forward(q, k, v, causal=s.causal, table=table), None)}
+    impls = {OURS: (lambda: attn_tune.forward(q, k, v, causal=s.causal, table=table, window_size=s.window(),
+                                              softcap=s.softcap), None)}
     capi, choice = capi_impl(s, q, k, v, table)
     impls[OURS_CAPI] = (capi, None)
     for name, backend in sdpa_backends().items():
         impls[name] = sdpa_impl(s, q, k, v, backend)
     for name, func in flash_funcs.items():
-        impls[name] = (flash_attn_impl(func, q, k, v, s.causal), None)
+        impls[name] = (flash_attn_impl(func, q, k, v, s), None)
     results = {}
     if not args.no_flex:
         try:
             impls["flex"] = (flex_impl(s, q, k, v), None)
         except Exception as e:  # noqa: BLE001 (a peer that cannot be set up is said, not fatal)
             results["flex"] = {"status": f"not run: {first_line(e)}"}
-    if args.with_triton:
+    if args.with_triton and not (s.has_window() or s.softcap):
         import attention_triton
         impls["triton"] = (lambda: attention_triton.attention(q, k, v, s.causal), None)
     config = f"{choice['family']} {choice['config']}"

@@ -48,7 +48,7 @@ class shapes(unittest.TestCase):
         for text, message in [("8,32/8,1,x,128", "NKV: 'x' is not a positive integer"),
                               ("8,32/8,1,8192,0", "D: '0' is not a positive integer"),
                               ("8,32/7,1,8192,128", "32 query heads are not a multiple of 7 K/V heads"),
-                              ("8,32/8,1,8192,128,fp17", "'fp17' is not causal, c, bf16, fp16, bhsd or bshd"),
+                              ("8,32/8,1,8192,128,fp17", "'fp17' is not causal, c, bf16, fp16, bhsd, bshd, wLEFT:RIGHT or capC"),
                               ("8,32/8,1,8192,128,c,bf8", "'bf8' is not causal"),
                               ("8,32,1,8192", "got 4 fields"),
                               (" ; ", "names no shape")]:
@@ -56,6 +56,15 @@ class shapes(unittest.TestCase):
                 peers.parse_shapes(text)
         with self.assertRaisesRegex(BadInput, r"--shapes '8,32/8,1,x,128'"):
             peers.parse_shapes("4,8,64,64,64;8,32/8,1,x,128")
+
+    def test_a_window_and_softcap(self):
+        s = peers.parse_shape("1,32,16384,16384,128c,w1024:-1,cap50")
+        self.assertEqual(s, Shape(1, 32, 32, 16384, 16384, 128, True, window_left=1024, softcap=50.0))
+        self.assertEqual(s.window(), (1024, 0))
+        self.assertEqual(peers.parse_shape(s.label()), s)
+        self.assertEqual(s.tool_args()[-4:], ["--window", "1024,0", "--softcap", "50"])
+        with self.assertRaisesRegex(BadInput, r"'w12' is not causal, c, bf16, fp16, bhsd, bshd, wLEFT:RIGHT or capC"):
+            peers.parse_shape("1,8,64,64,64,c,w12")
 
     def test_the_tool_gets_the_whole_problem(self):
         self.assertEqual(Shape(1, 8, 2, 512, 2048, 128, True, "fp16", "bshd").tool_args(),
@@ -123,6 +132,18 @@ class numbers(unittest.TestCase):
         self.assertEqual(peers.flops(Shape(4, 32, 32, 4096, 4096, 128, True)), peers.flops(s) / 2)
         self.assertAlmostEqual(peers.tflops(s, 1.6322), 673.6, places=1)  # the README's headline row
         self.assertTrue(math.isnan(peers.tflops(s, 0.0)))
+
+    def test_a_window_counts_its_visible_pairs(self):
+        s = Shape(2, 4, 4, 1024, 1024, 64, True, window_left=255)
+        self.assertEqual(peers.flops(s), 4 * 2 * 4 * 64 * (1024 * 256 - 255 * 256 // 2))  # as the tool counts
+        s = Shape(1, 1, 1, 4, 6, 64, False, window_left=1, window_right=1)
+        self.assertEqual(peers.visible_pairs(s), 3 + 3 + 3 + 2)  # keys i+1..i+3, the last row clamped at 5
+
+    def test_the_variant_sweep_as_the_tool_reads_it(self):
+        rows = peers.read_sweep(os.path.join(ROOT, "sweeps", "llm-variants.csv"))
+        self.assertEqual(rows[0], Shape(4, 32, 32, 4096, 4096, 128, True, name="4x32x4096x128-w1024", window_left=1024))
+        self.assertEqual(rows[-2].softcap, 50.0)
+        self.assertEqual(rows[-2].window(), (4096, 0))
 
     def test_bytes_moved_with_gqa_and_the_lse(self):
         s = Shape(8, 32, 8, 1, 8192, 128)
