@@ -44,6 +44,9 @@ template <bool BF16_, int D_, int BLOCK_M_, int BLOCK_N_, int WARPS_, int STAGES
 struct fa2_config {
   static constexpr bool BF16 = BF16_;
   static constexpr int D = D_, BLOCK_M = BLOCK_M_, BLOCK_N = BLOCK_N_;
+  /// The head dim the MMA loops run over: D rounded up to 16; columns [D, DK) of the shared tiles
+  /// are zero-filled (they add nothing to Q K^T, and O's are never written).
+  static constexpr int DK = mma_head_dim(D);
   static constexpr int WARPS = WARPS_, STAGES = STAGES_;
   static constexpr bool CAUSAL = CAUSAL_, PACK = PACK_, SPLIT = SPLIT_, BULK = BULK_;
   static constexpr bool LENS = LENS_, PAGED = PAGED_;
@@ -51,11 +54,12 @@ struct fa2_config {
   static constexpr int THREADS = WARPS * 32;
   static constexpr int WARP_M = BLOCK_M / WARPS;  ///< query rows per warp
   static constexpr int MI = WARP_M / 16;          ///< 16-row mma tiles per warp
-  static constexpr int PITCH = D + 8;             ///< shared-memory row pitch, elements
+  static constexpr int PITCH = DK + 8;            ///< shared-memory row pitch, elements
   static constexpr int Q_ELEMS = BLOCK_M * PITCH;
   static constexpr int KV_ELEMS = BLOCK_N * PITCH;
-  static constexpr int SHARED_BYTES = padded_tiles_bytes(BLOCK_M, BLOCK_N, STAGES, D, 2);  ///< = the host's
-  static_assert(D % 16 == 0 && D >= 32 && D <= 256, "head dim: a multiple of 16 in [32, 256]");
+  static constexpr int SHARED_BYTES = padded_tiles_bytes(BLOCK_M, BLOCK_N, STAGES, DK, 2);  ///< = the host's
+  static_assert(D % 8 == 0 && D >= 32 && D <= 256, "head dim: a multiple of 8 in [32, 256]");
+  static_assert(!BULK || D == DK, "the bulk loader copies whole rows: D a multiple of 16");
   static_assert(WARP_M % 16 == 0 && WARP_M >= 16, "each warp needs whole 16-row mma tiles");
   static_assert(BLOCK_N % 16 == 0, "BLOCK_N: a multiple of 16");
   static_assert(STAGES >= 1 && STAGES <= 8, "STAGES in [1, 8]");
@@ -64,14 +68,14 @@ struct fa2_config {
 };
 
 /// Copies `rows` rows of D elements starting at global row `row0` into a padded shared tile,
-/// zero-filling rows at or past `row_end` so that they contribute nothing.
+/// zero-filling rows at or past `row_end` (and columns [D, DK)) so that they contribute nothing.
 template <class C>
 __device__ __forceinline__ void load_tile(unsigned smem, const elem_bits* base, long long row_stride,
                                           int row0, int row_end, int rows) {
-  constexpr int CHUNKS = C::D / 8;
+  constexpr int CHUNKS = C::DK / 8;
   for (int c = threadIdx.x; c < rows * CHUNKS; c += C::THREADS) {
     const int r = c / CHUNKS, col = (c % CHUNKS) * 8;
-    const bool valid = row0 + r < row_end;
+    const bool valid = row0 + r < row_end && (C::D == C::DK || col < C::D);
     const elem_bits* src = base + (valid ? (row0 + r) * row_stride + col : 0);
     cp_async_16(smem + (r * C::PITCH + col) * 2, src, valid);
   }
@@ -85,7 +89,7 @@ __device__ __forceinline__ void load_tile(unsigned smem, const elem_bits* base, 
 /// a whole tile's work before its copies need it.
 template <class C>
 struct paged_loader {
-  static constexpr int CHUNKS = C::D / 8, TOTAL = C::BLOCK_N * CHUNKS;
+  static constexpr int CHUNKS = C::DK / 8, TOTAL = C::BLOCK_N * CHUNKS;
   static constexpr int SLOTS = (TOTAL + C::THREADS - 1) / C::THREADS;  ///< chunks (and lookups) per thread
   /// Whether the pages are looked up ahead: with more than 16 chunks a thread (one warp, or two on
   /// 128-key tiles) the held page numbers made ptxas spill, so those look each row up as they copy.
@@ -109,7 +113,7 @@ struct paged_loader {
                                        int j, int row_end) const {
     auto copy = [&](int c, int pg) {
       const int r = c / CHUNKS, col = (c % CHUNKS) * 8, n = j * C::BLOCK_N + r;
-      const bool valid = n < row_end;
+      const bool valid = n < row_end && (C::D == C::DK || col < C::D);
       const long long at = valid ? pg * page_stride + (long long)(n & ((1 << shift) - 1)) * row_stride + col : 0;
       cp_async_16(k_smem + (r * C::PITCH + col) * 2, k + at, valid);
       cp_async_16(v_smem + (r * C::PITCH + col) * 2, v + at, valid);
@@ -137,10 +141,10 @@ struct q_rows {
 template <class C>
 __device__ __forceinline__ void load_q(unsigned smem, const fwd_params& p, const elem_bits* q_batch,
                                        q_rows<C> at, int m0, int rows) {
-  constexpr int CHUNKS = C::D / 8;
+  constexpr int CHUNKS = C::DK / 8;
   for (int c = threadIdx.x; c < C::BLOCK_M * CHUNKS; c += C::THREADS) {
     const int r = c / CHUNKS, col = (c % CHUNKS) * 8, m = m0 + r;
-    const bool valid = m < rows;
+    const bool valid = m < rows && (C::D == C::DK || col < C::D);
     const elem_bits* src =
         q_batch + (valid ? at.head_of(m) * p.q_head_stride + at.row_of(m) * p.q_row_stride + col : 0);
     cp_async_16(smem + (r * C::PITCH + col) * 2, src, valid);
@@ -166,7 +170,7 @@ struct seq_lengths {
 /// One K/V tile: S = Q K^T, online softmax, O += P V. MASK: the tile is partial (the mask applies).
 template <class C, bool MASK, class Masks>
 __device__ __forceinline__ void attend_tile(unsigned q_smem, unsigned k_smem, unsigned v_smem,
-                                            float (&acc)[C::MI][C::D / 8][4],
+                                            float (&acc)[C::MI][C::DK / 8][4],
                                             float (&row_max)[C::MI][2], float (&row_sum)[C::MI][2],
                                             int n0, int first_row, const Masks& mask, float scale_log2,
                                             float cap_in = 0.f, float cap_out = 0.f) {
@@ -183,7 +187,7 @@ __device__ __forceinline__ void attend_tile(unsigned q_smem, unsigned k_smem, un
   const int a_row = warp * C::WARP_M + (lane % 8) + ((lane / 8) % 2) * 8, a_col = (lane / 16) * 8;
   const int b_row = (lane % 8) + (lane / 16) * 8, b_col = ((lane / 8) % 2) * 8;
 #pragma unroll
-  for (int kk = 0; kk < C::D / 16; ++kk) {
+  for (int kk = 0; kk < C::DK / 16; ++kk) {
     unsigned a[C::MI][4];
 #pragma unroll
     for (int mi = 0; mi < C::MI; ++mi)
@@ -235,7 +239,7 @@ __device__ __forceinline__ void attend_tile(unsigned q_smem, unsigned k_smem, un
 #pragma unroll
   for (int mi = 0; mi < C::MI; ++mi)
 #pragma unroll
-    for (int df = 0; df < C::D / 8; ++df) {
+    for (int df = 0; df < C::DK / 8; ++df) {
       acc[mi][df][0] *= alpha[mi][0];
       acc[mi][df][1] *= alpha[mi][0];
       acc[mi][df][2] *= alpha[mi][1];
@@ -247,7 +251,7 @@ __device__ __forceinline__ void attend_tile(unsigned q_smem, unsigned k_smem, un
 #pragma unroll
   for (int kk = 0; kk < C::BLOCK_N / 16; ++kk) {
 #pragma unroll
-    for (int dj = 0; dj < C::D / 16; ++dj) {
+    for (int dj = 0; dj < C::DK / 16; ++dj) {
       unsigned b[4];
       ldmatrix_x4_trans(b, v_smem + ((kk * 16 + v_row) * C::PITCH + dj * 16 + v_col) * 2);
 #pragma unroll
@@ -314,12 +318,12 @@ __device__ void fa2_forward(const fwd_params& p) {
   kv_full_tiles full = mask.template full_tiles<C::BLOCK_N>(q_first, q_last, range);
   full.full_end = max(full.full_end, full.full_first);  // a split past the unmasked tiles
 
-  float acc[C::MI][C::D / 8][4];
+  float acc[C::MI][C::DK / 8][4];
   float row_max[C::MI][2], row_sum[C::MI][2];
 #pragma unroll
   for (int mi = 0; mi < C::MI; ++mi) {
 #pragma unroll
-    for (int df = 0; df < C::D / 8; ++df)
+    for (int df = 0; df < C::DK / 8; ++df)
 #pragma unroll
       for (int e = 0; e < 4; ++e) acc[mi][df][e] = 0.f;
     row_max[mi][0] = row_max[mi][1] = neg_inf();

@@ -37,10 +37,11 @@ __device__ void ref_scores(const fwd_params& p, int bh0, int head_dim, bool caus
   const elem_bits* k = static_cast<const elem_bits*>(p.k);
   float acc = 0.f;
   for (int d0 = 0; d0 < head_dim; d0 += 16) {
-    float qv = i < p.q_len ? to_float<BF16>(q[q_index(p, bh, i) + d0 + tx]) : 0.f;
+    const bool in_d = d0 + tx < head_dim;  // a head dim that is not a multiple of 16 (40, 72)
+    float qv = i < p.q_len && in_d ? to_float<BF16>(q[q_index(p, bh, i) + d0 + tx]) : 0.f;
     if (LOWP) qv = round_to_elem<BF16>(qv * p.softmax_scale);
     qs[ty][tx] = qv;
-    ks[ty][tx] = kj < p.kv_len ? to_float<BF16>(k[kv_index(p, bh, kj) + d0 + tx]) : 0.f;
+    ks[ty][tx] = kj < p.kv_len && in_d ? to_float<BF16>(k[kv_index(p, bh, kj) + d0 + tx]) : 0.f;
     __syncthreads();
 #pragma unroll
     for (int e = 0; e < 16; ++e) acc = fmaf(qs[ty][e], ks[tx][e], acc);
@@ -104,10 +105,10 @@ __device__ void ref_softmax(const fwd_params& p, int bh0, const float* scores, v
     lse[(long long)(bh0 + z) * p.q_len + i] = sum > 0.f ? mx + logf(sum) : neg_inf();
 }
 
-/// O = P V. Block 16x16, grid (D/16, Nq/16, heads). Full: float output in Q's layout;
+/// O = P V. Block 16x16, grid (ceil(D/16), Nq/16, heads). Full: float output in Q's layout;
 /// LOWP: element-type output (bits) in Q's layout.
 template <bool BF16, bool LOWP>
-__device__ void ref_pv(const fwd_params& p, int bh0, const void* probs, void* out) {
+__device__ void ref_pv(const fwd_params& p, int bh0, int head_dim, const void* probs, void* out) {
   __shared__ float ps[16][17], vs[16][17];
   const int tx = threadIdx.x, ty = threadIdx.y, z = blockIdx.z, bh = bh0 + z;
   const int i = blockIdx.y * 16 + ty, d = blockIdx.x * 16 + tx;
@@ -120,13 +121,13 @@ __device__ void ref_pv(const fwd_params& p, int bh0, const void* probs, void* ou
       pv = LOWP ? to_float<BF16>(static_cast<const elem_bits*>(probs)[row + j0 + tx])
                 : static_cast<const float*>(probs)[row + j0 + tx];
     ps[ty][tx] = pv;
-    vs[ty][tx] = j0 + ty < p.kv_len ? to_float<BF16>(v[kv_index(p, bh, j0 + ty) + d]) : 0.f;
+    vs[ty][tx] = j0 + ty < p.kv_len && d < head_dim ? to_float<BF16>(v[kv_index(p, bh, j0 + ty) + d]) : 0.f;
     __syncthreads();
 #pragma unroll
     for (int e = 0; e < 16; ++e) acc = fmaf(ps[ty][e], vs[e][tx], acc);
     __syncthreads();
   }
-  if (i >= p.q_len) return;
+  if (i >= p.q_len || d >= head_dim) return;
   if (LOWP)
     static_cast<elem_bits*>(out)[q_index(p, bh, i) + d] = from_float<BF16>(acc);
   else
@@ -238,11 +239,11 @@ extern "C" __global__ void ref_softmax_lowp(fwd_params p, int bh0, const float* 
                                             float* lse) {
   attn_k::ref_softmax<ATTN_B, true>(p, bh0, s, pr, lse);
 }
-extern "C" __global__ void ref_pv_full(fwd_params p, int bh0, const void* pr, void* o) {
-  attn_k::ref_pv<ATTN_B, false>(p, bh0, pr, o);
+extern "C" __global__ void ref_pv_full(fwd_params p, int bh0, int d, const void* pr, void* o) {
+  attn_k::ref_pv<ATTN_B, false>(p, bh0, d, pr, o);
 }
-extern "C" __global__ void ref_pv_lowp(fwd_params p, int bh0, const void* pr, void* o) {
-  attn_k::ref_pv<ATTN_B, true>(p, bh0, pr, o);
+extern "C" __global__ void ref_pv_lowp(fwd_params p, int bh0, int d, const void* pr, void* o) {
+  attn_k::ref_pv<ATTN_B, true>(p, bh0, d, pr, o);
 }
 extern "C" __global__ void fill_inputs(attn_k::elem_bits* x, long long n, unsigned long long seed,
                                        attn_k::input_fill f) {

@@ -62,6 +62,10 @@ ATTN_HOST_DEVICE constexpr int hopper_producer_registers(int consumers) { return
 
 /// fa2 (shared memory) and mfma (LDS): the Q tile and `stages` K and V tiles, rows of D elements
 /// padded by 8 (so ldmatrix and cp.async are free of bank conflicts for every head dim).
+/// The head dim the tensor-core loops run over: D rounded up to the 16 of an MMA's k step (fa2 takes
+/// multiples of 8: the columns past D are zero in shared memory and never written out).
+ATTN_HOST_DEVICE constexpr int mma_head_dim(int d) { return (d + 15) / 16 * 16; }
+
 ATTN_HOST_DEVICE constexpr long long padded_tiles_bytes(int block_m, int block_n, int stages, int d, int elem_bytes) {
   return (block_m + 2LL * stages * block_n) * (d + 8) * elem_bytes;
 }

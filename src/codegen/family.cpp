@@ -40,7 +40,7 @@ std::vector<std::string> family_sources(const std::vector<std::string>& roots) {
 }
 
 int64_t padded_tiles_bytes(const tile_config& c, const problem& s) {
-  return attn_k::padded_tiles_bytes(c.block_m, c.block_n, c.stages, static_cast<int>(s.head_dim),
+  return attn_k::padded_tiles_bytes(c.block_m, c.block_n, c.stages, attn_k::mma_head_dim(static_cast<int>(s.head_dim)),
                                     static_cast<int>(element_size(s.dtype)));
 }
 
@@ -53,6 +53,9 @@ std::optional<std::string> tiling_reason(const tile_config& c, const char* group
 }
 
 std::optional<std::string> problem_refusal(const kernel_family& f, const problem& s) {
+  if (s.head_dim % f.head_dim_multiple != 0)
+    return fmt::format("family {} needs a head dim that is a multiple of {} (head dim {}): fa2 takes multiples of 8",
+                       f.name, f.head_dim_multiple, s.head_dim);
   if (!f.takes_variant_fields) {
     if (has_window(s))
       return fmt::format("family {} has no sliding window (window {},{}): fa2 has", f.name, s.window_left,

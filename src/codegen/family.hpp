@@ -50,6 +50,8 @@ struct kernel_family {
   bool takes_decode_fields = false;
   /// Takes a sliding window (window_left, window_right) and softcap.
   bool takes_variant_fields = false;
+  /// The head dims it takes are multiples of this (fa2: 8, its loops pad to 16; the others: 16).
+  int head_dim_multiple = 16;
 };
 
 /// Why the family cannot take the problem at all (a paged cache, per-sequence lengths, a window or

@@ -27,7 +27,7 @@ int fa2_threads(const tile_config& c) { return c.warps * 32; }
 constexpr int max_accumulator_registers = 224;
 int fa2_accumulator_registers(const tile_config& c, const problem& s) {
   const int warp_rows = c.block_m / c.warps;
-  return warp_rows * static_cast<int>(s.head_dim + c.block_n) / 32;
+  return warp_rows * (attn_k::mma_head_dim(static_cast<int>(s.head_dim)) + c.block_n) / 32;
 }
 
 std::optional<std::string> fa2_reject(const tile_config& c, const problem& s,
@@ -48,6 +48,9 @@ std::optional<std::string> fa2_reject(const tile_config& c, const problem& s,
   if (c.knob < 0 || c.knob > 1) return fmt::format("loader {} is not 0 (cp.async) or 1 (bulk copies)", c.knob);
   if (c.knob == 1 && limits.cc_major < 9) return std::string("loader 1 (cp.async.bulk) needs sm_90 or newer");
   if (c.knob == 1 && c.stages < 2) return std::string("loader 1 needs a ring of 2 stages or more");
+  if (c.knob == 1 && s.head_dim % 16 != 0)
+    return fmt::format("loader 1 copies whole rows: head dim {} is not a multiple of 16 (loader 0 zero-fills the rest)",
+                       s.head_dim);
   if (c.splits < 1) return fmt::format("splits {} is not positive", c.splits);
   if (c.pack_gqa != 0 && c.pack_gqa != 1) return fmt::format("pack_gqa {} is not 0 or 1", c.pack_gqa);
   if (c.pack_gqa && s.kv_heads == s.heads)
@@ -135,7 +138,8 @@ const kernel_family& fa2_family() {
       false,
       "attn_fa2_combine",
       true,
-      true};
+      true,
+      8};
   return family;
 }
 

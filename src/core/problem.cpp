@@ -15,7 +15,7 @@ namespace {
 
 constexpr int64_t min_head_dim = 32;
 constexpr int64_t max_head_dim = 256;
-constexpr int64_t head_dim_multiple = 16;
+constexpr int64_t head_dim_multiple = 8;  // fa2's; the other families take multiples of 16
 
 // from_chars rather than stoll: stoll skips whitespace, accepts a '+' and stops silently at
 // trailing junk, all of which would let a typo through as a different shape.

@@ -240,9 +240,19 @@ tune_result compile_families(const family_run& opt, const std::string& arch, con
 }
 
 std::string searched_families(const family_run& opt, int cc_major, int cc_minor, const problem& s) {
-  std::vector<std::string> names;
-  for (size_t i : runnable(opt, cc_major, cc_minor, true, decode_like(s))) names.push_back(opt.families[i]);
-  return fmt::format("{}", fmt::join(names, ","));
+  // As over_families runs them: the superseding family, or when it refuses the problem (a head dim,
+  // a window it lacks) the others that take it; the refusals are said after the names.
+  std::vector<std::string> names, refused;
+  for (size_t i : runnable(opt, cc_major, cc_minor, true, decode_like(s))) {
+    if (auto why = problem_refusal(find_family(opt.families[i]), s)) refused.push_back(*why);
+    else names.push_back(opt.families[i]);
+  }
+  if (names.empty())
+    for (size_t i : runnable(opt, cc_major, cc_minor, false, false))
+      if (!problem_refusal(find_family(opt.families[i]), s)) names.push_back(opt.families[i]);
+  std::string text = fmt::format("{}", fmt::join(names, ","));
+  if (!refused.empty()) text += fmt::format(" ({})", fmt::join(refused, "; "));
+  return text;
 }
 
 }  // namespace attn

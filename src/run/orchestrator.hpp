@@ -42,7 +42,9 @@ tune_result tune_families(const family_run& run, const problem& s, const gpu_inf
 tune_result compile_families(const family_run& run, const std::string& arch, const problem& s,
                              const compile_cache& cache, tune_options t);
 /// The families a run of `s` on a device of this capability searches first ("hopper" on an H200
-/// with the default families, fa2 for decode and KV caches), comma-separated, for the run's header.
+/// with the default families, fa2 for decode and KV caches), comma-separated, for the run's header;
+/// when the first choice refuses the problem (a head dim, a window it lacks), those that take it,
+/// then the refusals in parentheses: "fa2 (family hopper needs a head dim that is ...)".
 std::string searched_families(const family_run& run, int cc_major, int cc_minor, const problem& s);
 
 }  // namespace attn

@@ -178,10 +178,10 @@ void materializing_pass(const support_kernels& sk, const device_problem& pr, pas
   }
   {
     const void* pp = probs;
-    void* args[] = {&p, &bh0, &pp, &out};
+    void* args[] = {&p, &bh0, &d, &pp, &out};
     sk.rt.launch(lowp_output ? sk.pv_lowp : sk.pv_full,
-                 {static_cast<unsigned>(d / 16), static_cast<unsigned>((p.q_len + 15) / 16), count}, tile, 0, nullptr,
-                 args);
+                 {static_cast<unsigned>((d + 15) / 16), static_cast<unsigned>((p.q_len + 15) / 16), count}, tile, 0,
+                 nullptr, args);
   }
 }
 

@@ -75,6 +75,7 @@ TEST_P(compile_default_space, every_variant_compiles) {
 INSTANTIATE_TEST_SUITE_P(
     archs, compile_default_space,
     ::testing::Values(compile_case{"fa2", "sm_80", 64, false}, compile_case{"fa2", "sm_80", 128, true},
+                      compile_case{"fa2", "sm_80", 72, false}, compile_case{"fa2", "sm_90a", 40, true},
                       compile_case{"fa2", "sm_90a", 64, true}, compile_case{"fa2", "sm_90a", 128, false},
                       compile_case{"wgmma", "sm_90a", 64, true}, compile_case{"wgmma", "sm_90a", 128, false},
                       compile_case{"hopper", "sm_90a", 64, false}, compile_case{"hopper", "sm_90a", 64, true},

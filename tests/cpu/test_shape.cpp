@@ -97,16 +97,20 @@ TEST(ParseShape, RejectsOverflow) {
 
 TEST(ParseShape, RejectsBadHeadDimThroughValidate) {
   EXPECT_EQ(invalid_input_message([] { attn::parse_shape("4,32,4096,100"); }),
-            "invalid --shape '4,32,4096,100': head dim 100 is not a multiple of 16 in [32, 256]");
+            "invalid --shape '4,32,4096,100': head dim 100 is not a multiple of 8 in [32, 256]");
 }
 
 TEST(Validate, AcceptsValidShape) { EXPECT_NO_THROW(attn::validate(valid_shape())); }
 
-TEST(Validate, HeadDimMustBeMultipleOf16InRange) {
+TEST(Validate, HeadDimMustBeMultipleOf8InRange) {
   attn::problem s = valid_shape();
   s.head_dim = 100;
   EXPECT_EQ(invalid_input_message([&] { attn::validate(s); }),
-            "head dim 100 is not a multiple of 16 in [32, 256]");
+            "head dim 100 is not a multiple of 8 in [32, 256]");
+  for (int64_t d : {40, 72, 88, 104, 120, 200, 248}) {
+    s.head_dim = d;
+    EXPECT_NO_THROW(attn::validate(s)) << d;
+  }
   s.head_dim = 16;
   EXPECT_NE(invalid_input_message([&] { attn::validate(s); }).find("head dim 16 "),
             std::string::npos);
