@@ -33,6 +33,26 @@ TEST(exported_header, tuned_shapes_get_their_tuned_config) {
   EXPECT_FALSE(fell_back);
 }
 
+// The keys since the sliding window and softcap: an export from before them holds entries of no
+// window and no softcap, which the full lookup finds at (-1, -1, 0) and the older lookup (without
+// those keys) finds as before; a window or softcap nothing was tuned for falls back.
+TEST(exported_header, window_and_softcap_are_keys) {
+  bool fell_back = true;
+  EXPECT_TRUE(same(attn_tuned::lookup("NVIDIA H200", 9, 0, 132, "bf16", 128, false, -1, -1, 0.0, 4096, 4096, &fell_back),
+                   {"fa2", 256, 64, 8, 2}));
+  EXPECT_FALSE(fell_back);
+  EXPECT_TRUE(same(attn_tuned::lookup("NVIDIA H200", 9, 0, 132, "bf16", 128, false, -1, -1, 0.0, 4096, &fell_back),
+                   {"fa2", 256, 64, 8, 2}));
+  EXPECT_FALSE(fell_back);
+  EXPECT_TRUE(same(attn_tuned::lookup("NVIDIA H200", 9, 0, 132, "bf16", 128, false, 1024, -1, 0.0, 4096, 4096, &fell_back),
+                   {"fa2", 128, 64, 4, 2}));
+  EXPECT_TRUE(fell_back);
+  fell_back = true;
+  EXPECT_TRUE(same(attn_tuned::lookup("NVIDIA H200", 9, 0, 132, "bf16", 128, false, -1, -1, 50.0, 4096, 4096, &fell_back),
+                   {"fa2", 128, 64, 4, 2}));
+  EXPECT_TRUE(fell_back);
+}
+
 TEST(exported_header, untuned_shapes_get_the_documented_fallback) {
   bool fell_back = false;
   // Outside the tuned bucket, another causality, another dtype, another device, another head dim.
