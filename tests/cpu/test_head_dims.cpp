@@ -9,6 +9,7 @@
 #include "codegen/family.hpp"
 #include "common/resources.cuh"
 #include "core/problem.hpp"
+#include "family_checks.hpp"
 #include "run/orchestrator.hpp"
 #include "run/tuner.hpp"
 #include "temp_dir.hpp"
@@ -35,14 +36,7 @@ TEST(HeadDims, TheMmaWidthIsTheNextMultipleOf16) {
 TEST(HeadDims, OnlyFa2TakesThemAndTheOthersSayWhy) {
   const problem s = with_head_dim(72);
   validate(s);
-  EXPECT_FALSE(problem_refusal(fa2_family(), s));
-  for (const kernel_family* f : {&hopper_family(), &wgmma_family(), &mfma_family()}) {
-    const auto why = problem_refusal(*f, s);
-    ASSERT_TRUE(why) << f->name;
-    EXPECT_NE(why->find("needs a head dim that is a multiple of 16 (head dim 72): fa2 takes multiples of 8"),
-              std::string::npos)
-        << *why;
-  }
+  testing::expect_only_fa2_takes(s, "needs a head dim that is a multiple of 16 (head dim 72): fa2 takes multiples of 8");
   EXPECT_FALSE(problem_refusal(hopper_family(), with_head_dim(80)));
 }
 

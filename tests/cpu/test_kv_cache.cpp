@@ -14,6 +14,7 @@
 #include "codegen/family.hpp"
 #include "codegen/kernel_args.hpp"
 #include "core/problem.hpp"
+#include "family_checks.hpp"
 #include "invalid_input_message.hpp"
 #include "parsed_options.hpp"
 #include "run/tuner.hpp"
@@ -144,12 +145,7 @@ TEST(KvCacheOptions, BadValuesAreRefusedNamingThem) {
 TEST(KvCacheFamilies, OnlyFa2TakesThemAndTheOthersSayWhy) {
   problem s = cache_problem();
   s.page_size = 64;
-  EXPECT_FALSE(problem_refusal(fa2_family(), s));
-  for (const kernel_family* f : {&hopper_family(), &wgmma_family(), &mfma_family()}) {
-    const auto why = problem_refusal(*f, s);
-    ASSERT_TRUE(why) << f->name;
-    EXPECT_NE(why->find("paged K/V cache (page size 64): fa2 does"), std::string::npos) << *why;
-  }
+  testing::expect_only_fa2_takes(s, "paged K/V cache (page size 64): fa2 does");
   s.page_size = 0;
   s.kv_lens = "1/2/3/4";
   const auto why = problem_refusal(hopper_family(), s);
@@ -164,8 +160,7 @@ TEST(KvCacheFamilies, OnlyFa2TakesThemAndTheOthersSayWhy) {
   EXPECT_NE(invalid_input_message([&] { compile_only(s, "sm_90a", cache, t); }).find("fa2 does"), std::string::npos);
 }
 
-// Aligned fake device pointers: make_fwd_params checks them and never dereferences them.
-const void* fake(uintptr_t at) { return reinterpret_cast<const void*>(at); }
+using testing::fake;
 
 TEST(KvCacheParams, APagedCacheGetsPageStridesAndItsTable) {
   problem s = cache_problem();

@@ -12,6 +12,7 @@
 #include "codegen/family.hpp"
 #include "codegen/kernel_args.hpp"
 #include "core/problem.hpp"
+#include "family_checks.hpp"
 #include "invalid_input_message.hpp"
 #include "parsed_options.hpp"
 #include "run/tuner.hpp"
@@ -137,19 +138,14 @@ TEST(WindowOptions, BadValuesAreRefusedNamingThem) {
 TEST(WindowFamilies, OnlyFa2TakesThemAndTheOthersSayWhy) {
   problem s = square(512, true);
   s.window_left = 100;
-  EXPECT_FALSE(problem_refusal(fa2_family(), s));
-  for (const kernel_family* f : {&hopper_family(), &wgmma_family(), &mfma_family()}) {
-    const auto why = problem_refusal(*f, s);
-    ASSERT_TRUE(why) << f->name;
-    EXPECT_NE(why->find("no sliding window (window 100,0): fa2 has"), std::string::npos) << *why;
-  }
+  testing::expect_only_fa2_takes(s, "no sliding window (window 100,0): fa2 has");
   s.window_left = -1, s.softcap = 50;
   const auto why = problem_refusal(hopper_family(), s);
   ASSERT_TRUE(why);
   EXPECT_NE(why->find("no softcap (softcap 50)"), std::string::npos) << *why;
 }
 
-const void* fake(uintptr_t at) { return reinterpret_cast<const void*>(at); }
+using testing::fake;
 
 TEST(WindowParams, TheKernelGetsTheSidesAndTheCapInRawUnits) {
   problem s = square(1000);
