@@ -47,7 +47,7 @@ __device__ void hopper_forward(const hopper_params& hp) {
   wg_setmaxnreg_inc<C::CONSUMER_REGS>();
 
   const fwd_params& p = hp.p;
-  const attention_mask<C::CAUSAL> mask = attention_mask<C::CAUSAL>::of(p);
+  const hopper_mask<C> mask = hopper_mask_of<C>(p);
   const int warp = threadIdx.x / 32;
   if (C::PINGPONG && wg == C::CONSUMERS - 1) named_arrive(1, 256);  // warpgroup 0 has the first turn
   tile_state<C> st;
@@ -55,17 +55,25 @@ __device__ void hopper_forward(const hopper_params& hp) {
   for (int t = blockIdx.x; t < hp.tiles; t += gridDim.x, ++tile_it) {
     const tile_coord tc = tile_at<C::CAUSAL>(hp, t);
     const int m0 = tc.m_block * C::BLOCK_M;
-    const int n = mask.template range<C::BLOCK_M, C::BLOCK_N>(m0).end;
-    // Tiles [0, n_plain) need no mask for this warpgroup's 64 rows.
-    const int n_plain = mask.template full_tiles<C::BLOCK_N>(m0 + wg * 64, kv_tile_range{0, n}).full_end;
+    // The block's K/V tiles: n of them from tile `first` (0 but for a window).
+    const kv_tile_range range = mask.template range<C::BLOCK_M, C::BLOCK_N>(m0);
+    const int first = C::WINDOW ? range.first : 0, n = range.end - first;
+    // Tiles [plain.full_first, plain.full_end) of the n need no mask for this warpgroup's 64 rows.
+    const int row0 = m0 + wg * 64;
+    kv_full_tiles plain;
+    if constexpr (C::WINDOW) {
+      plain = mask.template full_tiles<C::BLOCK_N>(row0, row0 + 63, range);
+      plain.full_first -= first, plain.full_end -= first;
+    } else {
+      plain = mask.template full_tiles<C::BLOCK_N>(row0, kv_tile_range{0, n});
+    }
     // Whether this warpgroup's rows see at most the first half of the last tile's keys.
-    const bool half_last = n > 0 && mask.keys_end(m0 + wg * 64, 64) <=
-                                        (n - 1) * C::BLOCK_N + C::BLOCK_N / 2;
+    const bool half_last = n > 0 && mask.keys_end(row0, 64) <= (first + n - 1) * C::BLOCK_N + C::BLOCK_N / 2;
     const ring_pos rq = ring_at<C::Q_BUFS>(tile_it);
     const unsigned q_wg = sm.q(rq.stage) + wg * 64 * swizzle<C::D>::W;  // this warpgroup's rows of every piece
     mbar_wait(sm.q_full(rq.stage), rq.phase);
     if (C::O_SMEM && n == 0 && threadIdx.x % 128 == 0) mbar_arrive(sm.q_empty(rq.stage));
-    mainloop<C>(st, p, sm, q_wg, sm.q_empty(rq.stage), kv_it, n, n_plain, half_last, m0 + warp * 16, mask, wg);
+    mainloop<C>(st, p, sm, q_wg, sm.q_empty(rq.stage), kv_it, first, n, plain, half_last, m0 + warp * 16, mask, wg);
     kv_it += n;
     store_tile<C>(hp, sm, st, tc, wg, rq.stage);
   }

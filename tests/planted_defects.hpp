@@ -23,6 +23,8 @@ struct planted_defect {
   const char* inputs = "normal";  ///< --inputs it is checked on
   /// The problem's other options it shows with (a window, softcap), as words of a command line.
   std::vector<std::string> options = {};
+  /// The family it is checked with: fa2 anywhere, hopper on sm_90 (two variants of each).
+  const char* family = "fa2";
 };
 
 inline const std::vector<planted_defect>& planted_defects() {
@@ -42,6 +44,16 @@ inline const std::vector<planted_defect>& planted_defects() {
       {"softcap_before_scale", "fa2.cuh", "mask.rows(), p.scale_log2, p.softcap_in, p.softcap_out);",
        "mask.rows(), p.scale_log2, p.softcap_in / p.softmax_scale, p.softcap_out * p.softmax_scale);", false, "normal",
        {"--softcap", "5"}},
+      // hopper: the window's left edge in common/attention.cuh, as fa2's, and its own two: the tile
+      // before a warpgroup's unmasked ones taken unmasked too (keys left of the window leak in),
+      // and the cap applied before the scale.
+      {"hopper_window_off_by_one", "common/attention.cuh", "max(0, i + causal_offset - left)",
+       "max(0, i + causal_offset - left + 1)", true, "normal", {"--window", "64,0"}, "hopper"},
+      {"hopper_window_tile_unmasked", "hopper.cuh", "plain.full_first -= first,", "plain.full_first -= first + 1,",
+       true, "normal", {"--window", "64,0"}, "hopper"},
+      {"hopper_softcap_before_scale", "hopper/mainloop.cuh", "p.softcap_out * fast_tanh(s[i] * p.softcap_in)",
+       "p.softcap_out * p.softmax_scale * fast_tanh(s[i] * p.softcap_in / p.softmax_scale)", false, "normal",
+       {"--softcap", "5"}, "hopper"},
   };
   return all;
 }

@@ -95,10 +95,16 @@ struct attention_mask {
   /// The first key that row m0 (the first of a span) sees: 0 but for a window's left edge.
   __device__ __forceinline__ int keys_begin(int m0) const { return WINDOW ? min(key_begin(m0), kv_len()) : 0; }
 
-  /// The K/V tiles of BLOCK_N keys that query rows [m0, m0 + ROWS) attend to.
+  /// The K/V tiles of BLOCK_N keys that query rows [m0, m0 + ROWS) attend to (WINDOW: from the
+  /// first row's left edge; empty when the rows' windows hold no key).
   template <int ROWS, int BLOCK_N>
   __device__ __forceinline__ kv_tile_range range(int m0) const {
-    return {0, (keys_end(m0, ROWS) + BLOCK_N - 1) / BLOCK_N};
+    const int end = (keys_end(m0, ROWS) + BLOCK_N - 1) / BLOCK_N;
+    if constexpr (WINDOW) {
+      const int first = keys_begin(m0) / BLOCK_N;
+      return {first, max(end, first)};
+    }
+    return {0, end};
   }
 
   /// The tiles of `r` that need no mask for the rows from first_row on: they end before the last

@@ -2,6 +2,7 @@
 // The hopper family's compile-time configuration: warpgroup roles, the register hand-over, the
 // schedule switches and the shared-memory layout (tiles, then mbarriers). The numbers the host's
 // resource model (src/codegen/family_hopper.cpp) needs too are defined in common/resources.cuh.
+#include "common/attention.cuh"
 #include "common/resources.cuh"
 #include "common/swizzle.cuh"
 
@@ -10,10 +11,15 @@ namespace attn_k {
 /// SCHEDULE: the OR of common/resources.cuh's hopper_schedule_bit (schedule_persistent is the
 /// host's launch only; the others select the kernel's code below).
 /// O_SMEM: O has its own tile (else it is staged in Q's, and the next Q there waits for it).
+/// WINDOW: a sliding window (p.window_left/right): a tile's K/V loop runs over the tiles its rows'
+/// windows reach, those cut by an edge masked. SOFTCAP: each score s becomes
+/// softcap_out tanh(s softcap_in) before the mask and the softmax. A dense instantiation names
+/// neither, so its source and binary are those measured before they existed.
 template <bool BF16_, int D_, int BLOCK_M_, int BLOCK_N_, int WARPS_, int STAGES_, bool CAUSAL_, int SCHEDULE_,
-          bool O_SMEM_>
+          bool O_SMEM_, bool WINDOW_ = false, bool SOFTCAP_ = false>
 struct hopper_config {
   static constexpr bool BF16 = BF16_, CAUSAL = CAUSAL_, O_SMEM = O_SMEM_;
+  static constexpr bool WINDOW = WINDOW_, SOFTCAP = SOFTCAP_;
   static constexpr int D = D_, BLOCK_M = BLOCK_M_, BLOCK_N = BLOCK_N_, WARPS = WARPS_, STAGES = STAGES_;
   static constexpr int THREADS = WARPS * 32;
   static constexpr int CONSUMERS = BLOCK_M / 64;  ///< warpgroups that compute, 64 rows each
@@ -40,6 +46,15 @@ struct hopper_config {
   static constexpr int KV_OFFSET = LAYOUT.kv_offset(), TILE_BYTES = LAYOUT.tile_bytes();
   static constexpr int SHARED_BYTES = LAYOUT.shared_bytes();
 };
+
+/// The mask the producer and the consumers agree on: which K/V tiles a tile's rows attend to.
+template <class C>
+using hopper_mask = attention_mask<C::CAUSAL, fwd_params, C::WINDOW>;
+template <class C>
+__device__ __forceinline__ hopper_mask<C> hopper_mask_of(const fwd_params& p) {
+  if constexpr (C::WINDOW) return hopper_mask<C>::of(p, p.window_left, p.window_right);
+  else return hopper_mask<C>::of(p);
+}
 
 /// Shared-memory addresses of one block's tiles and barriers. Full barriers complete on the
 /// producer's one arrival plus the copy's bytes; empty ones on one arrival per consumer warpgroup.

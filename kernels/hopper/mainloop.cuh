@@ -44,16 +44,18 @@ __device__ __forceinline__ auto with_width(bool half, F&& f) {
   return f(width_c<C::BLOCK_N>{});
 }
 
-/// Runs tiles [0, n) of K/V ring iterations kv_it .. kv_it + n - 1. q_wg: this warpgroup's Q rows.
+/// Runs K/V tiles first .. first + n - 1 (ring iterations kv_it .. kv_it + n - 1); those of
+/// [plain.full_first, plain.full_end), counted from `first`, need no mask. q_wg: this warpgroup's
+/// Q rows.
 /// Q is handed back (q_empty) after the last S when O has its own tile; else the epilogue does it.
 /// half_last: this warpgroup's rows see only the first half of the last tile's keys (the causal
 /// diagonal, or a short last tile); with HALF_LAST its softmax and P V there take half the width
 /// (and S too where it is not issued under a P V: a half S there serializes the wgmmas, C7511).
 template <class C>
 __device__ __forceinline__ void mainloop(tile_state<C>& st, const fwd_params& p, const hopper_smem<C>& sm,
-                                         unsigned q_wg, unsigned q_empty, int kv_it, int n, int n_plain,
-                                         bool half_last, int warp_row0,
-                                         const attention_mask<C::CAUSAL>& mask, int wg) {
+                                         unsigned q_wg, unsigned q_empty, int kv_it, int first, int n,
+                                         kv_full_tiles plain, bool half_last, int warp_row0,
+                                         const hopper_mask<C>& mask, int wg) {
   const bool leader = threadIdx.x % 128 == 0;
   auto release = [&](unsigned bar) {
     if (leader) mbar_arrive(bar);
@@ -69,12 +71,15 @@ __device__ __forceinline__ void mainloop(tile_state<C>& st, const fwd_params& p,
   unsigned pr[C::BLOCK_N / 16][4];
   auto softmax = [&](int j, auto w) {
     constexpr int W = decltype(w)::value;
-    const typename attention_mask<C::CAUSAL>::row_masks rows{p.kv_len, mask.causal_offset};
-    if (j < n_plain)
-      return wg_softmax<C, false, W>(s, alpha, st.row_max, st.row_sum, j * C::BLOCK_N, warp_row0,
-                                     rows, p.scale_log2);
-    return wg_softmax<C, true, W>(s, alpha, st.row_max, st.row_sum, j * C::BLOCK_N, warp_row0,
-                                  rows, p.scale_log2);
+    if constexpr (C::SOFTCAP) {  // cap the scores before the mask and the softmax see them
+#pragma unroll
+      for (int i = 0; i < W / 2; ++i) s[i] = p.softcap_out * fast_tanh(s[i] * p.softcap_in);
+    }
+    const typename hopper_mask<C>::row_masks rows = mask.rows();
+    const int n0 = (first + j) * C::BLOCK_N;
+    if ((!C::WINDOW || j >= plain.full_first) && j < plain.full_end)
+      return wg_softmax<C, false, W>(s, alpha, st.row_max, st.row_sum, n0, warp_row0, rows, p.scale_log2);
+    return wg_softmax<C, true, W>(s, alpha, st.row_max, st.row_sum, n0, warp_row0, rows, p.scale_log2);
   };
   if (n == 0) return;
 

@@ -10,10 +10,11 @@ namespace attn_k {
 /// common/attention.cuh's step over this thread's two rows; alpha: the factor O must be rescaled
 /// by; returns whether any row of the warp needs it. MASK: the tile is partial. NW: the tile's
 /// first NW keys only (the rest of s is left alone and takes no part).
-template <class C, bool MASK, int NW = C::BLOCK_N>
+/// Rows: the mask's row_masks (attention_mask<...>::rows()).
+template <class C, bool MASK, int NW = C::BLOCK_N, class Rows>
 __device__ __forceinline__ bool wg_softmax(float (&s)[C::BLOCK_N / 2], float (&alpha)[2], float (&row_max)[2],
-                                           float (&row_sum)[2], int n0, int warp_row0,
-                                           const typename attention_mask<C::CAUSAL>::row_masks& mask, float scale_log2) {
+                                           float (&row_sum)[2], int n0, int warp_row0, const Rows& mask,
+                                           float scale_log2) {
   const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   bool any_grow = false;
   quad_rows_softmax<NW, MASK, false>([&](int nf, int k) -> float& { return s[nf * 4 + k]; }, mask, warp_row0 + g, n0,

@@ -58,9 +58,9 @@ std::optional<std::string> problem_refusal(const kernel_family& f, const problem
                        f.name, f.head_dim_multiple, s.head_dim);
   if (!f.takes_variant_fields) {
     if (has_window(s))
-      return fmt::format("family {} has no sliding window (window {},{}): fa2 has", f.name, s.window_left,
+      return fmt::format("family {} has no sliding window (window {},{}): fa2 and hopper have", f.name, s.window_left,
                          s.causal ? 0 : s.window_right);
-    if (has_softcap(s)) return fmt::format("family {} has no softcap (softcap {}): fa2 has", f.name, s.softcap);
+    if (has_softcap(s)) return fmt::format("family {} has no softcap (softcap {}): fa2 and hopper have", f.name, s.softcap);
   }
   if (f.takes_decode_fields) return std::nullopt;
   if (s.page_size > 0)

@@ -46,8 +46,10 @@ int64_t hopper_shared_memory(const tile_config& c, const problem& s) {
 
 // Registers a computing thread needs beyond its tile state (addresses, loop state, the causal
 // mask): with these margins ptxas reported 0 spills for every config the rule keeps, and spills for
-// the ones next past it (e.g. D=128 192x80 causal with the overlap: 20 bytes).
-int register_margin(const problem& s) { return s.causal ? 24 : 16; }
+// the ones next past it (e.g. D=128 192x80 causal with the overlap: 20 bytes). A window's mask
+// costs what the causal one does (D=128 128x192 with both sides, margin 16: 28-60 bytes);
+// softcap 20 more (D=64 192x128 with the overlap, margin 16: 108 bytes; 192x176, margin 32: 24).
+int register_margin(const problem& s) { return (s.causal || has_window(s) ? 24 : 16) + (has_softcap(s) ? 20 : 0); }
 
 }  // namespace
 
@@ -109,14 +111,15 @@ std::optional<std::string> hopper_reject(const tile_config& c, const problem& s,
       return fmt::format("half-width last tile (schedule bit 16) needs block_n a multiple of 32, not {}",
                          c.block_n);
     // It acts only where some warpgroup's rows see at most half of their last K/V tile: always on
-    // the causal diagonal (a warpgroup's 64 rows span half a tile of 128 or more keys), else only
-    // when N_kv leaves a short last tile.
+    // a diagonal (causal, or a window's right edge: a warpgroup's 64 rows span half a tile of 128
+    // or more keys), else only when N_kv leaves a short last tile.
+    const bool diagonal = s.causal || s.window_right >= 0;
     const int64_t tail = s.kv_len % c.block_n;
-    if (!s.causal && (tail == 0 || tail > c.block_n / 2))
+    if (!diagonal && (tail == 0 || tail > c.block_n / 2))
       return fmt::format("half-width last tile (schedule bit 16) has nothing to act on: not causal, and "
                          "N_kv {} leaves no last tile of at most {} keys",
                          s.kv_len, c.block_n / 2);
-    if (s.causal && c.block_n < 128)
+    if (diagonal && c.block_n < 128)
       return fmt::format("half-width last tile (schedule bit 16) needs block_n >= 128 when causal (64 rows "
                          "of a warpgroup see more than half of a {}-key diagonal tile)",
                          c.block_n);
@@ -137,6 +140,13 @@ std::optional<std::string> hopper_reject(const tile_config& c, const problem& s,
   return std::nullopt;
 }
 
+// The template's WINDOW and SOFTCAP, as far as one is set: a dense instantiation names neither,
+// so its source and binary stay those measured before they existed.
+std::string variant_flags(const problem& s) {
+  if (has_softcap(s)) return fmt::format(", {}, true", has_window(s));
+  return has_window(s) ? ", true" : "";
+}
+
 std::string hopper_instantiation(const tile_config& c, const problem& s) {
   // setmaxnreg needs a register cap at entry: __launch_bounds__(threads, 1). The persistent bit
   // only changes the grid, so it does not reach the source.
@@ -145,12 +155,12 @@ std::string hopper_instantiation(const tile_config& c, const problem& s) {
       "extern \"C\" __global__ void __launch_bounds__({threads}, 1) attn_hopper("
       "const __grid_constant__ attn_k::hopper_params hp) {{\n"
       "  attn_k::hopper_forward<attn_k::hopper_config<{bf16}, {d}, {bm}, {bn}, {w}, {st}, {causal}, {sched}, "
-      "{o_smem}>>(hp);\n"
+      "{o_smem}{variant}>>(hp);\n"
       "}}\n",
       fmt::arg("threads", hopper_threads(c)), fmt::arg("bf16", s.dtype == dtype::bf16), fmt::arg("d", s.head_dim),
       fmt::arg("bm", c.block_m), fmt::arg("bn", c.block_n), fmt::arg("w", c.warps), fmt::arg("st", c.stages),
       fmt::arg("causal", s.causal), fmt::arg("sched", c.knob & attn_k::schedule_kernel_bits),
-      fmt::arg("o_smem", o_has_own_tile(c, s)));
+      fmt::arg("o_smem", o_has_own_tile(c, s)), fmt::arg("variant", variant_flags(s)));
 }
 
 // The tensor maps are encoded once per (variant, problem): boxes of BLOCK_M rows of Q, BLOCK_N
@@ -219,7 +229,10 @@ const kernel_family& hopper_family() {
       family_sources({"hopper.cuh", "reference.cuh"}),
       true,  // arch-specific: sm_90a runs on cc 9.0 only
       hopper_plan,
-      true};  // supersedes fa2 and wgmma on sm_90 (every benchmark-table winner is hopper's)
+      true,  // supersedes fa2 and wgmma on sm_90 (every benchmark-table winner is hopper's)
+      "",
+      false,
+      true};  // a sliding window and softcap
   return family;
 }
 

@@ -25,9 +25,10 @@ TEST(planted_defects, each_applies_and_compiles) {
     args.insert(args.end(), defect.options.begin(), defect.options.end());
     const problem s = testing::parsed(args).problem;
     tune_options t;
-    t.family = "fa2";
-    t.configs = {{64, 64, 4, 2}};
-    const tune_result r = compile_only(s, "sm_80", cache, t);
+    t.family = defect.family;
+    const bool hopper = t.family == "hopper";
+    t.configs = {hopper ? tile_config{128, 64, 12, 2, 7} : tile_config{64, 64, 4, 2}};
+    const tune_result r = compile_only(s, hopper ? "sm_90a" : "sm_80", cache, t);
     ASSERT_EQ(r.records.size(), 1u);
     EXPECT_EQ(r.records[0].status, status::compiled) << r.records[0].message;
   }

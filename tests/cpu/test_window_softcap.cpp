@@ -15,6 +15,7 @@
 #include "family_checks.hpp"
 #include "invalid_input_message.hpp"
 #include "parsed_options.hpp"
+#include "run/orchestrator.hpp"
 #include "run/tuner.hpp"
 #include "temp_dir.hpp"
 #include "verify/cpu_reference.hpp"
@@ -135,14 +136,50 @@ TEST(WindowOptions, BadValuesAreRefusedNamingThem) {
   EXPECT_NE(message({"--softcap", "fifty"}).find("invalid --softcap 'fifty'"), std::string::npos);
 }
 
-TEST(WindowFamilies, OnlyFa2TakesThemAndTheOthersSayWhy) {
+TEST(WindowFamilies, Fa2AndHopperTakeThemAndTheOthersSayWhy) {
   problem s = square(512, true);
   s.window_left = 100;
-  testing::expect_only_fa2_takes(s, "no sliding window (window 100,0): fa2 has");
+  for (const kernel_family* f : {&fa2_family(), &hopper_family()}) EXPECT_FALSE(problem_refusal(*f, s)) << f->name;
+  for (const kernel_family* f : {&wgmma_family(), &mfma_family()}) {
+    const auto why = problem_refusal(*f, s);
+    ASSERT_TRUE(why) << f->name;
+    EXPECT_NE(why->find("no sliding window (window 100,0): fa2 and hopper have"), std::string::npos) << *why;
+  }
   s.window_left = -1, s.softcap = 50;
-  const auto why = problem_refusal(hopper_family(), s);
+  EXPECT_FALSE(problem_refusal(hopper_family(), s));
+  const auto why = problem_refusal(wgmma_family(), s);
   ASSERT_TRUE(why);
-  EXPECT_NE(why->find("no softcap (softcap 50)"), std::string::npos) << *why;
+  EXPECT_NE(why->find("no softcap (softcap 50): fa2 and hopper have"), std::string::npos) << *why;
+}
+
+// hopper's instantiation names WINDOW and SOFTCAP only as far as one is set: a dense problem's
+// source (and binary) is the one measured before they existed.
+TEST(WindowFamilies, HopperNamesTheFlagsOnlyWhenSet) {
+  const tile_config c{128, 128, 12, 2, 7};
+  problem s = square(512, true);
+  auto config_args = [&] {
+    const std::string text = hopper_family().instantiation(c, s);
+    const auto at = text.find("hopper_config<");
+    return text.substr(at, text.find(">>", at) - at);
+  };
+  EXPECT_EQ(config_args(), "hopper_config<true, 64, 128, 128, 12, 2, true, 3, true");
+  s.window_left = 256;
+  EXPECT_EQ(config_args(), "hopper_config<true, 64, 128, 128, 12, 2, true, 3, true, true");
+  s.softcap = 50;
+  EXPECT_EQ(config_args(), "hopper_config<true, 64, 128, 128, 12, 2, true, 3, true, true, true");
+  s.window_left = -1;
+  EXPECT_EQ(config_args(), "hopper_config<true, 64, 128, 128, 12, 2, true, 3, true, false, true");
+}
+
+// On sm_90 a window or softcap is tuned with hopper, the family that takes them there.
+TEST(WindowFamilies, OnHopperTheRunSearchesHopper) {
+  problem s = square(4096, true);
+  s.head_dim = 128, s.window_left = 1024, s.softcap = 50;
+  family_run run;
+  run.families = {"fa2", "wgmma", "hopper"};
+  run.spaces = {fa2_family().default_space, wgmma_family().default_space, hopper_family().default_space};
+  run.families_defaulted = true;
+  EXPECT_EQ(searched_families(run, 9, 0, s), "hopper");
 }
 
 using testing::fake;
@@ -244,6 +281,49 @@ TEST(WindowCompile, Fa2VariantsCompile) {
     }
   }
 }
+
+// Every variant of hopper's default space that its pruner keeps compiles for sm_90a without
+// spills, for each form: a causal window, both sides, softcap alone and with a window, at D = 64,
+// 128 and 256 (softcap and a window cost registers: the pruner's margin grows with them).
+struct hopper_variant_case {
+  const char* label;
+  int64_t d;
+  bool causal;
+  int64_t left, right;
+  double softcap;
+};
+void PrintTo(const hopper_variant_case& c, std::ostream* os) { *os << c.label; }
+class hopper_variant_compile : public ::testing::TestWithParam<hopper_variant_case> {};
+
+TEST_P(hopper_variant_compile, every_kept_variant_compiles_without_spills) {
+  const hopper_variant_case& v = GetParam();
+  problem s = square(4096, v.causal);
+  s.head_dim = v.d, s.window_left = v.left, s.window_right = v.right, s.softcap = v.softcap;
+  canonicalize(s);
+  validate(s);
+  const temp_dir dir("attn-tune-hopper-variant-compile");
+  const compile_cache cache(dir.path().string());
+  tune_options t;
+  t.family = "hopper";
+  t.space = hopper_family().default_space;
+  const tune_result r = compile_only(s, "sm_90a", cache, t);
+  int compiled = 0;
+  for (const auto& rec : r.records) {
+    if (rec.status == status::pruned) continue;
+    EXPECT_EQ(rec.status, status::compiled) << name(rec.config) << ": " << rec.message;
+    EXPECT_EQ(rec.spill_bytes, 0) << name(rec.config) << " spills";
+    ++compiled;
+  }
+  EXPECT_GE(compiled, 2) << r.pruning;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    hopper, hopper_variant_compile,
+    ::testing::Values(hopper_variant_case{"d128_causal_window_softcap", 128, true, 1024, -1, 50},
+                      hopper_variant_case{"d64_both_sides", 64, false, 256, 256, 0},
+                      hopper_variant_case{"d64_softcap", 64, false, -1, -1, 50},
+                      hopper_variant_case{"d256_causal_window", 256, true, 1024, -1, 0}),
+    [](const auto& info) { return std::string(info.param.label); });
 
 }  // namespace
 }  // namespace attn

@@ -1,9 +1,10 @@
-// Sliding windows and softcap on the fa2 family (issue 23, items 3 and 4): every variant of a small
-// space must pass the reference check on fresh random inputs, for windows of each form (both
-// sides, one side, a causal window, a window of one key, one wider than the keys), on ragged
-// lengths, cross-attention, GQA, both layouts and fp16; softcap alone (a hard cap of 2 and
-// Gemma-2's 50) and with a window; a window with the decode axes (split-KV, packed GQA, a paged
-// cache with per-sequence lengths).
+// Sliding windows and softcap on the fa2 and hopper families (issue 23, items 3 and 4): every
+// variant of a small space must pass the reference check on fresh random inputs, for windows of
+// each form (both sides, one side, a causal window, a window of one key, one wider than the
+// keys), on ragged lengths, cross-attention, GQA, both layouts and fp16; softcap alone (a hard
+// cap of 2 and Gemma-2's 50) and with a window; a window with fa2's decode axes (split-KV, packed
+// GQA, a paged cache with per-sequence lengths).
+#include "codegen/family.hpp"
 #include "verify_all.hpp"
 
 namespace attn::testing {
@@ -38,6 +39,19 @@ TEST_P(window_softcap_correctness, every_variant_passes) {
   const search_space space =
       parse_space({"block_m=64,128", "block_n=32,64,128", "warps=4", "stages=1,2,3"}, fa2_family().default_space);
   EXPECT_GE(verify_all(s, m_gpu, m_cache, space), 4);  // D=256 prunes the large tiles
+}
+
+// The hopper family on the same cases (sm_90): two and three computing warpgroups, tiles of 64,
+// 80 and 128 keys (the window's edges cut them in every way), the overlap, ping-pong, the
+// persistent grid and the half-width last tile (22; it acts on a window's right edge too).
+TEST_P(window_softcap_correctness, every_hopper_variant_passes) {
+  if (m_gpu.backend != backend::cuda || !runs_on(hopper_family(), m_gpu.desc.cc_major, m_gpu.desc.cc_minor))
+    GTEST_SKIP() << "hopper runs on sm_90 (Hopper) only; this is " << m_gpu.desc.arch;
+  const problem s = with_variant(GetParam());
+  const search_space space = parse_space(
+      {"block_m=128,192", "block_n=64,80,128", "warps=12,16", "stages=2", "schedule=3,6,7,22"},
+      hopper_family().default_space);
+  EXPECT_GE(verify_all(s, m_gpu, m_cache, space, "hopper"), 4);  // D=256 prunes the large tiles
 }
 
 const dtype bf = dtype::bf16, fp = dtype::fp16;

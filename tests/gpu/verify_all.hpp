@@ -1,5 +1,5 @@
 #pragma once
-// What the fa2 correctness suites share (decode, KV caches, windows and softcap): a problem from
+// What the correctness suites of fa2's (and hopper's) problem options share (decode, KV caches, windows and softcap): a problem from
 // its numbers, and every variant of a space tuned on fresh random inputs, each required to pass.
 #include <cstdio>
 
@@ -16,11 +16,12 @@ inline problem decode(int64_t b, int64_t h, int64_t hk, int64_t nq, int64_t nk, 
   return s;
 }
 
-/// Tunes every variant of `space` (fa2) on s: each that is not pruned must pass the reference
-/// check; returns how many did.
-inline int verify_all(const problem& s, const gpu_info& gpu, const compile_cache& cache, const search_space& space) {
+/// Tunes every variant of `space` (of `family`) on s: each that is not pruned must pass the
+/// reference check; returns how many did.
+inline int verify_all(const problem& s, const gpu_info& gpu, const compile_cache& cache, const search_space& space,
+                      const std::string& family = "fa2") {
   tune_options t;
-  t.family = "fa2";
+  t.family = family;
   t.space = space;
   t.seed = 7;
   t.timing.min_reps = 2;
