@@ -190,10 +190,10 @@ bool parse_options(int argc, char** argv, options& out) {
                  "Sliding window LEFT,RIGHT (FlashAttention's window_size): query i sees key j when "
                  "i + kv_len - N - LEFT <= j <= i + kv_len - N + RIGHT; -1 = no limit on that side; with "
                  "--causal RIGHT is 0 (a RIGHT of 0 is the causal mask). TFLOPS count the visible pairs "
-                 "(fa2 family). E.g. --window 4096,0 --causal");
+                 "(fa2 and hopper families). E.g. --window 4096,0 --causal");
   app.add_option("--softcap", softcap_text,
                  "Logit soft-capping: scores become C*tanh(score/C) after the softmax scale (Gemma-2: 50; "
-                 "0 = off; fa2 family)");
+                 "0 = off; fa2 and hopper families)");
   app.add_option("--dtype", dtype_text, "Element type: bf16 or fp16")->capture_default_str();
   app.add_option("--problem", problem_text, "The problem as a key (batch=..,heads=..,...)")->group("");
   app.add_option("--layout", layout_text, "bhsd = [B,H,N,D] contiguous, bshd = [B,N,H,D]")
