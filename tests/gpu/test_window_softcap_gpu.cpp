@@ -51,7 +51,9 @@ TEST_P(window_softcap_correctness, every_hopper_variant_passes) {
   const search_space space = parse_space(
       {"block_m=128,192", "block_n=64,80,128", "warps=12,16", "stages=2", "schedule=3,6,7,22"},
       hopper_family().default_space);
-  EXPECT_GE(verify_all(s, m_gpu, m_cache, space, "hopper"), 4);  // D=256 prunes the large tiles
+  // D=256 with softcap and a window keeps one config of this space (128x64 with the overlap: the
+  // register margin prunes the rest; H200, 2026-12-02).
+  EXPECT_GE(verify_all(s, m_gpu, m_cache, space, "hopper"), s.head_dim == 256 ? 1 : 4);
 }
 
 const dtype bf = dtype::bf16, fp = dtype::fp16;
