@@ -131,6 +131,15 @@ TEST(hopper_family, rejects_what_it_cannot_express_and_says_why) {
   EXPECT_NE(why(d128, 64, 128, 8, 2, 3)->find("ping-pong needs two computing warpgroups"), std::string::npos);
   // D=256, 192 rows: O alone is 128 of a consumer's 160 registers.
   EXPECT_NE(why(d256, 192, 80, 16, 2, 5)->find("registers per thread"), std::string::npos);
+  // Softcap's margin: D=256 causal keeps the dense kernel's 128x64 with the overlap (ptxas: no
+  // spills), D=96 drops 128x176 (it spilled 24-80 bytes) and D=64 drops 192x128 with the overlap.
+  problem capped256 = make(1, 2, 2, 1024, 1024, 256, true), capped96 = make(1, 2, 2, 1024, 1024, 96),
+          capped64 = make(1, 2, 2, 1024, 1024, 64);
+  capped256.softcap = capped96.softcap = capped64.softcap = 50;
+  EXPECT_FALSE(why(capped256, 128, 64, 12, 2, 3).has_value()) << *why(capped256, 128, 64, 12, 2, 3);
+  EXPECT_FALSE(why(make(1, 2, 2, 1024, 1024, 96), 128, 176, 12, 2, 3).has_value());
+  EXPECT_NE(why(capped96, 128, 176, 12, 2, 3)->find("registers per thread"), std::string::npos);
+  EXPECT_NE(why(capped64, 192, 128, 16, 2, 3)->find("registers per thread"), std::string::npos);
   // D=128, 192-key tiles in 3 stages: Q + 3 x (K + V) = 32 + 6 x 48 KiB.
   EXPECT_NE(why(d128, 128, 192, 12, 3, 0)->find("shared memory"), std::string::npos);
   resource_limits ampere;

@@ -322,7 +322,9 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(hopper_variant_case{"d128_causal_window_softcap", 128, true, 1024, -1, 50},
                       hopper_variant_case{"d64_both_sides", 64, false, 256, 256, 0},
                       hopper_variant_case{"d64_softcap", 64, false, -1, -1, 50},
-                      hopper_variant_case{"d256_causal_window", 256, true, 1024, -1, 0}),
+                      hopper_variant_case{"d256_causal_window", 256, true, 1024, -1, 0},
+                      hopper_variant_case{"d96_softcap", 96, false, -1, -1, 50},
+                      hopper_variant_case{"d256_causal_softcap", 256, true, -1, -1, 50}),
     [](const auto& info) { return std::string(info.param.label); });
 
 }  // namespace
