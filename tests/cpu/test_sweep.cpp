@@ -81,6 +81,11 @@ TEST(shipped_sweeps, parse) {
   const auto smoke = read_sweep_file(dir + "ci-smoke.csv");
   EXPECT_EQ(smoke.size(), 4u);
   EXPECT_EQ(smoke[3].problem.layout, layout::bshd);
+  const auto dims = read_sweep_file(dir + "head-dims.csv");
+  ASSERT_EQ(dims.size(), 7u);
+  EXPECT_EQ(dims[1].problem.head_dim, 80);
+  EXPECT_EQ(dims[5].problem.head_dim, 192);
+  EXPECT_TRUE(dims[5].problem.causal);
 }
 
 TEST(shard, parse_explicit_and_auto) {
