@@ -322,10 +322,27 @@ def flops(s):
     return f / 2 if s.causal else f
 
 
+def visible_keys(s):
+    """The keys of one sequence some query sees (all of them without a window): the union of the
+    rows' ranges, one run since both edges rise by one a query (attn-tune's visible_keys)."""
+    if not s.has_window():
+        return s.nkv
+    left, right = s.window()
+    lo, hi = s.nkv, 0
+    for i in range(s.nq):
+        diagonal = i + s.nkv - s.nq
+        first = max(0, diagonal - left) if left >= 0 else 0
+        end = min(s.nkv, diagonal + right + 1) if right >= 0 else s.nkv
+        if end > first:
+            lo, hi = min(lo, first), max(hi, end)
+    return max(0, hi - lo)
+
+
 def bytes_moved(s):
-    """What attention must move at the least: Q, K, V read, O written, and the float32 LSE."""
+    """What attention must move at the least: Q, K, V read (with a window, the keys some query
+    sees), O written, and the float32 LSE."""
     q = s.b * s.h * s.nq * s.d * ELEMENT_BYTES
-    kv = 2 * s.b * s.kv * s.nkv * s.d * ELEMENT_BYTES
+    kv = 2 * s.b * s.kv * visible_keys(s) * s.d * ELEMENT_BYTES
     return 2 * q + kv + 4 * s.b * s.h * s.nq
 
 

@@ -455,6 +455,20 @@ double visible_pairs(const problem& p, int64_t kv_len) {
   return total;
 }
 
+int64_t visible_keys(const problem& p, int64_t kv_len) {
+  if (!has_window(p)) return kv_len;
+  // As in visible_pairs: query i sees [max(0, i + c1), min(kv_len, i + c2)), both edges rising
+  // with i by one a query and the window at least one key wide, so the union is one run of keys,
+  // from the first query that sees a key to the last one that does.
+  const int64_t off = kv_len - p.q_len;
+  const int64_t right_n = p.causal ? 0 : p.window_right;
+  const bool left = p.window_left >= 0, right = p.causal || p.window_right >= 0;
+  const int64_t c1 = left ? off - p.window_left : INT64_MIN / 4, c2 = right ? off + right_n + 1 : INT64_MAX / 4;
+  const int64_t first = std::max<int64_t>(0, 1 - c2), last = std::min<int64_t>(p.q_len - 1, kv_len - 1 - c1);
+  if (first > last) return 0;
+  return std::min(kv_len, last + c2) - std::max<int64_t>(0, first + c1);
+}
+
 double attention_flops(const problem& s) {
   // In double from the start: the integer product overflows int64 for long sequences.
   double flops = 4.0 * static_cast<double>(s.batch) * static_cast<double>(s.heads) *
@@ -492,7 +506,15 @@ int64_t kv_bytes(const problem& s) {
 }
 
 int64_t kv_read_bytes(const problem& s) {
-  return total_kv_rows(s) * s.kv_heads * s.head_dim * element_size(s.dtype);
+  int64_t rows = total_kv_rows(s);
+  if (has_window(s)) {  // the keys some query's window reaches, per sequence
+    rows = 0;
+    if (has_kv_lens(s) && s.kv_lens != "given")
+      for (int64_t n : kv_lengths(s)) rows += visible_keys(s, n);
+    else
+      rows = s.batch * visible_keys(s, s.kv_len);
+  }
+  return rows * s.kv_heads * s.head_dim * element_size(s.dtype);
 }
 
 int64_t materialized_extra_bytes(const problem& s) {

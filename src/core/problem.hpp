@@ -152,8 +152,12 @@ double tflops(const problem& s, double milliseconds);
 
 int64_t q_bytes(const problem& s);   ///< also the size of O
 int64_t kv_bytes(const problem& s);  ///< one of K or V, as allocated (kv_len rows per sequence)
-/// One of K or V as attention reads it: each sequence's own length (kv_lens) of rows.
+/// One of K or V as attention reads it: each sequence's own length (kv_lens) of rows; with a
+/// sliding window, only the keys some query's window reaches (visible_keys).
 int64_t kv_read_bytes(const problem& s);
+/// The keys of a sequence of kv_len keys that at least one query sees (kv_len without a window;
+/// with one, e.g. decode's N_q = 1 and a window of LEFT: LEFT + 1 of the cache's keys).
+int64_t visible_keys(const problem& p, int64_t kv_len);
 /// Extra device memory a materializing implementation needs: scores in fp32 plus
 /// probabilities in the input type, B*H*Nq*Nkv*(4 + element size).
 int64_t materialized_extra_bytes(const problem& s);

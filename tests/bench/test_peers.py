@@ -152,6 +152,15 @@ class numbers(unittest.TestCase):
         # decode.py's GB/s for its first row (results/h200/2026-12-01-decode/call8): 3081 at 0.08717 ms
         self.assertAlmostEqual(peers.gbs(s, 0.08716800063848495), 3081.03, places=1)
 
+    def test_a_window_reads_only_the_keys_some_query_sees(self):
+        s = Shape(8, 32, 8, 1, 8192, 128, True, window_left=1024)  # decode: the cache's last 1025 keys
+        self.assertEqual(peers.visible_keys(s), 1025)
+        q = 8 * 32 * 1 * 128 * 2
+        self.assertEqual(peers.bytes_moved(s), 2 * q + 2 * 8 * 8 * 1025 * 128 * 2 + 4 * 8 * 32)
+        self.assertEqual(peers.visible_keys(Shape(1, 1, 1, 4096, 4096, 64, True, window_left=1024)), 4096)
+        self.assertEqual(peers.visible_keys(Shape(1, 1, 1, 4, 6, 64, False, window_left=1, window_right=1)), 5)
+        self.assertEqual(peers.visible_keys(Shape(1, 1, 1, 4096, 4096, 64)), 4096)
+
     def test_ratios_and_the_fastest_peer(self):
         self.assertAlmostEqual(peers.ratio(2.0, 1.0), 2.0)
         for bad in [(math.nan, 1.0), (1.0, math.nan), (0.0, 1.0), (1.0, 0.0)]:

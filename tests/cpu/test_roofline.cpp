@@ -2,6 +2,8 @@
 // its fraction of the device's copy bandwidth, which is measured once per run.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "core/problem.hpp"
 #include "core/rates.hpp"
 #include "run/copy_bandwidth.hpp"
@@ -32,6 +34,50 @@ TEST(roofline, a_decode_shapes_bytes_are_its_kv_cache) {
   // 0.0872 ms moves 268.6 MB: 3080 GB/s, 0.72 of the 4267 GB/s copy the README's table says.
   EXPECT_NEAR(gbps(moved_bytes(s), 0.0872), 3079.9, 0.05);
   EXPECT_NEAR(copy_fraction(gbps(moved_bytes(s), 0.0872), 4267), 0.72, 0.005);
+}
+
+TEST(roofline, a_window_reads_only_the_keys_some_query_sees) {
+  // Decode against a cache of 8192 with a causal window of 1024: the last 1025 keys.
+  problem s = parse_shape("8,32,1,128");
+  s.kv_heads = 8, s.kv_len = 8192, s.causal = true, s.window_left = 1024;
+  EXPECT_EQ(visible_keys(s, 8192), 1025);
+  EXPECT_EQ(moved_bytes(s), 2 * (8 * 32 * 1 * 128 * 2) + 2 * (int64_t{8} * 8 * 1025 * 128 * 2) + 8 * 32 * 4);
+  // Per sequence with their own lengths: 100 (all), 2000 (1025), 1025 (all).
+  s.kv_lens = "100/2000/1025/1/8192/3000/4000/5000";
+  EXPECT_EQ(kv_read_bytes(s), (100 + 1025 + 1025 + 1 + 1025 * 4) * int64_t{8} * 128 * 2);
+  // Prefill with the same window: every key is some query's.
+  problem p = parse_shape("1,4,4096,64");
+  p.causal = true, p.window_left = 1024;
+  EXPECT_EQ(visible_keys(p, 4096), 4096);
+  // Both sides (left 1, right 1), 4 queries bottom-right on 6 keys: keys 1..5.
+  problem b = parse_shape("1,1,4,64");
+  b.kv_len = 6, b.window_left = 1, b.window_right = 1;
+  EXPECT_EQ(visible_keys(b, 6), 5);
+  // More queries than keys, a window of 5 left: the first 210 queries see nothing, the rest all 90.
+  problem m = parse_shape("1,1,300,64");
+  m.kv_len = 90, m.causal = true, m.window_left = 5;
+  EXPECT_EQ(visible_keys(m, 90), 90);
+  // Right side only, 31 keys ahead, on a sequence of 259: every key.
+  problem r = parse_shape("1,1,259,64");
+  r.kv_len = 259, r.window_right = 31;
+  EXPECT_EQ(visible_keys(r, 259), 259);
+  // A brute-force count over small shapes agrees.
+  for (int64_t nq : {1, 3, 17})
+    for (int64_t nk : {1, 5, 40})
+      for (int64_t left : {-1, 0, 2, 9})
+        for (int64_t right : {-1, 0, 3}) {
+          problem t = parse_shape("1,1,1,64");
+          t.q_len = nq, t.kv_len = nk, t.window_left = left, t.window_right = right;
+          if (left < 0 && right < 0) continue;
+          int64_t lo = nk, hi = 0;
+          for (int64_t i = 0; i < nq; ++i) {
+            const int64_t d = i + nk - nq;
+            const int64_t first = left >= 0 ? std::max<int64_t>(0, d - left) : 0;
+            const int64_t end = right >= 0 ? std::min(nk, d + right + 1) : nk;
+            if (end > first) lo = std::min(lo, first), hi = std::max(hi, end);
+          }
+          EXPECT_EQ(visible_keys(t, nk), std::max<int64_t>(0, hi - lo)) << nq << " " << nk << " " << left << " " << right;
+        }
 }
 
 TEST(roofline, describe_says_the_convention_or_why_not) {
