@@ -212,7 +212,8 @@ bool parse_options(int argc, char** argv, options& out) {
       ->capture_default_str();
   app.add_option("--space", space_tokens,
                  "Search space, axes not named keep their family's defaults, e.g. --space block_m=64,128 "
-                 "block_n=64 warps=4 stages=2,3. " + (asks_for_help(argc, argv) ? default_space_help() : ""));
+                 "block_n=64 warps=4 stages=2,3; a family's own axis (hopper's schedule, fa2's loader) "
+                 "goes to the families of the run that have it. " + (asks_for_help(argc, argv) ? default_space_help() : ""));
   app.add_option("--configs", out.configs,
                  "Run exactly these configs instead of a space, e.g. m128_n64_w4_s2,m64_n64_w4_s1")
       ->delimiter(',');
@@ -386,9 +387,21 @@ bool parse_options(int argc, char** argv, options& out) {
     out.families = names;
     out.family = fmt::format("{}", fmt::join(names, ","));
   }
+  // A family's own axis (hopper's schedule, fa2's loader) is given to the families that have it:
+  // `--space schedule=3` on a run of fa2 and hopper narrows hopper's schedules and leaves fa2's
+  // loaders alone. An axis no family of the run has is still an error (parse_space names it).
+  auto own_axis_of_another = [&](const std::string& token, const kernel_family& f) {
+    const std::string axis = token.substr(0, token.find('='));
+    if (axis == f.default_space.knob_name) return false;
+    return std::any_of(names.begin(), names.end(),
+                       [&](const std::string& n) { return find_family(n).default_space.knob_name == axis; });
+  };
   for (const auto& n : names) {
     const kernel_family& f = find_family(n);
-    out.spaces.push_back(space_tokens.empty() ? f.default_space : parse_space(space_tokens, f.default_space));
+    std::vector<std::string> tokens;
+    for (const auto& t : space_tokens)
+      if (!own_axis_of_another(t, f)) tokens.push_back(t);
+    out.spaces.push_back(tokens.empty() ? f.default_space : parse_space(tokens, f.default_space));
     if (out.spaces.back().enumerate().empty()) throw invalid_input("--space is empty");
   }
   for (const auto& c : out.configs) parse_config_name(c);  // throws naming a bad one

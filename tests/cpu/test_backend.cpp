@@ -85,6 +85,23 @@ TEST(families, space_applies_to_each_family_and_a_list_is_kept_in_order) {
   EXPECT_EQ(o.spaces[1].stages, std::vector<int>{2});
 }
 
+TEST(families, a_familys_own_axis_goes_to_the_families_that_have_it) {
+  // On the default families (an H200 run, before hopper supersedes the others): hopper's schedule.
+  const options o = parsed({"--compile-only", "--shape", "1,2,64,64", "--space", "schedule=3,7", "stages=2"});
+  ASSERT_EQ(o.spaces.size(), 3u);
+  EXPECT_EQ(o.spaces[2].knob, (std::vector<int>{3, 7}));
+  EXPECT_EQ(o.spaces[2].stages, std::vector<int>{2});
+  EXPECT_EQ(o.spaces[0].knob, fa2_family().default_space.knob);  // fa2's loaders left alone
+  EXPECT_EQ(o.spaces[0].stages, std::vector<int>{2});
+  const options both = parsed({"--compile-only", "--shape", "1,2,64,64", "--family", "fa2,hopper", "--space",
+                               "loader=1", "schedule=5"});
+  EXPECT_EQ(both.spaces[0].knob, std::vector<int>{1});
+  EXPECT_EQ(both.spaces[1].knob, std::vector<int>{5});
+  // An axis no family of the run has is still named.
+  EXPECT_TRUE(says([] { parsed({"--compile-only", "--shape", "1,2,64,64", "--family", "fa2", "--space", "schedule=3"}); },
+                   "unknown axis 'schedule'"));
+}
+
 TEST(families, bad_lists_are_named) {
   EXPECT_TRUE(says([] { parsed({"--compile-only", "--shape", "1,2,64,64", "--family", "fa2,fa2"}); }, "fa2 is named twice"));
   EXPECT_TRUE(says([] { parsed({"--compile-only", "--shape", "1,2,64,64", "--family", "fa2,fa9"}); }, "'fa9'"));
