@@ -170,9 +170,11 @@ __device__ void mfma_forward(const fwd_params& p) {
   const attention_mask<C::CAUSAL> mask = attention_mask<C::CAUSAL>::of(p);
   const head_inputs in = inputs_of(p, batch, head);
   const elem_bits *q = in.q, *k = in.k, *v = in.v;
-  // Today's masks start at tile 0 (range.first == 0), so the loop counts tiles from 0.
-  const int n_blocks = mask.template range<C::BLOCK_M, C::BLOCK_N>(m0).end;
-  const int n_plain = mask.template full_tiles<C::BLOCK_N>(m0, kv_tile_range{0, n_blocks}).full_end;
+  // The block's K/V tiles, [range.first, range.end) of the mask: the loop counts j from 0, over
+  // tile first + j (the LDS ring's stages by j); [0, n_plain) of them need no mask.
+  const kv_tile_range range = mask.template range<C::BLOCK_M, C::BLOCK_N>(m0);
+  const int first = range.first, n_blocks = range.count();
+  const int n_plain = mask.template full_tiles<C::BLOCK_N>(m0, range).full_end - first;
 
   floatx4 acc[C::MI][C::D / 16];
   float row_max[C::MI], row_sum[C::MI];
@@ -186,16 +188,16 @@ __device__ void mfma_forward(const fwd_params& p) {
 
   mfma_load_tile<C>(q_lds, q, p.q_row_stride, m0, p.q_len, C::BLOCK_M);
   auto load_kv = [&](int j, int stage) {
-    mfma_load_tile<C>(k_stage(stage), k, p.kv_row_stride, j * C::BLOCK_N, p.kv_len, C::BLOCK_N);
-    mfma_load_tile<C>(v_stage(stage), v, p.kv_row_stride, j * C::BLOCK_N, p.kv_len, C::BLOCK_N);
+    mfma_load_tile<C>(k_stage(stage), k, p.kv_row_stride, (first + j) * C::BLOCK_N, p.kv_len, C::BLOCK_N);
+    mfma_load_tile<C>(v_stage(stage), v, p.kv_row_stride, (first + j) * C::BLOCK_N, p.kv_len, C::BLOCK_N);
   };
   auto attend = [&](int j, int stage) {
     if (j >= n_plain)
-      mfma_attend_tile<C, true>(q_lds, k_stage(stage), v_stage(stage), acc, row_max, row_sum, j * C::BLOCK_N, m0,
-                                mask.rows(), p.scale_log2);
+      mfma_attend_tile<C, true>(q_lds, k_stage(stage), v_stage(stage), acc, row_max, row_sum,
+                                (first + j) * C::BLOCK_N, m0, mask.rows(), p.scale_log2);
     else
-      mfma_attend_tile<C, false>(q_lds, k_stage(stage), v_stage(stage), acc, row_max, row_sum, j * C::BLOCK_N, m0,
-                                 mask.rows(), p.scale_log2);
+      mfma_attend_tile<C, false>(q_lds, k_stage(stage), v_stage(stage), acc, row_max, row_sum,
+                                 (first + j) * C::BLOCK_N, m0, mask.rows(), p.scale_log2);
   };
   // LDS ring without asynchronous copies: tile j + STAGES - 1 is loaded into the stage tile j - 1
   // used, right after the barrier that proves every wavefront is done with it.

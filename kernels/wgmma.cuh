@@ -111,13 +111,14 @@ __device__ void wgmma_forward(const fwd_params& p) {
 
   const head_inputs in = inputs_of(p, batch, head);
   const elem_bits *q = in.q, *k = in.k, *v = in.v;
-  // Today's masks start at tile 0 (range.first == 0), so the loops count tiles from 0.
-  const int n_blocks = mask.template range<C::BLOCK_M, C::BLOCK_N>(m0).end;
-  // Tiles [0, n_plain) need no mask for this warpgroup's 64 rows: later warpgroups of a causal
-  // block unmask more of them. (Stopping each warpgroup at its own last visible tile, handing the
-  // remaining slots back, was measured too: +1% on short causal shapes, -2% at N=16384.)
-  const int n_plain =
-      mask.template full_tiles<C::BLOCK_N>(m0 + (warp / 4) * 64, kv_tile_range{0, n_blocks}).full_end;
+  // The block's K/V tiles, [range.first, range.end) of the mask: the loops count j from 0, over
+  // tile first + j (the ring's slots by j).
+  const kv_tile_range range = mask.template range<C::BLOCK_M, C::BLOCK_N>(m0);
+  const int first = range.first, n_blocks = range.count();
+  // Tiles [0, n_plain) of those need no mask for this warpgroup's 64 rows: later warpgroups of a
+  // causal block unmask more of them. (Stopping each warpgroup at its own last visible tile,
+  // handing the remaining slots back, was measured too: +1% on short causal shapes, -2% at N=16384.)
+  const int n_plain = mask.template full_tiles<C::BLOCK_N>(m0 + (warp / 4) * 64, range).full_end - first;
 
   float acc[C::D / 2];
   float row_max[2] = {neg_inf(), neg_inf()}, row_sum[2] = {0.f, 0.f};
@@ -129,9 +130,9 @@ __device__ void wgmma_forward(const fwd_params& p) {
   using row_masks = typename attention_mask<C::CAUSAL>::row_masks;
   auto softmax = [&](int j) {
     if (j < n_plain)
-      return wg_softmax<C, false>(s, alpha, row_max, row_sum, j * C::BLOCK_N, warp_row0,
+      return wg_softmax<C, false>(s, alpha, row_max, row_sum, (first + j) * C::BLOCK_N, warp_row0,
                                   row_masks{p.kv_len, mask.causal_offset}, p.scale_log2);
-    return wg_softmax<C, true>(s, alpha, row_max, row_sum, j * C::BLOCK_N, warp_row0,
+    return wg_softmax<C, true>(s, alpha, row_max, row_sum, (first + j) * C::BLOCK_N, warp_row0,
                                row_masks{p.kv_len, mask.causal_offset}, p.scale_log2);
   };
 
@@ -139,9 +140,17 @@ __device__ void wgmma_forward(const fwd_params& p) {
   const int ltid = C::PRODUCER ? threadIdx.x - C::CONSUMERS * 128 : threadIdx.x;
   constexpr int LTHREADS = C::PRODUCER ? 128 : C::THREADS;
   auto load_q = [&] { load_tile_cm<C>(q_smem, q, p.q_row_stride, m0, p.q_len, C::BLOCK_M, ltid, LTHREADS); };
+  auto load_k = [&](int j, int stage) {  // tile first + j
+    load_tile_cm<C>(k_stage(stage), k, p.kv_row_stride, (first + j) * C::BLOCK_N, p.kv_len, C::BLOCK_N, ltid,
+                    LTHREADS);
+  };
+  auto load_v = [&](int j, int stage) {
+    load_tile_cm<C>(v_stage(stage), v, p.kv_row_stride, (first + j) * C::BLOCK_N, p.kv_len, C::BLOCK_N, ltid,
+                    LTHREADS);
+  };
   auto load_kv = [&](int j, int stage) {
-    load_tile_cm<C>(k_stage(stage), k, p.kv_row_stride, j * C::BLOCK_N, p.kv_len, C::BLOCK_N, ltid, LTHREADS);
-    load_tile_cm<C>(v_stage(stage), v, p.kv_row_stride, j * C::BLOCK_N, p.kv_len, C::BLOCK_N, ltid, LTHREADS);
+    load_k(j, stage);
+    load_v(j, stage);
   };
 
   if constexpr (C::PRODUCER) {
@@ -173,11 +182,11 @@ __device__ void wgmma_forward(const fwd_params& p) {
         const int st = j % C::STAGES;
         const unsigned parity = (j / C::STAGES - 1) & 1;
         if (j >= C::STAGES) mbar_wait(empty_k + st * 8, parity);
-        load_tile_cm<C>(k_stage(st), k, p.kv_row_stride, j * C::BLOCK_N, p.kv_len, C::BLOCK_N, ltid, LTHREADS);
+        load_k(j, st);
         cp_async_commit();
         if (j > 0) publish(full_v + ((j - 1) % C::STAGES) * 8);
         if (j >= C::STAGES) mbar_wait(empty_v + st * 8, parity);
-        load_tile_cm<C>(v_stage(st), v, p.kv_row_stride, j * C::BLOCK_N, p.kv_len, C::BLOCK_N, ltid, LTHREADS);
+        load_v(j, st);
         cp_async_commit();
         publish(full_k + st * 8);
       }
