@@ -56,7 +56,9 @@ The Markdown's "ours / fastest peer" = the fastest peer's time / ours (above 1: 
 Writes DIR/peers.csv (a row per shape and implementation, written as each shape ends; '#' lines
 first: the environment and ceilings) and DIR/peers.md (a row per shape), and prints the table.
 DIR must be new or empty: nothing is overwritten. `python3 bench/peers.py --summary DIR...` prints
-a short table of such runs (ours, the fastest peer, the ratio, mismatches).
+a short table of such runs (ours, the fastest peer, the ratio, mismatches), and for each window or
+softcap shape whose dense shape is among them, ours' TFLOPS over the visible pairs against ours there
+(issue 23's "within 10% of the dense kernel").
 
 Exit code 0; 1 when ours disagrees with SDPA (MISMATCH) or fails on a shape (FAILED: the other
 shapes still run); 2 for bad input; 3 when stopped (SIGTERM, as `timeout` sends, or Ctrl-C) after
@@ -499,6 +501,7 @@ def summary(paths):
     """A short table of peers.csv files (or their folders): a shape a line, ours beside the fastest peer."""
     lines = [f"{'shape':32s} {'name':24s} {'ours ms':>9s} {'fastest peer':14s} {'its ms':>9s} {'ours/peer':>9s} "
              f"{'sustained':>9s}  status"]
+    ours_ms = {}  # shape -> ours' ms over every run given (the last one that has it)
     for path in paths:
         csv_path = os.path.join(path, "peers.csv") if os.path.isdir(path) else path
         try:
@@ -516,7 +519,30 @@ def summary(paths):
             lines.append(f"{shape:32s} {ours['name'][:24]:24s} {fmt(ours['ms']):>9s} {peer or '-':14s} "
                          f"{fmt(peer_ms):>9s} {fmt(ratio(peer_ms, ours['ms']), 2):>9s} "
                          f"{fmt(ratio(peer_sus, ours['sustained_ms']), 2):>9s}  {'; '.join(bad) or 'ok'}")
-    return "\n".join(lines)
+            ours_ms[shape] = ours["ms"]
+    return "\n".join(lines + of_dense(ours_ms))
+
+
+def dense_label(label):
+    """A shape's label without its window and softcap words: the dense problem it varies."""
+    return ",".join(w for w in label.split(",") if not re.fullmatch(r"w-?\d+:-?\d+|cap[0-9.]+", w))
+
+
+def of_dense(ours_ms):
+    """Lines for issue 23's speed bar: each window or softcap shape's TFLOPS (visible pairs) over
+    ours on the same shape without them, where the runs given hold both."""
+    lines = []
+    for label, ms in ours_ms.items():
+        try:
+            s = parse_shape(label)
+        except BadInput:
+            continue
+        dense = dense_label(label)
+        if not (s.has_window() or s.softcap) or dense not in ours_ms:
+            continue
+        rate = tflops(s, ms) / tflops(parse_shape(dense), ours_ms[dense])
+        lines.append(f"  {label:36s} {fmt(rate, 2)} of {dense} ({fmt(ms)} ms against {fmt(ours_ms[dense])})")
+    return ["of dense (ours' TFLOPS over the visible pairs, against ours on the dense shape):", *lines] if lines else []
 
 
 # --- tuning ---------------------------------------------------------------------------------------

@@ -161,6 +161,19 @@ class numbers(unittest.TestCase):
         self.assertEqual(peers.visible_keys(Shape(1, 1, 1, 4, 6, 64, False, window_left=1, window_right=1)), 5)
         self.assertEqual(peers.visible_keys(Shape(1, 1, 1, 4096, 4096, 64)), 4096)
 
+    def test_of_dense_sets_a_window_or_softcap_beside_the_dense_shape(self):
+        self.assertEqual(peers.dense_label("2,16/8,8192,8192,256c,w4096:-1,cap50"), "2,16/8,8192,8192,256c")
+        self.assertEqual(peers.dense_label("4,32/32,4096,4096,128c"), "4,32/32,4096,4096,128c")
+        ms = {"4,32/32,4096,4096,128c": 1.0, "4,32/32,4096,4096,128c,cap50": 1.25,
+              "4,32/32,4096,4096,128c,w1024:-1": 0.5, "1,8/8,64,64,64,w8:8": 0.1}
+        lines = peers.of_dense(ms)
+        self.assertEqual(len(lines), 3)  # the last has no dense row: left out
+        self.assertIn("4,32/32,4096,4096,128c,cap50", lines[1])
+        self.assertIn(" 0.80 of 4,32/32,4096,4096,128c", lines[1])  # the same FLOPs in 1.25x the time
+        pairs = 1024 * 1025 // 2 + 1025 * (4096 - 1024)  # the window's visible pairs against N^2/2
+        self.assertIn(f" {pairs / (4096 * 4096 / 2) / 0.5:.2f} of", lines[2])
+        self.assertEqual(peers.of_dense({"4,32/32,4096,4096,128c": 1.0}), [])
+
     def test_ratios_and_the_fastest_peer(self):
         self.assertAlmostEqual(peers.ratio(2.0, 1.0), 2.0)
         for bad in [(math.nan, 1.0), (1.0, math.nan), (0.0, 1.0), (1.0, 0.0)]:
