@@ -303,16 +303,19 @@ def select_rows(shapes, spec, path="the sweep file"):
 
 
 # --- the numbers ----------------------------------------------------------------------------------
-def visible_pairs(s):
-    """The (query, key) pairs of one sequence a window leaves visible (bottom-right aligned)."""
+def visible_ranges(s):
+    """Each query row's visible keys [first, end) of one sequence under the window (bottom-right aligned)."""
     left, right = s.window()
-    total = 0
     for i in range(s.nq):
         diagonal = i + s.nkv - s.nq
         first = max(0, diagonal - left) if left >= 0 else 0
         end = min(s.nkv, diagonal + right + 1) if right >= 0 else s.nkv
-        total += max(0, end - first)
-    return total
+        yield first, end
+
+
+def visible_pairs(s):
+    """The (query, key) pairs of one sequence a window leaves visible."""
+    return sum(max(0, end - first) for first, end in visible_ranges(s))
 
 
 def flops(s):
@@ -329,15 +332,8 @@ def visible_keys(s):
     rows' ranges, one run since both edges rise by one a query (attn-tune's visible_keys)."""
     if not s.has_window():
         return s.nkv
-    left, right = s.window()
-    lo, hi = s.nkv, 0
-    for i in range(s.nq):
-        diagonal = i + s.nkv - s.nq
-        first = max(0, diagonal - left) if left >= 0 else 0
-        end = min(s.nkv, diagonal + right + 1) if right >= 0 else s.nkv
-        if end > first:
-            lo, hi = min(lo, first), max(hi, end)
-    return max(0, hi - lo)
+    seen = [(first, end) for first, end in visible_ranges(s) if end > first]
+    return max(end for _, end in seen) - min(first for first, _ in seen) if seen else 0
 
 
 def bytes_moved(s):

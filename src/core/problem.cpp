@@ -398,12 +398,19 @@ int64_t pages_per_sequence(const problem& p) {
 
 namespace {
 
-// The sum of the sequences' K/V lengths (B * kv_len without kv_lens).
-int64_t total_kv_rows(const problem& s) {
-  if (!has_kv_lens(s) || s.kv_lens == "given") return s.batch * s.kv_len;
-  int64_t total = 0;
-  for (int64_t n : kv_lengths(s)) total += n;
+// f(n) summed over the sequences' K/V lengths n (B * f(kv_len) without kv_lens, or with lengths
+// given only at run time).
+template <class T, class F>
+T per_sequence_sum(const problem& s, F&& f) {
+  if (!has_kv_lens(s) || s.kv_lens == "given") return static_cast<T>(s.batch) * f(s.kv_len);
+  T total = 0;
+  for (int64_t n : kv_lengths(s)) total += f(n);
   return total;
+}
+
+// The sum of the sequences' K/V lengths.
+int64_t total_kv_rows(const problem& s) {
+  return per_sequence_sum<int64_t>(s, [](int64_t n) { return n; });
 }
 
 }  // namespace
@@ -428,16 +435,24 @@ double clamped_sum(int64_t lo, int64_t hi, int64_t a, int slope) {
   return (first + last) * double(to - from) / 2;
 }
 
+// Query i of a sequence of kv_len keys sees keys [max(0, i + c1), min(kv_len, i + c2)), bottom-right
+// aligned (off = kv_len - q_len): c1 = off - left, c2 = off + right + 1, far out on a side with no limit.
+struct window_edges {
+  int64_t c1, c2;
+};
+window_edges edges_of(const problem& p, int64_t kv_len) {
+  const int64_t off = kv_len - p.q_len;
+  const bool left = p.window_left >= 0, right = p.causal || p.window_right >= 0;
+  const int64_t right_n = p.causal ? 0 : p.window_right;
+  return {left ? off - p.window_left : INT64_MIN / 4, right ? off + right_n + 1 : INT64_MAX / 4};
+}
+
 }  // namespace
 
 double visible_pairs(const problem& p, int64_t kv_len) {
-  const int64_t off = kv_len - p.q_len;  // bottom-right alignment
-  const bool left = p.window_left >= 0, right = p.causal || p.window_right >= 0;
-  const int64_t right_n = p.causal ? 0 : p.window_right;
-  // Query i sees keys [max(0, i + c1), min(kv_len, i + c2)): c1 = off - left, c2 = off + right + 1.
   // Each clamp changes its form once, at i = -c1 and i = kv_len - c2: between those points the
   // count is linear in i, and each piece is summed in closed form.
-  const int64_t c1 = left ? off - p.window_left : INT64_MIN / 4, c2 = right ? off + right_n + 1 : INT64_MAX / 4;
+  const auto [c1, c2] = edges_of(p, kv_len);
   std::vector<int64_t> cuts = {0, p.q_len};
   for (int64_t c : {-c1, kv_len - c2})
     if (c > 0 && c < p.q_len) cuts.push_back(c);
@@ -457,13 +472,9 @@ double visible_pairs(const problem& p, int64_t kv_len) {
 
 int64_t visible_keys(const problem& p, int64_t kv_len) {
   if (!has_window(p)) return kv_len;
-  // As in visible_pairs: query i sees [max(0, i + c1), min(kv_len, i + c2)), both edges rising
-  // with i by one a query and the window at least one key wide, so the union is one run of keys,
-  // from the first query that sees a key to the last one that does.
-  const int64_t off = kv_len - p.q_len;
-  const int64_t right_n = p.causal ? 0 : p.window_right;
-  const bool left = p.window_left >= 0, right = p.causal || p.window_right >= 0;
-  const int64_t c1 = left ? off - p.window_left : INT64_MIN / 4, c2 = right ? off + right_n + 1 : INT64_MAX / 4;
+  // Both edges rise by one a query and the window is at least one key wide, so the union is one
+  // run of keys, from the first query that sees a key to the last one that does.
+  const auto [c1, c2] = edges_of(p, kv_len);
   const int64_t first = std::max<int64_t>(0, 1 - c2), last = std::min<int64_t>(p.q_len - 1, kv_len - 1 - c1);
   if (first > last) return 0;
   return std::min(kv_len, last + c2) - std::max<int64_t>(0, first + c1);
@@ -479,11 +490,7 @@ double attention_flops(const problem& s) {
             static_cast<double>(s.q_len) * static_cast<double>(s.head_dim);
   if (has_window(s)) {
     // The visible pairs exactly: a window's TFLOPS compares with the dense kernel's.
-    double pairs = 0;
-    if (has_kv_lens(s) && s.kv_lens != "given")
-      for (int64_t n : kv_lengths(s)) pairs += visible_pairs(s, n);
-    else
-      pairs = static_cast<double>(s.batch) * visible_pairs(s, s.kv_len);
+    const double pairs = per_sequence_sum<double>(s, [&](int64_t n) { return visible_pairs(s, n); });
     return 4.0 * pairs * static_cast<double>(s.heads) * static_cast<double>(s.head_dim);
   }
   return s.causal ? flops / 2 : flops;
@@ -506,14 +513,8 @@ int64_t kv_bytes(const problem& s) {
 }
 
 int64_t kv_read_bytes(const problem& s) {
-  int64_t rows = total_kv_rows(s);
-  if (has_window(s)) {  // the keys some query's window reaches, per sequence
-    rows = 0;
-    if (has_kv_lens(s) && s.kv_lens != "given")
-      for (int64_t n : kv_lengths(s)) rows += visible_keys(s, n);
-    else
-      rows = s.batch * visible_keys(s, s.kv_len);
-  }
+  // The keys some query's window reaches (every key without a window), per sequence.
+  const int64_t rows = per_sequence_sum<int64_t>(s, [&](int64_t n) { return visible_keys(s, n); });
   return rows * s.kv_heads * s.head_dim * element_size(s.dtype);
 }
 
