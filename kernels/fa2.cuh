@@ -25,7 +25,9 @@
 // Variants: WINDOW, a sliding window (p.window_left/right): a block's K/V loop runs over the tiles
 // its rows' windows reach, the tiles cut by the window's edges masked; SOFTCAP: each score s
 // becomes C tanh(s scale / C) (in the kernel's raw q.k units: softcap_out tanh(s softcap_in))
-// before the mask and the softmax.
+// before the mask and the softmax. Head dims: the MMA loops run over D rounded up to 16 (DK), the
+// extra columns zero; where D is not a multiple of 8 (33, 59, 111) rows are not 16-byte aligned and
+// are loaded and stored by element (!ALIGNED).
 #include "common/attention.cuh"
 #include "common/hopper_ptx.cuh"
 #include "common/resources.cuh"
@@ -58,7 +60,11 @@ struct fa2_config {
   static constexpr int Q_ELEMS = BLOCK_M * PITCH;
   static constexpr int KV_ELEMS = BLOCK_N * PITCH;
   static constexpr int SHARED_BYTES = padded_tiles_bytes(BLOCK_M, BLOCK_N, STAGES, DK, 2);  ///< = the host's
-  static_assert(D % 8 == 0 && D >= 32 && D <= 256, "head dim: a multiple of 8 in [32, 256]");
+  static_assert(D >= 32 && D <= 256, "head dim: in [32, 256]");
+  /// Whether every row starts 16 bytes apart (D a multiple of 8): the loads are then 16-byte
+  /// cp.async and the stores 16-byte; otherwise (33, 59, 111) rows are only element-aligned and
+  /// every load and store is an element's, predicated on its column (copy_chunk, store_o).
+  static constexpr bool ALIGNED = D % 8 == 0;
   static_assert(!BULK || D == DK, "the bulk loader copies whole rows: D a multiple of 16");
   static_assert(WARP_M % 16 == 0 && WARP_M >= 16, "each warp needs whole 16-row mma tiles");
   static_assert(BLOCK_N % 16 == 0, "BLOCK_N: a multiple of 16");
@@ -66,6 +72,24 @@ struct fa2_config {
   static_assert(!BULK || STAGES >= 2, "the bulk loader needs a ring of two stages or more");
   static constexpr int BARRIERS_OFFSET = (Q_ELEMS + 2 * STAGES * KV_ELEMS) * 2;  ///< BULK: a mbarrier per stage
 };
+
+/// One 8-column chunk of a shared tile when rows are only element-aligned (D not a multiple of 8:
+/// 33, 59, 111): eight element loads from global row `src` (nullptr: a row past the keys or the
+/// queries) predicated on col + e < D, packed and stored to shared memory. The store is
+/// synchronous: the ring's block barrier orders it as it orders cp.async (whose groups are then
+/// empty).
+template <class C>
+__device__ __forceinline__ void copy_chunk_elements(unsigned smem, const elem_bits* src, int col) {
+  unsigned w[4];
+#pragma unroll
+  for (int e = 0; e < 8; e += 2) {
+    const unsigned lo = src != nullptr && col + e < C::D ? src[col + e] : 0u;
+    const unsigned hi = src != nullptr && col + e + 1 < C::D ? src[col + e + 1] : 0u;
+    w[e / 2] = lo | (hi << 16);
+  }
+  asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n" ::"r"(smem), "r"(w[0]), "r"(w[1]), "r"(w[2]), "r"(w[3])
+               : "memory");
+}
 
 /// Copies `rows` rows of D elements starting at global row `row0` into a padded shared tile,
 /// zero-filling rows at or past `row_end` (and columns [D, DK)) so that they contribute nothing.
@@ -75,6 +99,11 @@ __device__ __forceinline__ void load_tile(unsigned smem, const elem_bits* base, 
   constexpr int CHUNKS = C::DK / 8;
   for (int c = threadIdx.x; c < rows * CHUNKS; c += C::THREADS) {
     const int r = c / CHUNKS, col = (c % CHUNKS) * 8;
+    if constexpr (!C::ALIGNED) {
+      copy_chunk_elements<C>(smem + (r * C::PITCH + col) * 2, row0 + r < row_end ? base + (row0 + r) * row_stride : nullptr,
+                             col);
+      continue;
+    }
     const bool valid = row0 + r < row_end && (C::D == C::DK || col < C::D);
     const elem_bits* src = base + (valid ? (row0 + r) * row_stride + col : 0);
     cp_async_16(smem + (r * C::PITCH + col) * 2, src, valid);
@@ -113,6 +142,12 @@ struct paged_loader {
                                        int j, int row_end) const {
     auto copy = [&](int c, int pg) {
       const int r = c / CHUNKS, col = (c % CHUNKS) * 8, n = j * C::BLOCK_N + r;
+      if constexpr (!C::ALIGNED) {
+        const long long row = pg * page_stride + (long long)(n & ((1 << shift) - 1)) * row_stride;
+        copy_chunk_elements<C>(k_smem + (r * C::PITCH + col) * 2, n < row_end ? k + row : nullptr, col);
+        copy_chunk_elements<C>(v_smem + (r * C::PITCH + col) * 2, n < row_end ? v + row : nullptr, col);
+        return;
+      }
       const bool valid = n < row_end && (C::D == C::DK || col < C::D);
       const long long at = valid ? pg * page_stride + (long long)(n & ((1 << shift) - 1)) * row_stride + col : 0;
       cp_async_16(k_smem + (r * C::PITCH + col) * 2, k + at, valid);
@@ -144,6 +179,12 @@ __device__ __forceinline__ void load_q(unsigned smem, const fwd_params& p, const
   constexpr int CHUNKS = C::DK / 8;
   for (int c = threadIdx.x; c < C::BLOCK_M * CHUNKS; c += C::THREADS) {
     const int r = c / CHUNKS, col = (c % CHUNKS) * 8, m = m0 + r;
+    if constexpr (!C::ALIGNED) {
+      copy_chunk_elements<C>(smem + (r * C::PITCH + col) * 2,
+                             m < rows ? q_batch + at.head_of(m) * p.q_head_stride + at.row_of(m) * p.q_row_stride : nullptr,
+                             col);
+      continue;
+    }
     const bool valid = m < rows && (C::D == C::DK || col < C::D);
     const elem_bits* src =
         q_batch + (valid ? at.head_of(m) * p.q_head_stride + at.row_of(m) * p.q_row_stride + col : 0);
@@ -464,14 +505,22 @@ __device__ void fa2_forward(const fwd_params& p) {
       if (C::SPLIT) {
         if (m0 + r < rows) {
           float* o_part = p.o_partial + out_row(m0 + r) * C::D;
+          if constexpr (C::ALIGNED) {
 #pragma unroll
-          for (int df = 0; df < C::D / 8; ++df)
-            *reinterpret_cast<float2*>(o_part + df * 8 + t * 2) =
-                make_float2(acc[mi][df][h * 2] * inv, acc[mi][df][h * 2 + 1] * inv);
+            for (int df = 0; df < C::D / 8; ++df)
+              *reinterpret_cast<float2*>(o_part + df * 8 + t * 2) =
+                  make_float2(acc[mi][df][h * 2] * inv, acc[mi][df][h * 2 + 1] * inv);
+          } else {  // rows of D floats are only 4-byte aligned: a column at a time, up to D
+#pragma unroll
+            for (int df = 0; df < C::DK / 8; ++df)
+#pragma unroll
+              for (int e = 0; e < 2; ++e)
+                if (df * 8 + t * 2 + e < C::D) o_part[df * 8 + t * 2 + e] = acc[mi][df][h * 2 + e] * inv;
+          }
         }
       } else {
 #pragma unroll
-        for (int df = 0; df < C::D / 8; ++df) {
+        for (int df = 0; df < (C::D + 7) / 8; ++df) {  // D not a multiple of 8: its last chunk in part
           *reinterpret_cast<unsigned*>(&o_stage[r * C::PITCH + df * 8 + t * 2]) =
               pack2<C::BF16>(acc[mi][df][h * 2] * inv, acc[mi][df][h * 2 + 1] * inv);
         }
@@ -485,6 +534,16 @@ __device__ void fa2_forward(const fwd_params& p) {
   }
   if (C::SPLIT) return;
   __syncthreads();
+  if constexpr (!C::ALIGNED) {  // element-aligned rows: an element a thread, up to D
+    for (int c = threadIdx.x; c < C::BLOCK_M * C::D; c += C::THREADS) {
+      const int r = c / C::D, col = c % C::D, m = m0 + r;
+      if (m < rows) {
+        elem_bits* o = static_cast<elem_bits*>(p.o) + batch * p.q_batch_stride + at.head_of(m) * p.q_head_stride;
+        o[at.row_of(m) * p.q_row_stride + col] = o_stage[r * C::PITCH + col];
+      }
+    }
+    return;
+  }
   constexpr int CHUNKS = C::D / 8;
   for (int c = threadIdx.x; c < C::BLOCK_M * CHUNKS; c += C::THREADS) {
     const int r = c / CHUNKS, col = (c % CHUNKS) * 8, m = m0 + r;

@@ -54,7 +54,7 @@ std::optional<std::string> tiling_reason(const tile_config& c, const char* group
 
 std::optional<std::string> problem_refusal(const kernel_family& f, const problem& s) {
   if (s.head_dim % f.head_dim_multiple != 0)
-    return fmt::format("family {} needs a head dim that is a multiple of {} (head dim {}): fa2 takes multiples of 8",
+    return fmt::format("family {} needs a head dim that is a multiple of {} (head dim {}): fa2 takes every head dim",
                        f.name, f.head_dim_multiple, s.head_dim);
   if (!f.takes_variant_fields) {
     if (has_window(s))

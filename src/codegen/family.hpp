@@ -50,7 +50,8 @@ struct kernel_family {
   bool takes_decode_fields = false;
   /// Takes a sliding window (window_left, window_right) and softcap.
   bool takes_variant_fields = false;
-  /// The head dims it takes are multiples of this (fa2: 8, its loops pad to 16; the others: 16).
+  /// The head dims it takes are multiples of this (fa2: 1, its loops pad to 16 and its loads are
+  /// predicated where rows are not 16-byte aligned; the others: 16).
   int head_dim_multiple = 16;
 };
 

@@ -139,7 +139,7 @@ const kernel_family& fa2_family() {
       "attn_fa2_combine",
       true,
       true,
-      8};
+      1};
   return family;
 }
 

@@ -27,13 +27,13 @@ void check_pointer(const void* p, const char* name, int64_t alignment) {
     throw invalid_input(fmt::format("{} = {} is not {}-byte aligned", name, p, alignment));
 }
 
-void check_strides(const tensor_strides& t, const char* name, int64_t head_dim, int elem) {
-  const int64_t per_load = tensor_alignment / elem;
+void check_strides(const tensor_strides& t, const char* name, int64_t head_dim, int elem, int64_t alignment) {
+  const int64_t per_load = alignment / elem;
   const std::pair<const char*, int64_t> all[] = {{"batch", t.batch}, {"head", t.head}, {"row", t.row}};
   for (const auto& [which, value] : all) {
     if (value <= 0 || value % per_load != 0)
       throw invalid_input(fmt::format("{} {} stride {} is not a positive multiple of {} elements ({} bytes)", name,
-                                      which, value, per_load, tensor_alignment));
+                                      which, value, per_load, alignment));
   }
   if (t.row < head_dim)
     throw invalid_input(fmt::format("{} row stride {} is less than the head dim {}: rows would overlap", name,
@@ -59,15 +59,16 @@ attn_k::fwd_params make_fwd_params(const problem& s, const forward_tensors& t, t
   validate(s);
   if (s.q_len > INT_MAX || s.kv_len > INT_MAX || s.heads > INT_MAX || s.batch > INT_MAX)
     throw invalid_input(fmt::format("{}: batch, N_q, N_kv and heads must fit in 32 bits", describe(s)));
-  check_pointer(t.q, "q", tensor_alignment);
-  check_pointer(t.k, "k", tensor_alignment);
-  check_pointer(t.v, "v", tensor_alignment);
-  check_pointer(t.o, "o", tensor_alignment);
+  const int64_t alignment = tensor_alignment_of(s);
+  check_pointer(t.q, "q", alignment);
+  check_pointer(t.k, "k", alignment);
+  check_pointer(t.v, "v", alignment);
+  check_pointer(t.o, "o", alignment);
   check_pointer(t.lse, "lse", alignof(float));
   if (q_strides.unset()) q_strides = contiguous_strides(s, false);
   if (kv_strides.unset()) kv_strides = contiguous_strides(s, true);
-  check_strides(q_strides, "q", s.head_dim, element_size(s.dtype));
-  check_strides(kv_strides, "kv", s.head_dim, element_size(s.dtype));
+  check_strides(q_strides, "q", s.head_dim, element_size(s.dtype), alignment);
+  check_strides(kv_strides, "kv", s.head_dim, element_size(s.dtype), alignment);
   check_reach(q_strides, "q", s.batch, s.heads, s.q_len, s.head_dim);
   if (s.page_size > 0) {
     if (t.block_table == nullptr) throw invalid_input(fmt::format("a paged cache (page size {}) needs block_table", s.page_size));

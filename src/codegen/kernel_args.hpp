@@ -42,9 +42,15 @@ tensor_strides contiguous_strides(const problem& s, bool kv);
 
 /// Bytes a kernel loads at once (cp.async, TMA): pointers and row strides must keep it aligned.
 constexpr int64_t tensor_alignment = 16;
+/// The alignment a problem's tensors need: 16 bytes, or one element's when the head dim is not a
+/// multiple of 8 (rows of 33 or 59 elements are not 16-byte aligned; fa2 loads them by element).
+inline int64_t tensor_alignment_of(const problem& s) {
+  return s.head_dim % 8 == 0 ? tensor_alignment : element_size(s.dtype);
+}
 
 /// Checks sizes (validate(), and N_q, N_kv and heads within int), the pointers (none null; q, k,
-/// v and o 16-byte aligned, lse 4), the strides (positive multiples of 8 elements, rows of at
+/// v and o 16-byte aligned, lse 4; an element's alignment where D is not a multiple of 8:
+/// tensor_alignment_of), the strides (positive multiples of 8 elements, or of 1, rows of at
 /// least D), a paged cache's table and page count, kv_lens' lengths pointer, and the scale (0 = 1/sqrt(D), else finite and positive). Throws invalid_input.
 attn_k::fwd_params make_fwd_params(const problem& s, const forward_tensors& t, tensor_strides q_strides,
                                    tensor_strides kv_strides, float softmax_scale);

@@ -15,7 +15,6 @@ namespace {
 
 constexpr int64_t min_head_dim = 32;
 constexpr int64_t max_head_dim = 256;
-constexpr int64_t head_dim_multiple = 8;  // fa2's; the other families take multiples of 16
 
 // from_chars rather than stoll: stoll skips whitespace, accepts a '+' and stops silently at
 // trailing junk, all of which would let a typo through as a different shape.
@@ -279,11 +278,10 @@ void validate(const problem& s) {
   require_positive("q-len", s.q_len);
   require_positive("kv-len", s.kv_len);
   require_positive("head dim", s.head_dim);
-  if (s.head_dim % head_dim_multiple != 0 || s.head_dim < min_head_dim ||
-      s.head_dim > max_head_dim) {
-    throw invalid_input(fmt::format("head dim {} is not a multiple of {} in [{}, {}]", s.head_dim,
-                                    head_dim_multiple, min_head_dim, max_head_dim));
-  }
+  // Any head dim in range: fa2 takes every one (loads predicated where rows are not 16-byte
+  // aligned), the other families refuse the ones they cannot run (problem_refusal).
+  if (s.head_dim < min_head_dim || s.head_dim > max_head_dim)
+    throw invalid_input(fmt::format("head dim {} is not in [{}, {}]", s.head_dim, min_head_dim, max_head_dim));
   if (s.heads % s.kv_heads != 0) {
     throw invalid_input(
         fmt::format("heads {} not divisible by kv-heads {}", s.heads, s.kv_heads));

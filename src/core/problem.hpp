@@ -137,8 +137,8 @@ layout parse_layout(const std::string& text);
 /// Parses "B,H,N,D" into batch, heads (= kv_heads), q_len (= kv_len), head_dim.
 problem parse_shape(const std::string& text);
 /// Throws invalid_input naming the first bad value: non-positive sizes, H % kv_heads != 0,
-/// head_dim not a multiple of 8 in [32, 256] (fa2's; the other families refuse one that is not
-/// a multiple of 16: problem_refusal), a page size not accepted, kv_lens that do not parse, do not
+/// head_dim not in [32, 256] (fa2 takes every one; the other families refuse one that is not a
+/// multiple of 16: problem_refusal), a page size not accepted, kv_lens that do not parse, do not
 /// give B lengths or exceed kv_len.
 void validate(const problem& s);
 /// "B4 H32 N4096 D128 bf16 bhsd causal"; shows "/kv" and "xNkv" only when they differ.

@@ -76,6 +76,7 @@ INSTANTIATE_TEST_SUITE_P(
     archs, compile_default_space,
     ::testing::Values(compile_case{"fa2", "sm_80", 64, false}, compile_case{"fa2", "sm_80", 128, true},
                       compile_case{"fa2", "sm_80", 72, false}, compile_case{"fa2", "sm_90a", 40, true},
+                      compile_case{"fa2", "sm_90a", 59, true},
                       compile_case{"fa2", "sm_90a", 64, true}, compile_case{"fa2", "sm_90a", 128, false},
                       compile_case{"wgmma", "sm_90a", 64, true}, compile_case{"wgmma", "sm_90a", 128, false},
                       compile_case{"hopper", "sm_90a", 64, false}, compile_case{"hopper", "sm_90a", 64, true},

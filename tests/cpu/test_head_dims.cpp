@@ -1,11 +1,14 @@
-// Head dims that are multiples of 8 but not of 16 (40, 72, 120: issue 23, item 1, in part): the
-// problem takes them, fa2 pads its MMA loops to 16 (shared memory and its register model count the
-// padded width), the other families refuse them naming fa2, the run's header says so, and fa2's
-// split-KV, packed and paged variants compile at D=40 and 72 (test_compile_variants.cpp compiles
+// Head dims that are not multiples of 16 (40, 72, 120, and 33, 59, 111 that are not multiples of
+// 8 either: issue 23, item 1): the problem takes them, fa2 pads its MMA loops to 16 (shared memory
+// and its register model count the padded width) and loads rows that are not 16-byte aligned by
+// element, the other families refuse them naming fa2, the run's header says so, and fa2's split-KV,
+// packed and paged variants compile at each (test_compile_variants.cpp compiles
 // the default spaces at 40 and 72).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "codegen/compile_pool.hpp"
+#include "codegen/kernel_args.hpp"
 #include "codegen/family.hpp"
 #include "common/resources.cuh"
 #include "core/problem.hpp"
@@ -36,7 +39,12 @@ TEST(HeadDims, TheMmaWidthIsTheNextMultipleOf16) {
 TEST(HeadDims, OnlyFa2TakesThemAndTheOthersSayWhy) {
   const problem s = with_head_dim(72);
   validate(s);
-  testing::expect_only_fa2_takes(s, "needs a head dim that is a multiple of 16 (head dim 72): fa2 takes multiples of 8");
+  testing::expect_only_fa2_takes(s, "needs a head dim that is a multiple of 16 (head dim 72): fa2 takes every head dim");
+  for (int64_t d : {33, 59, 111}) {
+    validate(with_head_dim(d));
+    testing::expect_only_fa2_takes(
+        with_head_dim(d), fmt::format("needs a head dim that is a multiple of 16 (head dim {}): fa2 takes every head dim", d));
+  }
   EXPECT_FALSE(problem_refusal(hopper_family(), with_head_dim(80)));
 }
 
@@ -55,10 +63,36 @@ TEST(HeadDims, TheBulkLoaderIsRefusedAndTheHeaderNamesTheFamilyThatRuns) {
   EXPECT_EQ(header.rfind("fa2 (family hopper needs a head dim that is a multiple of 16 (head dim 40)", 0), 0u) << header;
 }
 
+// Rows of 59 elements start 118 bytes apart: the tensors need an element's alignment, not 16
+// bytes, and any positive stride of at least D; a multiple of 8 still needs 16 bytes.
+TEST(HeadDims, RowsThatAreNotA16ByteMultipleNeedOnlyAnElementsAlignment) {
+  problem s = with_head_dim(59);
+  auto at = [](uintptr_t a) { return reinterpret_cast<void*>(a); };
+  const forward_tensors odd{at(0x1002), at(0x2002), at(0x3006), at(0x400a), reinterpret_cast<float*>(0x5000)};
+  const auto p = make_fwd_params(s, odd, {}, {}, 0);
+  EXPECT_EQ(p.q_row_stride, 59);
+  EXPECT_EQ(p.kv_head_stride, 1000 * 59);
+  EXPECT_NO_THROW(make_fwd_params(s, odd, {}, {2 * 1000 * 61, 1000 * 61, 61}, 0));  // rows padded to 61
+  const forward_tensors unaligned{at(0x1001), at(0x2002), at(0x3006), at(0x400a), reinterpret_cast<float*>(0x5000)};
+  try {
+    make_fwd_params(s, unaligned, {}, {}, 0);
+    ADD_FAILURE() << "a q at an odd address was accepted";
+  } catch (const invalid_input& e) {
+    EXPECT_NE(std::string(e.what()).find("is not 2-byte aligned"), std::string::npos) << e.what();
+  }
+  s.head_dim = 64;
+  try {
+    make_fwd_params(s, odd, {}, {}, 0);
+    ADD_FAILURE() << "D=64 with q at 0x1002 was accepted";
+  } catch (const invalid_input& e) {
+    EXPECT_NE(std::string(e.what()).find("is not 16-byte aligned"), std::string::npos) << e.what();
+  }
+}
+
 TEST(HeadDims, Fa2SplitPackedAndPagedVariantsCompile) {
   const temp_dir dir("attn-tune-head-dims");
   const compile_cache cache(dir.path().string());
-  for (int64_t d : {40, 72, 120}) {
+  for (int64_t d : {40, 72, 120, 33, 59, 111}) {
     for (const char* arch : {"sm_90a", "sm_80"}) {
       problem s = with_head_dim(d);
       s.q_len = 4, s.kv_len = 3000, s.causal = true, s.page_size = 16, s.kv_lens = "100/3000";

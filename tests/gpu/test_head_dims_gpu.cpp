@@ -1,4 +1,5 @@
-// Head dims that are multiples of 8 but not of 16 on the fa2 family (issue 23, item 1, in part):
+// Head dims that are not multiples of 16 on the fa2 family (issue 23, item 1), of 8 (40, 72) and
+// not (33, 59, 111: rows not 16-byte aligned, loaded and stored by element):
 // every variant of a small space must pass the reference check on fresh random inputs, dense and
 // causal, GQA, cross-attention, bshd, fp16, with a window, and with the decode axes (split-KV, whose
 // combine runs over D columns, packed GQA, a paged cache with lengths).
@@ -44,7 +45,14 @@ INSTANTIATE_TEST_SUITE_P(
                       head_dim_case{"d120_causal_fp16", decode(1, 4, 2, 257, 257, 120, true, fp)},
                       head_dim_case{"d88_window", windowed(decode(1, 4, 4, 400, 400, 88, true), 100)},
                       head_dim_case{"d40_decode", decode(2, 8, 2, 1, 1000, 40, false)},
-                      head_dim_case{"d72_decode_paged", paged(decode(3, 8, 2, 4, 300, 72, true), 16, "5/300/131")}),
+                      head_dim_case{"d72_decode_paged", paged(decode(3, 8, 2, 4, 300, 72, true), 16, "5/300/131")},
+                      // Not multiples of 8 (FlashAttention's 59 and 111, and 33): element loads and stores.
+                      head_dim_case{"d59", decode(2, 4, 4, 300, 300, 59, false)},
+                      head_dim_case{"d33_causal_gqa", decode(2, 8, 2, 517, 517, 33, true)},
+                      head_dim_case{"d111_cross_bshd_fp16", decode(1, 4, 2, 200, 333, 111, false, fp, layout::bshd)},
+                      head_dim_case{"d59_window", windowed(decode(1, 4, 4, 400, 400, 59, true), 100)},
+                      head_dim_case{"d111_decode", decode(2, 8, 2, 1, 1000, 111, false)},
+                      head_dim_case{"d33_decode_paged", paged(decode(3, 8, 2, 4, 300, 33, true), 16, "5/300/131")}),
     [](const auto& info) { return std::string(info.param.label); });
 
 }  // namespace
