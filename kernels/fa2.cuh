@@ -537,10 +537,9 @@ __device__ void fa2_forward(const fwd_params& p) {
   if constexpr (!C::ALIGNED) {  // element-aligned rows: an element a thread, up to D
     for (int c = threadIdx.x; c < C::BLOCK_M * C::D; c += C::THREADS) {
       const int r = c / C::D, col = c % C::D, m = m0 + r;
-      if (m < rows) {
-        elem_bits* o = static_cast<elem_bits*>(p.o) + batch * p.q_batch_stride + at.head_of(m) * p.q_head_stride;
-        o[at.row_of(m) * p.q_row_stride + col] = o_stage[r * C::PITCH + col];
-      }
+      if (m >= rows) continue;
+      elem_bits* o = static_cast<elem_bits*>(p.o) + batch * p.q_batch_stride + at.head_of(m) * p.q_head_stride;
+      o[at.row_of(m) * p.q_row_stride + col] = o_stage[r * C::PITCH + col];
     }
     return;
   }

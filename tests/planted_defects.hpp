@@ -59,7 +59,8 @@ inline const std::vector<planted_defect>& planted_defects() {
 }
 
 /// A copy of the embedded kernels with `d` planted, in a fresh folder below `parent`; empty when
-/// the anchor is not found (the kernel changed: move the defect).
+/// the anchor is not found exactly once (the kernel changed: move the defect; an anchor found
+/// twice could plant the defect in code the test's problem never compiles).
 inline std::filesystem::path plant(const planted_defect& d, const std::filesystem::path& parent) {
   const auto dir = parent / d.name;
   const kernel_sources embedded = kernel_sources::embedded();
@@ -67,7 +68,7 @@ inline std::filesystem::path plant(const planted_defect& d, const std::filesyste
   for (auto f : embedded.files()) {
     if (f.name == d.file) {
       const auto at = f.text.find(d.from);
-      if (at == std::string::npos) return {};
+      if (at == std::string::npos || f.text.find(d.from, at + 1) != std::string::npos) return {};
       f.text.replace(at, std::string(d.from).size(), d.to);
       planted = true;
     }
