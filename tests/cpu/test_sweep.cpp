@@ -61,7 +61,7 @@ TEST_F(sweep_file_test, bad_rows_name_file_line_and_column) {
   };
   expect("x,2,thirty,8,1024,,128,1,,\n", "column 'H': 'thirty'");
   expect("x,0,32,8,1024,,128,1,,\n", "column 'B': '0'");
-  expect("x,2,32,8,1024,,100,1,,\n", "head dim 100");
+  expect("x,2,32,8,1024,,300,1,,\n", "head dim 300");
   expect("x,2,32,5,1024,,128,1,,\n", "kv-heads 5");
   expect("x,2,32,8,1024,,128,maybe,,\n", "column 'causal': 'maybe'");
   expect("x,2,32,8,1024,,128,1,fp8,\n", "fp8");

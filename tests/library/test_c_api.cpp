@@ -123,9 +123,9 @@ TEST(LibraryArguments, MisalignedPointerIsNamed) {
 }
 
 TEST(LibraryArguments, BadSizesDtypeLayoutAndStrides) {
-  auto p = attn_tune::make_problem(1, 1, 1, 64, 64, 100);
+  auto p = attn_tune::make_problem(1, 1, 1, 64, 64, 300);
   EXPECT_EQ(check(p), ATTN_TUNE_ERROR_INVALID_ARGUMENT);
-  EXPECT_NE(error().find("head dim 100"), std::string::npos) << error();
+  EXPECT_NE(error().find("head dim 300"), std::string::npos) << error();
   p = attn_tune::make_problem(1, 6, 4, 64, 64, 64);
   EXPECT_EQ(check(p), ATTN_TUNE_ERROR_INVALID_ARGUMENT);
   EXPECT_NE(error().find("kv-heads 4"), std::string::npos) << error();
