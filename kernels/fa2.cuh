@@ -63,7 +63,8 @@ struct fa2_config {
   static_assert(D >= 32 && D <= 256, "head dim: in [32, 256]");
   /// Whether every row starts 16 bytes apart (D a multiple of 8): the loads are then 16-byte
   /// cp.async and the stores 16-byte; otherwise (33, 59, 111) rows are only element-aligned and
-  /// every load and store is an element's, predicated on its column (copy_chunk, store_o).
+  /// every load and store is an element's, predicated on its column (copy_chunk_elements and the
+  /// element stores of O).
   static constexpr bool ALIGNED = D % 8 == 0;
   static_assert(!BULK || D == DK, "the bulk loader copies whole rows: D a multiple of 16");
   static_assert(WARP_M % 16 == 0 && WARP_M >= 16, "each warp needs whole 16-row mma tiles");

@@ -45,7 +45,8 @@ constexpr int64_t tensor_alignment = 16;
 /// The alignment a problem's tensors need: 16 bytes, or one element's when the head dim is not a
 /// multiple of 8 (rows of 33 or 59 elements are not 16-byte aligned; fa2 loads them by element).
 inline int64_t tensor_alignment_of(const problem& s) {
-  return s.head_dim % 8 == 0 ? tensor_alignment : element_size(s.dtype);
+  const int64_t per_load = tensor_alignment / element_size(s.dtype);  // fa2's ALIGNED: D % 8 == 0
+  return s.head_dim % per_load == 0 ? tensor_alignment : element_size(s.dtype);
 }
 
 /// Checks sizes (validate(), and N_q, N_kv and heads within int), the pointers (none null; q, k,
