@@ -35,10 +35,11 @@ above --tolerance (default 1e-2 for bf16, 2e-3 for fp16). With softcap (no SDPA 
 reference is float32 math and the tolerance at least FlashAttention's rule: twice the error of the same
 math with P and O rounded to the input's dtype, plus 1e-3.
 
-Shapes: --shapes "B,H[/KV],NQ,NKV,D[c][,fp16][,bshd][,wLEFT:RIGHT][,capC];..."  e.g. "8,32/8,1,8192,128;64,32/8,16,4096,128c"
+Shapes: --shapes "B,H[/KV],NQ,NKV,D[c][,fp16][,bshd][,wLEFT:RIGHT][,capC][,dvN];..."  e.g. "8,32/8,1,8192,128;64,32/8,16,4096,128c"
 (c or ,causal: causal, bottom-right aligned when NQ < NKV; wLEFT:RIGHT: a sliding window, FlashAttention's
 window_size, -1 = no limit, the right side the diagonal when causal; capC: softcap C, each peer given
-the same window and cap (SDPA a boolean mask, and no softcap); bf16 and bhsd = [B,H,N,D] unless said;
+the same window and cap (SDPA a boolean mask, and no softcap); dvN: V's and O's head dim N (dv != D,
+TFLOPS then 2*B*H*NQ*NKV*(D+dv)); bf16 and bhsd = [B,H,N,D] unless said;
 bench/decode.py's "B,H,HKV,NQ,NKV,D[,causal]" is read too), or --sweep FILE [--rows 0,3-5,NAME]
 (rows counted from 0 in file order, or by their name column; default sweeps/yardstick.csv, all rows).
 
@@ -116,6 +117,10 @@ class Shape:
     window_left: int = -1  # FlashAttention's window_size; -1 = no limit (causal: the right side is 0)
     window_right: int = -1
     softcap: float = 0.0
+    dv: int = 0  # V's and O's head dim when it is not D (0: D)
+
+    def value_dim(self):
+        return self.dv or self.d
 
     def window(self):
         """(left, right) as flash_attn_func takes it: (-1, -1) without a window."""
@@ -131,6 +136,8 @@ class Shape:
             extra += f",w{self.window_left}:{self.window_right}"
         if self.softcap:
             extra += f",cap{self.softcap:g}"
+        if self.dv:
+            extra += f",dv{self.dv}"
         return f"{self.b},{self.h}/{self.kv},{self.nq},{self.nkv},{self.d}{'c' if self.causal else ''}{extra}"
 
     def tool_args(self):
@@ -138,7 +145,8 @@ class Shape:
         return (["--shape", f"{self.b},{self.h},{self.nq},{self.d}", "--kv-heads", str(self.kv), "--kv-len",
                  str(self.nkv), "--dtype", self.dtype, "--layout", self.layout] + (["--causal"] if self.causal else [])
                 + (["--window", "{},{}".format(*self.window())] if self.has_window() else [])
-                + (["--softcap", f"{self.softcap:g}"] if self.softcap else []))
+                + (["--softcap", f"{self.softcap:g}"] if self.softcap else [])
+                + (["--dv", str(self.dv)] if self.dv else []))
 
 
 def positive(text, what):
@@ -163,13 +171,17 @@ WORDS = {"c": ("causal", True), "causal": ("causal", True), "bf16": ("dtype", "b
 
 def variant_word(word):
     """A window word wL:R (w1024:-1: a left side of 1024 keys; with causal the right side is the
-    diagonal) or a softcap word capC, as (attribute, value) pairs; None for another word."""
+    diagonal), a softcap word capC or V's head dim dvN (dv != D), as (attribute, value) pairs; None
+    for another word."""
     m = re.fullmatch(r"w(-1|\d+):(-1|\d+)", word.lower())
     if m:
         return [("window_left", int(m.group(1))), ("window_right", int(m.group(2)))]
     m = re.fullmatch(r"cap(\d+(?:\.\d+)?)", word.lower())
     if m:
         return [("softcap", float(m.group(1)))]
+    m = re.fullmatch(r"dv(\d+)", word.lower())
+    if m:
+        return [("dv", int(m.group(1)))]
     return None
 
 
@@ -186,7 +198,7 @@ def parse_shape(item):
     if len(values) == 6 and "/" not in values[1]:  # decode.py's B,H,HKV,NQ,NKV,D
         values = [values[0], f"{values[1]}/{values[2]}"] + values[3:]
     if len(values) > 5:
-        raise BadInput(f"{where}: '{values[5]}' is not causal, c, bf16, fp16, bhsd, bshd, wLEFT:RIGHT or capC")
+        raise BadInput(f"{where}: '{values[5]}' is not causal, c, bf16, fp16, bhsd, bshd, wLEFT:RIGHT, capC or dvN")
     if len(values) < 5:
         raise BadInput(f"{where}: expected B,H[/KV],NQ,NKV,D[c] (e.g. 8,32/8,1,8192,128 or 4,32,4096,4096,128c), "
                        f"got {len(values)} fields before the words")
@@ -198,7 +210,7 @@ def parse_shape(item):
             attrs.update(variant_word(word))
             continue
         if word.lower() not in WORDS:
-            raise BadInput(f"{where}: '{word}' is not causal, c, bf16, fp16, bhsd, bshd, wLEFT:RIGHT or capC")
+            raise BadInput(f"{where}: '{word}' is not causal, c, bf16, fp16, bhsd, bshd, wLEFT:RIGHT, capC or dvN")
         key, value = WORDS[word.lower()]
         attrs[key] = value
     heads, slash, kv = values[1].partition("/")
@@ -273,7 +285,7 @@ def read_sweep(path):
             causal, right = True, -1
         shapes.append(check_shape(Shape(number("B"), h, number("kv_heads") if get("kv_heads") else h, n,
                                         number("kv_len") if get("kv_len") else n, number("D"), causal, dtype, layout,
-                                        get("name"), left, right, cap), where))
+                                        get("name"), left, right, cap, number("dv") if get("dv") else 0), where))
     if not shapes:
         raise BadInput(f"sweep file '{path}' has no rows")
     return shapes
@@ -321,9 +333,10 @@ def visible_pairs(s):
 def flops(s):
     """4*B*H*NQ*NKV*D, halved when causal (attn-tune's attention_flops); with a window, 4*B*H*D
     times the visible pairs, exactly."""
+    per_pair = 2 * (s.d + s.value_dim())  # 4 D; 2 D + 2 dv with V's own head dim
     if s.has_window():
-        return 4 * s.b * s.h * s.d * visible_pairs(s)
-    f = 4 * s.b * s.h * s.nq * s.nkv * s.d
+        return per_pair * s.b * s.h * visible_pairs(s)
+    f = per_pair * s.b * s.h * s.nq * s.nkv
     return f / 2 if s.causal else f
 
 
@@ -339,9 +352,9 @@ def visible_keys(s):
 def bytes_moved(s):
     """What attention must move at the least: Q, K, V read (with a window, the keys some query
     sees), O written, and the float32 LSE."""
-    q = s.b * s.h * s.nq * s.d * ELEMENT_BYTES
-    kv = 2 * s.b * s.kv * visible_keys(s) * s.d * ELEMENT_BYTES
-    return 2 * q + kv + 4 * s.b * s.h * s.nq
+    q = s.b * s.h * s.nq * (s.d + s.value_dim()) * ELEMENT_BYTES  # Q read, O written
+    kv = s.b * s.kv * visible_keys(s) * (s.d + s.value_dim()) * ELEMENT_BYTES
+    return q + kv + 4 * s.b * s.h * s.nq
 
 
 def tflops(s, ms):
@@ -647,17 +660,17 @@ def ceilings(reps):
 
 
 def make_inputs(s, seed):
-    """Q [B,H,NQ,D], K and V [B,KV,NKV,D] in index order, in the shape's memory layout."""
+    """Q [B,H,NQ,D], K [B,KV,NKV,D] and V [B,KV,NKV,dv] in index order, in the shape's memory layout."""
     import torch
 
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[s.dtype]
     g = torch.Generator(device="cuda").manual_seed(seed)
 
-    def one(heads, n):
+    def one(heads, n, d):
         if s.layout == "bshd":
-            return torch.randn(s.b, n, heads, s.d, device="cuda", dtype=dtype, generator=g).transpose(1, 2)
-        return torch.randn(s.b, heads, n, s.d, device="cuda", dtype=dtype, generator=g)
-    return one(s.h, s.nq), one(s.kv, s.nkv), one(s.kv, s.nkv)
+            return torch.randn(s.b, n, heads, d, device="cuda", dtype=dtype, generator=g).transpose(1, 2)
+        return torch.randn(s.b, heads, n, d, device="cuda", dtype=dtype, generator=g)
+    return one(s.h, s.nq, s.d), one(s.kv, s.nkv, s.d), one(s.kv, s.nkv, s.value_dim())
 
 
 def sdpa_impl(s, q, k, v, backend):
@@ -700,7 +713,7 @@ def capped_reference(s, q, k, v):
     (as every kernel rounds them), FlashAttention's yardstick for the tolerance."""
     import torch
 
-    out = torch.empty(q.shape, dtype=torch.float32, device=q.device)
+    out = torch.empty(q.shape[:3] + (v.shape[3],), dtype=torch.float32, device=q.device)
     lowp_err = 0.0
     group = s.h // s.kv
     keep = visible_mask(s) if (s.has_window() or s.causal) else None
@@ -815,11 +828,12 @@ def capi_impl(s, q, k, v, table):
     import torch
 
     import attn_tune
-    from attn_tune.tensors import describe, make_problem
+    from attn_tune.tensors import describe, make_problem, out_layout
 
     qi, ki, vi = describe(q, "q"), describe(k, "k"), describe(v, "v")
     problem = make_problem(qi, ki, vi, s.causal, variant=(*s.window(), s.softcap))
-    o = torch.empty_strided(q.shape, q.stride(), dtype=q.dtype, device=q.device)
+    shape, stride = out_layout(tuple(q.shape), tuple(q.stride()), v.shape[3])  # O has V's head dim
+    o = torch.empty_strided(shape, stride, dtype=q.dtype, device=q.device)
     lse = torch.empty((s.b, s.h, s.nq), dtype=torch.float32, device=q.device)
     ctx = attn_tune.context(qi.device, table)
     stream = torch.cuda.current_stream().cuda_stream

@@ -27,7 +27,9 @@
 // becomes C tanh(s scale / C) (in the kernel's raw q.k units: softcap_out tanh(s softcap_in))
 // before the mask and the softmax. Head dims: the MMA loops run over D rounded up to 16 (DK), the
 // extra columns zero; where D is not a multiple of 8 (33, 59, 111) rows are not 16-byte aligned and
-// are loaded and stored by element (!ALIGNED).
+// are loaded and stored by element (!ALIGNED). DV: V's and O's head dim when it is not D (d 192,
+// dv 128): V's tiles, the P V loop, the accumulators and O run over DV (its own strides, p.v_* and
+// p.o_*); DV 0 is D, and such a kernel reads K's and Q's strides for V and O as before.
 #include "common/attention.cuh"
 #include "common/hopper_ptx.cuh"
 #include "common/resources.cuh"
@@ -42,13 +44,16 @@ struct bool_constant {
 
 template <bool BF16_, int D_, int BLOCK_M_, int BLOCK_N_, int WARPS_, int STAGES_, bool CAUSAL_,
           bool PACK_ = false, bool SPLIT_ = false, bool BULK_ = false, bool LENS_ = false, bool PAGED_ = false,
-          bool WINDOW_ = false, bool SOFTCAP_ = false>
+          bool WINDOW_ = false, bool SOFTCAP_ = false, int DV_ = 0>
 struct fa2_config {
   static constexpr bool BF16 = BF16_;
   static constexpr int D = D_, BLOCK_M = BLOCK_M_, BLOCK_N = BLOCK_N_;
   /// The head dim the MMA loops run over: D rounded up to 16; columns [D, DK) of the shared tiles
   /// are zero-filled (they add nothing to Q K^T, and O's are never written).
   static constexpr int DK = mma_head_dim(D);
+  /// V's and O's head dim, and the width its loops run over (DV rounded up to 16).
+  static constexpr int DV = DV_ ? DV_ : D, DVK = mma_head_dim(DV);
+  static constexpr bool OWN_DV = DV != D;  ///< V and O have their own strides (p.v_*, p.o_*)
   static constexpr int WARPS = WARPS_, STAGES = STAGES_;
   static constexpr bool CAUSAL = CAUSAL_, PACK = PACK_, SPLIT = SPLIT_, BULK = BULK_;
   static constexpr bool LENS = LENS_, PAGED = PAGED_;
@@ -56,22 +61,25 @@ struct fa2_config {
   static constexpr int THREADS = WARPS * 32;
   static constexpr int WARP_M = BLOCK_M / WARPS;  ///< query rows per warp
   static constexpr int MI = WARP_M / 16;          ///< 16-row mma tiles per warp
-  static constexpr int PITCH = DK + 8;            ///< shared-memory row pitch, elements
+  static constexpr int PITCH = DK + 8;            ///< shared-memory row pitch of Q and K, elements
+  static constexpr int V_PITCH = DVK + 8;         ///< of V and the staged O
   static constexpr int Q_ELEMS = BLOCK_M * PITCH;
-  static constexpr int KV_ELEMS = BLOCK_N * PITCH;
-  static constexpr int SHARED_BYTES = padded_tiles_bytes(BLOCK_M, BLOCK_N, STAGES, DK, 2);  ///< = the host's
-  static_assert(D >= 32 && D <= 256, "head dim: in [32, 256]");
+  static constexpr int KV_ELEMS = BLOCK_N * PITCH;  ///< a K tile
+  static constexpr int V_ELEMS = BLOCK_N * V_PITCH;
+  static constexpr int SHARED_BYTES =
+      OWN_DV ? padded_tiles_bytes(BLOCK_M, BLOCK_N, STAGES, DK, DVK, 2) : padded_tiles_bytes(BLOCK_M, BLOCK_N, STAGES, DK, 2);  ///< = the host's
+  static_assert(D >= 32 && D <= 256 && DV >= 32 && DV <= 256, "head dims: in [32, 256]");
   /// Whether every row starts 16 bytes apart (D a multiple of 8): the loads are then 16-byte
   /// cp.async and the stores 16-byte; otherwise (33, 59, 111) rows are only element-aligned and
   /// every load and store is an element's, predicated on its column (copy_chunk_elements and the
   /// element stores of O).
-  static constexpr bool ALIGNED = D % 8 == 0;
-  static_assert(!BULK || D == DK, "the bulk loader copies whole rows: D a multiple of 16");
+  static constexpr bool ALIGNED = D % 8 == 0 && DV % 8 == 0;
+  static_assert(!BULK || (D == DK && DV == DVK), "the bulk loader copies whole rows: D and DV multiples of 16");
   static_assert(WARP_M % 16 == 0 && WARP_M >= 16, "each warp needs whole 16-row mma tiles");
   static_assert(BLOCK_N % 16 == 0, "BLOCK_N: a multiple of 16");
   static_assert(STAGES >= 1 && STAGES <= 8, "STAGES in [1, 8]");
   static_assert(!BULK || STAGES >= 2, "the bulk loader needs a ring of two stages or more");
-  static constexpr int BARRIERS_OFFSET = (Q_ELEMS + 2 * STAGES * KV_ELEMS) * 2;  ///< BULK: a mbarrier per stage
+  static constexpr int BARRIERS_OFFSET = (Q_ELEMS + STAGES * (KV_ELEMS + V_ELEMS)) * 2;  ///< BULK: a mbarrier per stage
 };
 
 /// One 8-column chunk of a shared tile when rows are only element-aligned (D not a multiple of 8:
@@ -79,35 +87,36 @@ struct fa2_config {
 /// queries) predicated on col + e < D, packed and stored to shared memory. The store is
 /// synchronous: the ring's block barrier orders it as it orders cp.async (whose groups are then
 /// empty).
-template <class C>
+template <int W>
 __device__ __forceinline__ void copy_chunk_elements(unsigned smem, const elem_bits* src, int col) {
   unsigned w[4];
 #pragma unroll
   for (int e = 0; e < 8; e += 2) {
-    const unsigned lo = src != nullptr && col + e < C::D ? src[col + e] : 0u;
-    const unsigned hi = src != nullptr && col + e + 1 < C::D ? src[col + e + 1] : 0u;
+    const unsigned lo = src != nullptr && col + e < W ? src[col + e] : 0u;
+    const unsigned hi = src != nullptr && col + e + 1 < W ? src[col + e + 1] : 0u;
     w[e / 2] = lo | (hi << 16);
   }
   asm volatile("st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n" ::"r"(smem), "r"(w[0]), "r"(w[1]), "r"(w[2]), "r"(w[3])
                : "memory");
 }
 
-/// Copies `rows` rows of D elements starting at global row `row0` into a padded shared tile,
-/// zero-filling rows at or past `row_end` (and columns [D, DK)) so that they contribute nothing.
-template <class C>
+/// Copies `rows` rows of W elements (D for K, DV for V) starting at global row `row0` into a padded
+/// shared tile, zero-filling rows at or past `row_end` (and columns [W, W rounded up to 16)) so that
+/// they contribute nothing.
+template <class C, int W = C::D>
 __device__ __forceinline__ void load_tile(unsigned smem, const elem_bits* base, long long row_stride,
                                           int row0, int row_end, int rows) {
-  constexpr int CHUNKS = C::DK / 8;
+  constexpr int WK = mma_head_dim(W), PITCH = WK + 8, CHUNKS = WK / 8;
   for (int c = threadIdx.x; c < rows * CHUNKS; c += C::THREADS) {
     const int r = c / CHUNKS, col = (c % CHUNKS) * 8;
     if constexpr (!C::ALIGNED) {
-      copy_chunk_elements<C>(smem + (r * C::PITCH + col) * 2, row0 + r < row_end ? base + (row0 + r) * row_stride : nullptr,
+      copy_chunk_elements<W>(smem + (r * PITCH + col) * 2, row0 + r < row_end ? base + (row0 + r) * row_stride : nullptr,
                              col);
       continue;
     }
-    const bool valid = row0 + r < row_end && (C::D == C::DK || col < C::D);
+    const bool valid = row0 + r < row_end && (W == WK || col < W);
     const elem_bits* src = base + (valid ? (row0 + r) * row_stride + col : 0);
-    cp_async_16(smem + (r * C::PITCH + col) * 2, src, valid);
+    cp_async_16(smem + (r * PITCH + col) * 2, src, valid);
   }
 }
 
@@ -123,10 +132,13 @@ struct paged_loader {
   static constexpr int SLOTS = (TOTAL + C::THREADS - 1) / C::THREADS;  ///< chunks (and lookups) per thread
   /// Whether the pages are looked up ahead: with more than 16 chunks a thread (one warp, or two on
   /// 128-key tiles) the held page numbers made ptxas spill, so those look each row up as they copy.
-  static constexpr bool AHEAD = SLOTS <= 16;
+  /// With dv != d (OWN_DV) K's and V's rows differ in width: each is copied by its own loop, its rows
+  /// looked up as they are copied.
+  static constexpr bool AHEAD = SLOTS <= 16 && !C::OWN_DV;
   const int* table;  ///< this sequence's row of the page table
   int shift;
   long long page_stride, row_stride;
+  long long v_page_stride, v_row_stride;  ///< V's (OWN_DV; else K's)
   int page[AHEAD ? SLOTS : 1];
 
   __device__ __forceinline__ int lookup(int n, int row_end) const { return n < row_end ? table[n >> shift] : 0; }
@@ -139,14 +151,35 @@ struct paged_loader {
       }
     }
   }
+  /// Tile j's rows of W elements of one tensor, each row's page looked up as it is copied.
+  template <int W>
+  __device__ __forceinline__ void load_rows(unsigned smem, const elem_bits* base, long long pstride, long long rstride,
+                                            int j, int row_end) const {
+    constexpr int WK = mma_head_dim(W), PITCH = WK + 8, CH = WK / 8;
+    for (int c = threadIdx.x; c < C::BLOCK_N * CH; c += C::THREADS) {
+      const int r = c / CH, col = (c % CH) * 8, n = j * C::BLOCK_N + r;
+      const long long row = (long long)lookup(n, row_end) * pstride + (long long)(n & ((1 << shift) - 1)) * rstride;
+      if constexpr (!C::ALIGNED) {
+        copy_chunk_elements<W>(smem + (r * PITCH + col) * 2, n < row_end ? base + row : nullptr, col);
+        continue;
+      }
+      const bool valid = n < row_end && (W == WK || col < W);
+      cp_async_16(smem + (r * PITCH + col) * 2, base + (valid ? row + col : 0), valid);
+    }
+  }
   __device__ __forceinline__ void load(unsigned k_smem, unsigned v_smem, const elem_bits* k, const elem_bits* v,
                                        int j, int row_end) const {
+    if constexpr (C::OWN_DV) {
+      load_rows<C::D>(k_smem, k, page_stride, row_stride, j, row_end);
+      load_rows<C::DV>(v_smem, v, v_page_stride, v_row_stride, j, row_end);
+      return;
+    }
     auto copy = [&](int c, int pg) {
       const int r = c / CHUNKS, col = (c % CHUNKS) * 8, n = j * C::BLOCK_N + r;
       if constexpr (!C::ALIGNED) {
         const long long row = pg * page_stride + (long long)(n & ((1 << shift) - 1)) * row_stride;
-        copy_chunk_elements<C>(k_smem + (r * C::PITCH + col) * 2, n < row_end ? k + row : nullptr, col);
-        copy_chunk_elements<C>(v_smem + (r * C::PITCH + col) * 2, n < row_end ? v + row : nullptr, col);
+        copy_chunk_elements<C::D>(k_smem + (r * C::PITCH + col) * 2, n < row_end ? k + row : nullptr, col);
+        copy_chunk_elements<C::D>(v_smem + (r * C::PITCH + col) * 2, n < row_end ? v + row : nullptr, col);
         return;
       }
       const bool valid = n < row_end && (C::D == C::DK || col < C::D);
@@ -181,7 +214,7 @@ __device__ __forceinline__ void load_q(unsigned smem, const fwd_params& p, const
   for (int c = threadIdx.x; c < C::BLOCK_M * CHUNKS; c += C::THREADS) {
     const int r = c / CHUNKS, col = (c % CHUNKS) * 8, m = m0 + r;
     if constexpr (!C::ALIGNED) {
-      copy_chunk_elements<C>(smem + (r * C::PITCH + col) * 2,
+      copy_chunk_elements<C::D>(smem + (r * C::PITCH + col) * 2,
                              m < rows ? q_batch + at.head_of(m) * p.q_head_stride + at.row_of(m) * p.q_row_stride : nullptr,
                              col);
       continue;
@@ -212,7 +245,7 @@ struct seq_lengths {
 /// One K/V tile: S = Q K^T, online softmax, O += P V. MASK: the tile is partial (the mask applies).
 template <class C, bool MASK, class Masks>
 __device__ __forceinline__ void attend_tile(unsigned q_smem, unsigned k_smem, unsigned v_smem,
-                                            float (&acc)[C::MI][C::DK / 8][4],
+                                            float (&acc)[C::MI][C::DVK / 8][4],
                                             float (&row_max)[C::MI][2], float (&row_sum)[C::MI][2],
                                             int n0, int first_row, const Masks& mask, float scale_log2,
                                             float cap_in = 0.f, float cap_out = 0.f) {
@@ -281,7 +314,7 @@ __device__ __forceinline__ void attend_tile(unsigned q_smem, unsigned k_smem, un
 #pragma unroll
   for (int mi = 0; mi < C::MI; ++mi)
 #pragma unroll
-    for (int df = 0; df < C::DK / 8; ++df) {
+    for (int df = 0; df < C::DVK / 8; ++df) {
       acc[mi][df][0] *= alpha[mi][0];
       acc[mi][df][1] *= alpha[mi][0];
       acc[mi][df][2] *= alpha[mi][1];
@@ -293,9 +326,9 @@ __device__ __forceinline__ void attend_tile(unsigned q_smem, unsigned k_smem, un
 #pragma unroll
   for (int kk = 0; kk < C::BLOCK_N / 16; ++kk) {
 #pragma unroll
-    for (int dj = 0; dj < C::DK / 16; ++dj) {
+    for (int dj = 0; dj < C::DVK / 16; ++dj) {
       unsigned b[4];
-      ldmatrix_x4_trans(b, v_smem + ((kk * 16 + v_row) * C::PITCH + dj * 16 + v_col) * 2);
+      ldmatrix_x4_trans(b, v_smem + ((kk * 16 + v_row) * C::V_PITCH + dj * 16 + v_col) * 2);
 #pragma unroll
       for (int mi = 0; mi < C::MI; ++mi) {
         mma_16816<C::BF16>(acc[mi][2 * dj], p[mi][kk], b[0], b[1]);
@@ -309,9 +342,15 @@ template <class C>
 __device__ void fa2_forward(const fwd_params& p) {
   extern __shared__ __align__(128) unsigned char shared_raw[];
   const unsigned q_smem = smem_addr(shared_raw);
-  const unsigned kv_smem = q_smem + C::Q_ELEMS * 2;  // stage s: K at 2s, V at 2s + 1
-  auto k_stage = [&](int s) { return kv_smem + (2 * s) * C::KV_ELEMS * 2; };
-  auto v_stage = [&](int s) { return kv_smem + (2 * s + 1) * C::KV_ELEMS * 2; };
+  const unsigned kv_smem = q_smem + C::Q_ELEMS * 2;  // stage s: its K tile, then its V tile
+  auto k_stage = [&](int s) {
+    if constexpr (C::OWN_DV) return kv_smem + s * (C::KV_ELEMS + C::V_ELEMS) * 2;
+    else return kv_smem + (2 * s) * C::KV_ELEMS * 2;  // as before DV (the same address)
+  };
+  auto v_stage = [&](int s) {
+    if constexpr (C::OWN_DV) return kv_smem + (s * (C::KV_ELEMS + C::V_ELEMS) + C::KV_ELEMS) * 2;
+    else return kv_smem + (2 * s + 1) * C::KV_ELEMS * 2;
+  };
 
   // Causal: the heaviest query blocks (last rows) are launched first. SPLIT: the splits of a row
   // block are neighbours in x.
@@ -334,15 +373,22 @@ __device__ void fa2_forward(const fwd_params& p) {
   // PAGED: K/V of the block's K/V head in every page, and row n's offset from there.
   const long long kv_head_offset = ((C::PACK ? head * group : head) / p.group) * p.kv_head_stride;
   const elem_bits* k = C::PAGED ? static_cast<const elem_bits*>(p.k) + kv_head_offset : in.k;
-  const elem_bits* v = C::PAGED ? static_cast<const elem_bits*>(p.v) + kv_head_offset : in.v;
+  // OWN_DV: V by its own strides (the K/V head's offset, and its batch's unless paged).
+  const int kv_head = (C::PACK ? head * group : head) / p.group;
+  const elem_bits* v = C::OWN_DV ? static_cast<const elem_bits*>(p.v) + kv_head * p.v_head_stride +
+                                       (C::PAGED ? 0 : batch * p.v_batch_stride)
+                       : C::PAGED ? static_cast<const elem_bits*>(p.v) + kv_head_offset
+                                  : in.v;
+  const long long v_page_stride = C::OWN_DV ? p.v_batch_stride : p.kv_batch_stride;
+  const long long v_row_stride = C::OWN_DV ? p.v_row_stride : p.kv_row_stride;
   const int* pages = C::PAGED ? p.block_table + (long long)batch * p.pages_per_seq : nullptr;
-  paged_loader<C> paging{pages, p.page_shift, p.kv_batch_stride, p.kv_row_stride, {}};
-  auto row_offset = [&](int n) -> long long {
+  paged_loader<C> paging{pages, p.page_shift, p.kv_batch_stride, p.kv_row_stride, v_page_stride, v_row_stride, {}};
+  // Row n's offset from K's (page_stride, row_stride: K's) or V's base.
+  auto row_offset = [&](int n, long long page_stride, long long row_stride) -> long long {
     if constexpr (C::PAGED)
-      return (long long)pages[n >> p.page_shift] * p.kv_batch_stride +
-             (long long)(n & ((1 << p.page_shift) - 1)) * p.kv_row_stride;
+      return (long long)pages[n >> p.page_shift] * page_stride + (long long)(n & ((1 << p.page_shift) - 1)) * row_stride;
     else
-      return (long long)n * p.kv_row_stride;
+      return (long long)n * row_stride;
   };
   // The query rows [q_first, q_last] the block holds, and the tiles they attend to.
   const int q_first = at.row_of(m0), q_last = at.row_of(min(m0 + C::BLOCK_M, rows) - 1);
@@ -360,12 +406,12 @@ __device__ void fa2_forward(const fwd_params& p) {
   kv_full_tiles full = mask.template full_tiles<C::BLOCK_N>(q_first, q_last, range);
   full.full_end = max(full.full_end, full.full_first);  // a split past the unmasked tiles
 
-  float acc[C::MI][C::DK / 8][4];
+  float acc[C::MI][C::DVK / 8][4];
   float row_max[C::MI][2], row_sum[C::MI][2];
 #pragma unroll
   for (int mi = 0; mi < C::MI; ++mi) {
 #pragma unroll
-    for (int df = 0; df < C::DK / 8; ++df)
+    for (int df = 0; df < C::DVK / 8; ++df)
 #pragma unroll
       for (int e = 0; e < 4; ++e) acc[mi][df][e] = 0.f;
     row_max[mi][0] = row_max[mi][1] = neg_inf();
@@ -389,19 +435,23 @@ __device__ void fa2_forward(const fwd_params& p) {
     if constexpr (C::BULK) {  // warp 0: a bulk copy per row, rows past the keys zeroed
       if (threadIdx.x >= 32) return;
       const int lane = threadIdx.x, n0 = j * C::BLOCK_N, valid = min(C::BLOCK_N, mask.kv_len() - n0);
-      if (lane == 0) mbar_arrive_expect_tx(bar(stage), valid * C::D * 2 * 2);
+      if (lane == 0) mbar_arrive_expect_tx(bar(stage), valid * (C::D + C::DV) * 2);
       fence_proxy_async();  // the consumers' reads of this stage (ordered by the block barrier) come first
       for (int r = lane; r < C::BLOCK_N; r += 32) {
-        const unsigned k_row = k_stage(stage) + r * C::PITCH * 2, v_row = v_stage(stage) + r * C::PITCH * 2;
+        const unsigned k_row = k_stage(stage) + r * C::PITCH * 2, v_row = v_stage(stage) + r * C::V_PITCH * 2;
         if (r < valid) {
-          const long long at = row_offset(n0 + r);
+          const long long at = row_offset(n0 + r, p.kv_batch_stride, p.kv_row_stride);
           bulk_load(k_row, k + at, C::D * 2, bar(stage));
-          bulk_load(v_row, v + at, C::D * 2, bar(stage));
+          bulk_load(v_row, v + (C::OWN_DV ? row_offset(n0 + r, v_page_stride, v_row_stride) : at), C::DV * 2, bar(stage));
         } else {
           for (int c = 0; c < C::D * 2; c += 16) {
             asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(k_row + c), "r"(0u) : "memory");
-            asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(v_row + c), "r"(0u) : "memory");
+            if constexpr (!C::OWN_DV)
+              asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(v_row + c), "r"(0u) : "memory");
           }
+          if constexpr (C::OWN_DV)
+            for (int c = 0; c < C::DV * 2; c += 16)
+              asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(v_row + c), "r"(0u) : "memory");
         }
       }
     } else if constexpr (C::PAGED) {
@@ -409,7 +459,7 @@ __device__ void fa2_forward(const fwd_params& p) {
       if (j + 1 < range.end) paging.fetch(j + 1, mask.kv_len());
     } else {
       load_tile<C>(k_stage(stage), k, p.kv_row_stride, j * C::BLOCK_N, mask.kv_len(), C::BLOCK_N);
-      load_tile<C>(v_stage(stage), v, p.kv_row_stride, j * C::BLOCK_N, mask.kv_len(), C::BLOCK_N);
+      load_tile<C, C::DV>(v_stage(stage), v, v_row_stride, j * C::BLOCK_N, mask.kv_len(), C::BLOCK_N);
     }
   };
   // Commits a ring stage's loads (cp.async: a group; bulk copies: nothing, their mbarrier counts),
@@ -491,7 +541,17 @@ __device__ void fa2_forward(const fwd_params& p) {
   // Normalize, write O and the LSE: through shared memory for 16-byte coalesced stores; SPLIT:
   // this split's O in fp32 and its LSE, straight from the registers, to the workspace.
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4, t = lane % 4;
-  elem_bits* o_stage = reinterpret_cast<elem_bits*>(shared_raw);
+  elem_bits* o_stage = reinterpret_cast<elem_bits*>(shared_raw);  // rows of V_PITCH
+  // Where row m's O goes: by O's own strides with dv != d, else Q's (read where they are used, as
+  // before DV: the dense kernel's code is unchanged).
+  auto o_row_of = [&](int m) -> elem_bits* {
+    if constexpr (C::OWN_DV)
+      return static_cast<elem_bits*>(p.o) + batch * p.o_batch_stride + at.head_of(m) * p.o_head_stride +
+             at.row_of(m) * p.o_row_stride;
+    else
+      return static_cast<elem_bits*>(p.o) + batch * p.q_batch_stride + at.head_of(m) * p.q_head_stride +
+             at.row_of(m) * p.q_row_stride;
+  };
   // Row (b, h, i) of the output, [B, H, Nq]; SPLIT: of this split's part of the workspace.
   auto out_row = [&](int m) {
     return ((long long)(split * p.batch + batch) * p.heads + at.head_of(m)) * p.q_len + at.row_of(m);
@@ -505,24 +565,24 @@ __device__ void fa2_forward(const fwd_params& p) {
       const int r = warp * C::WARP_M + mi * 16 + g + h * 8;
       if (C::SPLIT) {
         if (m0 + r < rows) {
-          float* o_part = p.o_partial + out_row(m0 + r) * C::D;
+          float* o_part = p.o_partial + out_row(m0 + r) * C::DV;
           if constexpr (C::ALIGNED) {
 #pragma unroll
-            for (int df = 0; df < C::D / 8; ++df)
+            for (int df = 0; df < C::DV / 8; ++df)
               *reinterpret_cast<float2*>(o_part + df * 8 + t * 2) =
                   make_float2(acc[mi][df][h * 2] * inv, acc[mi][df][h * 2 + 1] * inv);
-          } else {  // rows of D floats are only 4-byte aligned: a column at a time, up to D
+          } else {  // rows of DV floats are only 4-byte aligned: a column at a time, up to DV
 #pragma unroll
-            for (int df = 0; df < C::DK / 8; ++df)
+            for (int df = 0; df < C::DVK / 8; ++df)
 #pragma unroll
               for (int e = 0; e < 2; ++e)
-                if (df * 8 + t * 2 + e < C::D) o_part[df * 8 + t * 2 + e] = acc[mi][df][h * 2 + e] * inv;
+                if (df * 8 + t * 2 + e < C::DV) o_part[df * 8 + t * 2 + e] = acc[mi][df][h * 2 + e] * inv;
           }
         }
       } else {
 #pragma unroll
-        for (int df = 0; df < (C::D + 7) / 8; ++df) {  // D not a multiple of 8: its last chunk in part
-          *reinterpret_cast<unsigned*>(&o_stage[r * C::PITCH + df * 8 + t * 2]) =
+        for (int df = 0; df < (C::DV + 7) / 8; ++df) {  // DV not a multiple of 8: its last chunk in part
+          *reinterpret_cast<unsigned*>(&o_stage[r * C::V_PITCH + df * 8 + t * 2]) =
               pack2<C::BF16>(acc[mi][df][h * 2] * inv, acc[mi][df][h * 2 + 1] * inv);
         }
       }
@@ -535,22 +595,19 @@ __device__ void fa2_forward(const fwd_params& p) {
   }
   if (C::SPLIT) return;
   __syncthreads();
-  if constexpr (!C::ALIGNED) {  // element-aligned rows: an element a thread, up to D
-    for (int c = threadIdx.x; c < C::BLOCK_M * C::D; c += C::THREADS) {
-      const int r = c / C::D, col = c % C::D, m = m0 + r;
+  if constexpr (!C::ALIGNED) {  // element-aligned rows: an element a thread, up to DV
+    for (int c = threadIdx.x; c < C::BLOCK_M * C::DV; c += C::THREADS) {
+      const int r = c / C::DV, col = c % C::DV, m = m0 + r;
       if (m >= rows) continue;
-      elem_bits* o = static_cast<elem_bits*>(p.o) + batch * p.q_batch_stride + at.head_of(m) * p.q_head_stride;
-      o[at.row_of(m) * p.q_row_stride + col] = o_stage[r * C::PITCH + col];
+      o_row_of(m)[col] = o_stage[r * C::V_PITCH + col];
     }
     return;
   }
-  constexpr int CHUNKS = C::D / 8;
+  constexpr int CHUNKS = C::DV / 8;
   for (int c = threadIdx.x; c < C::BLOCK_M * CHUNKS; c += C::THREADS) {
     const int r = c / CHUNKS, col = (c % CHUNKS) * 8, m = m0 + r;
     if (m < rows) {
-      elem_bits* o = static_cast<elem_bits*>(p.o) + batch * p.q_batch_stride + at.head_of(m) * p.q_head_stride;
-      *reinterpret_cast<uint4*>(o + at.row_of(m) * p.q_row_stride + col) =
-          *reinterpret_cast<const uint4*>(&o_stage[r * C::PITCH + col]);
+      *reinterpret_cast<uint4*>(o_row_of(m) + col) = *reinterpret_cast<const uint4*>(&o_stage[r * C::V_PITCH + col]);
     }
   }
 }
@@ -559,8 +616,9 @@ __device__ void fa2_forward(const fwd_params& p) {
 /// (common/split_merge.cuh). One block of COMBINE_THREADS per row: the first warp merges the LSEs
 /// and leaves each split's weight in shared memory; then every thread sums weight * O_s over its
 /// share of the splits for its columns, and the shares are added in shared memory. A row no split
-/// saw a key of gets O = 0 and LSE = -inf.
-template <bool BF16, int D>
+/// saw a key of gets O = 0 and LSE = -inf. D: O's head dim (dv); OWN_DV: O has its own strides
+/// (dv != d), else Q's.
+template <bool BF16, int D, bool OWN_DV = false>
 __device__ void combine_splits(const fwd_params& p) {
   constexpr int GROUPS = D >= COMBINE_THREADS ? 1 : COMBINE_THREADS / D;  // split shares per column
   __shared__ float weight[MAX_SPLITS];
@@ -595,7 +653,8 @@ __device__ void combine_splits(const fwd_params& p) {
   }
   __syncthreads();
   const int i = row % p.q_len, h = (row / p.q_len) % p.heads, b = row / ((long long)p.q_len * p.heads);
-  elem_bits* o = static_cast<elem_bits*>(p.o) + b * p.q_batch_stride + h * p.q_head_stride + i * p.q_row_stride;
+  elem_bits* o = static_cast<elem_bits*>(p.o) + (OWN_DV ? b * p.o_batch_stride + h * p.o_head_stride + i * p.o_row_stride
+                                                         : b * p.q_batch_stride + h * p.q_head_stride + i * p.q_row_stride);
   for (int d = threadIdx.x; d < D; d += COMBINE_THREADS) {
     float x = 0.f;
 #pragma unroll

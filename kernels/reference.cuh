@@ -26,6 +26,15 @@ __device__ __forceinline__ long long kv_index(const fwd_params& p, int bh, int j
   const int b = bh / p.heads, h = bh % p.heads;
   return b * p.kv_batch_stride + (h / p.group) * p.kv_head_stride + j * p.kv_row_stride;
 }
+/// V's and O's elements by their own strides (equal to K's and Q's when dv = d).
+__device__ __forceinline__ long long v_index(const fwd_params& p, int bh, int j) {
+  const int b = bh / p.heads, h = bh % p.heads;
+  return b * p.v_batch_stride + (h / p.group) * p.v_head_stride + j * p.v_row_stride;
+}
+__device__ __forceinline__ long long o_index(const fwd_params& p, int bh, int i) {
+  const int b = bh / p.heads, h = bh % p.heads;
+  return b * p.o_batch_stride + h * p.o_head_stride + i * p.o_row_stride;
+}
 
 /// S[z][i][j] = scale * q_i . k_j (masked: -inf). Block 16x16, grid (Nkv/16, Nq/16, heads).
 template <bool BF16, bool LOWP>
@@ -105,8 +114,8 @@ __device__ void ref_softmax(const fwd_params& p, int bh0, const float* scores, v
     lse[(long long)(bh0 + z) * p.q_len + i] = sum > 0.f ? mx + logf(sum) : neg_inf();
 }
 
-/// O = P V. Block 16x16, grid (ceil(D/16), Nq/16, heads). Full: float output in Q's layout;
-/// LOWP: element-type output (bits) in Q's layout.
+/// O = P V. Block 16x16, grid (ceil(dv/16), Nq/16, heads); head_dim is V's (dv). Full: float
+/// output in O's layout; LOWP: element-type output (bits) in O's layout.
 template <bool BF16, bool LOWP>
 __device__ void ref_pv(const fwd_params& p, int bh0, int head_dim, const void* probs, void* out) {
   __shared__ float ps[16][17], vs[16][17];
@@ -121,7 +130,7 @@ __device__ void ref_pv(const fwd_params& p, int bh0, int head_dim, const void* p
       pv = LOWP ? to_float<BF16>(static_cast<const elem_bits*>(probs)[row + j0 + tx])
                 : static_cast<const float*>(probs)[row + j0 + tx];
     ps[ty][tx] = pv;
-    vs[ty][tx] = j0 + ty < p.kv_len && d < head_dim ? to_float<BF16>(v[kv_index(p, bh, j0 + ty) + d]) : 0.f;
+    vs[ty][tx] = j0 + ty < p.kv_len && d < head_dim ? to_float<BF16>(v[v_index(p, bh, j0 + ty) + d]) : 0.f;
     __syncthreads();
 #pragma unroll
     for (int e = 0; e < 16; ++e) acc = fmaf(ps[ty][e], vs[e][tx], acc);
@@ -129,9 +138,9 @@ __device__ void ref_pv(const fwd_params& p, int bh0, int head_dim, const void* p
   }
   if (i >= p.q_len || d >= head_dim) return;
   if (LOWP)
-    static_cast<elem_bits*>(out)[q_index(p, bh, i) + d] = from_float<BF16>(acc);
+    static_cast<elem_bits*>(out)[o_index(p, bh, i) + d] = from_float<BF16>(acc);
   else
-    static_cast<float*>(out)[q_index(p, bh, i) + d] = acc;
+    static_cast<float*>(out)[o_index(p, bh, i) + d] = acc;
 }
 
 /// Standard-normal draws from a counter-based hash (Box-Muller), shaped by `f` (common/inputs.cuh:
@@ -157,16 +166,18 @@ __device__ void fill_inputs(elem_bits* x, long long n, unsigned long long seed, 
 /// A paged cache's K or V ([pages, page_size, kv_heads, D]) from the contiguous one `p` reads: page
 /// owner[x] = b * pages_per_seq + i holds rows [i * page_size, (i + 1) * page_size) of sequence
 /// b. Rows at or past the sequence's length are NaN, so a kernel that reads one is caught.
+/// value: V (its strides, head_dim its dv), else K.
 __device__ void gather_pages(const fwd_params& p, const elem_bits* contiguous, elem_bits* paged, const int* owner,
-                             int num_pages, int page_size, int pages_per_seq, int kv_heads, int head_dim) {
+                             int num_pages, int page_size, int pages_per_seq, int kv_heads, int head_dim, int value) {
   const long long n = (long long)num_pages * page_size * kv_heads * head_dim;
   for (long long x = blockIdx.x * (long long)blockDim.x + threadIdx.x; x < n; x += (long long)gridDim.x * blockDim.x) {
     const int d = x % head_dim, h = (x / head_dim) % kv_heads, r = (x / ((long long)head_dim * kv_heads)) % page_size;
     const int page = x / ((long long)head_dim * kv_heads * page_size), slot = owner[page];
     const int b = slot / pages_per_seq, row = (slot % pages_per_seq) * page_size + r;
     const int kv_len = p.seqlens_k ? p.seqlens_k[b] : p.kv_len;
-    paged[x] = row < kv_len ? contiguous[b * p.kv_batch_stride + h * p.kv_head_stride + row * p.kv_row_stride + d]
-                            : elem_bits(0x7fff);
+    const long long at = value ? b * p.v_batch_stride + h * p.v_head_stride + row * p.v_row_stride
+                               : b * p.kv_batch_stride + h * p.kv_head_stride + row * p.kv_row_stride;
+    paged[x] = row < kv_len ? contiguous[at + d] : elem_bits(0x7fff);
   }
 }
 
@@ -252,8 +263,8 @@ extern "C" __global__ void fill_inputs(attn_k::elem_bits* x, long long n, unsign
 extern "C" __global__ void poison(unsigned* x, long long n_words) { attn_k::poison(x, n_words); }
 extern "C" __global__ void gather_pages(fwd_params p, const attn_k::elem_bits* contiguous, attn_k::elem_bits* paged,
                                         const int* owner, int num_pages, int page_size, int pages_per_seq,
-                                        int kv_heads, int head_dim) {
-  attn_k::gather_pages(p, contiguous, paged, owner, num_pages, page_size, pages_per_seq, kv_heads, head_dim);
+                                        int kv_heads, int head_dim, int value) {
+  attn_k::gather_pages(p, contiguous, paged, owner, num_pages, page_size, pages_per_seq, kv_heads, head_dim, value);
 }
 extern "C" __global__ void error_elem(const attn_k::elem_bits* out, const float* ref, long long n,
                                       unsigned* max_bits, unsigned long long* bad) {

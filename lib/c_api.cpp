@@ -124,6 +124,7 @@ attn::problem to_shape(const attn_tune_problem& p) {
     s.window_right = p.window_right;
   }
   s.softcap = p.softcap;
+  s.head_dim_v = p.head_dim_v;
   attn::canonicalize(s);
   attn::validate(s);
   return s;
@@ -161,14 +162,23 @@ attn_k::fwd_params to_params(const attn::problem& s, const void* q, const void* 
   t.num_pages = p.num_pages;
   attn::tensor_strides qs{p.q_strides[0], p.q_strides[1], p.q_strides[2]};
   attn::tensor_strides kvs{p.kv_strides[0], p.kv_strides[1], p.kv_strides[2]};
-  attn_k::fwd_params params = attn::make_fwd_params(s, t, qs, kvs, p.softmax_scale);  // each stride checked
-  if (qs.unset()) qs = attn::contiguous_strides(s, false);
-  if (kvs.unset()) kvs = attn::contiguous_strides(s, true);
+  attn::tensor_strides vs{p.v_strides[0], p.v_strides[1], p.v_strides[2]};
+  attn::tensor_strides os{p.o_strides[0], p.o_strides[1], p.o_strides[2]};
+  attn_k::fwd_params params = attn::make_fwd_params(s, t, qs, kvs, p.softmax_scale, vs, os);  // each stride checked
+  const int64_t dv = attn::value_dim(s);
+  qs = {params.q_batch_stride, params.q_head_stride, params.q_row_stride};
+  kvs = {params.kv_batch_stride, params.kv_head_stride, params.kv_row_stride};
+  vs = {params.v_batch_stride, params.v_head_stride, params.v_row_stride};
+  os = {params.o_batch_stride, params.o_head_stride, params.o_row_stride};
   check_no_overlap("q", qs, s.batch, s.heads, s.q_len, s.head_dim);
-  if (s.page_size > 0)
+  check_no_overlap("o", os, s.batch, s.heads, s.q_len, dv);
+  if (s.page_size > 0) {
     check_no_overlap("kv", kvs, p.num_pages, s.kv_heads, s.page_size, s.head_dim);
-  else
+    check_no_overlap("v", vs, p.num_pages, s.kv_heads, s.page_size, dv);
+  } else {
     check_no_overlap("kv", kvs, s.batch, s.kv_heads, s.kv_len, s.head_dim);
+    check_no_overlap("v", vs, s.batch, s.kv_heads, s.kv_len, dv);
+  }
   return params;
 }
 

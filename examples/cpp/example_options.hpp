@@ -17,7 +17,7 @@ struct usage_error : std::runtime_error {
 
 constexpr const char* usage_text =
     "usage: attn_tune_example [--table T | --bundle B] [--shape] B,H,N,D [--kv-heads H] [--kv-len N]\n"
-    "                         [--dtype bf16|fp16] [--layout bhsd|bshd] [--causal] [--check-heads K]\n"
+    "                         [--dv DV] [--dtype bf16|fp16] [--layout bhsd|bshd] [--causal] [--check-heads K]\n"
     "                         [--no-check] [--seed S]\n"
     "Runs one attention forward through libattn_tune on random inputs, times it as attn-tune times a\n"
     "variant (CUDA events, 3 warm-up calls, L2 flushed before each repetition, median of 20 to 300),\n"
@@ -26,11 +26,13 @@ constexpr const char* usage_text =
     "  --bundle B      a bundle of `attn-tune bundle` (cubins loaded without NVRTC)\n"
     "  B,H,N,D         batch, heads, query length, head dim (default 4,32,4096,128)\n"
     "  --kv-heads H    K/V heads (GQA; default H)    --kv-len N  keys (default N)\n"
+    "  --dv DV         V's and O's head dim (default D; e.g. --shape 1,128,4096,192 --dv 128)\n"
     "Exit codes: 0 passed, 1 the check failed, 2 bad arguments, 3 a failure of the library or CUDA.\n";
 
 struct example_options {
   attn_tune::context_options context;
   int64_t batch = 4, heads = 32, kv_heads = 0, q_len = 4096, kv_len = 0, head_dim = 128;
+  int64_t head_dim_v = 0;  ///< 0: head_dim
   int dtype = ATTN_TUNE_BF16, layout = ATTN_TUNE_BHSD;
   bool causal = false, check = true, help = false;
   int check_heads = 4;
@@ -77,6 +79,7 @@ inline example_options parse_example_options(int argc, char** argv) {
     else if (a == "--shape") parse_shape(value(), o);
     else if (a == "--kv-heads") o.kv_heads = positive(value(), "--kv-heads");
     else if (a == "--kv-len") o.kv_len = positive(value(), "--kv-len");
+    else if (a == "--dv") o.head_dim_v = positive(value(), "--dv");
     else if (a == "--causal") o.causal = true;
     else if (a == "--no-check") o.check = false;
     else if (a == "--check-heads") o.check_heads = static_cast<int>(positive(value(), "--check-heads"));
@@ -94,6 +97,7 @@ inline example_options parse_example_options(int argc, char** argv) {
   }
   if (o.kv_heads == 0) o.kv_heads = o.heads;
   if (o.kv_len == 0) o.kv_len = o.q_len;
+  if (o.head_dim_v == 0) o.head_dim_v = o.head_dim;
   return o;
 }
 

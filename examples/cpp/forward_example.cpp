@@ -56,25 +56,29 @@ int main(int argc, char** argv) try {
     std::fputs(example::usage_text, stdout);
     return 0;
   }
-  const attn_tune::problem p =
+  attn_tune::problem p =
       attn_tune::make_problem(o.batch, o.heads, o.kv_heads, o.q_len, o.kv_len, o.head_dim,
                               static_cast<attn_tune_dtype>(o.dtype), o.causal, static_cast<attn_tune_layout>(o.layout));
+  if (o.head_dim_v != o.head_dim) p.head_dim_v = o.head_dim_v;  // V and O contiguous with rows of dv
   const bool bf16 = o.dtype == ATTN_TUNE_BF16;
   const size_t q_count = static_cast<size_t>(o.batch * o.heads * o.q_len * o.head_dim);
+  const size_t o_count = static_cast<size_t>(o.batch * o.heads * o.q_len * o.head_dim_v);
   const size_t kv_count = static_cast<size_t>(o.batch * o.kv_heads * o.kv_len * o.head_dim);
-  std::printf("problem: B%lld H%lld kv_heads %lld N_q %lld N_kv %lld D%lld %s %s%s\n",
+  const size_t v_count = static_cast<size_t>(o.batch * o.kv_heads * o.kv_len * o.head_dim_v);
+  std::printf("problem: B%lld H%lld kv_heads %lld N_q %lld N_kv %lld D%lld%s %s %s%s\n",
               static_cast<long long>(o.batch), static_cast<long long>(o.heads), static_cast<long long>(o.kv_heads),
               static_cast<long long>(o.q_len), static_cast<long long>(o.kv_len), static_cast<long long>(o.head_dim),
+              o.head_dim_v != o.head_dim ? (" dv" + std::to_string(o.head_dim_v)).c_str() : "",
               bf16 ? "bf16" : "fp16", o.layout == ATTN_TUNE_BSHD ? "bshd" : "bhsd", o.causal ? " causal" : "");
 
   attn_tune::context ctx(o.context);
   device_memory memory;
   void* dq = memory.get(q_count * 2);
   void* dk = memory.get(kv_count * 2);
-  void* dv = memory.get(kv_count * 2);
-  void* dout = memory.get(q_count * 2);
+  void* dv = memory.get(v_count * 2);
+  void* dout = memory.get(o_count * 2);
   float* dlse = static_cast<float*>(memory.get(static_cast<size_t>(o.batch * o.heads * o.q_len) * 4));
-  std::vector<float> q(q_count), k(kv_count), v(kv_count);
+  std::vector<float> q(q_count), k(kv_count), v(v_count);
   std::mt19937 rng(o.seed);
   random_tensor(q, dq, bf16, rng);
   random_tensor(k, dk, bf16, rng);
@@ -90,7 +94,9 @@ int main(int argc, char** argv) try {
 
   const example::timing t =
       example::time_cold([&](cudaStream_t s) { ctx.forward(dq, dk, dv, dout, dlse, p, s); }, stream);
-  const double flops = 4.0 * o.batch * o.heads * o.q_len * o.kv_len * o.head_dim / (o.causal ? 2 : 1);
+  // 2 d per (query, key) pair for Q K^T and 2 dv for P V, halved when causal (attn-tune's rule).
+  const double flops =
+      2.0 * o.batch * o.heads * o.q_len * o.kv_len * (o.head_dim + o.head_dim_v) / (o.causal ? 2 : 1);
   std::printf("time: %.4f ms median of %d reps (IQR %.4f ms, noise %.2f%%), L2 flushed before each (%.1f MiB); "
               "%.1f TFLOPS\n",
               t.median_ms, t.reps, t.iqr_ms, 100 * t.noise, t.flushed_bytes / (1 << 20), flops / t.median_ms / 1e9);
@@ -101,8 +107,8 @@ int main(int argc, char** argv) try {
     // Rerun on the outputs the timing overwrote; the reference checks K heads and up to 256 rows of each.
     ctx.forward(dq, dk, dv, dout, dlse, p, stream);
     ctx.synchronize(stream);
-    std::vector<uint16_t> out(q_count);
-    cuda_check(cudaMemcpy(out.data(), dout, q_count * 2, cudaMemcpyDeviceToHost), "cudaMemcpy");
+    std::vector<uint16_t> out(o_count);
+    cuda_check(cudaMemcpy(out.data(), dout, o_count * 2, cudaMemcpyDeviceToHost), "cudaMemcpy");
     const int every = static_cast<int>(std::max<int64_t>(1, o.batch * o.heads / o.check_heads));
     const int row_every = static_cast<int>(std::max<int64_t>(1, o.q_len / 256));
     r = example::compare(p, q, k, v, out, every, row_every);

@@ -58,9 +58,11 @@ inline float from_bits(uint16_t b, bool bf16) {
 
 inline float round_to(float x, bool bf16) { return from_bits(to_bits(x, bf16), bf16); }
 
-/// Element offset of (b, h, i, 0) of a contiguous tensor in the problem's layout.
-inline int64_t offset(const attn_tune_problem& p, bool kv, int64_t b, int64_t h, int64_t i) {
-  const int64_t heads = kv ? p.kv_heads : p.heads, n = kv ? p.kv_len : p.q_len, d = p.head_dim;
+/// Element offset of (b, h, i, 0) of a contiguous tensor in the problem's layout, with rows of d
+/// elements (0: the head dim; V's and O's are head_dim_v when it is set).
+inline int64_t offset(const attn_tune_problem& p, bool kv, int64_t b, int64_t h, int64_t i, int64_t d = 0) {
+  const int64_t heads = kv ? p.kv_heads : p.heads, n = kv ? p.kv_len : p.q_len;
+  if (d == 0) d = p.head_dim;
   return p.layout == ATTN_TUNE_BSHD ? ((b * n + i) * heads + h) * d : ((b * heads + h) * n + i) * d;
 }
 
@@ -77,6 +79,7 @@ inline comparison compare(const attn_tune_problem& p, const std::vector<float>& 
                           int row_every = 1) {
   const bool bf16 = p.dtype == ATTN_TUNE_BF16;
   const int64_t H = p.heads, N = p.q_len, M = p.kv_len, D = p.head_dim, group = p.heads / p.kv_heads;
+  const int64_t DV = p.head_dim_v ? p.head_dim_v : D;  // V's and O's head dim
   const double scale = 1.0 / std::sqrt(static_cast<double>(D));
   double error = 0, naive_error = 0;
   std::vector<double> s(M), s_naive(M);
@@ -85,8 +88,8 @@ inline comparison compare(const attn_tune_problem& p, const std::vector<float>& 
     for (int64_t i = 0; i < N; i += row_every) {
       const int64_t last = std::min(p.causal ? i + M - N : M - 1, M - 1);
       if (last < 0) {
-        for (int64_t c = 0; c < D; ++c) {
-          const float got = from_bits(out[offset(p, false, b, h, i) + c], bf16);
+        for (int64_t c = 0; c < DV; ++c) {
+          const float got = from_bits(out[offset(p, false, b, h, i, DV) + c], bf16);
           error = std::max(error, std::isnan(got) ? INFINITY : std::abs(static_cast<double>(got)));
         }
         continue;
@@ -109,14 +112,14 @@ inline comparison compare(const attn_tune_problem& p, const std::vector<float>& 
         s[j] = std::exp(s[j] - mx), sum += s[j];
         s_naive[j] = std::exp(s_naive[j] - mx_naive), sum_naive += s_naive[j];
       }
-      for (int64_t c = 0; c < D; ++c) {
+      for (int64_t c = 0; c < DV; ++c) {
         double o = 0, o_naive = 0;
         for (int64_t j = 0; j <= last; ++j) {
-          const float vj = v[offset(p, true, b, kh, j) + c];
+          const float vj = v[offset(p, true, b, kh, j, DV) + c];
           o += s[j] / sum * vj;
           o_naive += round_to(static_cast<float>(s_naive[j] / sum_naive), bf16) * vj;
         }
-        const float got = from_bits(out[offset(p, false, b, h, i) + c], bf16);
+        const float got = from_bits(out[offset(p, false, b, h, i, DV) + c], bf16);
         error = std::max(error, std::isnan(got) ? INFINITY : std::abs(got - o));
         naive_error = std::max(naive_error, std::abs(round_to(static_cast<float>(o_naive), bf16) - o));
       }

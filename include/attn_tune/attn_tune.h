@@ -26,8 +26,9 @@ extern "C" {
 #define ATTN_TUNE_API
 #endif
 
-#define ATTN_TUNE_API_VERSION 4 /* bumped when a struct gains a field or a call is added (2: last_warning;
-                                  3: the problem's KV-cache fields; 4: its window and softcap) */
+#define ATTN_TUNE_API_VERSION 5 /* bumped when a struct gains a field or a call is added (2: last_warning;
+                                  3: the problem's KV-cache fields; 4: its window and softcap;
+                                  5: V's own head dim, V's and O's strides) */
 
 typedef enum attn_tune_status {
   ATTN_TUNE_OK = 0,
@@ -56,7 +57,7 @@ typedef enum attn_tune_source {
 
 /* One attention forward: O = softmax(Q K^T * scale [+ causal mask]) V, LSE = log-sum-exp per row.
  * Q and O are [B, H, N_q, D], K and V [B, kv_heads, N_kv, D] (in the layout's order, or the
- * strides'); LSE is float32 [B, H, N_q], contiguous. Strides are in elements; D is contiguous.
+ * strides'; V and O have head_dim_v where it is set); LSE is float32 [B, H, N_q], contiguous. Strides are in elements; D is contiguous.
  * Causal masks are aligned bottom-right (key j hidden from query i when j > i + N_kv - N_q). */
 typedef struct attn_tune_problem {
   uint32_t struct_size; /* sizeof(attn_tune_problem) */
@@ -89,6 +90,16 @@ typedef struct attn_tune_problem {
   int32_t window;
   float softcap;
   int64_t window_left, window_right;
+  /* Since ATTN_TUNE_API_VERSION 5 (an older struct_size leaves them 0: V and O have Q's head dim).
+   * head_dim_v: 0 (the head dim), or V's and O's head dim dv in [32, 256] (FlashAttention's dv != d,
+   * as in DeepSeek's MLA prefill: d 192, dv 128); the fa2 family reads it. V is then
+   * [B, kv_heads, N_kv, dv] (a paged cache: [num_pages, page_size, kv_heads, dv]) and O
+   * [B, H, N_q, dv]. v_strides and o_strides: V's and O's batch (page), head and row strides; all
+   * three 0: contiguous in layout with rows of dv. With head_dim_v 0 they are 0 or equal to
+   * kv_strides and q_strides, which V and O then share. */
+  int64_t head_dim_v;
+  int64_t v_strides[3];
+  int64_t o_strides[3];
 } attn_tune_problem;
 
 /* What attn_tune_forward launched. */

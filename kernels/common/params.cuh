@@ -4,7 +4,8 @@
 
 namespace attn_k {
 
-/// Strides are in elements. Q and O share strides; K and V share strides.
+/// Strides are in elements. Q and O share strides and K and V do when dv = d (every family reads
+/// q_* and kv_* then); with dv != d (the fa2 family's DV) V's and O's are v_* and o_*.
 struct fwd_params {
   const void* q;
   const void* k;
@@ -43,6 +44,10 @@ struct fwd_params {
   /// Softcap C on scores in raw q.k units: s becomes softcap_out * tanh(s * softcap_in), with
   /// softcap_in = scale / C and softcap_out = C / scale (the softmax scale applied first).
   float softcap_in, softcap_out;
+  /// V's and O's strides (always set by the host; equal to K's and Q's when dv = d). Only kernels
+  /// built for dv != d read them, and the support module.
+  long long v_batch_stride, v_head_stride, v_row_stride;
+  long long o_batch_stride, o_head_stride, o_row_stride;
 };
 
 }  // namespace attn_k

@@ -69,6 +69,14 @@ ATTN_HOST_DEVICE constexpr int mma_head_dim(int d) { return (d + 15) / 16 * 16; 
 ATTN_HOST_DEVICE constexpr long long padded_tiles_bytes(int block_m, int block_n, int stages, int d, int elem_bytes) {
   return (block_m + 2LL * stages * block_n) * (d + 8) * elem_bytes;
 }
+/// fa2 with dv != d: Q and K rows of d (padded), V rows of dv; O (block_m rows of dv, padded) is
+/// staged over the tiles after the loop, so the block needs the larger of the two.
+ATTN_HOST_DEVICE constexpr long long padded_tiles_bytes(int block_m, int block_n, int stages, int d, int dv,
+                                                        int elem_bytes) {
+  const long long tiles = ((block_m + 1LL * stages * block_n) * (d + 8) + 1LL * stages * block_n * (dv + 8)) * elem_bytes;
+  const long long o_stage = 1LL * block_m * (dv + 8) * elem_bytes;
+  return tiles > o_stage ? tiles : o_stage;
+}
 
 /// wgmma: unpadded, swizzled Q and `stages` K and V tiles, 1024-byte aligned; then a full and an
 /// empty mbarrier per K and V stage; and 1024 bytes of room to align the tiles.

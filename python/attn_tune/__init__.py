@@ -14,13 +14,14 @@ library; the call may be captured in a CUDA graph (torch.cuda.graph) after one w
 a GPU nor the library: the first call loads libattn_tune.so (see attn_tune._capi.candidates).
 """
 import ctypes
+import math
 import sys
 import typing
 import threading
 
 from . import _capi
 from ._capi import AttnTuneError, LibraryNotFoundError
-from .tensors import NO_VARIANT, describe, make_problem, variant_of
+from .tensors import NO_VARIANT, describe, make_problem, out_layout, variant_of
 
 __all__ = ["forward", "forward_with_lse", "flash_attn_func", "lookup", "context", "AttnTuneError", "LibraryNotFoundError",
            "library_version"]
@@ -152,15 +153,18 @@ def _normalized(causal, table, softmax_scale):
 def _forward_cai(q, k, v, causal, table, softmax_scale, out, lse, stream, device, variant=NO_VARIANT):
     qi, ki, vi = describe(q, "q"), describe(k, "k"), describe(v, "v")
     problem = make_problem(qi, ki, vi, causal, softmax_scale, variant=variant)
+    o_shape, o_strides = out_layout(qi.shape, qi.strides, vi.shape[3])
     if out is None or lse is None:
-        import cupy  # CuPy arrays: allocate like q
+        import cupy  # CuPy arrays: allocate like q (with V's head dim)
 
-        out = cupy.ndarray(q.shape, dtype=q.dtype, memptr=cupy.cuda.alloc(q.nbytes), strides=q.strides)
+        out = cupy.ndarray(o_shape, dtype=q.dtype, memptr=cupy.cuda.alloc(math.prod(o_shape) * 2),
+                           strides=tuple(s * 2 for s in o_strides))  # bf16/fp16: 2 bytes
         lse = cupy.empty((qi.shape[0], qi.shape[1], qi.shape[2]), dtype=cupy.float32)
         stream = stream if stream is not None else cupy.cuda.get_current_stream().ptr
     oi = describe(out, "out")
-    if oi.strides != qi.strides or oi.shape != qi.shape:
-        raise ValueError(f"out has shape {list(oi.shape)} and strides {list(oi.strides)}: it must match q's")
+    if oi.strides != o_strides or oi.shape != o_shape:
+        raise ValueError(f"out has shape {list(oi.shape)} and strides {list(oi.strides)}: expected shape "
+                         f"{list(o_shape)} and strides {list(o_strides)} (q's, with V's head dim)")
     lse_ptr = lse.__cuda_array_interface__["data"][0]
     context(device, table).forward(qi.pointer, ki.pointer, vi.pointer, oi.pointer, lse_ptr, problem, stream or 0)
     return out, lse
@@ -219,7 +223,8 @@ def _register_torch_op():
     @_op.register_fake
     def _(q, k, v, causal, table, softmax_scale, cache_seqlens=None, block_table=None, window_left=-1,
           window_right=-1, softcap=0.0):
-        o = torch.empty_strided(q.shape, q.stride(), dtype=q.dtype, device=q.device)
+        shape, stride = out_layout(tuple(q.shape), tuple(q.stride()), v.shape[3])
+        o = torch.empty_strided(shape, stride, dtype=q.dtype, device=q.device)
         return o, q.new_empty((q.shape[0], q.shape[1], q.shape[2]), dtype=torch.float32)
 
     _eager_ok = _fast_path_check(torch)

@@ -14,7 +14,7 @@ The torch calls come through `ops` (TorchOps), so the tests can run this without
 import ctypes
 
 from . import _capi
-from .tensors import NO_VARIANT, cache_info, TensorInfo, describe, make_problem
+from .tensors import NO_VARIANT, cache_info, TensorInfo, describe, make_problem, out_layout
 
 MAX_ENTRIES = 4096  # then the cache starts again empty (a key is a few hundred bytes)
 
@@ -58,7 +58,9 @@ def prepare(q, k, v, causal, table, softmax_scale, context_of, cache_seqlens=Non
             raise ValueError(f"{name} is on device {info.device}, q on {qi.device}: they must share a device")
     if not (q.device == k.device == v.device):
         raise ValueError(f"q, k and v are on {q.device}, {k.device}, {v.device}: they must share a device")
-    copy_v = vi.strides != ki.strides  # the kernels read K and V with one set of strides: V is copied
+    # With dv = d the kernels read K and V with one set of strides: V is copied when its differ.
+    # With dv != d V has its own.
+    copy_v = vi.shape[3] == ki.shape[3] and vi.strides != ki.strides
     if copy_v:
         vi = TensorInfo(vi.pointer, vi.shape, ki.strides, vi.dtype, vi.device)
     p = PreparedCall()
@@ -66,7 +68,8 @@ def prepare(q, k, v, causal, table, softmax_scale, context_of, cache_seqlens=Non
     p.problem_ref = ctypes.byref(p.problem)
     p.context = context_of(qi.device, table)
     p.forward, p.handle = p.context._lib.attn_tune_forward, p.context._handle
-    p.out_shape, p.out_stride, p.dtype, p.device, p.device_index = q.shape, q.stride(), q.dtype, q.device, qi.device
+    p.out_shape, p.out_stride = out_layout(tuple(q.shape), tuple(q.stride()), vi.shape[3])
+    p.dtype, p.device, p.device_index = q.dtype, q.device, qi.device
     p.lse_shape = (qi.shape[0], qi.shape[1], qi.shape[2])
     p.copy_v = copy_v
     p.kv_cache = si is not None or ti is not None  # their pointers go into the problem on every call

@@ -10,7 +10,7 @@ import os
 import threading
 import warnings
 
-API_VERSION = 4  # ATTN_TUNE_API_VERSION this package speaks
+API_VERSION = 5  # ATTN_TUNE_API_VERSION this package speaks
 
 OK, INVALID_ARGUMENT, UNSUPPORTED, TABLE, BUNDLE, NO_DEVICE, COMPILE, DEVICE, INTERNAL = range(9)
 BF16, FP16 = 0, 1
@@ -43,7 +43,9 @@ class Problem(ctypes.Structure):
                 ("page_size", ctypes.c_int64), ("num_pages", ctypes.c_int64),
                 # API version 4: a sliding window and softcap (flash_attn_func's window_size, softcap)
                 ("window", ctypes.c_int32), ("softcap", ctypes.c_float),
-                ("window_left", ctypes.c_int64), ("window_right", ctypes.c_int64)]
+                ("window_left", ctypes.c_int64), ("window_right", ctypes.c_int64),
+                # API version 5: V's own head dim (dv != d), V's and O's strides
+                ("head_dim_v", ctypes.c_int64), ("v_strides", ctypes.c_int64 * 3), ("o_strides", ctypes.c_int64 * 3)]
 
 
 class Choice(ctypes.Structure):

@@ -3,6 +3,7 @@
 Tensors are [B, H, N, D] in index order, as torch.nn.functional.scaled_dot_product_attention takes
 them; their memory may be [B, H, N, D] (bhsd) or [B, N, H, D] (bshd, a transposed view): the
 strides say which. K and V have kv_heads heads (GQA when fewer than Q's). D must be contiguous.
+V may have its own head dim dv (FlashAttention's dv != d): O is then [B, H, N, dv].
 """
 import ctypes
 import math
@@ -78,6 +79,17 @@ def cache_info(t, name):
     return TensorInfo(t.data_ptr(), t.shape, t.stride(), None, t.device.index or 0)
 
 
+def out_layout(q_shape, q_strides, dv):
+    """O's shape and strides for q's and V's head dim dv: q's when dv is q's head dim, else
+    contiguous in q's layout (bshd when q's head stride is below its row stride) with rows of dv."""
+    b, h, n, d = q_shape
+    if dv == d:
+        return tuple(q_shape), tuple(q_strides)
+    if q_strides[1] < q_strides[2]:  # bshd
+        return (b, h, n, dv), (n * h * dv, dv, h * dv, 1)
+    return (b, h, n, dv), (h * n * dv, n * dv, dv, 1)
+
+
 NO_VARIANT = (-1, -1, 0.0)  # window_size (-1, -1) and softcap 0: dense attention
 
 
@@ -123,9 +135,10 @@ def make_problem(q, k, v, causal, softmax_scale=None, cache_seqlens=None, block_
         _int32_vector(cache_seqlens, "cache_seqlens", (b,))
     if (bk, dk) != (b, d):
         raise ValueError(f"k has shape {list(k.shape)}: batch and head dim must match q's {list(q.shape)}")
-    if v.shape != k.shape:
-        raise ValueError(f"v has shape {list(v.shape)}, k {list(k.shape)}: they must match")
-    if v.strides != k.strides:
+    dv = v.shape[3]
+    if v.shape[:3] != k.shape[:3]:
+        raise ValueError(f"v has shape {list(v.shape)}, k {list(k.shape)}: they must match but for the head dim")
+    if dv == d and v.strides != k.strides:
         raise ValueError(f"v's strides {list(v.strides)} differ from k's {list(k.strides)}: they must match")
     if not (q.dtype == k.dtype == v.dtype):
         raise TypeError("q, k and v must have the same dtype")
@@ -142,6 +155,10 @@ def make_problem(q, k, v, causal, softmax_scale=None, cache_seqlens=None, block_
         raise ValueError(f"softmax_scale {softmax_scale} is not a positive finite number")
     p.q_strides[:] = [q.strides[0], q.strides[1], q.strides[2]]
     p.kv_strides[:] = kv_strides
+    if dv != d:  # V and O with their own head dim and strides
+        p.head_dim_v = dv
+        p.v_strides[:] = [v.strides[0], v.strides[2], v.strides[1]] if block_table is not None else list(v.strides[:3])
+        p.o_strides[:] = list(out_layout(q.shape, q.strides, dv)[1][:3])
     if block_table is not None:
         p.block_table, p.page_size, p.num_pages = block_table.pointer, page_size, num_pages
     if cache_seqlens is not None:

@@ -92,6 +92,16 @@ double parse_softcap(const std::string& text) {
   return value;
 }
 
+int64_t parse_value_dim(const std::string& text) {
+  int64_t value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size() || value < 32 || value > 256)
+    throw invalid_input(fmt::format("invalid --dv '{}': expected V's head dim, an integer in [32, 256] (as the head "
+                                    "dim's; default: the head dim)",
+                                    text));
+  return value;
+}
+
 void check_distinct(const std::vector<std::string>& configs) {
   for (size_t i = 0; i < configs.size(); ++i)
     if (std::find(configs.begin(), configs.begin() + static_cast<std::ptrdiff_t>(i), configs[i]) !=

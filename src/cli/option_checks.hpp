@@ -26,6 +26,8 @@ int64_t longest_kv_len(const std::string& kv_lens, const std::string& option_tex
 std::pair<int64_t, int64_t> parse_window(const std::string& text);
 /// --softcap C: 0 (off) or a positive finite number.
 double parse_softcap(const std::string& text);
+/// --dv N: V's and O's head dim, in [32, 256] like the head dim's.
+int64_t parse_value_dim(const std::string& text);
 
 /// --configs naming one config twice.
 void check_distinct(const std::vector<std::string>& configs);

@@ -96,6 +96,7 @@ std::string default_out_path(const std::string& device_name, const problem& s) {
   if (s.page_size > 0) variant += fmt::format("-paged{}", s.page_size);
   if (has_window(s)) variant += fmt::format("-window{}x{}", s.window_left, s.causal ? 0 : s.window_right);
   if (has_softcap(s)) variant += fmt::format("-softcap{}", s.softcap);
+  if (has_value_dim(s)) variant += fmt::format("-dv{}", value_dim(s));
   return fmt::format("results/{}-{}x{}x{}x{}x{}-{}-{}{}{}.csv", device_slug(device_name),
                      s.batch, s.heads, s.q_len, s.kv_len, s.head_dim, to_string(s.dtype),
                      to_string(s.layout), s.causal ? "-causal" : "", variant);
@@ -163,7 +164,7 @@ bool parse_options(int argc, char** argv, options& out) {
   app.get_formatter()->column_width(34);
   std::string shape_text = "4,32,4096,128", dtype_text = "bf16", layout_text = "bhsd";
   std::string kv_len_text, kv_heads_text, page_size_text, kv_lens_text;  // parsed by option_checks: CLI11 would clamp huge values
-  std::string window_text, softcap_text;
+  std::string window_text, softcap_text, dv_text;
   std::string problem_text;  // the whole problem as problem_key() writes it: how a run hands one to its child
   bool causal = false, no_cache = false;
   std::vector<std::string> space_tokens;
@@ -194,6 +195,9 @@ bool parse_options(int argc, char** argv, options& out) {
   app.add_option("--softcap", softcap_text,
                  "Logit soft-capping: scores become C*tanh(score/C) after the softmax scale (Gemma-2: 50; "
                  "0 = off; fa2 and hopper families)");
+  app.add_option("--dv", dv_text,
+                 "V's and O's head dim when it differs from Q's and K's D (DeepSeek-V3's prefill: --shape "
+                 "1,128,4096,192 --dv 128), in [32, 256]; TFLOPS count 2*(D + dv) per visible pair (fa2 family)");
   app.add_option("--dtype", dtype_text, "Element type: bf16 or fp16")->capture_default_str();
   app.add_option("--problem", problem_text, "The problem as a key (batch=..,heads=..,...)")->group("");
   app.add_option("--layout", layout_text, "bhsd = [B,H,N,D] contiguous, bshd = [B,N,H,D]")
@@ -342,13 +346,14 @@ bool parse_options(int argc, char** argv, options& out) {
                                       window_text));
   }
   if (app.count("--softcap")) s.softcap = parse_softcap(softcap_text);
+  if (app.count("--dv")) s.head_dim_v = parse_value_dim(dv_text);
   canonicalize(s);
   s.dtype = parse_dtype(dtype_text);
   s.layout = parse_layout(layout_text);
   validate(s);
   if (app.count("--problem")) {
     for (const char* o : {"--shape", "--kv-len", "--kv-heads", "--dtype", "--layout", "--causal", "--page-size",
-                          "--kv-lens", "--window", "--softcap"})
+                          "--kv-lens", "--window", "--softcap", "--dv"})
       if (app.count(o)) throw invalid_input(fmt::format("--problem gives the whole problem: leave out {}", o));
     s = parse_problem_key(problem_text);
   }

@@ -40,8 +40,11 @@ std::vector<std::string> family_sources(const std::vector<std::string>& roots) {
 }
 
 int64_t padded_tiles_bytes(const tile_config& c, const problem& s) {
-  return attn_k::padded_tiles_bytes(c.block_m, c.block_n, c.stages, attn_k::mma_head_dim(static_cast<int>(s.head_dim)),
-                                    static_cast<int>(element_size(s.dtype)));
+  const int elem = static_cast<int>(element_size(s.dtype));
+  const int dk = attn_k::mma_head_dim(static_cast<int>(s.head_dim));
+  if (!has_value_dim(s)) return attn_k::padded_tiles_bytes(c.block_m, c.block_n, c.stages, dk, elem);
+  return attn_k::padded_tiles_bytes(c.block_m, c.block_n, c.stages, dk,
+                                    attn_k::mma_head_dim(static_cast<int>(value_dim(s))), elem);
 }
 
 std::optional<std::string> tiling_reason(const tile_config& c, const char* groups, const char* tiles) {
@@ -56,6 +59,9 @@ std::optional<std::string> problem_refusal(const kernel_family& f, const problem
   if (s.head_dim % f.head_dim_multiple != 0)
     return fmt::format("family {} needs a head dim that is a multiple of {} (head dim {}): fa2 takes every head dim",
                        f.name, f.head_dim_multiple, s.head_dim);
+  if (has_value_dim(s) && !f.takes_value_dim)
+    return fmt::format("family {} needs V's head dim to be Q's (dv {}, d {}): fa2 takes dv != d", f.name,
+                       value_dim(s), s.head_dim);
   if (!f.takes_variant_fields) {
     if (has_window(s))
       return fmt::format("family {} has no sliding window (window {},{}): fa2 and hopper have", f.name, s.window_left,

@@ -53,10 +53,12 @@ struct kernel_family {
   /// The head dims it takes are multiples of this (fa2: 1, its loops pad to 16 and its loads are
   /// predicated where rows are not 16-byte aligned; the others: 16).
   int head_dim_multiple = 16;
+  /// Takes V and O with their own head dim (dv != d: head_dim_v).
+  bool takes_value_dim = false;
 };
 
-/// Why the family cannot take the problem at all (a paged cache, per-sequence lengths, a window or
-/// softcap it does not have), naming the value and the family that does; nullopt when it can.
+/// Why the family cannot take the problem at all (a paged cache, per-sequence lengths, a window,
+/// softcap or dv != d it does not have), naming the value and the family that does; nullopt when it can.
 std::optional<std::string> problem_refusal(const kernel_family& f, const problem& s);
 
 /// Why the config sets an axis the family lacks (a knob, or the decode axes); nullopt when it does not.

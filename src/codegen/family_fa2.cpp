@@ -24,18 +24,23 @@ int fa2_threads(const tile_config& c) { return c.warps * 32; }
 
 // fp32 registers per thread for O (rows x D) and S (rows x BLOCK_N) of a warp's rows. Past this
 // the kernel spills in its inner loop (seen: 192 -> 255 registers + spills at D=128, 128x64x4).
-constexpr int max_accumulator_registers = 224;
+// With dv != d the count is of the wider of D and dv (the Q K^T loop's fragments take what a narrower
+// O saves) against a lower budget: at 192 (128x64x4) dense D=128 compiled to 253 registers without
+// spills, but d 64 / dv 128 and d 192 / dv 128 spilled 544 bytes (sm_90a).
+constexpr int max_accumulator_registers = 224, max_value_dim_accumulator_registers = 176;
 int fa2_accumulator_registers(const tile_config& c, const problem& s) {
   const int warp_rows = c.block_m / c.warps;
-  return warp_rows * (attn_k::mma_head_dim(static_cast<int>(s.head_dim)) + c.block_n) / 32;
+  const int64_t width = has_value_dim(s) ? std::max(s.head_dim, value_dim(s)) : value_dim(s);
+  return warp_rows * (attn_k::mma_head_dim(static_cast<int>(width)) + c.block_n) / 32;
 }
 
 std::optional<std::string> fa2_reject(const tile_config& c, const problem& s,
                                       const resource_limits& limits) {
   if (auto why = tiling_reason(c, "warps", "mma")) return why;
-  if (const int regs = fa2_accumulator_registers(c, s); regs > max_accumulator_registers)
-    return fmt::format("accumulators exceed the register budget: {} float registers per thread > {}",
-                       regs, max_accumulator_registers);
+  const int budget = has_value_dim(s) ? max_value_dim_accumulator_registers : max_accumulator_registers;
+  if (const int regs = fa2_accumulator_registers(c, s); regs > budget)
+    return fmt::format("accumulators exceed the register budget: {} float registers per thread > {}{}", regs, budget,
+                       has_value_dim(s) ? " (dv != d)" : "");
   if (c.stages < 1 || c.stages > 8) return fmt::format("stages {} not in [1, 8]", c.stages);
   if (fa2_threads(c) > limits.max_threads_per_block)
     return fmt::format("{} threads exceed the device's {} per block", fa2_threads(c),
@@ -51,6 +56,9 @@ std::optional<std::string> fa2_reject(const tile_config& c, const problem& s,
   if (c.knob == 1 && s.head_dim % 16 != 0)
     return fmt::format("loader 1 copies whole rows: head dim {} is not a multiple of 16 (loader 0 zero-fills the rest)",
                        s.head_dim);
+  if (c.knob == 1 && value_dim(s) % 16 != 0)
+    return fmt::format("loader 1 copies whole rows: dv {} is not a multiple of 16 (loader 0 zero-fills the rest)",
+                       value_dim(s));
   if (c.splits < 1) return fmt::format("splits {} is not positive", c.splits);
   if (c.pack_gqa != 0 && c.pack_gqa != 1) return fmt::format("pack_gqa {} is not 0 or 1", c.pack_gqa);
   if (c.pack_gqa && s.kv_heads == s.heads)
@@ -75,13 +83,17 @@ std::string fa2_instantiation(const tile_config& c, const problem& s) {
   if (decode) named = std::max<size_t>(named, lens || paged ? 5 : 3);  // the decode variants' names, as before
   std::string extra;
   for (size_t i = 0; i < named; ++i) extra += fmt::format("{}{}", i ? ", " : "", flags[i]);
+  if (has_value_dim(s)) {  // DV, the last parameter: every flag before it named
+    for (size_t i = named; i < std::size(flags); ++i) extra += fmt::format("{}{}", i ? ", " : "", flags[i]);
+    extra += fmt::format(", {}", value_dim(s));
+  }
   std::string text = instantiation_stub("fa2.cuh", "attn_fa2", "fa2_forward", "fa2_config", fa2_threads(c), c, s,
                                         decode ? 1 : 0, "", extra);
   if (split)
     text += fmt::format(
         "extern \"C\" __global__ void __launch_bounds__(attn_k::COMBINE_THREADS) attn_fa2_combine(const attn_k::fwd_params p) {{\n"
-        "  attn_k::combine_splits<{}, {}>(p);\n}}\n",
-        s.dtype == dtype::bf16, s.head_dim);
+        "  attn_k::combine_splits<{}, {}{}>(p);\n}}\n",
+        s.dtype == dtype::bf16, value_dim(s), has_value_dim(s) ? ", true" : "");
   return text;
 }
 
@@ -101,7 +113,7 @@ void fa2_plan(launch_plan& plan, const tile_config& c, const problem& s, const a
       throw invalid_input(fmt::format("split-KV over {} splits needs a workspace of {} bytes; {} were given",
                                       c.splits, need * 4, p.o_partial ? p.workspace_floats * 4 : 0));
     if (plan.combine == nullptr) throw invalid_input("the variant was loaded without its combine kernel");
-    p.lse_partial = p.o_partial + c.splits * s.batch * s.heads * s.q_len * s.head_dim;
+    p.lse_partial = p.o_partial + c.splits * s.batch * s.heads * s.q_len * value_dim(s);
     const int64_t out_rows = s.batch * s.heads * s.q_len;  // one block of 128 threads per row
     if (out_rows > INT_MAX) throw invalid_input(fmt::format("{} output rows exceed the grid's limit", out_rows));
     plan.combine_grid = {static_cast<unsigned>(out_rows)};
@@ -139,7 +151,8 @@ const kernel_family& fa2_family() {
       "attn_fa2_combine",
       true,
       true,
-      1};
+      1,
+      true};
   return family;
 }
 

@@ -7,15 +7,17 @@
 
 namespace attn {
 
-tensor_strides contiguous_strides(const problem& s, bool kv) {
-  if (kv && s.page_size > 0) return {s.page_size * s.kv_heads * s.head_dim, s.head_dim, s.kv_heads * s.head_dim};
-  const int64_t n = kv ? s.kv_len : s.q_len, h = kv ? s.kv_heads : s.heads, d = s.head_dim;
+tensor_strides contiguous_strides(const problem& s, bool kv) { return contiguous_strides(s, kv, s.head_dim); }
+
+tensor_strides contiguous_strides(const problem& s, bool kv, int64_t d) {
+  if (kv && s.page_size > 0) return {s.page_size * s.kv_heads * d, d, s.kv_heads * d};
+  const int64_t n = kv ? s.kv_len : s.q_len, h = kv ? s.kv_heads : s.heads;
   if (s.layout == layout::bhsd) return {h * n * d, n * d, d};
   return {n * h * d, d, h * d};
 }
 
 int64_t split_workspace_floats(const problem& s, int splits) {
-  return splits <= 1 ? 0 : int64_t(splits) * s.batch * s.heads * s.q_len * (s.head_dim + 1);
+  return splits <= 1 ? 0 : int64_t(splits) * s.batch * s.heads * s.q_len * (value_dim(s) + 1);
 }
 
 namespace {
@@ -55,7 +57,8 @@ void check_reach(const tensor_strides& t, const char* name, int64_t batch, int64
 }  // namespace
 
 attn_k::fwd_params make_fwd_params(const problem& s, const forward_tensors& t, tensor_strides q_strides,
-                                   tensor_strides kv_strides, float softmax_scale) {
+                                   tensor_strides kv_strides, float softmax_scale, tensor_strides v_strides,
+                                   tensor_strides o_strides) {
   validate(s);
   if (s.q_len > INT_MAX || s.kv_len > INT_MAX || s.heads > INT_MAX || s.batch > INT_MAX)
     throw invalid_input(fmt::format("{}: batch, N_q, N_kv and heads must fit in 32 bits", describe(s)));
@@ -70,6 +73,25 @@ attn_k::fwd_params make_fwd_params(const problem& s, const forward_tensors& t, t
   check_strides(q_strides, "q", s.head_dim, element_size(s.dtype), alignment);
   check_strides(kv_strides, "kv", s.head_dim, element_size(s.dtype), alignment);
   check_reach(q_strides, "q", s.batch, s.heads, s.q_len, s.head_dim);
+  // V and O: their own strides with dv != d; K's and Q's with dv = d (the kernels read those).
+  const int64_t dv = value_dim(s);
+  if (!has_value_dim(s)) {
+    if (!v_strides.unset() && !(v_strides == kv_strides))
+      throw invalid_input(fmt::format("v strides {}, {}, {} differ from k's {}, {}, {}: with dv = d they must be equal",
+                                      v_strides.batch, v_strides.head, v_strides.row, kv_strides.batch,
+                                      kv_strides.head, kv_strides.row));
+    if (!o_strides.unset() && !(o_strides == q_strides))
+      throw invalid_input(fmt::format("o strides {}, {}, {} differ from q's {}, {}, {}: with dv = d they must be equal",
+                                      o_strides.batch, o_strides.head, o_strides.row, q_strides.batch, q_strides.head,
+                                      q_strides.row));
+    v_strides = kv_strides;
+    o_strides = q_strides;
+  }
+  if (v_strides.unset()) v_strides = contiguous_strides(s, true, dv);
+  if (o_strides.unset()) o_strides = contiguous_strides(s, false, dv);
+  check_strides(v_strides, "v", dv, element_size(s.dtype), alignment);
+  check_strides(o_strides, "o", dv, element_size(s.dtype), alignment);
+  check_reach(o_strides, "o", s.batch, s.heads, s.q_len, dv);
   if (s.page_size > 0) {
     if (t.block_table == nullptr) throw invalid_input(fmt::format("a paged cache (page size {}) needs block_table", s.page_size));
     if (t.num_pages <= 0 || t.num_pages > INT_MAX)
@@ -77,8 +99,10 @@ attn_k::fwd_params make_fwd_params(const problem& s, const forward_tensors& t, t
     if (pages_per_sequence(s) > INT_MAX / s.batch)
       throw invalid_input(fmt::format("the page table of {} pages per sequence exceeds 2^31 entries", pages_per_sequence(s)));
     check_reach(kv_strides, "kv", t.num_pages, s.kv_heads, s.page_size, s.head_dim);
+    check_reach(v_strides, "v", t.num_pages, s.kv_heads, s.page_size, dv);
   } else {
     check_reach(kv_strides, "kv", s.batch, s.kv_heads, s.kv_len, s.head_dim);
+    check_reach(v_strides, "v", s.batch, s.kv_heads, s.kv_len, dv);
   }
   if (has_kv_lens(s) && t.seqlens_k == nullptr)
     throw invalid_input(fmt::format("kv_lens {} needs each sequence's length (seqlens_k / cache_seqlens)", s.kv_lens));
@@ -101,6 +125,12 @@ attn_k::fwd_params make_fwd_params(const problem& s, const forward_tensors& t, t
   p.kv_batch_stride = kv_strides.batch;
   p.kv_head_stride = kv_strides.head;
   p.kv_row_stride = kv_strides.row;
+  p.v_batch_stride = v_strides.batch;
+  p.v_head_stride = v_strides.head;
+  p.v_row_stride = v_strides.row;
+  p.o_batch_stride = o_strides.batch;
+  p.o_head_stride = o_strides.head;
+  p.o_row_stride = o_strides.row;
   p.q_len = static_cast<int>(s.q_len);
   p.kv_len = static_cast<int>(s.kv_len);
   p.heads = static_cast<int>(s.heads);

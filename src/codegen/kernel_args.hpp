@@ -34,26 +34,32 @@ int64_t split_workspace_floats(const problem& s, int splits);
 struct tensor_strides {
   int64_t batch = 0, head = 0, row = 0;
   bool unset() const { return batch == 0 && head == 0 && row == 0; }
+  bool operator==(const tensor_strides&) const = default;
 };
 
 /// The contiguous strides of Q/O (kv = false) or K/V (kv = true) in s.layout; a paged cache's K/V:
 /// page, head and row strides of [pages, page_size, kv_heads, D].
 tensor_strides contiguous_strides(const problem& s, bool kv);
+/// The same for rows of `dim` elements: V's and O's with dim = value_dim(s).
+tensor_strides contiguous_strides(const problem& s, bool kv, int64_t dim);
 
 /// Bytes a kernel loads at once (cp.async, TMA): pointers and row strides must keep it aligned.
 constexpr int64_t tensor_alignment = 16;
 /// The alignment a problem's tensors need: 16 bytes, or one element's when the head dim is not a
 /// multiple of 8 (rows of 33 or 59 elements are not 16-byte aligned; fa2 loads them by element).
 inline int64_t tensor_alignment_of(const problem& s) {
-  const int64_t per_load = tensor_alignment / element_size(s.dtype);  // fa2's ALIGNED: D % 8 == 0
-  return s.head_dim % per_load == 0 ? tensor_alignment : element_size(s.dtype);
+  const int64_t per_load = tensor_alignment / element_size(s.dtype);  // fa2's ALIGNED: D % 8 == 0 (and dv)
+  return s.head_dim % per_load == 0 && value_dim(s) % per_load == 0 ? tensor_alignment : element_size(s.dtype);
 }
 
 /// Checks sizes (validate(), and N_q, N_kv and heads within int), the pointers (none null; q, k,
 /// v and o 16-byte aligned, lse 4; an element's alignment where D is not a multiple of 8:
 /// tensor_alignment_of), the strides (positive multiples of 8 elements, or of 1, rows of at
 /// least D), a paged cache's table and page count, kv_lens' lengths pointer, and the scale (0 = 1/sqrt(D), else finite and positive). Throws invalid_input.
+/// V's and O's strides (unset: contiguous, rows of dv elements) are their own only when dv != d;
+/// with dv = d they must be K's and Q's (unset or equal), which the kernels read for them then.
 attn_k::fwd_params make_fwd_params(const problem& s, const forward_tensors& t, tensor_strides q_strides,
-                                   tensor_strides kv_strides, float softmax_scale);
+                                   tensor_strides kv_strides, float softmax_scale, tensor_strides v_strides = {},
+                                   tensor_strides o_strides = {});
 
 }  // namespace attn

@@ -96,6 +96,11 @@ constexpr problem_field variant_field(problem_field f) {
   return f;
 }
 
+constexpr problem_field value_dim_field(problem_field f) {
+  f.since_schema = value_dim_schema;
+  return f;
+}
+
 // A real number's text: the shortest that reads back to the same double ("50", "30.5").
 std::string real_text(double value) { return fmt::format("{}", value); }
 
@@ -166,6 +171,9 @@ constexpr std::array<problem_field, problem_field_count> field_list{{
      [](const problem& p) { return real_text(p.softcap); },
      [](problem& p, std::string_view t) { p.softcap = parse_real_field(t); },
      [](const problem& p) { return has_softcap(p) ? field_tag{"softcap" + real_text(p.softcap)} : field_tag{}; }}),
+    value_dim_field({"head_dim_v", "dv", field_type::integer, 7, false, false, -1,
+     integer_text<&problem::head_dim_v>, set_integer<&problem::head_dim_v>,
+     [](const problem& p) { return p.head_dim_v ? field_tag{fmt::format("dv{}", p.head_dim_v)} : field_tag{}; }}),
 }};
 // clang-format on
 
@@ -282,6 +290,11 @@ void validate(const problem& s) {
   // aligned), the other families refuse the ones they cannot run (problem_refusal).
   if (s.head_dim < min_head_dim || s.head_dim > max_head_dim)
     throw invalid_input(fmt::format("head dim {} is not in [{}, {}]", s.head_dim, min_head_dim, max_head_dim));
+  if (s.head_dim_v != 0 && (s.head_dim_v < min_head_dim || s.head_dim_v > max_head_dim))
+    throw invalid_input(fmt::format("value head dim (dv) {} is not 0 (the head dim) or in [{}, {}]", s.head_dim_v,
+                                    min_head_dim, max_head_dim));
+  if (s.head_dim_v == s.head_dim)
+    throw invalid_input(fmt::format("value head dim (dv) {} equals the head dim: give 0 (canonicalize)", s.head_dim_v));
   if (s.heads % s.kv_heads != 0) {
     throw invalid_input(
         fmt::format("heads {} not divisible by kv-heads {}", s.heads, s.kv_heads));
@@ -296,7 +309,7 @@ void validate(const problem& s) {
   bool fits = multiply(s.batch, s.heads, scores) && multiply(scores, s.q_len, scores) &&
               multiply(scores, s.kv_len, scores) && multiply(scores, 8, scores) &&
               multiply(s.batch, s.heads, tensor) && multiply(tensor, max_len, tensor) &&
-              multiply(tensor, s.head_dim, tensor) && multiply(tensor, 8, tensor);
+              multiply(tensor, std::max(s.head_dim, value_dim(s)), tensor) && multiply(tensor, 8, tensor);
   if (!fits) throw invalid_input(fmt::format("shape {} is too large", describe(s)));
   for (const auto& [side, n] : {std::pair{"left", s.window_left}, std::pair{"right", s.window_right}})
     if (n < -1)
@@ -414,6 +427,7 @@ int64_t total_kv_rows(const problem& s) {
 }  // namespace
 
 void canonicalize(problem& p) {
+  if (p.head_dim_v == p.head_dim) p.head_dim_v = 0;
   if (p.window_right == 0) p.causal = true;
   if (p.causal && p.window_right == 0) p.window_right = -1;
 }
@@ -479,17 +493,18 @@ int64_t visible_keys(const problem& p, int64_t kv_len) {
 }
 
 double attention_flops(const problem& s) {
-  // In double from the start: the integer product overflows int64 for long sequences.
-  double flops = 4.0 * static_cast<double>(s.batch) * static_cast<double>(s.heads) *
-                 static_cast<double>(s.q_len) * static_cast<double>(s.kv_len) *
-                 static_cast<double>(s.head_dim);
+  // In double from the start: the integer product overflows int64 for long sequences. Per (query,
+  // key) pair: 2 D for Q K^T and 2 dv for P V (4 D when dv = d).
+  const double per_pair = 2.0 * static_cast<double>(s.head_dim + value_dim(s));
+  double flops = per_pair * static_cast<double>(s.batch) * static_cast<double>(s.heads) *
+                 static_cast<double>(s.q_len) * static_cast<double>(s.kv_len);
   if (has_kv_lens(s))
-    flops = 4.0 * static_cast<double>(total_kv_rows(s)) * static_cast<double>(s.heads) *
-            static_cast<double>(s.q_len) * static_cast<double>(s.head_dim);
+    flops = per_pair * static_cast<double>(total_kv_rows(s)) * static_cast<double>(s.heads) *
+            static_cast<double>(s.q_len);
   if (has_window(s)) {
     // The visible pairs exactly: a window's TFLOPS compares with the dense kernel's.
     const double pairs = per_sequence_sum<double>(s, [&](int64_t n) { return visible_pairs(s, n); });
-    return 4.0 * pairs * static_cast<double>(s.heads) * static_cast<double>(s.head_dim);
+    return per_pair * pairs * static_cast<double>(s.heads);
   }
   return s.causal ? flops / 2 : flops;
 }
@@ -506,15 +521,27 @@ int64_t q_bytes(const problem& s) {
   return s.batch * s.heads * s.q_len * s.head_dim * element_size(s.dtype);
 }
 
+int64_t o_bytes(const problem& s) { return s.batch * s.heads * s.q_len * value_dim(s) * element_size(s.dtype); }
+
 int64_t kv_bytes(const problem& s) {
   return s.batch * s.kv_heads * s.kv_len * s.head_dim * element_size(s.dtype);
 }
 
-int64_t kv_read_bytes(const problem& s) {
-  // The keys some query's window reaches (every key without a window), per sequence.
-  const int64_t rows = per_sequence_sum<int64_t>(s, [&](int64_t n) { return visible_keys(s, n); });
-  return rows * s.kv_heads * s.head_dim * element_size(s.dtype);
+int64_t v_bytes(const problem& s) { return s.batch * s.kv_heads * s.kv_len * value_dim(s) * element_size(s.dtype); }
+
+namespace {
+
+// The rows of K (or V) that some query's window reaches (every key without a window), summed over
+// the sequences.
+int64_t read_kv_rows(const problem& s) {
+  return per_sequence_sum<int64_t>(s, [&](int64_t n) { return visible_keys(s, n); });
 }
+
+}  // namespace
+
+int64_t kv_read_bytes(const problem& s) { return read_kv_rows(s) * s.kv_heads * s.head_dim * element_size(s.dtype); }
+
+int64_t v_read_bytes(const problem& s) { return read_kv_rows(s) * s.kv_heads * value_dim(s) * element_size(s.dtype); }
 
 int64_t materialized_extra_bytes(const problem& s) {
   return s.batch * s.heads * s.q_len * s.kv_len * (4 + element_size(s.dtype));
@@ -522,7 +549,9 @@ int64_t materialized_extra_bytes(const problem& s) {
 
 int64_t lse_bytes(const problem& s) { return s.batch * s.heads * s.q_len * 4; }
 
-int64_t moved_bytes(const problem& s) { return 2 * q_bytes(s) + 2 * kv_read_bytes(s) + lse_bytes(s); }
+int64_t moved_bytes(const problem& s) {
+  return q_bytes(s) + o_bytes(s) + kv_read_bytes(s) + v_read_bytes(s) + lse_bytes(s);
+}
 
 int64_t element_offset(layout l, int64_t h_count, int64_t n, int64_t d, int64_t b, int64_t h,
                        int64_t i) {

@@ -51,6 +51,9 @@ struct problem {
   /// Logit soft-capping (Gemma-2's 50): scores become softcap * tanh(score / softcap) after the
   /// softmax scale, before the softmax; 0 = off.
   double softcap = 0;
+  /// V's and O's head dim when it differs from Q's and K's (DeepSeek-V3's prefill: d 192, dv 128);
+  /// 0 = head_dim (canonicalize() turns a head_dim_v equal to head_dim into 0). value_dim() reads it.
+  int64_t head_dim_v = 0;
 
   bool operator==(const problem&) const = default;
 };
@@ -91,12 +94,16 @@ struct problem_field {
   int since_schema = first_field_schema;
 };
 
+/// The first schema with head_dim_v (dv != d); the exported header's lookup() takes both lengths
+/// from it on (report/export.cpp).
+inline constexpr int value_dim_schema = 8;
+
 /// Whether every file has the field's column (it dates from first_field_schema).
 inline bool in_first_schema(const problem_field& f) { return f.since_schema <= first_field_schema; }
 
-inline constexpr size_t problem_field_count = 14;
+inline constexpr size_t problem_field_count = 15;
 /// How many of them have an export_key (the export's readers need the count at compile time).
-inline constexpr size_t export_key_field_count = 6;
+inline constexpr size_t export_key_field_count = 7;
 /// Every field, in the order files list them.
 const std::array<problem_field, problem_field_count>& problem_fields();
 
@@ -113,8 +120,13 @@ inline bool has_kv_lens(const problem& p) { return !p.kv_lens.empty(); }
 /// Whether a sliding window limits either side (window_left or window_right not -1).
 inline bool has_window(const problem& p) { return p.window_left >= 0 || p.window_right >= 0; }
 inline bool has_softcap(const problem& p) { return p.softcap != 0; }
+/// V's and O's head dim (dv): head_dim_v, or head_dim when that is 0.
+inline int64_t value_dim(const problem& p) { return p.head_dim_v > 0 ? p.head_dim_v : p.head_dim; }
+/// Whether V and O have their own head dim (dv != d).
+inline bool has_value_dim(const problem& p) { return value_dim(p) != p.head_dim; }
 /// The one form of an equal problem that validate() accepts: a window's right side of 0 is the
-/// causal mask (causal set, window_right -1), as in FlashAttention.
+/// causal mask (causal set, window_right -1), as in FlashAttention; a head_dim_v equal to head_dim
+/// is 0.
 void canonicalize(problem& p);
 /// The (query, key) pairs a mask leaves visible for one sequence of q_len queries and kv_len keys
 /// (bottom-right aligned causal and window), exactly; q_len * kv_len without a mask.
@@ -139,7 +151,7 @@ problem parse_shape(const std::string& text);
 /// Throws invalid_input naming the first bad value: non-positive sizes, H % kv_heads != 0,
 /// head_dim not in [32, 256] (fa2 takes every one; the other families refuse one that is not a
 /// multiple of 16: problem_refusal), a page size not accepted, kv_lens that do not parse, do not
-/// give B lengths or exceed kv_len.
+/// give B lengths or exceed kv_len, a head_dim_v not 0 or in [32, 256], or equal to head_dim (give 0).
 void validate(const problem& s);
 /// "B4 H32 N4096 D128 bf16 bhsd causal"; shows "/kv" and "xNkv" only when they differ.
 std::string describe(const problem& s);
@@ -147,14 +159,19 @@ std::string describe(const problem& s);
 /// 4*B*H*Nq*Nkv*D, halved when causal (FlashAttention/Triton convention); with kv_lens, each
 /// sequence's own length in place of Nkv. With a sliding window, 4*H*D times the visible (query,
 /// key) pairs of every sequence, counted exactly (no halving: a causal window counts its pairs).
+/// With dv != d, 2*(D + dv) in place of 4*D (Q K^T over D, P V over dv).
 double attention_flops(const problem& s);
 double tflops(const problem& s, double milliseconds);
 
-int64_t q_bytes(const problem& s);   ///< also the size of O
-int64_t kv_bytes(const problem& s);  ///< one of K or V, as allocated (kv_len rows per sequence)
-/// One of K or V as attention reads it: each sequence's own length (kv_lens) of rows; with a
-/// sliding window, only the keys some query's window reaches (visible_keys).
+int64_t q_bytes(const problem& s);
+int64_t o_bytes(const problem& s);   ///< O: q_bytes with the value dim (dv)
+int64_t kv_bytes(const problem& s);  ///< K as allocated (kv_len rows per sequence)
+int64_t v_bytes(const problem& s);   ///< V as allocated: kv_bytes with the value dim (dv)
+/// K as attention reads it (one of K or V when dv = d): each sequence's own length (kv_lens) of
+/// rows; with a sliding window, only the keys some query's window reaches (visible_keys).
 int64_t kv_read_bytes(const problem& s);
+/// V as attention reads it: kv_read_bytes with the value dim (dv).
+int64_t v_read_bytes(const problem& s);
 /// The keys of a sequence of kv_len keys that at least one query sees (kv_len without a window;
 /// with one, e.g. decode's N_q = 1 and a window of LEFT: LEFT + 1 of the cache's keys).
 int64_t visible_keys(const problem& p, int64_t kv_len);
@@ -164,7 +181,7 @@ int64_t materialized_extra_bytes(const problem& s);
 /// What the fused kernel needs beyond Q, K, V and O: its LSE, B*H*Nq*4.
 int64_t lse_bytes(const problem& s);
 /// The memory one forward call moves at the least: Q, K and V read, O and its LSE written
-/// (2*q_bytes + 2*kv_read_bytes + lse_bytes; K and V have kv_heads heads, each sequence its own length).
+/// (q_bytes + o_bytes + kv_read_bytes + v_read_bytes + lse_bytes; K and V have kv_heads heads, each sequence its own length).
 int64_t moved_bytes(const problem& s);
 
 /// Element offset of (b, h, i, 0) for a tensor with `h_count` heads and `n` rows in layout l.

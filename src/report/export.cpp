@@ -186,11 +186,12 @@ std::string cpp_escaped(const std::string& text) {
 
 // The header's pieces for the key fields: each field's member of `entry`, its value in a row and
 // in the end marker, lookup()'s parameter, its test, and its part of the warning.
-// first_parameters / first_arguments: the lookup of an export from before the later key fields
-// (a window, softcap), which passes their defaults.
+// older: the lookups of the key fields as they stood before the later ones (the first fields;
+// then a window and softcap), which pass the later fields' defaults, so code written against an
+// older header keeps its meaning.
 struct header_parts {
   std::string members, end_values, parameters, arguments, tests, warn_format, warn_arguments;
-  std::string first_parameters, first_arguments;
+  std::string older;
 };
 
 const char* cpp_type(field_type t) {
@@ -216,12 +217,41 @@ header_parts key_parts() {
                                                      : f->type == field_type::real ? "g"
                                                                                    : "d");
     h.warn_arguments += f->type == field_type::flag ? fmt::format(", {} ? 1 : 0", f->name) : fmt::format(", {}", f->name);
-    if (in_first_schema(*f)) {
-      h.first_parameters += fmt::format("{} {}, ", cpp_type(f->type), f->name);
-      h.first_arguments += fmt::format("{}, ", f->name);
-    } else {
-      h.first_arguments += f->get(problem{}) + ", ";
+  }
+  // One pair of overloads per older schema level. From dv's level on, lookup() takes both lengths:
+  // a self-attention shorthand there, (..., head_dim_v, seq_len), would read an older call's
+  // (..., seq_len, kv_len) as a head dim and a length.
+  std::vector<int> levels;
+  for (const problem_field* f : export_key_fields()) levels.push_back(f->since_schema);
+  std::sort(levels.begin(), levels.end());
+  levels.erase(std::unique(levels.begin(), levels.end()), levels.end());
+  for (std::size_t i = 0; i + 1 < levels.size(); ++i) {
+    std::string parameters, arguments, defaults;
+    for (const problem_field* f : export_key_fields()) {
+      if (f->since_schema <= levels[i]) {
+        parameters += fmt::format("{} {}, ", cpp_type(f->type), f->name);
+        arguments += fmt::format("{}, ", f->name);
+      } else {
+        arguments += f->get(problem{}) + ", ";
+        defaults += fmt::format("{}{} {}", defaults.empty() ? "" : ", ", f->name, f->get(problem{}));
+      }
     }
+    h.older += fmt::format(R"(
+// As before schema {level}'s key fields ({defaults}).
+inline config lookup(const char* device, int cc_major, int cc_minor, int sm_count, {parameters}long long seq_len,
+                     long long kv_len, bool* fell_back = nullptr) {{
+  return lookup(device, cc_major, cc_minor, sm_count, {arguments}seq_len, kv_len, fell_back);
+}}
+)",
+                           fmt::arg("level", levels[i + 1]), fmt::arg("defaults", defaults),
+                           fmt::arg("parameters", parameters), fmt::arg("arguments", arguments));
+    if (levels[i] < value_dim_schema)
+      h.older += fmt::format(R"(inline config lookup(const char* device, int cc_major, int cc_minor, int sm_count, {parameters}long long seq_len,
+                     bool* fell_back = nullptr) {{
+  return lookup(device, cc_major, cc_minor, sm_count, {arguments}seq_len, seq_len, fell_back);
+}}
+)",
+                             fmt::arg("parameters", parameters), fmt::arg("arguments", arguments));
   }
   return h;
 }
@@ -311,28 +341,13 @@ inline config lookup(const char* device, int cc_major, int cc_minor, int sm_coun
   return fallback(head_dim);
 }}
 
-// Self-attention (N_kv = N_q), as before the N_kv bucket.
-inline config lookup(const char* device, int cc_major, int cc_minor, int sm_count, {parameters}long long seq_len,
-                     bool* fell_back = nullptr) {{
-  return lookup(device, cc_major, cc_minor, sm_count, {arguments}seq_len, seq_len, fell_back);
-}}
-
-// Without a sliding window or softcap (window -1, -1; softcap 0), as before those keys.
-inline config lookup(const char* device, int cc_major, int cc_minor, int sm_count, {first_parameters}long long seq_len,
-                     long long kv_len, bool* fell_back = nullptr) {{
-  return lookup(device, cc_major, cc_minor, sm_count, {first_arguments}seq_len, kv_len, fell_back);
-}}
-inline config lookup(const char* device, int cc_major, int cc_minor, int sm_count, {first_parameters}long long seq_len,
-                     bool* fell_back = nullptr) {{
-  return lookup(device, cc_major, cc_minor, sm_count, {first_arguments}seq_len, seq_len, fell_back);
-}}
-
+{older}
 }}  // namespace attn_tuned
 )",
                      fmt::arg("source", cpp_escaped(source)), fmt::arg("rows", rows),
                      fmt::arg("members", key.members), fmt::arg("end_values", key.end_values),
                      fmt::arg("parameters", key.parameters), fmt::arg("arguments", key.arguments), fmt::arg("tests", key.tests),
-                     fmt::arg("first_parameters", key.first_parameters), fmt::arg("first_arguments", key.first_arguments),
+                     fmt::arg("older", key.older),
                      fmt::arg("warn_format", key.warn_format), fmt::arg("warn_arguments", key.warn_arguments), fmt::arg("sbm", small.block_m),
                      fmt::arg("sbn", small.block_n), fmt::arg("sw", small.warps), fmt::arg("ss", small.stages),
                      fmt::arg("lbm", large.block_m), fmt::arg("lbn", large.block_n), fmt::arg("lw", large.warps),

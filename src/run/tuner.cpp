@@ -41,7 +41,7 @@ void verify_variant(variant& v, const device_problem& pr, const reference_output
   launch(rt, plan, stream);
   rt.wait_for_kernels(stream, timing.kernel_timeout_s);
 
-  const error_stats o_err = element_error(support, pr.o.get(), ref.o_full.as<float>(), pr.q_elements());
+  const error_stats o_err = element_error(support, pr.o.get(), ref.o_full.as<float>(), pr.o_elements());
   const error_stats lse_err = float_error(support, pr.lse.as<float>(), ref.lse_full.as<float>(),
                                           lse_bytes(pr.shp) / 4);
   const double cpu_err = cpu_sample_error(rt, pr, samples);
@@ -222,7 +222,7 @@ void assign_ranks(std::vector<record>& rows, std::optional<size_t> best, objecti
 }
 
 int64_t tuning_memory_bytes(const problem& s, int64_t l2_bytes, int64_t reference_chunk_bytes) {
-  return 2 * q_bytes(s) + 2 * kv_bytes(s) + lse_bytes(s) + decode_inputs_bytes(s) +
+  return q_bytes(s) + o_bytes(s) + kv_bytes(s) + v_bytes(s) + lse_bytes(s) + decode_inputs_bytes(s) +
          reference_memory_bytes(s, reference_chunk_bytes) + 2 * l2_bytes + (64 << 20);
 }
 
@@ -489,10 +489,13 @@ void dump_best(const problem& s, const gpu_info& gpu, const compile_cache& cache
   rt.wait_for_kernels(nullptr, kernel_timeout_s);
 
   const bool q_major = s.layout == layout::bhsd;
-  const std::vector<int64_t> q_dims = q_major ? std::vector<int64_t>{s.batch, s.heads, s.q_len, s.head_dim}
-                                              : std::vector<int64_t>{s.batch, s.q_len, s.heads, s.head_dim};
-  const std::vector<int64_t> kv_dims = q_major ? std::vector<int64_t>{s.batch, s.kv_heads, s.kv_len, s.head_dim}
-                                               : std::vector<int64_t>{s.batch, s.kv_len, s.kv_heads, s.head_dim};
+  // [B, heads, N, dim] or [B, N, heads, dim]; V and O have the value dim (dv).
+  auto dims = [&](int64_t heads, int64_t n, int64_t d) {
+    return q_major ? std::vector<int64_t>{s.batch, heads, n, d} : std::vector<int64_t>{s.batch, n, heads, d};
+  };
+  const std::vector<int64_t> q_dims = dims(s.heads, s.q_len, s.head_dim), o_dims = dims(s.heads, s.q_len, value_dim(s));
+  const std::vector<int64_t> kv_dims = dims(s.kv_heads, s.kv_len, s.head_dim),
+                             v_dims = dims(s.kv_heads, s.kv_len, value_dim(s));
   std::filesystem::create_directories(dir);
   auto write = [&](const std::string& file, const device_buffer& b, const std::vector<int64_t>& dims) {
     const auto bits = to_host<uint16_t>(rt, b);
@@ -507,8 +510,8 @@ void dump_best(const problem& s, const gpu_info& gpu, const compile_cache& cache
   };
   write("q.npy", pr.q, q_dims);
   write("k.npy", pr.k, kv_dims);
-  write("v.npy", pr.v, kv_dims);
-  write("o.npy", pr.o, q_dims);
+  write("v.npy", pr.v, v_dims);
+  write("o.npy", pr.o, o_dims);
   const auto lse = to_host<float>(rt, pr.lse);
   write_npy_f32(dir + "/lse.npy", lse.data(), {s.batch, s.heads, s.q_len});
 }

@@ -17,7 +17,14 @@ void attention_row_fp64(const float* q, const float* k, const float* v, int64_t 
 void attention_row_fp64(const float* q, const float* k, const float* v, int64_t kv_len,
                         int64_t kv_row_stride, int64_t head_dim, double scale, int64_t first_key,
                         int64_t last_key, double softcap, double* out, double* lse) {
-  std::fill(out, out + head_dim, 0.0);
+  attention_row_fp64(q, k, v, kv_len, kv_row_stride, kv_row_stride, head_dim, head_dim, scale, first_key, last_key,
+                     softcap, out, lse);
+}
+
+void attention_row_fp64(const float* q, const float* k, const float* v, int64_t kv_len, int64_t k_row_stride,
+                        int64_t v_row_stride, int64_t head_dim, int64_t head_dim_v, double scale, int64_t first_key,
+                        int64_t last_key, double softcap, double* out, double* lse) {
+  std::fill(out, out + head_dim_v, 0.0);
   const int64_t first = std::max<int64_t>(first_key, 0), end = std::min(last_key, kv_len - 1) + 1;
   if (end <= first) {
     // A fully masked row has an empty softmax: define it as zero output, as the kernels do.
@@ -27,7 +34,7 @@ void attention_row_fp64(const float* q, const float* k, const float* v, int64_t 
 
   std::vector<double> scores(static_cast<size_t>(end - first));
   for (int64_t j = first; j < end; ++j) {
-    const float* key = k + j * kv_row_stride;
+    const float* key = k + j * k_row_stride;
     double dot = 0;
     for (int64_t d = 0; d < head_dim; ++d) dot += static_cast<double>(q[d]) * key[d];
     const double s = scale * dot;
@@ -40,10 +47,10 @@ void attention_row_fp64(const float* q, const float* k, const float* v, int64_t 
   for (int64_t j = first; j < end; ++j) {
     const double p = std::exp(scores[j - first] - row_max);
     sum += p;
-    const float* value = v + j * kv_row_stride;
-    for (int64_t d = 0; d < head_dim; ++d) out[d] += p * value[d];
+    const float* value = v + j * v_row_stride;
+    for (int64_t d = 0; d < head_dim_v; ++d) out[d] += p * value[d];
   }
-  for (int64_t d = 0; d < head_dim; ++d) out[d] /= sum;
+  for (int64_t d = 0; d < head_dim_v; ++d) out[d] /= sum;
   if (lse != nullptr) *lse = row_max + std::log(sum);
 }
 
@@ -70,31 +77,35 @@ std::vector<double> attention_fp64(const problem& s, const std::vector<float>& q
       s.head_dim <= 0 || s.heads % s.kv_heads != 0) {
     throw std::invalid_argument("attention_fp64: bad shape " + describe(s));
   }
-  const int64_t d = s.head_dim;
+  const int64_t d = s.head_dim, dv = value_dim(s);
   const auto q_size = static_cast<size_t>(s.batch * s.heads * s.q_len * d);
   const auto kv_size = static_cast<size_t>(s.batch * s.kv_heads * s.kv_len * d);
-  if (q.size() != q_size || k.size() != kv_size || v.size() != kv_size) {
+  const auto v_size = static_cast<size_t>(s.batch * s.kv_heads * s.kv_len * dv);
+  if (q.size() != q_size || k.size() != kv_size || v.size() != v_size) {
     throw std::invalid_argument("attention_fp64: input sizes do not match " + describe(s));
   }
 
   const int64_t group = s.heads / s.kv_heads;
   // Consecutive keys of one head are D apart in bhsd and a whole row of heads apart in bshd.
   const int64_t kv_row_stride = s.layout == layout::bhsd ? d : s.kv_heads * d;
+  const int64_t v_row_stride = s.layout == layout::bhsd ? dv : s.kv_heads * dv;
   const double scale = 1.0 / std::sqrt(static_cast<double>(d));
 
-  std::vector<double> out(q_size);
+  std::vector<double> out(static_cast<size_t>(s.batch * s.heads * s.q_len * dv));
   if (lse != nullptr) lse->assign(static_cast<size_t>(s.batch * s.heads * s.q_len), 0.0);
   const std::vector<int64_t> lengths = kv_lengths(s);
   for (int64_t b = 0; b < s.batch; ++b) {
     const int64_t kv_len = lengths[static_cast<size_t>(b)];
     for (int64_t h = 0; h < s.heads; ++h) {
       const int64_t kv_base = element_offset(s.layout, s.kv_heads, s.kv_len, d, b, h / group, 0);
+      const int64_t v_base = element_offset(s.layout, s.kv_heads, s.kv_len, dv, b, h / group, 0);
       for (int64_t i = 0; i < s.q_len; ++i) {
         const int64_t q_at = element_offset(s.layout, s.heads, s.q_len, d, b, h, i);
+        const int64_t o_at = element_offset(s.layout, s.heads, s.q_len, dv, b, h, i);
         double* row_lse = lse != nullptr ? &(*lse)[(b * s.heads + h) * s.q_len + i] : nullptr;
-        attention_row_fp64(&q[q_at], &k[kv_base], &v[kv_base], kv_len, kv_row_stride, d, scale,
+        attention_row_fp64(&q[q_at], &k[kv_base], &v[v_base], kv_len, kv_row_stride, v_row_stride, d, dv, scale,
                            first_visible_key(s, i, kv_len), last_visible_key(s, i, kv_len), s.softcap,
-                           &out[q_at], row_lse);
+                           &out[o_at], row_lse);
       }
     }
   }

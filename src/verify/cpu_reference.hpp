@@ -20,6 +20,11 @@ void attention_row_fp64(const float* q, const float* k, const float* v, int64_t 
                         int64_t kv_row_stride, int64_t head_dim, double scale, int64_t first_key,
                         int64_t last_key, double softcap, double* out, double* lse);
 
+/// The same with V's rows of head_dim_v elements at their own stride (dv != d); out has head_dim_v.
+void attention_row_fp64(const float* q, const float* k, const float* v, int64_t kv_len, int64_t k_row_stride,
+                        int64_t v_row_stride, int64_t head_dim, int64_t head_dim_v, double scale, int64_t first_key,
+                        int64_t last_key, double softcap, double* out, double* lse);
+
 /// Last key a query row may see under problem s (kv_len - 1 when not causal; bottom-right
 /// aligned when causal: i + kv_len - q_len, which may be negative).
 int64_t last_visible_key(const problem& s, int64_t query_row);
@@ -29,8 +34,9 @@ int64_t last_visible_key(const problem& s, int64_t query_row, int64_t kv_len);
 int64_t first_visible_key(const problem& s, int64_t query_row, int64_t kv_len);
 
 /// Whole attention for float inputs laid out per s.layout; returns O in the same layout as q
-/// and (if lse != nullptr) fills lse[(b*H + h)*Nq + i]. Softmax scale 1/sqrt(D). With kv_lens,
-/// sequence b sees only its first kv_lengths(s)[b] keys (k and v still hold kv_len rows).
+/// (rows of value_dim(s): V and O have dv) and (if lse != nullptr) fills lse[(b*H + h)*Nq + i].
+/// Softmax scale 1/sqrt(D). With kv_lens, sequence b sees only its first kv_lengths(s)[b] keys (k
+/// and v still hold kv_len rows).
 std::vector<double> attention_fp64(const problem& s, const std::vector<float>& q,
                                    const std::vector<float>& k, const std::vector<float>& v,
                                    std::vector<double>* lse = nullptr);

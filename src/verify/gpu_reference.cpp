@@ -52,15 +52,15 @@ device_problem::device_problem(const problem& s, const support_kernels& support,
   const device_runtime& rt = support.rt;
   q = device_buffer(rt, q_bytes(s));
   k = device_buffer(rt, kv_bytes(s));
-  v = device_buffer(rt, kv_bytes(s));
-  o = device_buffer(rt, q_bytes(s));
+  v = device_buffer(rt, v_bytes(s));
+  o = device_buffer(rt, o_bytes(s));
   rt.synchronize_device();
   const int64_t before = rt.free_memory();
   lse = device_buffer(rt, lse_bytes(s));
   lse_measured_bytes = before - rt.free_memory();
   // Distinct seeds per tensor: Q, K and V must not be equal.
   const std::tuple<device_buffer*, int64_t, tensor_role> tensors[] = {
-      {&q, q_elements(), tensor_role::q}, {&k, kv_elements(), tensor_role::k}, {&v, kv_elements(), tensor_role::v}};
+      {&q, q_elements(), tensor_role::q}, {&k, kv_elements(), tensor_role::k}, {&v, v_elements(), tensor_role::v}};
   uint64_t stream_seed = seed;
   for (auto& [buffer, n, role] : tensors) {
     void* ptr = buffer->get();
@@ -85,19 +85,19 @@ device_problem::device_problem(const problem& s, const support_kernels& support,
     rt.copy_to_device(block_table.get(), table.data(), block_table.bytes());
     device_buffer owners(rt, num_pages * static_cast<int64_t>(sizeof(int)));
     rt.copy_to_device(owners.get(), owner.data(), owners.bytes());
-    const int64_t page_elements = num_pages * s.page_size * s.kv_heads * s.head_dim;
-    k_pages = device_buffer(rt, page_elements * element_size(s.dtype));
-    v_pages = device_buffer(rt, page_elements * element_size(s.dtype));
+    const int64_t page_rows = num_pages * s.page_size * s.kv_heads;
+    k_pages = device_buffer(rt, page_rows * s.head_dim * element_size(s.dtype));
+    v_pages = device_buffer(rt, page_rows * value_dim(s) * element_size(s.dtype));
     const attn_k::fwd_params p = params();
     int pages = static_cast<int>(num_pages), page_size = static_cast<int>(s.page_size),
-        per_seq = static_cast<int>(pages_per_sequence(s)), kv_heads = static_cast<int>(s.kv_heads),
-        d = static_cast<int>(s.head_dim);
+        per_seq = static_cast<int>(pages_per_sequence(s)), kv_heads = static_cast<int>(s.kv_heads);
     const void* own = owners.get();
-    for (auto [from, to] : {std::pair{&k, &k_pages}, std::pair{&v, &v_pages}}) {
+    for (auto [from, to, value] : {std::tuple{&k, &k_pages, 0}, std::tuple{&v, &v_pages, 1}}) {
       const void* src = from->get();
       void* dst = to->get();
-      void* args[] = {const_cast<attn_k::fwd_params*>(&p), &src, &dst, &own, &pages, &page_size, &per_seq, &kv_heads, &d};
-      rt.launch(support.gather_pages, blocks_for(page_elements), {256}, 0, nullptr, args);
+      int d = static_cast<int>(value ? value_dim(s) : s.head_dim), is_v = value;
+      void* args[] = {const_cast<attn_k::fwd_params*>(&p), &src, &dst, &own, &pages, &page_size, &per_seq, &kv_heads, &d, &is_v};
+      rt.launch(support.gather_pages, blocks_for(page_rows * d), {256}, 0, nullptr, args);
     }
     rt.synchronize_device();  // before `owners` goes
   }
@@ -114,13 +114,16 @@ std::vector<int> random_page_table(const problem& s, uint64_t seed) {
 
 int64_t decode_inputs_bytes(const problem& s) {
   const int64_t pages = s.batch * pages_per_sequence(s);
-  return 2 * pages * s.page_size * s.kv_heads * s.head_dim * element_size(s.dtype) + pages * 8 + s.batch * 4;
+  return pages * s.page_size * s.kv_heads * (s.head_dim + value_dim(s)) * element_size(s.dtype) + pages * 8 +
+         s.batch * 4;
 }
 
 int64_t device_problem::q_elements() const { return shp.batch * shp.heads * shp.q_len * shp.head_dim; }
+int64_t device_problem::o_elements() const { return shp.batch * shp.heads * shp.q_len * value_dim(shp); }
 int64_t device_problem::kv_elements() const {
   return shp.batch * shp.kv_heads * shp.kv_len * shp.head_dim;
 }
+int64_t device_problem::v_elements() const { return shp.batch * shp.kv_heads * shp.kv_len * value_dim(shp); }
 
 void device_problem::reserve_workspace(int64_t floats) const {
   if (floats <= workspace_floats) return;
@@ -161,7 +164,7 @@ void materializing_pass(const support_kernels& sk, const device_problem& pr, pas
                 float* scores, void* probs, float* lse, void* out) {
   const bool lowp_scores = kind == pass_kind::naive, lowp_output = kind != pass_kind::full;
   attn_k::fwd_params p = pr.params();
-  int d = static_cast<int>(pr.shp.head_dim), causal = pr.shp.causal ? 1 : 0;
+  int d = static_cast<int>(pr.shp.head_dim), dv = static_cast<int>(value_dim(pr.shp)), causal = pr.shp.causal ? 1 : 0;
   const dims3 tile{16, 16};
   const auto count = static_cast<unsigned>(n);
   {
@@ -178,9 +181,9 @@ void materializing_pass(const support_kernels& sk, const device_problem& pr, pas
   }
   {
     const void* pp = probs;
-    void* args[] = {&p, &bh0, &d, &pp, &out};
+    void* args[] = {&p, &bh0, &dv, &pp, &out};
     sk.rt.launch(lowp_output ? sk.pv_lowp : sk.pv_full,
-                 {static_cast<unsigned>((d + 15) / 16), static_cast<unsigned>((p.q_len + 15) / 16), count}, tile, 0,
+                 {static_cast<unsigned>((dv + 15) / 16), static_cast<unsigned>((p.q_len + 15) / 16), count}, tile, 0,
                  nullptr, args);
   }
 }
@@ -211,9 +214,9 @@ error_stats run_error(const device_runtime& rt, kernel_t kernel, const void* out
 }  // namespace
 
 int64_t reference_memory_bytes(const problem& s, int64_t chunk_bytes) {
-  const int64_t q_elems = s.batch * s.heads * s.q_len * s.head_dim;
-  return pairs_per_chunk(s, chunk_bytes) * s.q_len * s.kv_len * 8 + q_elems * 4 + lse_bytes(s) +
-         q_bytes(s);
+  const int64_t o_elems = s.batch * s.heads * s.q_len * value_dim(s);
+  return pairs_per_chunk(s, chunk_bytes) * s.q_len * s.kv_len * 8 + o_elems * 4 + lse_bytes(s) +
+         o_bytes(s);
 }
 
 reference_outputs compute_reference(const support_kernels& support, const device_problem& pr,
@@ -221,9 +224,9 @@ reference_outputs compute_reference(const support_kernels& support, const device
   const problem& s = pr.shp;
   const device_runtime& rt = support.rt;
   reference_outputs r;
-  r.o_full = device_buffer(rt, pr.q_elements() * 4);
+  r.o_full = device_buffer(rt, pr.o_elements() * 4);
   r.lse_full = device_buffer(rt, lse_bytes(s));
-  device_buffer o_low(rt, q_bytes(s));  // the naive run's O, then the rounded run's
+  device_buffer o_low(rt, o_bytes(s));  // the naive run's O, then the rounded run's
   const int64_t pairs = pairs_per_chunk(s, chunk_bytes);
   device_buffer scores(rt, pairs * s.q_len * s.kv_len * 4), probs(rt, pairs * s.q_len * s.kv_len * 4);
   const int total = static_cast<int>(s.batch * s.heads);
@@ -236,7 +239,7 @@ reference_outputs compute_reference(const support_kernels& support, const device
       materializing_pass(support, pr, kind, bh0, n, scores.as<float>(), probs.get(), nullptr, o_low.get());
     }
     rt.synchronize_device();
-    return element_error(support, o_low.get(), r.o_full.as<float>(), pr.q_elements()).max_error;
+    return element_error(support, o_low.get(), r.o_full.as<float>(), pr.o_elements()).max_error;
   };
   r.lowp_error = run(pass_kind::naive, true);
   r.rounding_error = run(pass_kind::rounded, false);

@@ -54,7 +54,9 @@ struct device_problem {
   /// The kernels' view: K and V paged when the problem is.
   attn_k::fwd_params kernel_params() const;
   int64_t q_elements() const;
+  int64_t o_elements() const;  ///< O's: q_elements with the value dim (dv)
   int64_t kv_elements() const;
+  int64_t v_elements() const;  ///< V's: kv_elements with the value dim
 };
 
 struct error_stats {

@@ -17,7 +17,8 @@ attn_k::input_fill input_fill_for(input_kind k, tensor_role t, const problem& s)
   const int64_t heads = query ? s.heads : s.kv_heads, len = query ? s.q_len : s.kv_len;
   attn_k::input_fill f{};
   f.scale = 1;
-  f.row_elements = s.layout == layout::bhsd ? s.head_dim : heads * s.head_dim;
+  const int64_t d = t == tensor_role::v ? value_dim(s) : s.head_dim;  // V's rows have dv
+  f.row_elements = s.layout == layout::bhsd ? d : heads * d;
   f.rows = static_cast<int>(len);
   if (k == input_kind::wide && t != tensor_role::v) {
     // q.k / sqrt(D) has standard deviation 2 * 2 * (1 + 2 * j / (N - 1)) at key j: 4 to 12.

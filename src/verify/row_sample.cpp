@@ -19,22 +19,21 @@ std::vector<cpu_sample> cpu_samples(const device_runtime& rt, const device_probl
   while (static_cast<int>(samples.size()) < count)
     samples.push_back({static_cast<int64_t>(rng() % s.batch), static_cast<int64_t>(rng() % s.heads),
                        static_cast<int64_t>(rng() % s.q_len), {}, 0});
-  const int64_t d = s.head_dim, kvh_count = s.kv_heads;
+  const int64_t d = s.head_dim, dv = value_dim(s), kvh_count = s.kv_heads;
   const std::vector<int64_t> lengths = kv_lengths(s);
   for (auto& smp : samples) {
     const int64_t kvh = smp.h / (s.heads / s.kv_heads), kv_len = lengths[static_cast<size_t>(smp.b)];
-    std::vector<float> qf(d), kf(kv_len * d), vf(kv_len * d);
+    std::vector<float> qf(d), kf(kv_len * d), vf(kv_len * dv);
     const int64_t q0 = element_offset(s.layout, s.heads, s.q_len, d, smp.b, smp.h, smp.i);
     for (int64_t x = 0; x < d; ++x) qf[x] = elem_to_float(s.dtype, q[q0 + x]);
     for (int64_t j = 0; j < kv_len; ++j) {
       const int64_t k0 = element_offset(s.layout, kvh_count, s.kv_len, d, smp.b, kvh, j);
-      for (int64_t x = 0; x < d; ++x) {
-        kf[j * d + x] = elem_to_float(s.dtype, k[k0 + x]);
-        vf[j * d + x] = elem_to_float(s.dtype, v[k0 + x]);
-      }
+      const int64_t v0 = element_offset(s.layout, kvh_count, s.kv_len, dv, smp.b, kvh, j);
+      for (int64_t x = 0; x < d; ++x) kf[j * d + x] = elem_to_float(s.dtype, k[k0 + x]);
+      for (int64_t x = 0; x < dv; ++x) vf[j * dv + x] = elem_to_float(s.dtype, v[v0 + x]);
     }
-    smp.out.resize(d);
-    attention_row_fp64(qf.data(), kf.data(), vf.data(), kv_len, d, d, 1.0 / std::sqrt(double(d)),
+    smp.out.resize(dv);
+    attention_row_fp64(qf.data(), kf.data(), vf.data(), kv_len, d, dv, d, dv, 1.0 / std::sqrt(double(d)),
                        first_visible_key(s, smp.i, kv_len), last_visible_key(s, smp.i, kv_len), s.softcap,
                        smp.out.data(), &smp.lse);
   }
@@ -43,7 +42,7 @@ std::vector<cpu_sample> cpu_samples(const device_runtime& rt, const device_probl
 
 double cpu_sample_error(const device_runtime& rt, const device_problem& pr, const std::vector<cpu_sample>& samples) {
   const problem& s = pr.shp;
-  const int64_t d = s.head_dim;
+  const int64_t d = value_dim(s);  // O's rows
   double worst = 0;
   std::vector<uint16_t> row(d);
   for (const auto& smp : samples) {

@@ -48,7 +48,7 @@ class shapes(unittest.TestCase):
         for text, message in [("8,32/8,1,x,128", "NKV: 'x' is not a positive integer"),
                               ("8,32/8,1,8192,0", "D: '0' is not a positive integer"),
                               ("8,32/7,1,8192,128", "32 query heads are not a multiple of 7 K/V heads"),
-                              ("8,32/8,1,8192,128,fp17", "'fp17' is not causal, c, bf16, fp16, bhsd, bshd, wLEFT:RIGHT or capC"),
+                              ("8,32/8,1,8192,128,fp17", "'fp17' is not causal, c, bf16, fp16, bhsd, bshd, wLEFT:RIGHT, capC or dvN"),
                               ("8,32/8,1,8192,128,c,bf8", "'bf8' is not causal"),
                               ("8,32,1,8192", "got 4 fields"),
                               (" ; ", "names no shape")]:
@@ -63,8 +63,18 @@ class shapes(unittest.TestCase):
         self.assertEqual(s.window(), (1024, 0))
         self.assertEqual(peers.parse_shape(s.label()), s)
         self.assertEqual(s.tool_args()[-4:], ["--window", "1024,0", "--softcap", "50"])
-        with self.assertRaisesRegex(BadInput, r"'w12' is not causal, c, bf16, fp16, bhsd, bshd, wLEFT:RIGHT or capC"):
+        with self.assertRaisesRegex(BadInput, r"'w12' is not causal, c, bf16, fp16, bhsd, bshd, wLEFT:RIGHT, capC or dvN"):
             peers.parse_shape("1,8,64,64,64,c,w12")
+
+    def test_a_value_head_dim(self):
+        s = peers.parse_shape("1,128,4096,4096,192c,dv128")
+        self.assertEqual(s, Shape(1, 128, 128, 4096, 4096, 192, True, dv=128))
+        self.assertEqual(peers.parse_shape(s.label()), s)
+        self.assertEqual(s.tool_args()[-2:], ["--dv", "128"])
+        self.assertEqual(peers.flops(s), 2 * (192 + 128) * 128 * 4096 * 4096 / 2)  # as the tool counts
+        self.assertEqual(peers.bytes_moved(s), 128 * 4096 * (192 + 128) * 2 * 2 + 4 * 128 * 4096)
+        rows = peers.read_sweep(os.path.join(ROOT, "sweeps", "llm-value-dim.csv"))
+        self.assertEqual(rows[0], Shape(1, 128, 128, 4096, 4096, 192, True, name="deepseek-v3-mla-prefill-4096", dv=128))
 
     def test_the_tool_gets_the_whole_problem(self):
         self.assertEqual(Shape(1, 8, 2, 512, 2048, 128, True, "fp16", "bshd").tool_args(),

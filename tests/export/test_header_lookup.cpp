@@ -53,6 +53,28 @@ TEST(exported_header, window_and_softcap_are_keys) {
   EXPECT_TRUE(fell_back);
 }
 
+// dv (head_dim_v, 0: the head dim) is the last key: the full lookup takes it and both lengths;
+// the window-and-softcap call of before it keeps its meaning (N_q, N_kv), and a dv nothing was
+// tuned for falls back.
+TEST(exported_header, value_dim_is_a_key) {
+  bool fell_back = true;
+  EXPECT_TRUE(same(attn_tuned::lookup("NVIDIA H200", 9, 0, 132, "bf16", 128, false, -1, -1, 0.0, 0, 4096, 4096, &fell_back),
+                   {"fa2", 256, 64, 8, 2}));
+  EXPECT_FALSE(fell_back);
+  fell_back = true;
+  EXPECT_TRUE(same(attn_tuned::lookup("NVIDIA H200", 9, 0, 132, "bf16", 128, false, -1, -1, 0.0, 4096, 4096, &fell_back),
+                   {"fa2", 256, 64, 8, 2}));
+  EXPECT_FALSE(fell_back);
+  fell_back = true;
+  // N_q 2049 in the bucket (2048, 4096], N_kv 4096: the older call is still (N_q, N_kv).
+  EXPECT_TRUE(same(attn_tuned::lookup("NVIDIA H200", 9, 0, 132, "bf16", 128, false, -1, -1, 0.0, 2049, 4096, &fell_back),
+                   {"fa2", 256, 64, 8, 2}));
+  EXPECT_FALSE(fell_back);
+  EXPECT_TRUE(same(attn_tuned::lookup("NVIDIA H200", 9, 0, 132, "bf16", 128, false, -1, -1, 0.0, 64, 4096, 4096, &fell_back),
+                   {"fa2", 128, 64, 4, 2}));
+  EXPECT_TRUE(fell_back);
+}
+
 TEST(exported_header, untuned_shapes_get_the_documented_fallback) {
   bool fell_back = false;
   // Outside the tuned bucket, another causality, another dtype, another device, another head dim.

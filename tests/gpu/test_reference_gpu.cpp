@@ -38,7 +38,7 @@ TEST_P(reference_vs_cpu, matches_float64) {
   const device_problem pr(s, *support, 1234, inputs);
   // A tiny chunk budget forces one (batch, head) pair per pass: chunking is tested too.
   const auto ref = compute_reference(*support, pr, 1);
-  std::vector<float> o(pr.q_elements()), lse(lse_bytes(s) / 4);
+  std::vector<float> o(pr.o_elements()), lse(lse_bytes(s) / 4);
   rt().copy_to_host(o.data(), ref.o_full.get(), o.size() * 4);
   rt().copy_to_host(lse.data(), ref.lse_full.get(), lse.size() * 4);
   std::vector<double> lse64;
@@ -85,11 +85,19 @@ problem make(int64_t b, int64_t h, int64_t hk, int64_t n, int64_t nk, int64_t d,
   return s;
 }
 
+problem with_dv(problem s, int64_t dv) {
+  s.head_dim_v = dv;
+  return s;
+}
+
 INSTANTIATE_TEST_SUITE_P(shapes, reference_vs_cpu,
                          ::testing::Combine(::testing::Values(make(2, 2, 2, 77, 77, 64, false),
                                                               make(1, 4, 2, 100, 37, 32, true),  // rows with no key
                                                               make(1, 2, 1, 33, 130, 128, true, dtype::fp16,
-                                                                   layout::bshd)),
+                                                                   layout::bshd),
+                                                              with_dv(make(1, 4, 2, 65, 90, 96, true), 40),  // dv != d
+                                                              with_dv(make(1, 2, 2, 50, 50, 32, false, dtype::bf16,
+                                                                           layout::bshd), 64)),
                                             ::testing::Values(input_kind::normal, input_kind::wide, input_kind::sink)),
                          [](const ::testing::TestParamInfo<reference_case>& info) {
                            std::string n = describe(std::get<0>(info.param)) + "_" + to_string(std::get<1>(info.param));
@@ -150,8 +158,8 @@ TEST_F(gpu_test, poisoned_output_that_is_never_written_is_caught) {
   const auto ref = compute_reference(*support, pr, 1 << 20);
   poison_outputs(*support, pr, nullptr);  // and no kernel runs
   rt().synchronize_device();
-  const auto err = element_error(*support, pr.o.get(), ref.o_full.as<float>(), pr.q_elements());
-  EXPECT_EQ(err.bad, static_cast<uint64_t>(pr.q_elements()));
+  const auto err = element_error(*support, pr.o.get(), ref.o_full.as<float>(), pr.o_elements());
+  EXPECT_EQ(err.bad, static_cast<uint64_t>(pr.o_elements()));
   const auto lse_err = float_error(*support, pr.lse.as<float>(), ref.lse_full.as<float>(), lse_bytes(s) / 4);
   EXPECT_EQ(lse_err.bad, static_cast<uint64_t>(lse_bytes(s) / 4));
 }

@@ -77,7 +77,6 @@ TEST(LibraryArguments, AKvCacheIsChecked) {
 }
 
 TEST(LibraryArguments, AWindowAndSoftcapAreChecked) {
-  static_assert(sizeof(attn_tune_problem) == 176, "the Python package's ctypes struct must match");
   auto p = attn_tune::make_problem(1, 8, 8, 512, 512, 128);
   p.window = 1, p.window_left = 128, p.window_right = -1, p.softcap = 50;
   EXPECT_EQ(check(p), ATTN_TUNE_OK) << error();
@@ -98,6 +97,40 @@ TEST(LibraryArguments, AWindowAndSoftcapAreChecked) {
   auto old = attn_tune::make_problem(1, 8, 8, 512, 512, 128);
   old.struct_size = offsetof(attn_tune_problem, window);  // a caller built against version 3
   old.softcap = -1;  // past its struct_size: never read
+  EXPECT_EQ(check(old), ATTN_TUNE_OK) << error();
+}
+
+// V's own head dim (API version 5): dv in [32, 256] or 0, V's and O's strides checked as K's and
+// Q's are (contiguous with rows of dv when left at 0), overlaps refused, a dv equal to the head dim
+// taken as 0, and V's and O's strides refused where V and O share K's and Q's.
+TEST(LibraryArguments, AValueHeadDimIsChecked) {
+  static_assert(sizeof(attn_tune_problem) == 232, "the Python package's ctypes struct must match");
+  auto p = attn_tune::make_problem(2, 8, 2, 512, 512, 192, ATTN_TUNE_BF16, true);
+  p.head_dim_v = 128;
+  EXPECT_EQ(check(p), ATTN_TUNE_OK) << error();
+  p.head_dim_v = 300;
+  EXPECT_EQ(check(p), ATTN_TUNE_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(error().find("value head dim (dv) 300"), std::string::npos) << error();
+  p.head_dim_v = 192;  // = d: taken as 0
+  EXPECT_EQ(check(p), ATTN_TUNE_OK) << error();
+  p.head_dim_v = 128;
+  p.v_strides[0] = 2 * 512 * 128, p.v_strides[1] = 512 * 128, p.v_strides[2] = 128;
+  p.o_strides[0] = 8 * 512 * 128, p.o_strides[1] = 512 * 128, p.o_strides[2] = 128;
+  EXPECT_EQ(check(p), ATTN_TUNE_OK) << error();
+  p.o_strides[2] = 100;  // rows of 128 elements 100 apart
+  EXPECT_EQ(check(p), ATTN_TUNE_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(error().find("o row stride 100"), std::string::npos) << error();
+  p.o_strides[2] = 128;
+  p.v_strides[1] = 64;  // heads of 512 rows 64 elements apart
+  EXPECT_EQ(check(p), ATTN_TUNE_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(error().find("v "), std::string::npos) << error();
+  auto same = attn_tune::make_problem(2, 8, 2, 512, 512, 128);
+  same.v_strides[0] = 1, same.v_strides[1] = 1, same.v_strides[2] = 1;
+  EXPECT_EQ(check(same), ATTN_TUNE_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(error().find("with dv = d they must be equal"), std::string::npos) << error();
+  auto old = attn_tune::make_problem(1, 8, 8, 512, 512, 128);
+  old.struct_size = offsetof(attn_tune_problem, head_dim_v);  // a caller built against version 4
+  old.head_dim_v = 300;  // past its struct_size: never read
   EXPECT_EQ(check(old), ATTN_TUNE_OK) << error();
 }
 
@@ -422,7 +455,7 @@ TEST(LibraryTable, AWarningIsKeptNotPrinted) {
   EXPECT_EQ(attn_tune::last_warning(), "");  // this call's: none
   attn_tune_table_destroy(t);
   EXPECT_EQ(attn_tune_api_version(), ATTN_TUNE_API_VERSION);
-  EXPECT_EQ(ATTN_TUNE_API_VERSION, 4);
+  EXPECT_EQ(ATTN_TUNE_API_VERSION, 5);
 }
 
 TEST(LibraryTable, UnreadableTablesAreNamed) {

@@ -145,8 +145,43 @@ class WindowSoftcapProblems(unittest.TestCase):
             attn_tune.flash_attn_func(FakeArray((1, 2, 3, 64)), None, None)
 
     def test_the_struct_is_the_c_headers(self):
-        self.assertEqual(ctypes.sizeof(_capi.Problem), 176)  # sizeof(attn_tune_problem), API version 4
-        self.assertEqual(_capi.API_VERSION, 4)
+        self.assertEqual(ctypes.sizeof(_capi.Problem), 232)  # sizeof(attn_tune_problem), API version 5
+        self.assertEqual(_capi.API_VERSION, 5)
+
+
+class ValueHeadDimProblems(unittest.TestCase):
+    """V with its own head dim (dv != d): head_dim_v, V's strides and O's layout in the problem."""
+
+    def test_dv_reaches_the_problem(self):
+        q = tensors.describe(FakeArray((2, 16, 256, 192)), "q")
+        k = tensors.describe(FakeArray((2, 4, 512, 192)), "k")
+        v = tensors.describe(FakeArray((2, 4, 512, 128)), "v")
+        p = tensors.make_problem(q, k, v, True)
+        self.assertEqual((p.head_dim, p.head_dim_v), (192, 128))
+        self.assertEqual(list(p.kv_strides), [4 * 512 * 192, 512 * 192, 192])
+        self.assertEqual(list(p.v_strides), [4 * 512 * 128, 512 * 128, 128])
+        self.assertEqual(list(p.o_strides), [16 * 256 * 128, 256 * 128, 128])
+        self.assertEqual(tensors.out_layout(q.shape, q.strides, 128),
+                         ((2, 16, 256, 128), (16 * 256 * 128, 256 * 128, 128, 1)))
+        same = tensors.make_problem(q, k, k, True)
+        self.assertEqual((same.head_dim_v, list(same.v_strides), list(same.o_strides)), (0, [0, 0, 0], [0, 0, 0]))
+
+    def test_bshd_out_and_a_paged_v(self):
+        b, n, h, d, dv = 1, 64, 8, 192, 128
+        q = tensors.describe(FakeArray((b, h, n, d), strides=(n * h * d * 2, d * 2, h * d * 2, 2)), "q")
+        self.assertEqual(tensors.out_layout(q.shape, q.strides, dv), ((b, h, n, dv), (n * h * dv, dv, h * dv, 1)))
+        k = tensors.describe(FakeArray((10, 16, 2, d)), "k_cache")
+        v = tensors.describe(FakeArray((10, 16, 2, dv)), "v_cache")
+        table = tensors.TensorInfo(0x7000, (1, 4), (4, 1), None, None)
+        p = tensors.make_problem(q, k, v, False, block_table=table)
+        self.assertEqual(list(p.v_strides), [16 * 2 * dv, dv, 2 * dv])  # page, head, row
+        self.assertEqual(list(p.o_strides), [n * h * dv, dv, h * dv])
+
+    def test_v_must_match_k_but_for_the_head_dim(self):
+        q = tensors.describe(FakeArray((2, 8, 128, 192)), "q")
+        k = tensors.describe(FakeArray((2, 2, 256, 192)), "k")
+        with self.assertRaisesRegex(ValueError, r"they must match but for the head dim"):
+            tensors.make_problem(q, k, tensors.describe(FakeArray((2, 2, 255, 128)), "v"), False)
 
 
 @unittest.skipUnless(LIBRARY, "ATTN_TUNE_TEST_LIBRARY is not set")

@@ -173,6 +173,31 @@ class Forward(unittest.TestCase):
         self.check_variant(1, 4, 4, 256, 256, 128, False, (-1, -1), 5.0)
         self.check_variant(1, 8, 2, 384, 384, 64, True, (100, 0), 50.0)
 
+    def check_value_dim(self, b, h, h_kv, n_q, n_kv, d, dv, causal, bshd=False):
+        """V with its own head dim (dv != d): O is [B, H, N_q, dv], in q's layout."""
+        g = torch.Generator(device="cuda").manual_seed(3)
+
+        def make(heads, n, width):
+            if bshd:
+                return torch.randn(b, n, heads, width, device="cuda", dtype=torch.bfloat16, generator=g).transpose(1, 2)
+            return torch.randn(b, heads, n, width, device="cuda", dtype=torch.bfloat16, generator=g)
+
+        q, k, v = make(h, n_q, d), make(h_kv, n_kv, d), make(h_kv, n_kv, dv)
+        o, lse = attn_tune.forward_with_lse(q, k, v, causal=causal)
+        what = f"B{b} H{h}/{h_kv} N{n_q}x{n_kv} d{d} dv{dv} causal={causal} bshd={bshd}"
+        self.assertEqual(tuple(o.shape), (b, h, n_q, dv), what)
+        self.assertEqual(o.is_contiguous(), not bshd, what)
+        exact, naive = reference(q, k, v, causal, torch.bfloat16)
+        allowed = 2 * (naive.double() - exact).abs().max().item() + 1e-4
+        self.assertLessEqual((o.double() - exact).abs().max().item(), allowed, what)
+        want = reference_lse(q, k, causal)
+        self.assertLessEqual((lse.double() - want).abs().max().item(), 1e-3, what)
+
+    def test_a_value_head_dim_of_its_own(self):
+        self.check_value_dim(2, 16, 4, 512, 512, 192, 128, True)  # DeepSeek's MLA prefill, small
+        self.check_value_dim(1, 8, 8, 300, 450, 64, 128, False, bshd=True)
+        self.check_value_dim(2, 8, 2, 1, 2048, 192, 128, False)  # decode: split-KV's combine over dv
+
     def test_a_paged_cache_with_lengths(self):
         self.check_kv_cache(4, 32, 8, 1, 1024, 128, 16, [0, 1, 700, 1024], causal=False)
         self.check_kv_cache(3, 16, 2, 16, 512, 128, 64, [5, 512, 300], causal=True)
