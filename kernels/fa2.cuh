@@ -29,7 +29,10 @@
 // extra columns zero; where D is not a multiple of 8 (33, 59, 111) rows are not 16-byte aligned and
 // are loaded and stored by element (!ALIGNED). DV: V's and O's head dim when it is not D (d 192,
 // dv 128): V's tiles, the P V loop, the accumulators and O run over DV (its own strides, p.v_* and
-// p.o_*); DV 0 is D, and such a kernel reads K's and Q's strides for V and O as before.
+// p.o_*); DV 0 is D, and such a kernel reads K's and Q's strides for V and O as before. VARLEN: a
+// packed variable-length batch (flash_attn_varlen_func): blockIdx.z is the sequence, whose rows
+// start at p.cu_seqlens_q[z] in Q and O and p.cu_seqlens_k[z] in K and V; the grid spans the
+// longest sequence, and a block past its own sequence's rows returns at once; the LSE is [H, total_q].
 #include "common/attention.cuh"
 #include "common/hopper_ptx.cuh"
 #include "common/resources.cuh"
@@ -44,7 +47,7 @@ struct bool_constant {
 
 template <bool BF16_, int D_, int BLOCK_M_, int BLOCK_N_, int WARPS_, int STAGES_, bool CAUSAL_,
           bool PACK_ = false, bool SPLIT_ = false, bool BULK_ = false, bool LENS_ = false, bool PAGED_ = false,
-          bool WINDOW_ = false, bool SOFTCAP_ = false, int DV_ = 0>
+          bool WINDOW_ = false, bool SOFTCAP_ = false, int DV_ = 0, bool VARLEN_ = false>
 struct fa2_config {
   static constexpr bool BF16 = BF16_;
   static constexpr int D = D_, BLOCK_M = BLOCK_M_, BLOCK_N = BLOCK_N_;
@@ -58,6 +61,8 @@ struct fa2_config {
   static constexpr bool CAUSAL = CAUSAL_, PACK = PACK_, SPLIT = SPLIT_, BULK = BULK_;
   static constexpr bool LENS = LENS_, PAGED = PAGED_;
   static constexpr bool WINDOW = WINDOW_, SOFTCAP = SOFTCAP_;
+  static constexpr bool VARLEN = VARLEN_;
+  static_assert(!VARLEN || !(PACK || SPLIT || LENS || PAGED), "a packed batch: no packed GQA, split-KV, kv_lens or pages");
   static constexpr int THREADS = WARPS * 32;
   static constexpr int WARP_M = BLOCK_M / WARPS;  ///< query rows per warp
   static constexpr int MI = WARP_M / 16;          ///< 16-row mma tiles per warp
@@ -338,6 +343,13 @@ __device__ __forceinline__ void attend_tile(unsigned q_smem, unsigned k_smem, un
   }
 }
 
+/// *at, loaded where it is used (asm volatile: the compiler neither hoists it nor keeps an earlier load's register).
+__device__ __forceinline__ int reload(const int* at) {
+  int v;
+  asm volatile("ld.global.nc.s32 %0, [%1];\n" : "=r"(v) : "l"(at));
+  return v;
+}
+
 template <class C>
 __device__ void fa2_forward(const fwd_params& p) {
   extern __shared__ __align__(128) unsigned char shared_raw[];
@@ -362,23 +374,28 @@ __device__ void fa2_forward(const fwd_params& p) {
   const int head = blockIdx.y, batch = blockIdx.z;  // PACK: head is the K/V head
   const int m0 = m_block * C::BLOCK_M;
   const int group = C::PACK ? p.group : 1;
-  const int rows = p.q_len * group;  // query rows of the block's head(s)
+  // VARLEN: the sequence's first rows in the packed Q/O and K/V, and its own lengths.
+  const long long q_row0 = C::VARLEN ? p.cu_seqlens_q[batch] : 0, k_row0 = C::VARLEN ? p.cu_seqlens_k[batch] : 0;
+  const int q_len = C::VARLEN ? p.cu_seqlens_q[batch + 1] - (int)q_row0 : p.q_len;
+  if (C::VARLEN && m0 >= q_len) return;  // past the sequence's rows (the grid spans the longest)
+  const int rows = q_len * group;  // query rows of the block's head(s)
   const q_rows<C> at{head, group};
-  const seq_lengths lengths{p.q_len, C::LENS ? p.seqlens_k[batch] : p.kv_len};
+  const seq_lengths lengths{q_len, C::VARLEN ? p.cu_seqlens_k[batch + 1] - (int)k_row0
+                                             : C::LENS ? p.seqlens_k[batch] : p.kv_len};
   using mask_type = attention_mask<C::CAUSAL, seq_lengths, C::WINDOW>;
   const mask_type mask = C::WINDOW ? mask_type::of(lengths, p.window_left, p.window_right) : mask_type::of(lengths);
 
-  const elem_bits* q_batch = static_cast<const elem_bits*>(p.q) + batch * p.q_batch_stride;
+  const elem_bits* q_batch = static_cast<const elem_bits*>(p.q) + batch * p.q_batch_stride + q_row0 * p.q_row_stride;
   const head_inputs in = inputs_of(p, batch, C::PACK ? head * group : head);
   // PAGED: K/V of the block's K/V head in every page, and row n's offset from there.
   const long long kv_head_offset = ((C::PACK ? head * group : head) / p.group) * p.kv_head_stride;
-  const elem_bits* k = C::PAGED ? static_cast<const elem_bits*>(p.k) + kv_head_offset : in.k;
+  const elem_bits* k = C::PAGED ? static_cast<const elem_bits*>(p.k) + kv_head_offset : in.k + k_row0 * p.kv_row_stride;
   // OWN_DV: V by its own strides (the K/V head's offset, and its batch's unless paged).
   const int kv_head = (C::PACK ? head * group : head) / p.group;
   const elem_bits* v = C::OWN_DV ? static_cast<const elem_bits*>(p.v) + kv_head * p.v_head_stride +
-                                       (C::PAGED ? 0 : batch * p.v_batch_stride)
+                                       (C::PAGED ? 0 : batch * p.v_batch_stride + k_row0 * p.v_row_stride)
                        : C::PAGED ? static_cast<const elem_bits*>(p.v) + kv_head_offset
-                                  : in.v;
+                                  : in.v + k_row0 * p.kv_row_stride;
   const long long v_page_stride = C::OWN_DV ? p.v_batch_stride : p.kv_batch_stride;
   const long long v_row_stride = C::OWN_DV ? p.v_row_stride : p.kv_row_stride;
   const int* pages = C::PAGED ? p.block_table + (long long)batch * p.pages_per_seq : nullptr;
@@ -542,19 +559,24 @@ __device__ void fa2_forward(const fwd_params& p) {
   // this split's O in fp32 and its LSE, straight from the registers, to the workspace.
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4, t = lane % 4;
   elem_bits* o_stage = reinterpret_cast<elem_bits*>(shared_raw);  // rows of V_PITCH
+  // VARLEN: the sequence's first row read again here rather than held over the main loop (held, it
+  // cost the D=128 tiles 24 bytes of spills).
+  const long long o_row0 = q_row0;
   // Where row m's O goes: by O's own strides with dv != d, else Q's (read where they are used, as
   // before DV: the dense kernel's code is unchanged).
   auto o_row_of = [&](int m) -> elem_bits* {
     if constexpr (C::OWN_DV)
       return static_cast<elem_bits*>(p.o) + batch * p.o_batch_stride + at.head_of(m) * p.o_head_stride +
-             at.row_of(m) * p.o_row_stride;
+             (o_row0 + at.row_of(m)) * p.o_row_stride;
     else
       return static_cast<elem_bits*>(p.o) + batch * p.q_batch_stride + at.head_of(m) * p.q_head_stride +
-             at.row_of(m) * p.q_row_stride;
+             (o_row0 + at.row_of(m)) * p.q_row_stride;
   };
-  // Row (b, h, i) of the output, [B, H, Nq]; SPLIT: of this split's part of the workspace.
+  // Row (b, h, i) of the output, [B, H, Nq]; SPLIT: of this split's part of the workspace; VARLEN:
+  // [H, total_q].
   auto out_row = [&](int m) {
-    return ((long long)(split * p.batch + batch) * p.heads + at.head_of(m)) * p.q_len + at.row_of(m);
+    if constexpr (C::VARLEN) return (long long)at.head_of(m) * p.total_q + o_row0 + at.row_of(m);
+    else return ((long long)(split * p.batch + batch) * p.heads + at.head_of(m)) * p.q_len + at.row_of(m);
   };
 #pragma unroll
   for (int mi = 0; mi < C::MI; ++mi) {

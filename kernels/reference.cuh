@@ -18,22 +18,41 @@
 
 namespace attn_k {
 
+// A packed variable-length batch (p.cu_seqlens_q): sequence b's first query and key rows in the
+// packed tensors and its own lengths; otherwise row 0 of its batch, q_len and its kv_len.
+struct ref_sequence {
+  long long q0, k0;
+  int q_len, kv_len;
+};
+__device__ __forceinline__ ref_sequence sequence_of(const fwd_params& p, int b) {
+  if (p.cu_seqlens_q != nullptr)
+    return {p.cu_seqlens_q[b], p.cu_seqlens_k[b], p.cu_seqlens_q[b + 1] - p.cu_seqlens_q[b],
+            p.cu_seqlens_k[b + 1] - p.cu_seqlens_k[b]};
+  return {0, 0, p.q_len, p.seqlens_k ? p.seqlens_k[b] : p.kv_len};
+}
+
 __device__ __forceinline__ long long q_index(const fwd_params& p, int bh, int i) {
   const int b = bh / p.heads, h = bh % p.heads;
-  return b * p.q_batch_stride + h * p.q_head_stride + i * p.q_row_stride;
+  return b * p.q_batch_stride + h * p.q_head_stride + (sequence_of(p, b).q0 + i) * p.q_row_stride;
 }
 __device__ __forceinline__ long long kv_index(const fwd_params& p, int bh, int j) {
   const int b = bh / p.heads, h = bh % p.heads;
-  return b * p.kv_batch_stride + (h / p.group) * p.kv_head_stride + j * p.kv_row_stride;
+  return b * p.kv_batch_stride + (h / p.group) * p.kv_head_stride + (sequence_of(p, b).k0 + j) * p.kv_row_stride;
 }
 /// V's and O's elements by their own strides (equal to K's and Q's when dv = d).
 __device__ __forceinline__ long long v_index(const fwd_params& p, int bh, int j) {
   const int b = bh / p.heads, h = bh % p.heads;
-  return b * p.v_batch_stride + (h / p.group) * p.v_head_stride + j * p.v_row_stride;
+  return b * p.v_batch_stride + (h / p.group) * p.v_head_stride + (sequence_of(p, b).k0 + j) * p.v_row_stride;
 }
 __device__ __forceinline__ long long o_index(const fwd_params& p, int bh, int i) {
   const int b = bh / p.heads, h = bh % p.heads;
-  return b * p.o_batch_stride + h * p.o_head_stride + i * p.o_row_stride;
+  return b * p.o_batch_stride + h * p.o_head_stride + (sequence_of(p, b).q0 + i) * p.o_row_stride;
+}
+/// Row (b, h, i) of the LSE: [B, H, Nq], a packed batch's [H, total_q].
+__device__ __forceinline__ long long lse_index(const fwd_params& p, int bh, int i) {
+  if (p.cu_seqlens_q == nullptr) return (long long)bh * p.q_len + i;
+  const int b = bh / p.heads, h = bh % p.heads;
+  return (long long)h * p.total_q + sequence_of(p, b).q0 + i;
 }
 
 /// S[z][i][j] = scale * q_i . k_j (masked: -inf). Block 16x16, grid (Nkv/16, Nq/16, heads).
@@ -44,13 +63,16 @@ __device__ void ref_scores(const fwd_params& p, int bh0, int head_dim, bool caus
   const int i = blockIdx.y * 16 + ty, j = blockIdx.x * 16 + tx, kj = blockIdx.x * 16 + ty;
   const elem_bits* q = static_cast<const elem_bits*>(p.q);
   const elem_bits* k = static_cast<const elem_bits*>(p.k);
+  // The sequence's own lengths (kv_lens, a packed batch): the rows past them are another
+  // sequence's or past the tensor.
+  const ref_sequence seq = sequence_of(p, bh / p.heads);
   float acc = 0.f;
   for (int d0 = 0; d0 < head_dim; d0 += 16) {
     const bool in_d = d0 + tx < head_dim;  // a head dim that is not a multiple of 16 (40, 72)
-    float qv = i < p.q_len && in_d ? to_float<BF16>(q[q_index(p, bh, i) + d0 + tx]) : 0.f;
+    float qv = i < seq.q_len && in_d ? to_float<BF16>(q[q_index(p, bh, i) + d0 + tx]) : 0.f;
     if (LOWP) qv = round_to_elem<BF16>(qv * p.softmax_scale);
     qs[ty][tx] = qv;
-    ks[ty][tx] = kj < p.kv_len && in_d ? to_float<BF16>(k[kv_index(p, bh, kj) + d0 + tx]) : 0.f;
+    ks[ty][tx] = kj < seq.kv_len && in_d ? to_float<BF16>(k[kv_index(p, bh, kj) + d0 + tx]) : 0.f;
     __syncthreads();
 #pragma unroll
     for (int e = 0; e < 16; ++e) acc = fmaf(qs[ty][e], ks[tx][e], acc);
@@ -64,10 +86,10 @@ __device__ void ref_scores(const fwd_params& p, int bh0, int head_dim, bool caus
     if (LOWP) s = round_to_elem<BF16>(s);
   }
   // The sequence's own length (kv_lens) hides the keys past it; the causal mask and a sliding
-  // window are bottom-right aligned to it.
-  const int kv_len = p.seqlens_k ? p.seqlens_k[bh / p.heads] : p.kv_len;
-  const int diagonal = i + kv_len - p.q_len;
-  if (j >= kv_len || (causal && j > diagonal) || (p.window_left >= 0 && j < diagonal - p.window_left) ||
+  // window are bottom-right aligned to it. A row past a packed sequence's queries is no row.
+  const int kv_len = seq.kv_len;
+  const int diagonal = i + kv_len - seq.q_len;
+  if (i >= seq.q_len || j >= kv_len || (causal && j > diagonal) || (p.window_left >= 0 && j < diagonal - p.window_left) ||
       (p.window_right >= 0 && j > diagonal + p.window_right))
     s = neg_inf();
   scores[((long long)z * p.q_len + i) * p.kv_len + j] = s;
@@ -110,8 +132,8 @@ __device__ void ref_softmax(const fwd_params& p, int bh0, const float* scores, v
     else
       static_cast<float*>(probs)[row + j] = pr;
   }
-  if (threadIdx.x == 0 && lse != nullptr)
-    lse[(long long)(bh0 + z) * p.q_len + i] = sum > 0.f ? mx + logf(sum) : neg_inf();
+  if (threadIdx.x == 0 && lse != nullptr && i < sequence_of(p, (bh0 + z) / p.heads).q_len)
+    lse[lse_index(p, bh0 + z, i)] = sum > 0.f ? mx + logf(sum) : neg_inf();
 }
 
 /// O = P V. Block 16x16, grid (ceil(dv/16), Nq/16, heads); head_dim is V's (dv). Full: float
@@ -123,20 +145,22 @@ __device__ void ref_pv(const fwd_params& p, int bh0, int head_dim, const void* p
   const int i = blockIdx.y * 16 + ty, d = blockIdx.x * 16 + tx;
   const elem_bits* v = static_cast<const elem_bits*>(p.v);
   const long long row = ((long long)z * p.q_len + i) * p.kv_len;
+  const ref_sequence seq = sequence_of(p, bh / p.heads);
   float acc = 0.f;
   for (int j0 = 0; j0 < p.kv_len; j0 += 16) {
     float pv = 0.f;
-    if (i < p.q_len && j0 + tx < p.kv_len)
+    if (i < seq.q_len && j0 + tx < p.kv_len)
       pv = LOWP ? to_float<BF16>(static_cast<const elem_bits*>(probs)[row + j0 + tx])
                 : static_cast<const float*>(probs)[row + j0 + tx];
     ps[ty][tx] = pv;
-    vs[ty][tx] = j0 + ty < p.kv_len && d < head_dim ? to_float<BF16>(v[v_index(p, bh, j0 + ty) + d]) : 0.f;
+    // Keys past the sequence's own: another sequence's rows, or past the tensor (their P is 0).
+    vs[ty][tx] = j0 + ty < seq.kv_len && d < head_dim ? to_float<BF16>(v[v_index(p, bh, j0 + ty) + d]) : 0.f;
     __syncthreads();
 #pragma unroll
     for (int e = 0; e < 16; ++e) acc = fmaf(ps[ty][e], vs[e][tx], acc);
     __syncthreads();
   }
-  if (i >= p.q_len || d >= head_dim) return;
+  if (i >= seq.q_len || d >= head_dim) return;
   if (LOWP)
     static_cast<elem_bits*>(out)[o_index(p, bh, i) + d] = from_float<BF16>(acc);
   else

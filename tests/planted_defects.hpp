@@ -25,6 +25,8 @@ struct planted_defect {
   std::vector<std::string> options = {};
   /// The family it is checked with: fa2 anywhere, hopper on sm_90 (two variants of each).
   const char* family = "fa2";
+  /// The --shape it is checked on (a packed batch needs more than one sequence).
+  const char* shape = "1,4,256,64";
 };
 
 inline const std::vector<planted_defect>& planted_defects() {
@@ -54,6 +56,10 @@ inline const std::vector<planted_defect>& planted_defects() {
       {"hopper_softcap_before_scale", "hopper/mainloop.cuh", "p.softcap_out * fast_tanh(s[i] * p.softcap_in)",
        "p.softcap_out * p.softmax_scale * fast_tanh(s[i] * p.softcap_in / p.softmax_scale)", false, "normal",
        {"--softcap", "5"}, "hopper"},
+      // A packed batch's sequence one key longer: it attends to the next sequence's first key.
+      {"sequence_boundary_crossed", "fa2.cuh", "p.cu_seqlens_k[batch + 1] - (int)k_row0",
+       "p.cu_seqlens_k[batch + 1] + 1 - (int)k_row0", false, "normal", {"--seqlens", "100,256,37"}, "fa2",
+       "3,4,256,64"},
   };
   return all;
 }

@@ -48,6 +48,14 @@ struct fwd_params {
   /// built for dv != d read them, and the support module.
   long long v_batch_stride, v_head_stride, v_row_stride;
   long long o_batch_stride, o_head_stride, o_row_stride;
+  // A packed variable-length batch (flash_attn_varlen_func; the fa2 family's VARLEN, others leave
+  // these unset). Sequence b's queries are rows [cu_seqlens_q[b], cu_seqlens_q[b + 1]) of Q and O,
+  // its keys rows [cu_seqlens_k[b], cu_seqlens_k[b + 1]) of K and V (the batch strides are 0); q_len
+  // and kv_len are the longest (max_seqlen_q, max_seqlen_k); the LSE is [H, total_q]. nullptr: not
+  // packed.
+  const int* cu_seqlens_q;
+  const int* cu_seqlens_k;
+  int total_q, total_k;  ///< rows of the packed Q (and O) and K (and V)
 };
 
 }  // namespace attn_k

@@ -38,21 +38,21 @@ int64_t parse_positive_count(const std::string& text, const std::string& option)
   return value;
 }
 
-std::string kv_lens_from_option(const std::string& text) {
+std::string kv_lens_from_option(const std::string& text, const std::string& option) {
   const bool uniform = text.rfind("uniform:", 0) == 0;
   const bool list = !text.empty() && std::all_of(text.begin(), text.end(), [](char c) { return (c >= '0' && c <= '9') || c == ','; });
   if (!uniform && !list)
-    throw invalid_input(fmt::format("invalid --kv-lens '{}': expected lengths L1,L2,... or uniform:LO:HI", text));
+    throw invalid_input(fmt::format("invalid {} '{}': expected lengths L1,L2,... or uniform:LO:HI", option, text));
   std::string out = text;
   if (list) std::replace(out.begin(), out.end(), ',', '/');
   return out;
 }
 
-int64_t longest_kv_len(const std::string& kv_lens, const std::string& option_text) {
+int64_t longest_kv_len(const std::string& kv_lens, const std::string& option_text, const std::string& option) {
   int64_t longest = 0;
   if (kv_lens.rfind("uniform:", 0) == 0) {
     const auto colon = kv_lens.rfind(':');
-    longest = parse_positive_count(kv_lens.substr(colon + 1), "--kv-lens HI");
+    longest = parse_positive_count(kv_lens.substr(colon + 1), option + " HI");
   } else {
     size_t at = 0;
     while (at <= kv_lens.size()) {
@@ -61,7 +61,7 @@ int64_t longest_kv_len(const std::string& kv_lens, const std::string& option_tex
       int64_t n = 0;
       const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), n);
       if (ec != std::errc() || end != item.data() + item.size() || item.empty())
-        throw invalid_input(fmt::format("invalid --kv-lens '{}': '{}' is not a length", option_text, item));
+        throw invalid_input(fmt::format("invalid {} '{}': '{}' is not a length", option, option_text, item));
       longest = std::max(longest, n);
       at = next + 1;
     }

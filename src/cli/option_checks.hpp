@@ -16,10 +16,12 @@ int64_t parse_positive_count(const std::string& text, const std::string& option)
 
 /// --kv-lens as the problem's kv_lens text: L1,L2,... becomes L1/L2/... (the form files and keys
 /// keep: a comma separates their fields); uniform:LO:HI stays. Throws naming a text of neither form.
-std::string kv_lens_from_option(const std::string& text);
+/// --seqlens and --kv-seqlens take the same forms (`option` names the one given).
+std::string kv_lens_from_option(const std::string& text, const std::string& option = "--kv-lens");
 /// The capacity --kv-lens needs when --kv-len is not given: the longest length (HI for
 /// uniform:LO:HI), at least 1.
-int64_t longest_kv_len(const std::string& kv_lens, const std::string& option_text);
+int64_t longest_kv_len(const std::string& kv_lens, const std::string& option_text,
+                       const std::string& option = "--kv-lens");
 
 /// --window LEFT,RIGHT: two integers, each -1 (no limit on that side) or a key count >= 0.
 /// Throws naming the text ("invalid --window '5': expected LEFT,RIGHT ...").

@@ -23,6 +23,7 @@
 #include "cli/command_options.hpp"
 #include "cli/option_checks.hpp"
 #include "codegen/cache.hpp"
+#include "core/digest.hpp"
 #include "codegen/compile_pool.hpp"
 #include "codegen/family.hpp"
 #include "db/tuned_db.hpp"
@@ -97,6 +98,8 @@ std::string default_out_path(const std::string& device_name, const problem& s) {
   if (has_window(s)) variant += fmt::format("-window{}x{}", s.window_left, s.causal ? 0 : s.window_right);
   if (has_softcap(s)) variant += fmt::format("-softcap{}", s.softcap);
   if (has_value_dim(s)) variant += fmt::format("-dv{}", value_dim(s));
+  // A packed batch's lengths may be long: a digest of them names the file.
+  if (is_varlen(s)) variant += fmt::format("-varlen{:08x}", xxh3_64(s.seqlens + "|" + s.kv_seqlens) & 0xffffffffu);
   return fmt::format("results/{}-{}x{}x{}x{}x{}-{}-{}{}{}.csv", device_slug(device_name),
                      s.batch, s.heads, s.q_len, s.kv_len, s.head_dim, to_string(s.dtype),
                      to_string(s.layout), s.causal ? "-causal" : "", variant);
@@ -164,7 +167,7 @@ bool parse_options(int argc, char** argv, options& out) {
   app.get_formatter()->column_width(34);
   std::string shape_text = "4,32,4096,128", dtype_text = "bf16", layout_text = "bhsd";
   std::string kv_len_text, kv_heads_text, page_size_text, kv_lens_text;  // parsed by option_checks: CLI11 would clamp huge values
-  std::string window_text, softcap_text, dv_text;
+  std::string window_text, softcap_text, dv_text, seqlens_text, kv_seqlens_text;
   std::string problem_text;  // the whole problem as problem_key() writes it: how a run hands one to its child
   bool causal = false, no_cache = false;
   std::vector<std::string> space_tokens;
@@ -187,6 +190,16 @@ bool parse_options(int argc, char** argv, options& out) {
                  "cache's capacity, default: the longest): L1,L2,... (B lengths, 0 allowed) or uniform:LO:HI "
                  "(B lengths drawn from the text's own seed, the same on every run); the causal mask is "
                  "bottom-right per sequence (fa2 family)");
+  app.add_option("--seqlens", seqlens_text,
+                 "A packed variable-length batch (flash_attn_varlen_func): each sequence's own length, "
+                 "L1,L2,... (B lengths, 0 allowed) or uniform:LO:HI (B draws from the text's own seed); Q, K, V "
+                 "and O packed as [total, H, D] (bshd) or [H, total, D] (bhsd) with cumulative offsets; N of "
+                 "--shape is the longest a sequence may be (default: the longest given); the causal mask and a "
+                 "window are bottom-right per sequence (fa2 family). E.g. --shape 32,16,8192,128 --seqlens "
+                 "uniform:128:8192");
+  app.add_option("--kv-seqlens", kv_seqlens_text,
+                 "The keys' lengths of a packed batch for cross-attention (cu_seqlens_k), each at most --kv-len "
+                 "(default: the longest); without it the keys' lengths are --seqlens'");
   app.add_option("--window", window_text,
                  "Sliding window LEFT,RIGHT (FlashAttention's window_size): query i sees key j when "
                  "i + kv_len - N - LEFT <= j <= i + kv_len - N + RIGHT; -1 = no limit on that side; with "
@@ -321,12 +334,22 @@ bool parse_options(int argc, char** argv, options& out) {
   check_subcommands(commands, out);
 
   problem s = parse_shape(shape_text);
+  const bool shape_given = app.count("--shape") > 0;
   if (app.count("--kv-len")) s.kv_len = parse_positive_count(kv_len_text, "--kv-len");
   if (app.count("--kv-heads")) s.kv_heads = parse_positive_count(kv_heads_text, "--kv-heads");
   if (app.count("--page-size")) s.page_size = parse_positive_count(page_size_text, "--page-size");
   if (app.count("--kv-lens")) {
     s.kv_lens = kv_lens_from_option(kv_lens_text);
     if (!app.count("--kv-len")) s.kv_len = longest_kv_len(s.kv_lens, kv_lens_text);
+  }
+  if (app.count("--seqlens")) {
+    s.seqlens = kv_lens_from_option(seqlens_text, "--seqlens");
+    if (!shape_given) s.q_len = longest_kv_len(s.seqlens, seqlens_text, "--seqlens");
+    if (!app.count("--kv-len") && !app.count("--kv-seqlens")) s.kv_len = s.q_len;
+  }
+  if (app.count("--kv-seqlens")) {
+    s.kv_seqlens = kv_lens_from_option(kv_seqlens_text, "--kv-seqlens");
+    if (!app.count("--kv-len")) s.kv_len = longest_kv_len(s.kv_seqlens, kv_seqlens_text, "--kv-seqlens");
   }
   for (int i = 1; i < argc; ++i) out.arguments.emplace_back(argv[i]);
   if (app.count("--arch") && out.arch.empty()) throw invalid_input("invalid --arch '': name a target such as sm_90a");
@@ -353,7 +376,7 @@ bool parse_options(int argc, char** argv, options& out) {
   validate(s);
   if (app.count("--problem")) {
     for (const char* o : {"--shape", "--kv-len", "--kv-heads", "--dtype", "--layout", "--causal", "--page-size",
-                          "--kv-lens", "--window", "--softcap", "--dv"})
+                          "--kv-lens", "--window", "--softcap", "--dv", "--seqlens", "--kv-seqlens"})
       if (app.count(o)) throw invalid_input(fmt::format("--problem gives the whole problem: leave out {}", o));
     s = parse_problem_key(problem_text);
   }

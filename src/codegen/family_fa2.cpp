@@ -63,6 +63,9 @@ std::optional<std::string> fa2_reject(const tile_config& c, const problem& s,
   if (c.pack_gqa != 0 && c.pack_gqa != 1) return fmt::format("pack_gqa {} is not 0 or 1", c.pack_gqa);
   if (c.pack_gqa && s.kv_heads == s.heads)
     return std::string("pack_gqa 1 needs fewer K/V heads than query heads (GQA/MQA)");
+  if (is_varlen(s) && (c.splits > 1 || c.pack_gqa))
+    return fmt::format("a packed batch (seqlens) has no {} (each sequence's rows are a block's)",
+                       c.splits > 1 ? "split-KV" : "packed GQA");
   return std::nullopt;
 }
 
@@ -83,9 +86,11 @@ std::string fa2_instantiation(const tile_config& c, const problem& s) {
   if (decode) named = std::max<size_t>(named, lens || paged ? 5 : 3);  // the decode variants' names, as before
   std::string extra;
   for (size_t i = 0; i < named; ++i) extra += fmt::format("{}{}", i ? ", " : "", flags[i]);
-  if (has_value_dim(s)) {  // DV, the last parameter: every flag before it named
+  const bool varlen = is_varlen(s);
+  if (has_value_dim(s) || varlen) {  // DV, then VARLEN, the last parameters: every flag before them named
     for (size_t i = named; i < std::size(flags); ++i) extra += fmt::format("{}{}", i ? ", " : "", flags[i]);
-    extra += fmt::format(", {}", value_dim(s));
+    extra += fmt::format(", {}", has_value_dim(s) ? value_dim(s) : 0);
+    if (varlen) extra += ", true";
   }
   std::string text = instantiation_stub("fa2.cuh", "attn_fa2", "fa2_forward", "fa2_config", fa2_threads(c), c, s,
                                         decode ? 1 : 0, "", extra);

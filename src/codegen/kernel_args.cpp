@@ -2,6 +2,7 @@
 
 #include <climits>
 #include <cmath>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -11,7 +12,12 @@ tensor_strides contiguous_strides(const problem& s, bool kv) { return contiguous
 
 tensor_strides contiguous_strides(const problem& s, bool kv, int64_t d) {
   if (kv && s.page_size > 0) return {s.page_size * s.kv_heads * d, d, s.kv_heads * d};
-  const int64_t n = kv ? s.kv_len : s.q_len, h = kv ? s.kv_heads : s.heads;
+  const int64_t h = kv ? s.kv_heads : s.heads;
+  if (is_varlen(s)) {  // [H, total, D] or [total, H, D]
+    const int64_t n = kv ? kv_rows(s) : q_rows(s);
+    return s.layout == layout::bhsd ? tensor_strides{0, n * d, d} : tensor_strides{0, d, h * d};
+  }
+  const int64_t n = kv ? s.kv_len : s.q_len;
   if (s.layout == layout::bhsd) return {h * n * d, n * d, d};
   return {n * h * d, d, h * d};
 }
@@ -29,10 +35,17 @@ void check_pointer(const void* p, const char* name, int64_t alignment) {
     throw invalid_input(fmt::format("{} = {} is not {}-byte aligned", name, p, alignment));
 }
 
-void check_strides(const tensor_strides& t, const char* name, int64_t head_dim, int elem, int64_t alignment) {
+void check_strides(const tensor_strides& t, const char* name, int64_t head_dim, int elem, int64_t alignment,
+                   bool packed = false) {
   const int64_t per_load = alignment / elem;
   const std::pair<const char*, int64_t> all[] = {{"batch", t.batch}, {"head", t.head}, {"row", t.row}};
   for (const auto& [which, value] : all) {
+    if (packed && std::string_view(which) == "batch") {  // a packed batch's sequences are rows, not batches
+      if (value != 0)
+        throw invalid_input(fmt::format("{} batch stride {} of a packed batch (seqlens) is not 0: its sequences "
+                                        "are rows of one packed tensor", name, value));
+      continue;
+    }
     if (value <= 0 || value % per_load != 0)
       throw invalid_input(fmt::format("{} {} stride {} is not a positive multiple of {} elements ({} bytes)", name,
                                       which, value, per_load, alignment));
@@ -70,9 +83,20 @@ attn_k::fwd_params make_fwd_params(const problem& s, const forward_tensors& t, t
   check_pointer(t.lse, "lse", alignof(float));
   if (q_strides.unset()) q_strides = contiguous_strides(s, false);
   if (kv_strides.unset()) kv_strides = contiguous_strides(s, true);
-  check_strides(q_strides, "q", s.head_dim, element_size(s.dtype), alignment);
-  check_strides(kv_strides, "kv", s.head_dim, element_size(s.dtype), alignment);
-  check_reach(q_strides, "q", s.batch, s.heads, s.q_len, s.head_dim);
+  const bool packed = is_varlen(s);
+  if (packed) {
+    if (t.cu_seqlens_q == nullptr || t.cu_seqlens_k == nullptr)
+      throw invalid_input(fmt::format("seqlens {} (a packed batch) needs cu_seqlens_q and cu_seqlens_k", s.seqlens));
+    if (t.total_q <= 0 || t.total_q > INT_MAX || t.total_kv <= 0 || t.total_kv > INT_MAX)
+      throw invalid_input(fmt::format("a packed batch's rows (total_q {}, total_kv {}) are not in [1, 2^31)", t.total_q,
+                                      t.total_kv));
+  }
+  // The rows a pass over Q (or K) reaches: a packed batch's are one sequence of them all.
+  const int64_t q_batches = packed ? 1 : s.batch, q_reach = packed ? t.total_q : s.q_len;
+  const int64_t kv_reach = packed ? t.total_kv : s.kv_len;
+  check_strides(q_strides, "q", s.head_dim, element_size(s.dtype), alignment, packed);
+  check_strides(kv_strides, "kv", s.head_dim, element_size(s.dtype), alignment, packed);
+  check_reach(q_strides, "q", q_batches, s.heads, q_reach, s.head_dim);
   // V and O: their own strides with dv != d; K's and Q's with dv = d (the kernels read those).
   const int64_t dv = value_dim(s);
   if (!has_value_dim(s)) {
@@ -89,9 +113,9 @@ attn_k::fwd_params make_fwd_params(const problem& s, const forward_tensors& t, t
   }
   if (v_strides.unset()) v_strides = contiguous_strides(s, true, dv);
   if (o_strides.unset()) o_strides = contiguous_strides(s, false, dv);
-  check_strides(v_strides, "v", dv, element_size(s.dtype), alignment);
-  check_strides(o_strides, "o", dv, element_size(s.dtype), alignment);
-  check_reach(o_strides, "o", s.batch, s.heads, s.q_len, dv);
+  check_strides(v_strides, "v", dv, element_size(s.dtype), alignment, packed);
+  check_strides(o_strides, "o", dv, element_size(s.dtype), alignment, packed);
+  check_reach(o_strides, "o", q_batches, s.heads, q_reach, dv);
   if (s.page_size > 0) {
     if (t.block_table == nullptr) throw invalid_input(fmt::format("a paged cache (page size {}) needs block_table", s.page_size));
     if (t.num_pages <= 0 || t.num_pages > INT_MAX)
@@ -101,8 +125,8 @@ attn_k::fwd_params make_fwd_params(const problem& s, const forward_tensors& t, t
     check_reach(kv_strides, "kv", t.num_pages, s.kv_heads, s.page_size, s.head_dim);
     check_reach(v_strides, "v", t.num_pages, s.kv_heads, s.page_size, dv);
   } else {
-    check_reach(kv_strides, "kv", s.batch, s.kv_heads, s.kv_len, s.head_dim);
-    check_reach(v_strides, "v", s.batch, s.kv_heads, s.kv_len, dv);
+    check_reach(kv_strides, "kv", q_batches, s.kv_heads, kv_reach, s.head_dim);
+    check_reach(v_strides, "v", q_batches, s.kv_heads, kv_reach, dv);
   }
   if (has_kv_lens(s) && t.seqlens_k == nullptr)
     throw invalid_input(fmt::format("kv_lens {} needs each sequence's length (seqlens_k / cache_seqlens)", s.kv_lens));
@@ -138,6 +162,12 @@ attn_k::fwd_params make_fwd_params(const problem& s, const forward_tensors& t, t
   const double scale = softmax_scale != 0 ? softmax_scale : 1.0 / std::sqrt(static_cast<double>(s.head_dim));
   p.softmax_scale = static_cast<float>(scale);
   p.seqlens_k = has_kv_lens(s) ? t.seqlens_k : nullptr;
+  if (packed) {
+    p.cu_seqlens_q = t.cu_seqlens_q;
+    p.cu_seqlens_k = t.cu_seqlens_k;
+    p.total_q = static_cast<int>(t.total_q);
+    p.total_k = static_cast<int>(t.total_kv);
+  }
   if (s.page_size > 0) {
     p.block_table = t.block_table;
     p.pages_per_seq = static_cast<int>(pages_per_sequence(s));

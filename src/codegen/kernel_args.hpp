@@ -25,6 +25,12 @@ struct forward_tensors {
   /// V then hold num_pages pages of [page_size, kv_heads, D].
   const int* block_table = nullptr;
   int64_t num_pages = 0;
+  /// A packed batch's cumulative offsets, int32 [B + 1] each (cu_seqlens_q, cu_seqlens_k): required
+  /// when the problem has seqlens. Q, O (and the LSE, [H, total_q]) hold total_q rows, K and V
+  /// total_kv: q_rows(s) and kv_rows(s), or the caller's when the lengths are "given".
+  const int* cu_seqlens_q = nullptr;
+  const int* cu_seqlens_k = nullptr;
+  int64_t total_q = 0, total_kv = 0;
 };
 
 /// The floats split-KV over `splits` blocks needs: a partial O and an LSE per split and row.
@@ -38,7 +44,8 @@ struct tensor_strides {
 };
 
 /// The contiguous strides of Q/O (kv = false) or K/V (kv = true) in s.layout; a paged cache's K/V:
-/// page, head and row strides of [pages, page_size, kv_heads, D].
+/// page, head and row strides of [pages, page_size, kv_heads, D]; a packed batch's: batch stride 0
+/// and the rows of every sequence (q_rows, kv_rows) as one.
 tensor_strides contiguous_strides(const problem& s, bool kv);
 /// The same for rows of `dim` elements: V's and O's with dim = value_dim(s).
 tensor_strides contiguous_strides(const problem& s, bool kv, int64_t dim);

@@ -148,6 +148,11 @@ std::vector<int> default_splits(const problem& p, bool pack_gqa, int sm_count) {
 search_space for_problem(const search_space& s, const problem& p, int sm_count) {
   if (!s.decode_axes) return s;
   search_space out = s;
+  if (is_varlen(p)) {  // a packed batch: no split-KV or packed GQA (fa2_reject refuses them)
+    if (out.pack_gqa.empty()) out.pack_gqa = {0};
+    if (out.splits.empty()) out.splits = {1};
+    return out;
+  }
   const bool decode = decode_sized(p);
   if (out.pack_gqa.empty()) out.pack_gqa = p.kv_heads < p.heads && decode ? std::vector<int>{0, 1} : std::vector<int>{0};
   if (out.splits.empty()) {

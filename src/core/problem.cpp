@@ -59,12 +59,12 @@ bool parse_flag_field(std::string_view text) {
   throw invalid_input(fmt::format("expected 0 or 1, got '{}'", text));
 }
 
-// kv_lens' text when it has one of its forms ("", "given", "uniform:...", lengths joined by '/');
-// whether the lengths fit the problem is validate()'s.
-std::string kv_lens_text(std::string_view t) {
+// Per-sequence lengths' text (kv_lens, seqlens, kv_seqlens) when it has one of their forms ("", "given",
+// "uniform:...", lengths joined by '/'); whether the lengths fit the problem is validate()'s.
+std::string lengths_text(const char* name, std::string_view t) {
   const bool lengths = !t.empty() && t.find_first_not_of("0123456789/") == std::string_view::npos;
   if (!(t.empty() || t == "given" || t.substr(0, 8) == "uniform:" || lengths))
-    throw invalid_input(fmt::format("kv_lens '{}' is not L1/L2/..., uniform:LO:HI or given", t));
+    throw invalid_input(fmt::format("{} '{}' is not L1/L2/..., uniform:LO:HI or given", name, t));
   return std::string(t);
 }
 
@@ -98,6 +98,11 @@ constexpr problem_field variant_field(problem_field f) {
 
 constexpr problem_field value_dim_field(problem_field f) {
   f.since_schema = value_dim_schema;
+  return f;
+}
+
+constexpr problem_field varlen_field(problem_field f) {
+  f.since_schema = varlen_schema;
   return f;
 }
 
@@ -160,7 +165,7 @@ constexpr std::array<problem_field, problem_field_count> field_list{{
      [](const problem& p) { return p.page_size ? field_tag{fmt::format("paged{}", p.page_size)} : field_tag{}; }}),
     decode_field({"kv_lens", "kv_lens", field_type::text, 0, false, false, -1,
      [](const problem& p) { return p.kv_lens; },
-     [](problem& p, std::string_view t) { p.kv_lens = kv_lens_text(t); },
+     [](problem& p, std::string_view t) { p.kv_lens = lengths_text("kv_lens", t); },
      [](const problem& p) { return p.kv_lens.empty() ? field_tag{} : field_tag{"lens=" + p.kv_lens}; }}),
     variant_field({"window_left", "window_left", field_type::integer, 4, false, false, -1,
      integer_text<&problem::window_left>, set_integer<&problem::window_left>, window_tag}),
@@ -174,6 +179,14 @@ constexpr std::array<problem_field, problem_field_count> field_list{{
     value_dim_field({"head_dim_v", "dv", field_type::integer, 7, false, false, -1,
      integer_text<&problem::head_dim_v>, set_integer<&problem::head_dim_v>,
      [](const problem& p) { return p.head_dim_v ? field_tag{fmt::format("dv{}", p.head_dim_v)} : field_tag{}; }}),
+    varlen_field({"seqlens", "seqlens", field_type::text, 0, false, false, -1,
+     [](const problem& p) { return p.seqlens; },
+     [](problem& p, std::string_view t) { p.seqlens = lengths_text("seqlens", t); },
+     [](const problem& p) { return p.seqlens.empty() ? field_tag{} : field_tag{"seqlens=" + p.seqlens}; }}),
+    varlen_field({"kv_seqlens", "kv_seqlens", field_type::text, 0, false, false, -1,
+     [](const problem& p) { return p.kv_seqlens; },
+     [](problem& p, std::string_view t) { p.kv_seqlens = lengths_text("kv_seqlens", t); },
+     [](const problem& p) { return p.kv_seqlens.empty() ? field_tag{} : field_tag{"kv_seqlens=" + p.kv_seqlens}; }}),
 }};
 // clang-format on
 
@@ -328,6 +341,33 @@ void validate(const problem& s) {
                                       s.kv_lens, s.batch, max_kv_lens_batch));
     kv_lengths(s);  // throws naming a bad kv_lens
   }
+  if (!s.kv_seqlens.empty() && !is_varlen(s))
+    throw invalid_input(fmt::format("kv_seqlens '{}' without seqlens: a packed batch gives its queries' lengths "
+                                    "(seqlens) and, for cross-attention, its keys' (kv_seqlens)", s.kv_seqlens));
+  if (is_varlen(s)) {
+    if (has_kv_lens(s) || s.page_size > 0)
+      throw invalid_input(fmt::format("seqlens '{}' (a packed batch) with {}: a packed batch's keys are packed too "
+                                      "(give their lengths as kv_seqlens)",
+                                      s.seqlens, has_kv_lens(s) ? "kv_lens '" + s.kv_lens + "'" : "a paged cache"));
+    if (s.kv_seqlens.empty() && s.kv_len != s.q_len)
+      throw invalid_input(fmt::format("seqlens '{}' with kv_len {} != q_len {}: cross-attention of a packed batch "
+                                      "needs the keys' lengths (kv_seqlens)", s.seqlens, s.kv_len, s.q_len));
+    if (s.batch > max_kv_lens_batch)
+      throw invalid_input(fmt::format("seqlens '{}' with a batch of {}: per-sequence lengths take a batch of at most {}",
+                                      s.seqlens, s.batch, max_kv_lens_batch));
+    if (s.seqlens == "given" || s.kv_seqlens == "given") {
+      if (s.seqlens != "given" || !(s.kv_seqlens.empty() || s.kv_seqlens == "given"))
+        throw invalid_input(fmt::format("seqlens '{}' and kv_seqlens '{}': lengths given at run time are given for both",
+                                        s.seqlens, s.kv_seqlens));
+    } else {
+      q_lengths(s);  // throw naming a bad one
+      kv_lengths(s);
+      if (q_rows(s) == 0)
+        throw invalid_input(fmt::format("seqlens '{}' has no rows: every sequence is empty, nothing to attend", s.seqlens));
+      if (kv_rows(s) == 0)
+        throw invalid_input(fmt::format("kv_seqlens '{}' has no keys: every sequence's keys are empty", s.kv_seqlens));
+    }
+  }
 }
 
 std::string describe(const problem& s) {
@@ -369,20 +409,23 @@ uint64_t splitmix64(uint64_t& state) {
 
 }  // namespace
 
-std::vector<int64_t> kv_lengths(const problem& p) {
-  if (p.kv_lens.empty()) return std::vector<int64_t>(static_cast<size_t>(std::max<int64_t>(p.batch, 0)), p.kv_len);
-  const std::string& text = p.kv_lens;
+namespace {
+
+// `text` (kv_lens' forms) as B lengths, each in [0, bound]; `name` and `bound_name` name them in errors.
+std::vector<int64_t> parse_lengths(const std::string& text, int64_t batch, int64_t bound, const char* name,
+                                   const char* bound_name) {
   if (text == "given")
-    throw invalid_input("kv_lens 'given' means the lengths come with the call (the library's cache_seqlens): "
-                        "give L1/L2/... or uniform:LO:HI to tune");
+    throw invalid_input(fmt::format("{} 'given' means the lengths come with the call (the library's {}): "
+                                    "give L1/L2/... or uniform:LO:HI to tune",
+                                    name, std::string_view(name) == "kv_lens" ? "cache_seqlens" : "cu_seqlens"));
   std::vector<int64_t> lengths;
   int64_t lo = 0, hi = 0;
   if (parse_uniform(text, lo, hi)) {
-    if (lo < 0 || hi < lo || hi > p.kv_len)
-      throw invalid_input(fmt::format("kv_lens '{}': needs 0 <= LO <= HI <= kv_len {}", text, p.kv_len));
+    if (lo < 0 || hi < lo || hi > bound)
+      throw invalid_input(fmt::format("{} '{}': needs 0 <= LO <= HI <= {} {}", name, text, bound_name, bound));
     uint64_t state = 1469598103934665603ull;
     for (char c : text) state = (state ^ static_cast<unsigned char>(c)) * 1099511628211ull;
-    for (int64_t b = 0; b < p.batch; ++b)
+    for (int64_t b = 0; b < batch; ++b)
       lengths.push_back(lo + static_cast<int64_t>(splitmix64(state) % static_cast<uint64_t>(hi - lo + 1)));
     return lengths;
   }
@@ -391,16 +434,37 @@ std::vector<int64_t> kv_lengths(const problem& p) {
     try {
       n = parse_integer_field(item);
     } catch (const invalid_input&) {
-      throw invalid_input(fmt::format("kv_lens '{}': '{}' is not a length (give L1/L2/... or uniform:LO:HI)",
+      throw invalid_input(fmt::format("{} '{}': '{}' is not a length (give L1/L2/... or uniform:LO:HI)", name,
                                       text, item));
     }
-    if (n < 0 || n > p.kv_len)
-      throw invalid_input(fmt::format("kv_lens '{}': length {} is not in [0, kv_len {}]", text, n, p.kv_len));
+    if (n < 0 || n > bound)
+      throw invalid_input(fmt::format("{} '{}': length {} is not in [0, {} {}]", name, text, n, bound_name, bound));
     lengths.push_back(n);
   }
-  if (static_cast<int64_t>(lengths.size()) != p.batch)
-    throw invalid_input(fmt::format("kv_lens '{}' gives {} lengths for a batch of {}", text, lengths.size(), p.batch));
+  if (static_cast<int64_t>(lengths.size()) != batch)
+    throw invalid_input(fmt::format("{} '{}' gives {} lengths for a batch of {}", name, text, lengths.size(), batch));
   return lengths;
+}
+
+}  // namespace
+
+std::vector<int64_t> kv_lengths(const problem& p) {
+  if (is_varlen(p))
+    return p.kv_seqlens.empty() ? parse_lengths(p.seqlens, p.batch, p.kv_len, "seqlens", "kv_len")
+                                : parse_lengths(p.kv_seqlens, p.batch, p.kv_len, "kv_seqlens", "kv_len");
+  if (p.kv_lens.empty()) return std::vector<int64_t>(static_cast<size_t>(std::max<int64_t>(p.batch, 0)), p.kv_len);
+  return parse_lengths(p.kv_lens, p.batch, p.kv_len, "kv_lens", "kv_len");
+}
+
+std::vector<int64_t> q_lengths(const problem& p) {
+  if (!is_varlen(p)) return std::vector<int64_t>(static_cast<size_t>(std::max<int64_t>(p.batch, 0)), p.q_len);
+  return parse_lengths(p.seqlens, p.batch, p.q_len, "seqlens", "q_len");
+}
+
+std::vector<int64_t> cumulative_lengths(const std::vector<int64_t>& lengths) {
+  std::vector<int64_t> starts{0};
+  for (int64_t n : lengths) starts.push_back(starts.back() + n);
+  return starts;
 }
 
 int64_t pages_per_sequence(const problem& p) {
@@ -409,19 +473,16 @@ int64_t pages_per_sequence(const problem& p) {
 
 namespace {
 
-// f(n) summed over the sequences' K/V lengths n (B * f(kv_len) without kv_lens, or with lengths
-// given only at run time).
+// f(q_n, kv_n) summed over the sequences' query and K/V lengths (B * f(q_len, kv_len) without
+// per-sequence lengths, or with lengths given only at run time).
 template <class T, class F>
 T per_sequence_sum(const problem& s, F&& f) {
-  if (!has_kv_lens(s) || s.kv_lens == "given") return static_cast<T>(s.batch) * f(s.kv_len);
+  const bool given = s.kv_lens == "given" || s.seqlens == "given";
+  if ((!has_kv_lens(s) && !is_varlen(s)) || given) return static_cast<T>(s.batch) * f(s.q_len, s.kv_len);
+  const std::vector<int64_t> q = q_lengths(s), kv = kv_lengths(s);
   T total = 0;
-  for (int64_t n : kv_lengths(s)) total += f(n);
+  for (size_t b = 0; b < q.size(); ++b) total += f(q[b], kv[b]);
   return total;
-}
-
-// The sum of the sequences' K/V lengths.
-int64_t total_kv_rows(const problem& s) {
-  return per_sequence_sum<int64_t>(s, [](int64_t n) { return n; });
 }
 
 }  // namespace
@@ -452,8 +513,8 @@ double clamped_sum(int64_t lo, int64_t hi, int64_t a, int slope) {
 struct window_edges {
   int64_t c1, c2;
 };
-window_edges edges_of(const problem& p, int64_t kv_len) {
-  const int64_t off = kv_len - p.q_len;
+window_edges edges_of(const problem& p, int64_t q_len, int64_t kv_len) {
+  const int64_t off = kv_len - q_len;
   const bool left = p.window_left >= 0, right = p.causal || p.window_right >= 0;
   const int64_t right_n = p.causal ? 0 : p.window_right;
   return {left ? off - p.window_left : INT64_MIN / 4, right ? off + right_n + 1 : INT64_MAX / 4};
@@ -461,13 +522,15 @@ window_edges edges_of(const problem& p, int64_t kv_len) {
 
 }  // namespace
 
-double visible_pairs(const problem& p, int64_t kv_len) {
+double visible_pairs(const problem& p, int64_t kv_len) { return visible_pairs(p, p.q_len, kv_len); }
+
+double visible_pairs(const problem& p, int64_t q_len, int64_t kv_len) {
   // Each clamp changes its form once, at i = -c1 and i = kv_len - c2: between those points the
   // count is linear in i, and each piece is summed in closed form.
-  const auto [c1, c2] = edges_of(p, kv_len);
-  std::vector<int64_t> cuts = {0, p.q_len};
+  const auto [c1, c2] = edges_of(p, q_len, kv_len);
+  std::vector<int64_t> cuts = {0, q_len};
   for (int64_t c : {-c1, kv_len - c2})
-    if (c > 0 && c < p.q_len) cuts.push_back(c);
+    if (c > 0 && c < q_len) cuts.push_back(c);
   std::sort(cuts.begin(), cuts.end());
   double total = 0;
   for (size_t k = 0; k + 1 < cuts.size(); ++k) {
@@ -482,12 +545,14 @@ double visible_pairs(const problem& p, int64_t kv_len) {
   return total;
 }
 
-int64_t visible_keys(const problem& p, int64_t kv_len) {
+int64_t visible_keys(const problem& p, int64_t kv_len) { return visible_keys(p, p.q_len, kv_len); }
+
+int64_t visible_keys(const problem& p, int64_t q_len, int64_t kv_len) {
   if (!has_window(p)) return kv_len;
   // Both edges rise by one a query and the window is at least one key wide, so the union is one
   // run of keys, from the first query that sees a key to the last one that does.
-  const auto [c1, c2] = edges_of(p, kv_len);
-  const int64_t first = std::max<int64_t>(0, 1 - c2), last = std::min<int64_t>(p.q_len - 1, kv_len - 1 - c1);
+  const auto [c1, c2] = edges_of(p, q_len, kv_len);
+  const int64_t first = std::max<int64_t>(0, 1 - c2), last = std::min<int64_t>(q_len - 1, kv_len - 1 - c1);
   if (first > last) return 0;
   return std::min(kv_len, last + c2) - std::max<int64_t>(0, first + c1);
 }
@@ -496,16 +561,14 @@ double attention_flops(const problem& s) {
   // In double from the start: the integer product overflows int64 for long sequences. Per (query,
   // key) pair: 2 D for Q K^T and 2 dv for P V (4 D when dv = d).
   const double per_pair = 2.0 * static_cast<double>(s.head_dim + value_dim(s));
-  double flops = per_pair * static_cast<double>(s.batch) * static_cast<double>(s.heads) *
-                 static_cast<double>(s.q_len) * static_cast<double>(s.kv_len);
-  if (has_kv_lens(s))
-    flops = per_pair * static_cast<double>(total_kv_rows(s)) * static_cast<double>(s.heads) *
-            static_cast<double>(s.q_len);
+  const double heads = static_cast<double>(s.heads);
   if (has_window(s)) {
     // The visible pairs exactly: a window's TFLOPS compares with the dense kernel's.
-    const double pairs = per_sequence_sum<double>(s, [&](int64_t n) { return visible_pairs(s, n); });
-    return per_pair * pairs * static_cast<double>(s.heads);
+    const double pairs = per_sequence_sum<double>(s, [&](int64_t q, int64_t n) { return visible_pairs(s, q, n); });
+    return per_pair * pairs * heads;
   }
+  const double flops =
+      per_pair * heads * per_sequence_sum<double>(s, [](int64_t q, int64_t n) { return double(q) * double(n); });
   return s.causal ? flops / 2 : flops;
 }
 
@@ -517,24 +580,30 @@ double tflops(const problem& s, double milliseconds) {
   return attention_flops(s) / (milliseconds * 1e9);
 }
 
-int64_t q_bytes(const problem& s) {
-  return s.batch * s.heads * s.q_len * s.head_dim * element_size(s.dtype);
+int64_t q_rows(const problem& s) {
+  if (!is_varlen(s)) return s.batch * s.q_len;
+  return per_sequence_sum<int64_t>(s, [](int64_t q, int64_t) { return q; });
 }
 
-int64_t o_bytes(const problem& s) { return s.batch * s.heads * s.q_len * value_dim(s) * element_size(s.dtype); }
-
-int64_t kv_bytes(const problem& s) {
-  return s.batch * s.kv_heads * s.kv_len * s.head_dim * element_size(s.dtype);
+int64_t kv_rows(const problem& s) {
+  if (!is_varlen(s)) return s.batch * s.kv_len;  // as allocated: a cache's capacity with kv_lens
+  return per_sequence_sum<int64_t>(s, [](int64_t, int64_t n) { return n; });
 }
 
-int64_t v_bytes(const problem& s) { return s.batch * s.kv_heads * s.kv_len * value_dim(s) * element_size(s.dtype); }
+int64_t q_bytes(const problem& s) { return q_rows(s) * s.heads * s.head_dim * element_size(s.dtype); }
+
+int64_t o_bytes(const problem& s) { return q_rows(s) * s.heads * value_dim(s) * element_size(s.dtype); }
+
+int64_t kv_bytes(const problem& s) { return kv_rows(s) * s.kv_heads * s.head_dim * element_size(s.dtype); }
+
+int64_t v_bytes(const problem& s) { return kv_rows(s) * s.kv_heads * value_dim(s) * element_size(s.dtype); }
 
 namespace {
 
 // The rows of K (or V) that some query's window reaches (every key without a window), summed over
 // the sequences.
 int64_t read_kv_rows(const problem& s) {
-  return per_sequence_sum<int64_t>(s, [&](int64_t n) { return visible_keys(s, n); });
+  return per_sequence_sum<int64_t>(s, [&](int64_t q, int64_t n) { return visible_keys(s, q, n); });
 }
 
 }  // namespace
@@ -544,10 +613,11 @@ int64_t kv_read_bytes(const problem& s) { return read_kv_rows(s) * s.kv_heads * 
 int64_t v_read_bytes(const problem& s) { return read_kv_rows(s) * s.kv_heads * value_dim(s) * element_size(s.dtype); }
 
 int64_t materialized_extra_bytes(const problem& s) {
-  return s.batch * s.heads * s.q_len * s.kv_len * (4 + element_size(s.dtype));
+  if (!is_varlen(s)) return s.batch * s.heads * s.q_len * s.kv_len * (4 + element_size(s.dtype));
+  return s.heads * per_sequence_sum<int64_t>(s, [](int64_t q, int64_t n) { return q * n; }) * (4 + element_size(s.dtype));
 }
 
-int64_t lse_bytes(const problem& s) { return s.batch * s.heads * s.q_len * 4; }
+int64_t lse_bytes(const problem& s) { return q_rows(s) * s.heads * 4; }
 
 int64_t moved_bytes(const problem& s) {
   return q_bytes(s) + o_bytes(s) + kv_read_bytes(s) + v_read_bytes(s) + lse_bytes(s);
@@ -560,6 +630,13 @@ int64_t element_offset(layout l, int64_t h_count, int64_t n, int64_t d, int64_t 
     case layout::bshd: return ((b * n + i) * h_count + h) * d;
   }
   throw std::logic_error("element_offset: unknown layout");
+}
+
+int64_t row_offset(const problem& p, bool keys, int64_t d, int64_t b, int64_t h, int64_t i,
+                   const std::vector<int64_t>& starts) {
+  const int64_t heads = keys ? p.kv_heads : p.heads;
+  if (is_varlen(p)) return element_offset(p.layout, heads, starts.back(), d, 0, h, starts[static_cast<size_t>(b)] + i);
+  return element_offset(p.layout, heads, keys ? p.kv_len : p.q_len, d, b, h, i);
 }
 
 }  // namespace attn

@@ -54,6 +54,14 @@ struct problem {
   /// V's and O's head dim when it differs from Q's and K's (DeepSeek-V3's prefill: d 192, dv 128);
   /// 0 = head_dim (canonicalize() turns a head_dim_v equal to head_dim into 0). value_dim() reads it.
   int64_t head_dim_v = 0;
+  /// A packed variable-length batch (flash_attn_varlen_func): each sequence's own query count, Q
+  /// and O packed as [total queries, H, D] (bshd) or [H, total queries, D] (bhsd) with cumulative
+  /// offsets (cu_seqlens_q), each length in [0, q_len] (q_len: max_seqlen_q). The forms of kv_lens:
+  /// "" = not packed; "L1/L2/..." (B lengths); "uniform:LO:HI"; "given" (the library's cu_seqlens).
+  std::string seqlens;
+  /// The keys' lengths of a packed batch (cu_seqlens_k), each in [0, kv_len]; "" = seqlens (self-
+  /// attention: kv_len = q_len). Only with seqlens.
+  std::string kv_seqlens;
 
   bool operator==(const problem&) const = default;
 };
@@ -97,11 +105,13 @@ struct problem_field {
 /// The first schema with head_dim_v (dv != d); the exported header's lookup() takes both lengths
 /// from it on (report/export.cpp).
 inline constexpr int value_dim_schema = 8;
+/// The first schema with seqlens and kv_seqlens (packed variable-length batches).
+inline constexpr int varlen_schema = 9;
 
 /// Whether every file has the field's column (it dates from first_field_schema).
 inline bool in_first_schema(const problem_field& f) { return f.since_schema <= first_field_schema; }
 
-inline constexpr size_t problem_field_count = 15;
+inline constexpr size_t problem_field_count = 17;
 /// How many of them have an export_key (the export's readers need the count at compile time).
 inline constexpr size_t export_key_field_count = 7;
 /// Every field, in the order files list them.
@@ -111,10 +121,20 @@ inline constexpr int64_t max_page_size = 1024;
 /// The largest batch that kv_lens (per-sequence lengths) may describe.
 inline constexpr int64_t max_kv_lens_batch = int64_t{1} << 20;
 
-/// The K/V length of each sequence (kv_lens expanded; kv_len for each when it is empty).
-/// Throws invalid_input naming the text when it does not parse or does not fit the problem, and
-/// for "given" (the lengths come with the call).
+/// The K/V length of each sequence (kv_lens expanded; a packed batch's kv_seqlens, or its seqlens
+/// when that is empty; kv_len for each otherwise). Throws invalid_input naming the text when it
+/// does not parse or does not fit the problem, and for "given" (the lengths come with the call).
 std::vector<int64_t> kv_lengths(const problem& p);
+/// The query count of each sequence (seqlens expanded; q_len for each when it is empty).
+std::vector<int64_t> q_lengths(const problem& p);
+/// Whether Q, K, V and O are packed variable-length batches (seqlens not empty).
+inline bool is_varlen(const problem& p) { return !p.seqlens.empty(); }
+/// Offsets of each sequence's first row in a packed tensor: [0, L1, L1 + L2, ...], B + 1 of them.
+std::vector<int64_t> cumulative_lengths(const std::vector<int64_t>& lengths);
+/// Rows of Q (and O) and of K (and V) as allocated: a packed batch's total lengths (B times the
+/// bound with lengths "given"), B * q_len and B * kv_len otherwise.
+int64_t q_rows(const problem& p);
+int64_t kv_rows(const problem& p);
 /// Whether every sequence has its own length (a kernel reads them: kv_lens is not empty).
 inline bool has_kv_lens(const problem& p) { return !p.kv_lens.empty(); }
 /// Whether a sliding window limits either side (window_left or window_right not -1).
@@ -131,6 +151,8 @@ void canonicalize(problem& p);
 /// The (query, key) pairs a mask leaves visible for one sequence of q_len queries and kv_len keys
 /// (bottom-right aligned causal and window), exactly; q_len * kv_len without a mask.
 double visible_pairs(const problem& p, int64_t kv_len);
+/// The same for a sequence of its own query count (a packed batch's).
+double visible_pairs(const problem& p, int64_t q_len, int64_t kv_len);
 /// Pages per sequence of a paged cache (ceil(kv_len / page_size)); 0 when not paged.
 int64_t pages_per_sequence(const problem& p);
 
@@ -175,6 +197,7 @@ int64_t v_read_bytes(const problem& s);
 /// The keys of a sequence of kv_len keys that at least one query sees (kv_len without a window;
 /// with one, e.g. decode's N_q = 1 and a window of LEFT: LEFT + 1 of the cache's keys).
 int64_t visible_keys(const problem& p, int64_t kv_len);
+int64_t visible_keys(const problem& p, int64_t q_len, int64_t kv_len);
 /// Extra device memory a materializing implementation needs: scores in fp32 plus
 /// probabilities in the input type, B*H*Nq*Nkv*(4 + element size).
 int64_t materialized_extra_bytes(const problem& s);
@@ -186,6 +209,11 @@ int64_t moved_bytes(const problem& s);
 
 /// Element offset of (b, h, i, 0) for a tensor with `h_count` heads and `n` rows in layout l.
 int64_t element_offset(layout l, int64_t h_count, int64_t n, int64_t d, int64_t b, int64_t h, int64_t i);
+/// Element offset of row i of sequence b, head h, in the problem's Q or O (keys = false) or K or V
+/// (keys = true) of rows of d elements: element_offset, or in a packed batch row starts[b] + i of
+/// the one packed sequence (starts: cumulative_lengths of that side).
+int64_t row_offset(const problem& p, bool keys, int64_t d, int64_t b, int64_t h, int64_t i,
+                   const std::vector<int64_t>& starts);
 
 }  // namespace attn
 

@@ -59,13 +59,21 @@ int64_t last_visible_key(const problem& s, int64_t query_row) {
 }
 
 int64_t last_visible_key(const problem& s, int64_t query_row, int64_t kv_len) {
-  const int64_t diagonal = query_row + kv_len - s.q_len;
+  return last_visible_key(s, query_row, s.q_len, kv_len);
+}
+
+int64_t last_visible_key(const problem& s, int64_t query_row, int64_t q_len, int64_t kv_len) {
+  const int64_t diagonal = query_row + kv_len - q_len;
   if (s.causal) return diagonal;
   return s.window_right >= 0 ? std::min(kv_len - 1, diagonal + s.window_right) : kv_len - 1;
 }
 
 int64_t first_visible_key(const problem& s, int64_t query_row, int64_t kv_len) {
-  return s.window_left >= 0 ? std::max<int64_t>(0, query_row + kv_len - s.q_len - s.window_left) : 0;
+  return first_visible_key(s, query_row, s.q_len, kv_len);
+}
+
+int64_t first_visible_key(const problem& s, int64_t query_row, int64_t q_len, int64_t kv_len) {
+  return s.window_left >= 0 ? std::max<int64_t>(0, query_row + kv_len - q_len - s.window_left) : 0;
 }
 
 std::vector<double> attention_fp64(const problem& s, const std::vector<float>& q,
@@ -78,9 +86,10 @@ std::vector<double> attention_fp64(const problem& s, const std::vector<float>& q
     throw std::invalid_argument("attention_fp64: bad shape " + describe(s));
   }
   const int64_t d = s.head_dim, dv = value_dim(s);
-  const auto q_size = static_cast<size_t>(s.batch * s.heads * s.q_len * d);
-  const auto kv_size = static_cast<size_t>(s.batch * s.kv_heads * s.kv_len * d);
-  const auto v_size = static_cast<size_t>(s.batch * s.kv_heads * s.kv_len * dv);
+  const int64_t q_count = q_rows(s), kv_count = kv_rows(s);  // rows of every sequence (packed or not)
+  const auto q_size = static_cast<size_t>(q_count * s.heads * d);
+  const auto kv_size = static_cast<size_t>(kv_count * s.kv_heads * d);
+  const auto v_size = static_cast<size_t>(kv_count * s.kv_heads * dv);
   if (q.size() != q_size || k.size() != kv_size || v.size() != v_size) {
     throw std::invalid_argument("attention_fp64: input sizes do not match " + describe(s));
   }
@@ -91,20 +100,25 @@ std::vector<double> attention_fp64(const problem& s, const std::vector<float>& q
   const int64_t v_row_stride = s.layout == layout::bhsd ? dv : s.kv_heads * dv;
   const double scale = 1.0 / std::sqrt(static_cast<double>(d));
 
-  std::vector<double> out(static_cast<size_t>(s.batch * s.heads * s.q_len * dv));
-  if (lse != nullptr) lse->assign(static_cast<size_t>(s.batch * s.heads * s.q_len), 0.0);
-  const std::vector<int64_t> lengths = kv_lengths(s);
+  std::vector<double> out(static_cast<size_t>(q_count * s.heads * dv));
+  if (lse != nullptr) lse->assign(static_cast<size_t>(q_count * s.heads), 0.0);
+  const std::vector<int64_t> lengths = kv_lengths(s), q_lens = q_lengths(s);
+  // A packed batch: sequence b's rows start at q_starts[b] (Q, O, the LSE) and kv_starts[b] (K, V).
+  const std::vector<int64_t> q_starts = cumulative_lengths(q_lens), kv_starts = cumulative_lengths(lengths);
   for (int64_t b = 0; b < s.batch; ++b) {
-    const int64_t kv_len = lengths[static_cast<size_t>(b)];
+    const int64_t kv_len = lengths[static_cast<size_t>(b)], q_len = q_lens[static_cast<size_t>(b)];
     for (int64_t h = 0; h < s.heads; ++h) {
-      const int64_t kv_base = element_offset(s.layout, s.kv_heads, s.kv_len, d, b, h / group, 0);
-      const int64_t v_base = element_offset(s.layout, s.kv_heads, s.kv_len, dv, b, h / group, 0);
-      for (int64_t i = 0; i < s.q_len; ++i) {
-        const int64_t q_at = element_offset(s.layout, s.heads, s.q_len, d, b, h, i);
-        const int64_t o_at = element_offset(s.layout, s.heads, s.q_len, dv, b, h, i);
-        double* row_lse = lse != nullptr ? &(*lse)[(b * s.heads + h) * s.q_len + i] : nullptr;
+      const int64_t kv_base = row_offset(s, true, d, b, h / group, 0, kv_starts);
+      const int64_t v_base = row_offset(s, true, dv, b, h / group, 0, kv_starts);
+      for (int64_t i = 0; i < q_len; ++i) {
+        const int64_t q_at = row_offset(s, false, d, b, h, i, q_starts);
+        const int64_t o_at = row_offset(s, false, dv, b, h, i, q_starts);
+        // [B, H, Nq]; a packed batch's [H, total queries] (flash_attn_varlen_func's softmax_lse).
+        const int64_t lse_at = is_varlen(s) ? h * q_count + q_starts[static_cast<size_t>(b)] + i
+                                            : (b * s.heads + h) * s.q_len + i;
+        double* row_lse = lse != nullptr ? &(*lse)[static_cast<size_t>(lse_at)] : nullptr;
         attention_row_fp64(&q[q_at], &k[kv_base], &v[v_base], kv_len, kv_row_stride, v_row_stride, d, dv, scale,
-                           first_visible_key(s, i, kv_len), last_visible_key(s, i, kv_len), s.softcap,
+                           first_visible_key(s, i, q_len, kv_len), last_visible_key(s, i, q_len, kv_len), s.softcap,
                            &out[o_at], row_lse);
       }
     }

@@ -32,11 +32,16 @@ int64_t last_visible_key(const problem& s, int64_t query_row);
 int64_t last_visible_key(const problem& s, int64_t query_row, int64_t kv_len);
 /// First key a query row may see: 0, or a sliding window's left edge i + kv_len - q_len - left.
 int64_t first_visible_key(const problem& s, int64_t query_row, int64_t kv_len);
+/// Both for a sequence of its own query count q_len (a packed batch's): the masks are bottom-right
+/// aligned to each sequence.
+int64_t last_visible_key(const problem& s, int64_t query_row, int64_t q_len, int64_t kv_len);
+int64_t first_visible_key(const problem& s, int64_t query_row, int64_t q_len, int64_t kv_len);
 
 /// Whole attention for float inputs laid out per s.layout; returns O in the same layout as q
 /// (rows of value_dim(s): V and O have dv) and (if lse != nullptr) fills lse[(b*H + h)*Nq + i].
 /// Softmax scale 1/sqrt(D). With kv_lens, sequence b sees only its first kv_lengths(s)[b] keys (k
-/// and v still hold kv_len rows).
+/// and v still hold kv_len rows). A packed batch (seqlens): q, k, v and O hold each sequence's own
+/// rows one after another (row_offset), and lse is [H, total queries].
 std::vector<double> attention_fp64(const problem& s, const std::vector<float>& q,
                                    const std::vector<float>& k, const std::vector<float>& v,
                                    std::vector<double>* lse = nullptr);

@@ -76,6 +76,16 @@ device_problem::device_problem(const problem& s, const support_kernels& support,
     seqlens = device_buffer(rt, static_cast<int64_t>(lengths.size() * sizeof(int)));
     rt.copy_to_device(seqlens.get(), lengths.data(), seqlens.bytes());
   }
+  if (is_varlen(s)) {
+    auto upload = [&](device_buffer& to, const std::vector<int64_t>& lengths) {
+      std::vector<int> starts;
+      for (int64_t n : cumulative_lengths(lengths)) starts.push_back(static_cast<int>(n));
+      to = device_buffer(rt, static_cast<int64_t>(starts.size() * sizeof(int)));
+      rt.copy_to_device(to.get(), starts.data(), to.bytes());
+    };
+    upload(cu_seqlens_q, q_lengths(s));
+    upload(cu_seqlens_k, kv_lengths(s));
+  }
   if (s.page_size > 0) {
     const std::vector<int> table = random_page_table(s, seed);
     num_pages = static_cast<int64_t>(table.size());
@@ -118,12 +128,10 @@ int64_t decode_inputs_bytes(const problem& s) {
          s.batch * 4;
 }
 
-int64_t device_problem::q_elements() const { return shp.batch * shp.heads * shp.q_len * shp.head_dim; }
-int64_t device_problem::o_elements() const { return shp.batch * shp.heads * shp.q_len * value_dim(shp); }
-int64_t device_problem::kv_elements() const {
-  return shp.batch * shp.kv_heads * shp.kv_len * shp.head_dim;
-}
-int64_t device_problem::v_elements() const { return shp.batch * shp.kv_heads * shp.kv_len * value_dim(shp); }
+int64_t device_problem::q_elements() const { return q_rows(shp) * shp.heads * shp.head_dim; }
+int64_t device_problem::o_elements() const { return q_rows(shp) * shp.heads * value_dim(shp); }
+int64_t device_problem::kv_elements() const { return kv_rows(shp) * shp.kv_heads * shp.head_dim; }
+int64_t device_problem::v_elements() const { return kv_rows(shp) * shp.kv_heads * value_dim(shp); }
 
 void device_problem::reserve_workspace(int64_t floats) const {
   if (floats <= workspace_floats) return;
@@ -134,10 +142,13 @@ void device_problem::reserve_workspace(int64_t floats) const {
 attn_k::fwd_params device_problem::params() const {
   problem contiguous = shp;
   contiguous.page_size = 0;
-  return make_fwd_params(contiguous,
-                         {q.get(), k.get(), v.get(), o.get(), lse.as<float>(), workspace.as<float>(), workspace_floats,
-                          seqlens.as<int>()},
-                         {}, {}, 0);
+  forward_tensors t{q.get(), k.get(), v.get(), o.get(), lse.as<float>(), workspace.as<float>(), workspace_floats,
+                    seqlens.as<int>()};
+  t.cu_seqlens_q = cu_seqlens_q.as<int>();
+  t.cu_seqlens_k = cu_seqlens_k.as<int>();
+  t.total_q = q_rows(shp);
+  t.total_kv = kv_rows(shp);
+  return make_fwd_params(contiguous, t, {}, {}, 0);
 }
 
 attn_k::fwd_params device_problem::kernel_params() const {
@@ -214,7 +225,7 @@ error_stats run_error(const device_runtime& rt, kernel_t kernel, const void* out
 }  // namespace
 
 int64_t reference_memory_bytes(const problem& s, int64_t chunk_bytes) {
-  const int64_t o_elems = s.batch * s.heads * s.q_len * value_dim(s);
+  const int64_t o_elems = q_rows(s) * s.heads * value_dim(s);
   return pairs_per_chunk(s, chunk_bytes) * s.q_len * s.kv_len * 8 + o_elems * 4 + lse_bytes(s) +
          o_bytes(s);
 }

@@ -43,6 +43,8 @@ struct device_problem {
   /// permutation of the pages, as a serving engine's allocator leaves them). k and v stay
   /// contiguous for the reference.
   device_buffer seqlens, k_pages, v_pages, block_table;
+  /// A packed batch (seqlens): each side's cumulative offsets, int32 [B + 1].
+  device_buffer cu_seqlens_q, cu_seqlens_k;
   int64_t num_pages = 0;
   int64_t lse_measured_bytes = 0;  ///< device memory the LSE allocation actually took
   /// Split-KV's partial outputs, grown to the largest a variant has needed (never shrunk).

@@ -1,5 +1,6 @@
 #include "verify/input_fill.hpp"
 
+#include <algorithm>
 #include <cmath>
 
 namespace attn {
@@ -14,7 +15,9 @@ constexpr double sink_logits[attn_k::max_sink_rows] = {30, 20, 40};
 
 attn_k::input_fill input_fill_for(input_kind k, tensor_role t, const problem& s) {
   const bool query = t == tensor_role::q;
-  const int64_t heads = query ? s.heads : s.kv_heads, len = query ? s.q_len : s.kv_len;
+  // A packed batch's rows run on from one sequence to the next: its tensors are one sequence of them all.
+  const int64_t heads = query ? s.heads : s.kv_heads;
+  const int64_t len = is_varlen(s) ? std::max<int64_t>(1, query ? q_rows(s) : kv_rows(s)) : query ? s.q_len : s.kv_len;
   attn_k::input_fill f{};
   f.scale = 1;
   const int64_t d = t == tensor_role::v ? value_dim(s) : s.head_dim;  // V's rows have dv

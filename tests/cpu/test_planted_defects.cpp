@@ -20,7 +20,7 @@ TEST(planted_defects, each_applies_and_compiles) {
     const auto dir = testing::plant(defect, d.path());
     ASSERT_FALSE(dir.empty()) << "anchor not found once in kernels/" << defect.file << ": move the defect";
     const compile_cache cache("", kernel_sources::from_directory(dir.string()));
-    std::vector<std::string> args = {"--shape", "1,2,256,64"};
+    std::vector<std::string> args = {"--shape", defect.shape};
     if (defect.causal) args.push_back("--causal");
     args.insert(args.end(), defect.options.begin(), defect.options.end());
     const problem s = testing::parsed(args).problem;

@@ -32,6 +32,20 @@ inline problem varied(const problem_field& f, problem base) {
     case field_type::real: f.set(base, now == "0" ? "50" : std::to_string(2 * std::stod(now))); break;
     case field_type::flag: f.set(base, now == "1" ? "0" : "1"); break;
     case field_type::text:
+      if (std::string(f.name) == "seqlens" || std::string(f.name) == "kv_seqlens") {
+        // A packed batch's lengths come with the other side's: kv_seqlens needs seqlens, and seqlens
+        // needs kv_seqlens where the lengths differ (cross-attention); neither takes kv_lens or pages.
+        const std::string q = "uniform:1:" + std::to_string(base.q_len), k = "uniform:1:" + std::to_string(base.kv_len);
+        base.kv_lens.clear(), base.page_size = 0;
+        if (std::string(f.name) == "seqlens") {
+          base.seqlens = now == q ? "uniform:0:" + std::to_string(base.q_len) : q;
+          if (base.kv_len != base.q_len && base.kv_seqlens.empty()) base.kv_seqlens = k;
+        } else {
+          if (base.seqlens.empty()) base.seqlens = q;
+          base.kv_seqlens = now == k ? "uniform:0:" + std::to_string(base.kv_len) : k;
+        }
+        break;
+      }
       for (const char* word : {"fp16", "bf16", "bshd", "bhsd", "uniform:1:100"}) {
         try {
           f.set(base, word);
@@ -44,6 +58,15 @@ inline problem varied(const problem_field& f, problem base) {
   }
   validate(base);
   return base;
+}
+
+/// Whether varied(a) may change b too: a packed batch's two lengths come together (kv_seqlens needs
+/// seqlens; seqlens needs kv_seqlens for cross-attention).
+inline bool varied_together(const problem_field& a, const problem_field& b) {
+  const auto packed = [](const problem_field& f) {
+    return std::string(f.name) == "seqlens" || std::string(f.name) == "kv_seqlens";
+  };
+  return packed(a) && packed(b);
 }
 
 }  // namespace attn

@@ -313,7 +313,7 @@ TEST_F(gpu_test, planted_defects_come_out_wrong) {
     const auto csv = parent / (std::string(defect.name) + ".csv");
     const char* space = on_hopper ? " --space block_m=128 block_n=64 warps=12 stages=2 schedule=3,7"
                                   : " --space block_m=64,128 block_n=64 warps=4 stages=2";
-    const std::string command = std::string(ATTN_TUNE_BINARY) + " --shape 1,4,256,64 --family " + defect.family +
+    const std::string command = std::string(ATTN_TUNE_BINARY) + " --shape " + defect.shape + " --family " + defect.family +
                                 (defect.causal ? " --causal" : "") + " --inputs " + defect.inputs +
                                 (defect.options.empty() ? "" : " " + shell_words(defect.options)) + space +
                                 " --seed 11 --min-reps 2"
