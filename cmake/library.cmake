@@ -77,10 +77,11 @@ if(ATTN_TUNE_TESTS)
                            ATTN_TUNE_BINARY_DIR="${CMAKE_BINARY_DIR}")
   gtest_discover_tests(attn_library_tests PROPERTIES LABELS cpu FIXTURES_REQUIRED bundle_fixture DISCOVERY_TIMEOUT 60)
   # On a GPU: forward against a reference, layouts, GQA, cross-attention, causal, threads; CUDA
-  # graph capture and replay.
+  # graph capture and replay; packed variable-length batches.
   add_executable(attn_library_gpu_tests ${CMAKE_SOURCE_DIR}/tests/library/test_forward_gpu.cpp
                                         ${CMAKE_SOURCE_DIR}/tests/library/test_forward_args_gpu.cpp
-                                        ${CMAKE_SOURCE_DIR}/tests/library/test_graph_gpu.cpp)
+                                        ${CMAKE_SOURCE_DIR}/tests/library/test_graph_gpu.cpp
+                                        ${CMAKE_SOURCE_DIR}/tests/library/test_varlen_gpu.cpp)
   target_link_libraries(attn_library_gpu_tests PRIVATE attn_tune GTest::gtest_main ${CUDART_STATIC}
                         Threads::Threads ${CMAKE_DL_LIBS} rt)
   target_include_directories(attn_library_gpu_tests SYSTEM PRIVATE ${CUDA_INCLUDE_DIR})

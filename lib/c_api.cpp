@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <cstddef>
 #include <type_traits>
+#include <cstdint>
 #include <cstring>
 #include <iterator>
 #include <memory>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -94,6 +96,51 @@ attn_tune_problem current(const attn_tune_problem& p) {
   return out;
 }
 
+// A packed variable-length batch (cu_seqlens_q set): the lengths come with the call ("given"),
+// the rows of Q and K with total_q and total_k. Refuses the fields of one without the others.
+void packed_lengths(const attn_tune_problem& p, attn::problem& s) {
+  if (p.cu_seqlens_q == nullptr) {
+    if (p.cu_seqlens_k != nullptr)
+      throw attn::invalid_input("cu_seqlens_k without cu_seqlens_q: a packed batch gives both (cu_seqlens_q NULL: "
+                                "not packed)");
+    if (p.total_q != 0 || p.total_k != 0)
+      throw attn::invalid_input(fmt::format("total_q {} and total_k {} without cu_seqlens_q: they are a packed "
+                                            "batch's rows (give 0 when not packed)", p.total_q, p.total_k));
+    return;
+  }
+  if (p.cu_seqlens_k == nullptr)
+    throw attn::invalid_input("cu_seqlens_q without cu_seqlens_k: a packed batch gives its keys' offsets too "
+                              "(cu_seqlens_k = cu_seqlens_q for self-attention)");
+  if (p.cache_seqlens != nullptr || p.block_table != nullptr)
+    throw attn::invalid_input(fmt::format("cu_seqlens_q with {}: a packed batch's keys are packed too (their "
+                                          "offsets in cu_seqlens_k), not a KV cache",
+                                          p.cache_seqlens != nullptr ? "cache_seqlens" : "block_table"));
+  using named = std::pair<const char*, const int32_t*>;
+  for (const auto& [name, offsets] : {named{"cu_seqlens_q", p.cu_seqlens_q}, named{"cu_seqlens_k", p.cu_seqlens_k}})
+    if (reinterpret_cast<uintptr_t>(offsets) % alignof(int32_t) != 0)
+      throw attn::invalid_input(fmt::format("{} = {} is not {}-byte aligned", name, static_cast<const void*>(offsets),
+                                            alignof(int32_t)));
+  s.seqlens = s.kv_seqlens = "given";
+}
+
+// A packed batch's rows: each of its B sequences has at most q_len (kv_len) of them, so more in
+// all is a wrong total or a wrong maximum. After validate(): batch and lengths are positive.
+void check_packed_rows(const attn_tune_problem& p) {
+  const struct {
+    const char *name, *longest_name;
+    int64_t total, longest;
+  } sides[] = {{"total_q", "q_len (max_seqlen_q)", p.total_q, p.q_len},
+               {"total_k", "kv_len (max_seqlen_k)", p.total_k, p.kv_len}};
+  for (const auto& side : sides) {
+    if (side.total <= 0)
+      throw attn::invalid_input(fmt::format("{} {} with cu_seqlens_q: a packed batch's rows must be > 0", side.name,
+                                            side.total));
+    if (static_cast<__int128>(p.batch) * side.longest < side.total)
+      throw attn::invalid_input(fmt::format("{} {} exceeds batch {} x {} {}: no sequence may be longer than that",
+                                            side.name, side.total, p.batch, side.longest_name, side.longest));
+  }
+}
+
 attn::problem to_shape(const attn_tune_problem& p) {
   attn::problem s;
   s.batch = p.batch;
@@ -125,8 +172,10 @@ attn::problem to_shape(const attn_tune_problem& p) {
   }
   s.softcap = p.softcap;
   s.head_dim_v = p.head_dim_v;
+  packed_lengths(p, s);
   attn::canonicalize(s);
   attn::validate(s);
+  if (attn::is_varlen(s)) check_packed_rows(p);
   return s;
 }
 
@@ -154,6 +203,15 @@ void check_no_overlap(const char* name, const attn::tensor_strides& t, int64_t b
   }
 }
 
+// A packed batch's strides left at 0: contiguous [total, heads, dim] (BSHD) or [heads, total, dim]
+// (BHSD). make_fwd_params's own would take B x the longest for the rows, a bound, not the total.
+attn::tensor_strides packed_strides(const attn::problem& s, const attn::tensor_strides& given, int64_t heads,
+                                    int64_t rows, int64_t dim) {
+  if (!given.unset()) return given;
+  if (s.layout == attn::layout::bhsd) return {0, rows * dim, dim};
+  return {0, dim, heads * dim};
+}
+
 attn_k::fwd_params to_params(const attn::problem& s, const void* q, const void* k, const void* v, const void* o,
                              const float* lse, const attn_tune_problem& p) {
   attn::forward_tensors t{q, k, v, const_cast<void*>(o), const_cast<float*>(lse)};
@@ -164,20 +222,36 @@ attn_k::fwd_params to_params(const attn::problem& s, const void* q, const void* 
   attn::tensor_strides kvs{p.kv_strides[0], p.kv_strides[1], p.kv_strides[2]};
   attn::tensor_strides vs{p.v_strides[0], p.v_strides[1], p.v_strides[2]};
   attn::tensor_strides os{p.o_strides[0], p.o_strides[1], p.o_strides[2]};
-  attn_k::fwd_params params = attn::make_fwd_params(s, t, qs, kvs, p.softmax_scale, vs, os);  // each stride checked
+  const bool packed = attn::is_varlen(s);
   const int64_t dv = attn::value_dim(s);
+  if (packed) {
+    t.cu_seqlens_q = p.cu_seqlens_q;
+    t.cu_seqlens_k = p.cu_seqlens_k;
+    t.total_q = p.total_q;
+    t.total_kv = p.total_k;
+    qs = packed_strides(s, qs, s.heads, p.total_q, s.head_dim);
+    kvs = packed_strides(s, kvs, s.kv_heads, p.total_k, s.head_dim);
+    if (attn::has_value_dim(s)) {  // with dv = d, V and O take K's and Q's (make_fwd_params checks)
+      vs = packed_strides(s, vs, s.kv_heads, p.total_k, dv);
+      os = packed_strides(s, os, s.heads, p.total_q, dv);
+    }
+  }
+  attn_k::fwd_params params = attn::make_fwd_params(s, t, qs, kvs, p.softmax_scale, vs, os);  // each stride checked
   qs = {params.q_batch_stride, params.q_head_stride, params.q_row_stride};
   kvs = {params.kv_batch_stride, params.kv_head_stride, params.kv_row_stride};
   vs = {params.v_batch_stride, params.v_head_stride, params.v_row_stride};
   os = {params.o_batch_stride, params.o_head_stride, params.o_row_stride};
-  check_no_overlap("q", qs, s.batch, s.heads, s.q_len, s.head_dim);
-  check_no_overlap("o", os, s.batch, s.heads, s.q_len, dv);
+  // A packed batch is one sequence of total rows (its batch stride is 0).
+  const int64_t batches = packed ? 1 : s.batch, q_rows = packed ? p.total_q : s.q_len;
+  const int64_t kv_rows = packed ? p.total_k : s.kv_len;
+  check_no_overlap("q", qs, batches, s.heads, q_rows, s.head_dim);
+  check_no_overlap("o", os, batches, s.heads, q_rows, dv);
   if (s.page_size > 0) {
     check_no_overlap("kv", kvs, p.num_pages, s.kv_heads, s.page_size, s.head_dim);
     check_no_overlap("v", vs, p.num_pages, s.kv_heads, s.page_size, dv);
   } else {
-    check_no_overlap("kv", kvs, s.batch, s.kv_heads, s.kv_len, s.head_dim);
-    check_no_overlap("v", vs, s.batch, s.kv_heads, s.kv_len, dv);
+    check_no_overlap("kv", kvs, batches, s.kv_heads, kv_rows, s.head_dim);
+    check_no_overlap("v", vs, batches, s.kv_heads, kv_rows, dv);
   }
   return params;
 }

@@ -26,9 +26,10 @@ extern "C" {
 #define ATTN_TUNE_API
 #endif
 
-#define ATTN_TUNE_API_VERSION 5 /* bumped when a struct gains a field or a call is added (2: last_warning;
+#define ATTN_TUNE_API_VERSION 6 /* bumped when a struct gains a field or a call is added (2: last_warning;
                                   3: the problem's KV-cache fields; 4: its window and softcap;
-                                  5: V's own head dim, V's and O's strides) */
+                                  5: V's own head dim, V's and O's strides; 6: packed variable-length
+                                  batches) */
 
 typedef enum attn_tune_status {
   ATTN_TUNE_OK = 0,
@@ -57,7 +58,8 @@ typedef enum attn_tune_source {
 
 /* One attention forward: O = softmax(Q K^T * scale [+ causal mask]) V, LSE = log-sum-exp per row.
  * Q and O are [B, H, N_q, D], K and V [B, kv_heads, N_kv, D] (in the layout's order, or the
- * strides'; V and O have head_dim_v where it is set); LSE is float32 [B, H, N_q], contiguous. Strides are in elements; D is contiguous.
+ * strides'; V and O have head_dim_v where it is set; a packed batch's: see cu_seqlens_q); LSE is
+ * float32 [B, H, N_q], contiguous. Strides are in elements; D is contiguous.
  * Causal masks are aligned bottom-right (key j hidden from query i when j > i + N_kv - N_q). */
 typedef struct attn_tune_problem {
   uint32_t struct_size; /* sizeof(attn_tune_problem) */
@@ -100,6 +102,23 @@ typedef struct attn_tune_problem {
   int64_t head_dim_v;
   int64_t v_strides[3];
   int64_t o_strides[3];
+  /* Since ATTN_TUNE_API_VERSION 6 (an older struct_size leaves them NULL and 0: not packed), with
+   * the names of FlashAttention's flash_attn_varlen_func. The fa2 family reads them.
+   * cu_seqlens_q: NULL, or a packed variable-length batch: int32 [B + 1] on the device, sequence b's
+   * queries being rows [cu_seqlens_q[b], cu_seqlens_q[b + 1]) of Q and O (cu_seqlens_q[0] = 0,
+   * non-decreasing, cu_seqlens_q[B] = total_q); cu_seqlens_k the same for the keys of K and V, and
+   * required with it. batch is B; q_len and kv_len are max_seqlen_q and max_seqlen_k (each
+   * sequence's lengths at most those; a sequence of 0 keys gives O = 0 and LSE = -inf; causal is
+   * bottom-right per sequence). Q and O are then [total_q, H, D] (BSHD) or [H, total_q, D] (BHSD),
+   * K and V [total_k, kv_heads, D] or [kv_heads, total_k, D]; the LSE is float32 [H, total_q].
+   * Their batch strides are 0 (all three strides 0: contiguous in layout); the head and row strides
+   * are as before. total_q and total_k: the rows of Q and of K, each > 0 and at most batch x q_len
+   * (kv_len); both 0 without cu_seqlens_q. Not with cache_seqlens or block_table. The library reads
+   * neither array on the host: their values are the caller's to keep right. */
+  const int32_t* cu_seqlens_q;
+  const int32_t* cu_seqlens_k;
+  int64_t total_q;
+  int64_t total_k;
 } attn_tune_problem;
 
 /* What attn_tune_forward launched. */

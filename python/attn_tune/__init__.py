@@ -4,7 +4,9 @@
     o = attn_tune.forward(q, k, v, causal=True, table="results/h200.json")
 
 q, k, v are [B, H, N, D] (k and v may have fewer heads: GQA), bf16 or fp16, on a CUDA device, in
-either memory layout (see attn_tune.tensors). The call is enqueued on the current CUDA stream and
+either memory layout (see attn_tune.tensors). FlashAttention's flash_attn_func ([B, N, H, D]) and
+flash_attn_varlen_func (a packed batch of sequences of their own lengths, [total, H, D]) take
+their arguments by FlashAttention's names. The call is enqueued on the current CUDA stream and
 does not synchronize. With PyTorch importable, forward is the custom op torch.ops.attn_tune.forward,
 with a fake implementation, so torch.compile traces through it; an eager call that nothing traces
 runs the op's implementation without the op's dispatch (its host cost: docs/library-and-python.md).
@@ -21,10 +23,10 @@ import threading
 
 from . import _capi
 from ._capi import AttnTuneError, LibraryNotFoundError
-from .tensors import NO_VARIANT, describe, make_problem, out_layout, variant_of
+from .tensors import NO_VARIANT, describe, make_problem, max_seqlen_of, out_layout, packed_out_layout, variant_of
 
-__all__ = ["forward", "forward_with_lse", "flash_attn_func", "lookup", "context", "AttnTuneError", "LibraryNotFoundError",
-           "library_version"]
+__all__ = ["forward", "forward_with_lse", "flash_attn_func", "flash_attn_varlen_func", "lookup", "context",
+           "AttnTuneError", "LibraryNotFoundError", "library_version"]
 
 _contexts = {}
 _contexts_lock = threading.Lock()
@@ -171,6 +173,7 @@ def _forward_cai(q, k, v, causal, table, softmax_scale, out, lse, stream, device
 
 
 _torch_op = None
+_torch_varlen_op = None
 _eager_ok = None  # (q, k, v) -> whether a call may skip the op's dispatch (see _register_torch_op)
 
 
@@ -201,8 +204,9 @@ def _fast_path_check(torch):
 
 
 def _register_torch_op():
-    """torch.ops.attn_tune.forward: a custom op with a fake implementation (torch >= 2.4)."""
-    global _torch_op, _torch_call, _eager_ok
+    """torch.ops.attn_tune.forward and torch.ops.attn_tune.varlen_forward: custom ops with fake
+    implementations (torch >= 2.4)."""
+    global _torch_op, _torch_varlen_op, _torch_call, _eager_ok
     import torch
 
     from ._call_cache import CallCache, TorchOps
@@ -227,8 +231,24 @@ def _register_torch_op():
         o = torch.empty_strided(shape, stride, dtype=q.dtype, device=q.device)
         return o, q.new_empty((q.shape[0], q.shape[1], q.shape[2]), dtype=torch.float32)
 
+    @torch.library.custom_op("attn_tune::varlen_forward", mutates_args=())
+    def _varlen_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, cu_seqlens_q: torch.Tensor,
+                   cu_seqlens_k: torch.Tensor, max_seqlen_q: int, max_seqlen_k: int, causal: bool, table: str,
+                   softmax_scale: float, window_left: int = -1, window_right: int = -1,
+                   softcap: float = 0.0) -> tuple[torch.Tensor, torch.Tensor]:
+        return _torch_call(q, k, v, causal, table or None, softmax_scale if softmax_scale != 0.0 else None,
+                           variant=(window_left, window_right, softcap),
+                           packed=(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k))
+
+    @_varlen_op.register_fake
+    def _(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, table, softmax_scale,
+          window_left=-1, window_right=-1, softcap=0.0):
+        shape, stride = packed_out_layout(tuple(q.shape), tuple(q.stride()), v.shape[2])
+        o = torch.empty_strided(shape, stride, dtype=q.dtype, device=q.device)
+        return o, q.new_empty((q.shape[1], q.shape[0]), dtype=torch.float32)
+
     _eager_ok = _fast_path_check(torch)
-    _torch_op = _op
+    _torch_op, _torch_varlen_op = _op, _varlen_op
     return _op
 
 
@@ -294,6 +314,48 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, wi
     o, lse = forward_with_lse(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2), causal, table, softmax_scale,
                               window_size=window_size, softcap=softcap)
     o = o.transpose(1, 2)
+    return (o, lse, None) if return_attn_probs else o
+
+
+def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, dropout_p=0.0,
+                           softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0, alibi_slopes=None,
+                           deterministic=False, return_attn_probs=False, block_table=None, table=None):
+    """FlashAttention's flash_attn_varlen_func on PyTorch tensors: a packed batch of B sequences of
+    their own lengths, q [total_q, H, D], k and v [total_k, kv_heads, D] (v may have its own head
+    dim dv), sequence b's queries rows cu_seqlens_q[b] to cu_seqlens_q[b + 1] of q, its keys
+    cu_seqlens_k[b] to cu_seqlens_k[b + 1] of k and v (cu_seqlens_q and cu_seqlens_k: int32 [B + 1]
+    on the GPU, from 0 to total_q and total_k); max_seqlen_q and max_seqlen_k are the longest
+    sequence's counts (ints). Causal is bottom-right per sequence; a sequence without keys gives
+    O = 0 and LSE = -inf. Returns O [total_q, H, dv] (with return_attn_probs, (O, LSE [H, total_q],
+    None); no probabilities are kept). The lengths are not read on the host: wrong offsets are the
+    caller's, as with FlashAttention. Dropout, ALiBi and a paged K/V (block_table) are not
+    supported: dropout_p other than 0, alibi_slopes or block_table raise ValueError; deterministic
+    is accepted (the forward pass always is). window_size and softcap as in flash_attn_func."""
+    if dropout_p:
+        raise ValueError(f"dropout_p {dropout_p}: attn_tune has no dropout (give 0.0)")
+    if alibi_slopes is not None:
+        raise ValueError("alibi_slopes: attn_tune has no ALiBi")
+    if block_table is not None:
+        raise ValueError("block_table: attn_tune has no paged K/V in a packed batch (forward's block_table= is "
+                         "flash_attn_with_kvcache's)")
+    for t, name in ((q, "q"), (k, "k"), (v, "v")):
+        if not _is_torch(t) or t.dim() != 3:
+            raise ValueError(f"{name} must be a 3-dimensional PyTorch tensor [total, H, D]")
+    for t, name in ((cu_seqlens_q, "cu_seqlens_q"), (cu_seqlens_k, "cu_seqlens_k")):
+        if not _is_torch(t):
+            raise ValueError(f"{name} must be a PyTorch tensor (int32 [B + 1] on the GPU)")
+    del deterministic
+    variant = variant_of(window_size, softcap)
+    packed = (cu_seqlens_q, cu_seqlens_k, max_seqlen_of(max_seqlen_q, "max_seqlen_q"),
+              max_seqlen_of(max_seqlen_k, "max_seqlen_k"))
+    if _torch_op is None:
+        _register_torch_op()
+    causal, table, softmax_scale = _normalized(causal, table, softmax_scale)
+    op = _torch_varlen_op
+    if op is None or (_eager_ok is not None and _eager_ok(q, k, v)):  # what the op would run, without its dispatch
+        o, lse = _torch_call(q, k, v, causal, table, softmax_scale, variant=variant, packed=packed)
+    else:
+        o, lse = op(q, k, v, *packed, causal, table or "", softmax_scale or 0.0, *variant)
     return (o, lse, None) if return_attn_probs else o
 
 

@@ -10,7 +10,7 @@ import os
 import threading
 import warnings
 
-API_VERSION = 5  # ATTN_TUNE_API_VERSION this package speaks
+API_VERSION = 6  # ATTN_TUNE_API_VERSION this package speaks
 
 OK, INVALID_ARGUMENT, UNSUPPORTED, TABLE, BUNDLE, NO_DEVICE, COMPILE, DEVICE, INTERNAL = range(9)
 BF16, FP16 = 0, 1
@@ -45,7 +45,10 @@ class Problem(ctypes.Structure):
                 ("window", ctypes.c_int32), ("softcap", ctypes.c_float),
                 ("window_left", ctypes.c_int64), ("window_right", ctypes.c_int64),
                 # API version 5: V's own head dim (dv != d), V's and O's strides
-                ("head_dim_v", ctypes.c_int64), ("v_strides", ctypes.c_int64 * 3), ("o_strides", ctypes.c_int64 * 3)]
+                ("head_dim_v", ctypes.c_int64), ("v_strides", ctypes.c_int64 * 3), ("o_strides", ctypes.c_int64 * 3),
+                # API version 6: a packed variable-length batch (flash_attn_varlen_func's cu_seqlens_q/_k)
+                ("cu_seqlens_q", ctypes.c_void_p), ("cu_seqlens_k", ctypes.c_void_p),
+                ("total_q", ctypes.c_int64), ("total_k", ctypes.c_int64)]
 
 
 class Choice(ctypes.Structure):

@@ -3,10 +3,12 @@
 Tensors are [B, H, N, D] in index order, as torch.nn.functional.scaled_dot_product_attention takes
 them; their memory may be [B, H, N, D] (bhsd) or [B, N, H, D] (bshd, a transposed view): the
 strides say which. K and V have kv_heads heads (GQA when fewer than Q's). D must be contiguous.
-V may have its own head dim dv (FlashAttention's dv != d): O is then [B, H, N, dv].
+V may have its own head dim dv (FlashAttention's dv != d): O is then [B, H, N, dv]. A packed
+variable-length batch (flash_attn_varlen_func) is [total, H, D] instead: make_varlen_problem.
 """
 import ctypes
 import math
+import operator
 
 from . import _capi
 
@@ -169,4 +171,60 @@ def make_problem(q, k, v, causal, softmax_scale=None, cache_seqlens=None, block_
     if (left, right) != (-1, -1):
         p.window, p.window_left, p.window_right = 1, left, right
     p.softcap = softcap
+    return p
+
+
+def packed_out_layout(q_shape, q_strides, dv):
+    """O's shape and strides of a packed batch, q [total_q, H, D]: q's when dv is q's head dim,
+    else contiguous in q's layout ([total_q, H, dv], or [H, total_q, dv] when q's head stride is
+    above its row stride) with rows of dv."""
+    total, h, d = q_shape
+    _, (_, head, row, _) = out_layout((1, h, total, d), (0, q_strides[1], q_strides[0], 1), dv)
+    return (total, h, dv), (row, head, 1)
+
+
+def max_seqlen_of(value, name):
+    """flash_attn_varlen_func's max_seqlen_q/_k: an int >= 1 (TypeError/ValueError naming it)."""
+    if isinstance(value, bool):
+        raise TypeError(f"{name} is {value!r}: expected an int")
+    try:
+        n = operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} is {value!r}: expected an int (the longest sequence's length)") from None
+    if not 1 <= n < 2**31:
+        raise ValueError(f"{name} {n} is out of range: expected 1 to {2**31 - 1}")
+    return n
+
+
+def make_varlen_problem(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, softmax_scale=None,
+                        variant=NO_VARIANT):
+    """The C API's problem of a packed variable-length batch (flash_attn_varlen_func): TensorInfos
+    q [total_q, H, D], k and v [total_k, kv_heads, D] (v: dv), cu_seqlens_q and cu_seqlens_k int32
+    [B + 1] (TensorInfos of the GPU's, as cache_info gives them), and the longest sequence's query
+    and key counts; ValueError/TypeError naming the mismatch. The offsets themselves are never read
+    on the host (only the kernel reads them)."""
+    for info, name in ((q, "q"), (k, "k"), (v, "v")):
+        if len(info.shape) != 3:
+            raise ValueError(f"{name} has shape {list(info.shape)}: expected 3 dimensions [total, H, D] (packed)")
+    if len(cu_seqlens_q.shape) != 1 or cu_seqlens_q.shape[0] < 2:
+        raise ValueError(f"cu_seqlens_q has shape {list(cu_seqlens_q.shape)}: expected [B + 1] with B >= 1")
+    _int32_vector(cu_seqlens_q, "cu_seqlens_q", cu_seqlens_q.shape)
+    _int32_vector(cu_seqlens_k, "cu_seqlens_k", cu_seqlens_q.shape)
+    max_q, max_k = max_seqlen_of(max_seqlen_q, "max_seqlen_q"), max_seqlen_of(max_seqlen_k, "max_seqlen_k")
+    if k.shape[2] != q.shape[2]:
+        raise ValueError(f"k has shape {list(k.shape)}: its head dim must match q's {list(q.shape)}")
+    if v.shape[:2] != k.shape[:2]:
+        raise ValueError(f"v has shape {list(v.shape)}, k {list(k.shape)}: they must match but for the head dim")
+    if v.shape[2] == k.shape[2] and v.strides != k.strides:
+        raise ValueError(f"v's strides {list(v.strides)} differ from k's {list(k.strides)}: they must match")
+
+    def batch_of_one(t):  # [total, H, D] as [1, H, total, D]
+        return TensorInfo(t.pointer, (1, t.shape[1], t.shape[0], t.shape[2]), (0, t.strides[1], t.strides[0],
+                                                                                t.strides[2]), t.dtype, t.device)
+
+    p = make_problem(batch_of_one(q), batch_of_one(k), batch_of_one(v), causal, softmax_scale, variant=variant)
+    p.batch, p.q_len, p.kv_len = cu_seqlens_q.shape[0] - 1, max_q, max_k
+    p.q_strides[0] = p.kv_strides[0] = p.v_strides[0] = p.o_strides[0] = 0  # one packed sequence of rows
+    p.cu_seqlens_q, p.cu_seqlens_k = cu_seqlens_q.pointer, cu_seqlens_k.pointer
+    p.total_q, p.total_k = q.shape[0], k.shape[0]
     return p

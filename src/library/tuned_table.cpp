@@ -158,9 +158,11 @@ void tuned_table::check_device(const device_desc& d) const {
 
 std::vector<tuned_choice> tuned_table::candidates(const device_desc& d, const problem& s) const {
   std::vector<tuned_choice> out;
-  // Lengths given with the call ("given") match a shape tuned on lengths of its own.
+  // Lengths given with the call ("given") match a shape tuned on lengths of its own: a cache's
+  // (kv_lens), a packed batch's (seqlens, with kv_seqlens or without: self-attention's).
   auto same_shape = [&](problem tuned) {
     if (s.kv_lens == "given" && has_kv_lens(tuned)) tuned.kv_lens = s.kv_lens;
+    if (s.seqlens == "given" && is_varlen(tuned)) tuned.seqlens = s.seqlens, tuned.kv_seqlens = s.kv_seqlens;
     return tuned == s;
   };
   for (const auto& e : m_exact)

@@ -142,6 +142,45 @@ TEST(ArchLimits, MajorAndMinorOfEachArchitecture) {
   EXPECT_THROW(limits_for_arch("sm_"), invalid_input);
 }
 
+// A call's lengths come with it ("given": the C API's cache_seqlens, cu_seqlens_q): a shape tuned
+// on lengths of its own serves it when every other field is the same, and only then.
+TEST(ChooseConfig, ATunedShapeOfItsOwnLengthsServesLengthsGivenWithTheCall) {
+  device_desc d;
+  d.name = "NVIDIA H200", d.cc_major = 9, d.cc_minor = 0, d.sm_count = 132;
+  problem packed;
+  packed.batch = 4, packed.heads = 8, packed.kv_heads = 2, packed.q_len = packed.kv_len = 300, packed.head_dim = 128;
+  packed.causal = true, packed.layout = layout::bshd, packed.seqlens = "300/17/0/255";
+  problem cross = packed;
+  cross.kv_len = 700, cross.kv_seqlens = "700/0/64/9";
+  problem cache;
+  cache.batch = 4, cache.heads = 32, cache.kv_heads = 8, cache.q_len = 1, cache.kv_len = 4096, cache.head_dim = 128;
+  cache.kv_lens = "uniform:1:4096";
+  const tile_config tuned_config{64, 64, 4, 2};
+  std::vector<tuned_shape> exact;
+  for (const problem& s : {packed, cross, cache}) exact.push_back({d, s, "fa2", tuned_config, 1.0});
+  const tuned_table t = tuned_table::from_parts("t.csv", exact, {});
+  auto given = [](problem s) {
+    if (is_varlen(s)) s.seqlens = s.kv_seqlens = "given";
+    else s.kv_lens = "given";
+    return s;
+  };
+  for (const problem& tuned : {packed, cross, cache}) {
+    const tuned_choice c = choose_config(t, d, limits_for_arch("sm_90a"), given(tuned));
+    EXPECT_EQ(c.source, choice_source::tuned) << describe(tuned);
+    EXPECT_EQ(name(c.config), "m64_n64_w4_s2") << describe(tuned);
+  }
+  problem longer = given(packed);  // another longest sequence: another shape
+  longer.q_len = longer.kv_len = 301;
+  EXPECT_EQ(t.candidates(d, longer).front().source, choice_source::fallback);
+  problem dense = packed;  // the same sizes not packed: not the packed shape's
+  dense.seqlens.clear();
+  EXPECT_EQ(t.candidates(d, dense).front().source, choice_source::fallback);
+  EXPECT_EQ(t.candidates(d, given(cross)).front().source, choice_source::tuned);
+  problem other_heads = given(packed);
+  other_heads.kv_heads = 8;
+  EXPECT_EQ(t.candidates(d, other_heads).front().source, choice_source::fallback);
+}
+
 TEST(ChooseConfig, NoKernelForTheShapeIsUnsupported) {
   device_desc d;
   problem s;

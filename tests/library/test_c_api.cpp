@@ -104,8 +104,7 @@ TEST(LibraryArguments, AWindowAndSoftcapAreChecked) {
 // Q's are (contiguous with rows of dv when left at 0), overlaps refused, a dv equal to the head dim
 // taken as 0, and V's and O's strides refused where V and O share K's and Q's.
 TEST(LibraryArguments, AValueHeadDimIsChecked) {
-  static_assert(sizeof(attn_tune_problem) == 232, "the Python package's ctypes struct must match");
-  auto p = attn_tune::make_problem(2, 8, 2, 512, 512, 192, ATTN_TUNE_BF16, true);
+    auto p = attn_tune::make_problem(2, 8, 2, 512, 512, 192, ATTN_TUNE_BF16, true);
   p.head_dim_v = 128;
   EXPECT_EQ(check(p), ATTN_TUNE_OK) << error();
   p.head_dim_v = 300;
@@ -131,6 +130,88 @@ TEST(LibraryArguments, AValueHeadDimIsChecked) {
   auto old = attn_tune::make_problem(1, 8, 8, 512, 512, 128);
   old.struct_size = offsetof(attn_tune_problem, head_dim_v);  // a caller built against version 4
   old.head_dim_v = 300;  // past its struct_size: never read
+  EXPECT_EQ(check(old), ATTN_TUNE_OK) << error();
+}
+
+// A packed variable-length batch (API version 6, flash_attn_varlen_func): cu_seqlens_q and
+// cu_seqlens_k come together with the rows of Q and K (total_q, total_k), at most batch x the
+// longest; not with a KV cache; the batch strides are 0, and strides left at 0 are contiguous
+// over the total rows (in BHSD too, where the head stride is total x D); a problem of version
+// 5's size still reads (not packed).
+TEST(LibraryArguments, APackedBatchIsChecked) {
+  static_assert(sizeof(attn_tune_problem) == 264, "the Python package's ctypes struct must match");
+  const int32_t* cu_q = static_cast<const int32_t*>(fake(0x60000));
+  const int32_t* cu_k = static_cast<const int32_t*>(fake(0x61000));
+  // B 3 of at most 300 queries and 700 keys each, 8 heads over 2: [517, 8, 64] and [900, 2, 64].
+  auto p = attn_tune::make_problem(3, 8, 2, 300, 700, 64, ATTN_TUNE_BF16, true, ATTN_TUNE_BSHD);
+  p.cu_seqlens_q = cu_q, p.cu_seqlens_k = cu_k, p.total_q = 517, p.total_k = 900;
+  EXPECT_EQ(check(p), ATTN_TUNE_OK) << error();
+  p.layout = ATTN_TUNE_BHSD;
+  EXPECT_EQ(check(p), ATTN_TUNE_OK) << error();
+  p.q_strides[0] = 0, p.q_strides[1] = 517 * 64, p.q_strides[2] = 64;  // [H, total_q, D], as the library makes it
+  EXPECT_EQ(check(p), ATTN_TUNE_OK) << error();
+  p.q_strides[1] = 300 * 64;  // heads 300 rows apart: the bound's, not the total's; they overlap
+  EXPECT_EQ(check(p), ATTN_TUNE_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(error(), "q head stride 19200 is less than the 33088 elements of each row below it: the tensor's heads "
+                     "would overlap");
+  p.q_strides[0] = 8 * 517 * 64, p.q_strides[1] = 517 * 64;
+  EXPECT_EQ(check(p), ATTN_TUNE_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(error().find("q batch stride 264704 of a packed batch (seqlens) is not 0"), std::string::npos) << error();
+  p.q_strides[0] = p.q_strides[1] = p.q_strides[2] = 0;
+  // Q's strides left at 0 are [H, total_q, D]'s: O's, given, must equal them (dv = d), and do.
+  p.o_strides[0] = 0, p.o_strides[1] = 517 * 64, p.o_strides[2] = 64;
+  EXPECT_EQ(check(p), ATTN_TUNE_OK) << error();
+  p.o_strides[1] = 3 * 300 * 64;  // the bound's rows
+  EXPECT_EQ(check(p), ATTN_TUNE_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(error(), "o strides 0, 57600, 64 differ from q's 0, 33088, 64: with dv = d they must be equal");
+  p.o_strides[0] = p.o_strides[1] = p.o_strides[2] = 0;
+
+  auto without = [&](auto change) {
+    auto bad = p;
+    change(bad);
+    return check(bad);
+  };
+  EXPECT_EQ(without([](attn_tune_problem& b) { b.cu_seqlens_k = nullptr; }), ATTN_TUNE_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(error().find("cu_seqlens_q without cu_seqlens_k"), std::string::npos) << error();
+  EXPECT_EQ(without([](attn_tune_problem& b) { b.cu_seqlens_q = nullptr; }), ATTN_TUNE_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(error().find("cu_seqlens_k without cu_seqlens_q"), std::string::npos) << error();
+  EXPECT_EQ(without([](attn_tune_problem& b) { b.cu_seqlens_q = b.cu_seqlens_k = nullptr; }),
+            ATTN_TUNE_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(error().find("total_q 517 and total_k 900 without cu_seqlens_q"), std::string::npos) << error();
+  EXPECT_EQ(without([](attn_tune_problem& b) { b.total_k = 0; }), ATTN_TUNE_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(error(), "total_k 0 with cu_seqlens_q: a packed batch's rows must be > 0");
+  EXPECT_EQ(without([](attn_tune_problem& b) { b.total_q = -1; }), ATTN_TUNE_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(error(), "total_q -1 with cu_seqlens_q: a packed batch's rows must be > 0");
+  EXPECT_EQ(without([](attn_tune_problem& b) { b.total_q = 901; }), ATTN_TUNE_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(error(), "total_q 901 exceeds batch 3 x q_len (max_seqlen_q) 300: no sequence may be longer than that");
+  EXPECT_EQ(without([](attn_tune_problem& b) { b.total_q = 900; }), ATTN_TUNE_OK) << error();  // all of 300
+  EXPECT_EQ(without([](attn_tune_problem& b) { b.total_k = 2101; }), ATTN_TUNE_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(error().find("total_k 2101 exceeds batch 3 x kv_len (max_seqlen_k) 700"), std::string::npos) << error();
+  EXPECT_EQ(without([&](attn_tune_problem& b) { b.cache_seqlens = cu_q; }), ATTN_TUNE_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(error().find("cu_seqlens_q with cache_seqlens"), std::string::npos) << error();
+  EXPECT_EQ(without([&](attn_tune_problem& b) { b.cu_seqlens_k = cu_k + 1; }), ATTN_TUNE_OK) << error();
+  EXPECT_EQ(without([&](attn_tune_problem& b) {
+              b.cu_seqlens_k = reinterpret_cast<const int32_t*>(reinterpret_cast<uintptr_t>(cu_k) + 2);
+            }),
+            ATTN_TUNE_ERROR_INVALID_ARGUMENT);
+  EXPECT_EQ(error(), "cu_seqlens_k = 0x61002 is not 4-byte aligned");
+  auto self = attn_tune::make_problem(2, 4, 4, 64, 64, 64);  // self-attention: one offsets array for both
+  self.cu_seqlens_q = self.cu_seqlens_k = cu_q, self.total_q = self.total_k = 100;
+  EXPECT_EQ(check(self), ATTN_TUNE_OK) << error();
+
+  // V and O with their own head dim: their strides over the total rows too.
+  auto dv = p;
+  dv.head_dim = 192, dv.head_dim_v = 128;
+  EXPECT_EQ(check(dv), ATTN_TUNE_OK) << error();
+  dv.o_strides[0] = 0, dv.o_strides[1] = 517 * 128, dv.o_strides[2] = 128;
+  EXPECT_EQ(check(dv), ATTN_TUNE_OK) << error();
+  dv.o_strides[1] = 517 * 96;
+  EXPECT_EQ(check(dv), ATTN_TUNE_ERROR_INVALID_ARGUMENT);
+  EXPECT_NE(error().find("o head stride 49632 is less than"), std::string::npos) << error();
+
+  auto old = attn_tune::make_problem(1, 8, 8, 512, 512, 128);
+  old.struct_size = offsetof(attn_tune_problem, cu_seqlens_q);  // a caller built against version 5
+  old.cu_seqlens_q = cu_q, old.total_q = -5;  // past its struct_size: never read
   EXPECT_EQ(check(old), ATTN_TUNE_OK) << error();
 }
 
@@ -352,6 +433,21 @@ TEST(LibraryTable, FallbackOutsideTheBuckets) {
   EXPECT_STREQ(c.config, "m64_n64_w4_s1");
 }
 
+// A packed batch (cu_seqlens_q) is looked up by its longest sequence (q_len): the bucket of N_q
+// 500 here. (An exact tuned shape of a packed batch serving it: tests/cpu/test_library.cpp.)
+TEST(LibraryTable, APackedBatchIsLookedUpByItsLongestSequence) {
+  const std::string table = testing::TempDir() + "packed_bucket.csv";
+  std::ofstream(table) << "device,cc,sm_count,dtype,head_dim,causal,seq_min_exclusive,seq_max,family,block_m,block_n,"
+                          "warps,stages,knob,tflops,tuned_shapes\n"
+                          "\"NVIDIA H200\",9.0,132,bf16,128,0,256,512,fa2,64,64,4,2,0,1,1\n";
+  auto p = attn_tune::make_problem(4, 8, 8, 500, 500, 128, ATTN_TUNE_BF16, false, ATTN_TUNE_BSHD);
+  p.cu_seqlens_q = p.cu_seqlens_k = static_cast<const int32_t*>(fake(0x60000));
+  p.total_q = p.total_k = 1200;
+  const auto c = lookup(table, p);
+  EXPECT_EQ(c.source, ATTN_TUNE_SOURCE_BUCKET);
+  EXPECT_STREQ(c.config, "m64_n64_w4_s2");
+}
+
 TEST(LibraryTable, AnotherDeviceIsRefusedByName) {
   attn_tune_table* t = nullptr;
   ASSERT_EQ(attn_tune_table_load((data + "library_export.csv").c_str(), &t), ATTN_TUNE_OK);
@@ -455,7 +551,7 @@ TEST(LibraryTable, AWarningIsKeptNotPrinted) {
   EXPECT_EQ(attn_tune::last_warning(), "");  // this call's: none
   attn_tune_table_destroy(t);
   EXPECT_EQ(attn_tune_api_version(), ATTN_TUNE_API_VERSION);
-  EXPECT_EQ(ATTN_TUNE_API_VERSION, 5);
+  EXPECT_EQ(ATTN_TUNE_API_VERSION, 6);
 }
 
 TEST(LibraryTable, UnreadableTablesAreNamed) {

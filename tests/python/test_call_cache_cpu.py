@@ -1,7 +1,8 @@
 """attn_tune._call_cache and the eager fast path's test without PyTorch or a GPU (ctest
 python_package_cpu): a repeated call skips every check and the problem's construction, a changed
 shape, stride, dtype, device, causal, table or scale misses the cache and is checked again, a
-new key's errors are raised as before, a failed first call is not kept; fake tensors, a fake
+new key's errors are raised as before, a failed first call is not kept, a packed batch's offsets
+are set on every call; fake tensors, a fake
 library call and a fake torch stand in."""
 import types
 import unittest
@@ -33,6 +34,7 @@ class Dtype:
 
 
 BF16, FP16, FP32 = Dtype("torch.bfloat16"), Dtype("torch.float16"), Dtype("torch.float32")
+INT32 = Dtype("torch.int32")
 
 
 def contiguous(shape):
@@ -215,6 +217,35 @@ class CallCache(unittest.TestCase):
         self.assertNotEqual(t.lib.calls[-1]["v"], v.pointer)
         with self.assertRaisesRegex(ValueError, "v has shape .* they must match"):
             t.cache(q, k, Tensor((1, 1, 128, 64), stride=(64 * 128, 64, 64 * 2, 1)), False, None, None)
+
+    def test_a_packed_batch_is_prepared_once_and_its_offsets_set_on_each_call(self):
+        t = Harness()
+        q, k, v = Tensor((517, 8, 64)), Tensor((900, 2, 64)), Tensor((900, 2, 64))  # [total, H, D]
+        cu_q, cu_k = Tensor((4,), dtype=INT32), Tensor((4,), dtype=INT32)
+        o, lse = t.cache(q, k, v, True, None, None, packed=(cu_q, cu_k, 300, 700))
+        p = t.lib.calls[0]["problem"]
+        self.assertEqual((p.batch, p.heads, p.kv_heads, p.q_len, p.kv_len, p.total_q, p.total_k), (3, 8, 2, 300, 700, 517, 900))
+        self.assertEqual((p.cu_seqlens_q, p.cu_seqlens_k), (cu_q.pointer, cu_k.pointer))
+        self.assertEqual((list(p.q_strides), list(p.kv_strides)), ([0, 64, 8 * 64], [0, 64, 2 * 64]))
+        self.assertEqual(t.ops.allocations, [("empty_strided", (517, 8, 64), contiguous((517, 8, 64)), BF16),
+                                             ("empty", (8, 517), FP32)], "O like q, the LSE [H, total_q]")
+        cu_q2, cu_k2 = Tensor((4,), dtype=INT32), Tensor((4,), dtype=INT32)  # the same key, other offsets
+        t.cache(q, k, v, True, None, None, packed=(cu_q2, cu_k2, 300, 700))
+        self.assertEqual(len(t.cache), 1)
+        self.assertIs(t.lib.calls[1]["problem"], p)
+        self.assertEqual((p.cu_seqlens_q, p.cu_seqlens_k), (cu_q2.pointer, cu_k2.pointer))
+        t.cache(q, k, v, True, None, None, packed=(cu_q2, cu_k2, 301, 700))  # another longest sequence
+        self.assertEqual(len(t.cache), 2)
+        self.assertEqual(t.lib.calls[2]["problem"].q_len, 301)
+        dense_key = _call_cache.call_key(q, k, v, True, None, None)
+        self.assertNotEqual(_call_cache.call_key(q, k, v, True, None, None, packed=(cu_q, cu_k, 300, 700)), dense_key)
+        with self.assertRaisesRegex(ValueError, "cu_seqlens_k is on device 1, q on 0"):
+            t.cache(q, k, v, True, None, None, packed=(cu_q, Tensor((4,), dtype=INT32, device=1), 300, 700))
+        with self.assertRaisesRegex(TypeError, "cu_seqlens_q must be a torch.int32 tensor"):
+            t.cache(q, k, v, True, None, None, packed=(Tensor((4,)), cu_k, 300, 700))
+        with self.assertRaisesRegex(ValueError, r"cu_seqlens_k has shape \[5\]: expected \[4\]"):
+            t.cache(q, k, v, True, None, None, packed=(cu_q, Tensor((5,), dtype=INT32), 300, 700))
+        self.assertEqual(len(t.cache), 2, "a refused call is not kept")
 
     def test_the_cache_is_bounded(self):
         t = Harness()

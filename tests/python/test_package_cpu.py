@@ -145,8 +145,11 @@ class WindowSoftcapProblems(unittest.TestCase):
             attn_tune.flash_attn_func(FakeArray((1, 2, 3, 64)), None, None)
 
     def test_the_struct_is_the_c_headers(self):
-        self.assertEqual(ctypes.sizeof(_capi.Problem), 232)  # sizeof(attn_tune_problem), API version 5
-        self.assertEqual(_capi.API_VERSION, 5)
+        self.assertEqual(ctypes.sizeof(_capi.Problem), 264)  # sizeof(attn_tune_problem), API version 6
+        self.assertEqual(_capi.API_VERSION, 6)
+        # the fields of version 6 where the C header has them (after o_strides, 8-byte aligned)
+        self.assertEqual(_capi.Problem.cu_seqlens_q.offset, _capi.Problem.o_strides.offset + 24)
+        self.assertEqual(_capi.Problem.total_k.offset, 256)
 
 
 class ValueHeadDimProblems(unittest.TestCase):
@@ -182,6 +185,91 @@ class ValueHeadDimProblems(unittest.TestCase):
         k = tensors.describe(FakeArray((2, 2, 256, 192)), "k")
         with self.assertRaisesRegex(ValueError, r"they must match but for the head dim"):
             tensors.make_problem(q, k, tensors.describe(FakeArray((2, 2, 255, 128)), "v"), False)
+
+
+def packed(total_q=517, total_k=900, heads=8, kv_heads=2, d=64, dv=None, batch=3):
+    """FakeArrays of a packed batch: q [total_q, H, D], k and v [total_k, kv_heads, D], offsets [B + 1]."""
+    q = tensors.describe(FakeArray((total_q, heads, d)), "q")
+    k = tensors.describe(FakeArray((total_k, kv_heads, d), pointer=0x20000), "k")
+    v = tensors.describe(FakeArray((total_k, kv_heads, dv or d), pointer=0x30000), "v")
+    cu_q = tensors.TensorInfo(0x7000, (batch + 1,), (1,), None, None)
+    cu_k = tensors.TensorInfo(0x8000, (batch + 1,), (1,), None, None)
+    return q, k, v, cu_q, cu_k
+
+
+class VarlenProblems(unittest.TestCase):
+    """flash_attn_varlen_func's packed batch as the C problem's fields (API version 6)."""
+
+    def test_a_packed_batch_reaches_the_problem(self):
+        q, k, v, cu_q, cu_k = packed()
+        p = tensors.make_varlen_problem(q, k, v, cu_q, cu_k, 300, 700, causal=True)
+        self.assertEqual((p.batch, p.heads, p.kv_heads, p.q_len, p.kv_len, p.head_dim), (3, 8, 2, 300, 700, 64))
+        self.assertEqual((p.cu_seqlens_q, p.cu_seqlens_k, p.total_q, p.total_k), (0x7000, 0x8000, 517, 900))
+        self.assertEqual((p.layout, p.causal, p.head_dim_v), (_capi.BSHD, 1, 0))
+        self.assertEqual(list(p.q_strides), [0, 64, 8 * 64], "batch stride 0: one packed sequence of rows")
+        self.assertEqual(list(p.kv_strides), [0, 64, 2 * 64])
+        self.assertEqual((list(p.v_strides), list(p.o_strides)), ([0, 0, 0], [0, 0, 0]), "V and O share K's and Q's")
+        self.assertEqual(tensors.packed_out_layout(q.shape, q.strides, 64), ((517, 8, 64), (8 * 64, 64, 1)))
+
+    def test_heads_outside_rows_and_a_value_head_dim(self):
+        # [H, total, D] memory seen as [total, H, D] (bytes, as CuPy gives them): the head stride is total x D.
+        q = tensors.describe(FakeArray((517, 8, 192), strides=(192 * 2, 517 * 192 * 2, 2)), "q")
+        _, k, v, cu_q, cu_k = packed(d=192, dv=128)
+        p = tensors.make_varlen_problem(q, k, v, cu_q, cu_k, 300, 700, causal=False)
+        self.assertEqual(list(p.q_strides), [0, 517 * 192, 192])
+        self.assertEqual((p.head_dim, p.head_dim_v), (192, 128))
+        self.assertEqual(list(p.v_strides), [0, 128, 2 * 128])
+        self.assertEqual(list(p.o_strides), [0, 517 * 128, 128], "O in q's layout, [H, total_q, dv]")
+        self.assertEqual(tensors.packed_out_layout(q.shape, q.strides, 128), ((517, 8, 128), (128, 517 * 128, 1)))
+        self.assertEqual(tensors.packed_out_layout((517, 8, 192), (8 * 192, 192, 1), 128),
+                         ((517, 8, 128), (8 * 128, 128, 1)))
+
+    def test_mismatches_are_named(self):
+        q, k, v, cu_q, cu_k = packed()
+        cases = (
+            (ValueError, r"q has shape \[1, 517, 8, 64\]: expected 3 dimensions \[total, H, D\]",
+             dict(q=tensors.describe(FakeArray((1, 517, 8, 64)), "q"))),
+            (ValueError, r"cu_seqlens_q has shape \[1\]: expected \[B \+ 1\] with B >= 1",
+             dict(cu_q=tensors.TensorInfo(0x7000, (1,), (1,), None, None))),
+            (ValueError, r"cu_seqlens_k has shape \[5\]: expected \[4\]",
+             dict(cu_k=tensors.TensorInfo(0x8000, (5,), (1,), None, None))),
+            (ValueError, r"cu_seqlens_q must be contiguous", dict(cu_q=tensors.TensorInfo(0x7000, (4,), (2,), None, None))),
+            (ValueError, r"max_seqlen_q 0 is out of range", dict(max_q=0)),
+            (TypeError, r"max_seqlen_k is 700.0: expected an int", dict(max_k=700.0)),
+            (TypeError, r"max_seqlen_q is True: expected an int", dict(max_q=True)),
+            (ValueError, r"k has shape \[900, 2, 128\]: its head dim must match q's \[517, 8, 64\]",
+             dict(k=tensors.describe(FakeArray((900, 2, 128)), "k"))),
+            (ValueError, r"v has shape \[900, 4, 64\], k \[900, 2, 64\]: they must match but for the head dim",
+             dict(v=tensors.describe(FakeArray((900, 4, 64)), "v"))),
+            (ValueError, r"q has 8 heads, not a multiple of k's and v's 3",
+             dict(k=tensors.describe(FakeArray((900, 3, 64)), "k"), v=tensors.describe(FakeArray((900, 3, 64)), "v"))))
+        for error, message, change in cases:
+            args = dict(q=q, k=k, v=v, cu_q=cu_q, cu_k=cu_k, max_q=300, max_k=700)
+            args.update(change)
+            with self.assertRaisesRegex(error, message):
+                tensors.make_varlen_problem(args["q"], args["k"], args["v"], args["cu_q"], args["cu_k"],
+                                            args["max_q"], args["max_k"], False)
+
+    def test_flash_attn_varlen_func_refuses_what_it_lacks(self):
+        TorchLike = type("Tensor", (), {"__module__": "torch", "data_ptr": lambda self: 0x10000,
+                                        "dim": lambda self: 3})
+        t = TorchLike()
+        call = attn_tune.flash_attn_varlen_func
+        with self.assertRaisesRegex(ValueError, r"dropout_p 0.1: attn_tune has no dropout"):
+            call(t, t, t, t, t, 16, 16, dropout_p=0.1)
+        with self.assertRaisesRegex(ValueError, r"alibi_slopes"):
+            call(t, t, t, t, t, 16, 16, alibi_slopes=[1.0])
+        with self.assertRaisesRegex(ValueError, r"block_table: attn_tune has no paged K/V in a packed batch"):
+            call(t, t, t, t, t, 16, 16, block_table=t)
+        with self.assertRaisesRegex(ValueError, r"k must be a 3-dimensional PyTorch tensor \[total, H, D\]"):
+            call(t, FakeArray((16, 2, 64)), t, t, t, 16, 16)
+        with self.assertRaisesRegex(ValueError, r"cu_seqlens_k must be a PyTorch tensor"):
+            call(t, t, t, t, [0, 16], 16, 16)
+        with self.assertRaisesRegex(TypeError, r"max_seqlen_q is 16.5: expected an int"):
+            call(t, t, t, t, t, 16.5, 16)
+        with self.assertRaisesRegex(ValueError, r"window_size \(1,\) is not a pair"):
+            call(t, t, t, t, t, 16, 16, window_size=(1,))
+        self.assertIn("flash_attn_varlen_func", attn_tune.__all__)
 
 
 @unittest.skipUnless(LIBRARY, "ATTN_TUNE_TEST_LIBRARY is not set")
@@ -251,6 +339,25 @@ class WithTheLibrary(unittest.TestCase):
         for extra in ({"out": t}, {"lse": t}):
             with self.assertRaisesRegex(ValueError, "out= and lse= are for __cuda_array_interface__ arrays"):
                 attn_tune.forward_with_lse(t, t, t, **extra)
+
+    # The version 6 fields reach the C library where it reads them: its checks of a packed batch
+    # name the totals and the offsets this package wrote.
+    def test_a_packed_problem_is_read_by_the_library(self):
+        lib = _capi.library()
+        q, k, v, cu_q, cu_k = packed()
+        p = tensors.make_varlen_problem(q, k, v, cu_q, cu_k, 300, 700, causal=True)
+        tensors_at = (0x10000, 0x20000, 0x30000, 0x40000, 0x50000)
+        self.assertEqual(lib.attn_tune_check(*tensors_at, ctypes.byref(p)), _capi.OK, lib.attn_tune_last_error())
+        p.q_len = 100  # 517 rows cannot be 3 sequences of at most 100
+        self.assertEqual(lib.attn_tune_check(*tensors_at, ctypes.byref(p)), _capi.INVALID_ARGUMENT)
+        self.assertEqual(lib.attn_tune_last_error().decode(),
+                         "total_q 517 exceeds batch 3 x q_len (max_seqlen_q) 100: no sequence may be longer than that")
+        p.q_len, p.cu_seqlens_k = 300, None
+        self.assertEqual(lib.attn_tune_check(*tensors_at, ctypes.byref(p)), _capi.INVALID_ARGUMENT)
+        self.assertIn("cu_seqlens_q without cu_seqlens_k", lib.attn_tune_last_error().decode())
+        p.cu_seqlens_k, p.total_k = 0x8000, 0
+        self.assertEqual(lib.attn_tune_check(*tensors_at, ctypes.byref(p)), _capi.INVALID_ARGUMENT)
+        self.assertIn("total_k 0 with cu_seqlens_q", lib.attn_tune_last_error().decode())
 
     def test_forward_without_a_gpu(self):
         q = FakeArray((1, 2, 64, 64))

@@ -1,8 +1,10 @@
 """The Python package on a GPU (ctest python_package_gpu, label gpu; skips without PyTorch or CUDA):
 attn_tune.forward against a float64 reference under FlashAttention's rule, both layouts, GQA,
 cross-attention, causal (bottom-right), fp16, a non-default softmax_scale, the LSE; the custom op
-under torch.compile against float64 and SDPA, not only against itself. With ATTN_TUNE_REQUIRE_GPU=1
+under torch.compile against float64 and SDPA, not only against itself; flash_attn_varlen_func's
+packed batches against each sequence's float64 reference (empty sequences, GQA, cross-attention). With ATTN_TUNE_REQUIRE_GPU=1
 (a GPU machine) a missing PyTorch or CUDA fails instead of skipping."""
+import itertools
 import os
 import unittest
 
@@ -245,6 +247,101 @@ class Forward(unittest.TestCase):
 
     def test_the_op_is_registered(self):
         self.assertTrue(hasattr(torch.ops.attn_tune, "forward"))
+        self.assertTrue(hasattr(torch.ops.attn_tune, "varlen_forward"))
+
+
+def packed_inputs(h, h_kv, d, q_lens, k_lens, dv=None, qkv_packed=False, seed=4):
+    """q [total_q, H, D], k and v [total_k, kv_heads, D] (v: dv), cu_seqlens_q and cu_seqlens_k;
+    qkv_packed: q, k and v are views of one [total, 3, H, D] tensor (rows 3 x H x D apart)."""
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    total_q, total_k = sum(q_lens), sum(k_lens)
+    if qkv_packed:
+        q, k, v = torch.randn(total_q, 3, h, d, device="cuda", dtype=torch.bfloat16, generator=g).unbind(1)
+    else:
+        q = torch.randn(total_q, h, d, device="cuda", dtype=torch.bfloat16, generator=g)
+        k = torch.randn(total_k, h_kv, d, device="cuda", dtype=torch.bfloat16, generator=g)
+        v = torch.randn(total_k, h_kv, dv or d, device="cuda", dtype=torch.bfloat16, generator=g)
+
+    def offsets(lengths):
+        return torch.tensor([0, *itertools.accumulate(lengths)], dtype=torch.int32, device="cuda")
+
+    return q, k, v, offsets(q_lens), offsets(k_lens)
+
+
+@unittest.skipUnless(HAVE_GPU, "no PyTorch with CUDA")
+class VarlenForward(unittest.TestCase):
+    def check(self, h, h_kv, d, q_lens, k_lens=None, causal=False, dv=None, window=(-1, -1), softcap=0.0,
+              qkv_packed=False):
+        """flash_attn_varlen_func against each sequence's float64 reference under FlashAttention's
+        rule: O [total_q, H, dv] and the LSE [H, total_q]; a sequence without keys gives O = 0 and
+        LSE = -inf; k_lens None: self-attention."""
+        k_lens = q_lens if k_lens is None else k_lens
+        q, k, v, cu_q, cu_k = packed_inputs(h, h_kv, d, q_lens, k_lens, dv, qkv_packed)
+        o, lse, probs = attn_tune.flash_attn_varlen_func(q, k, v, cu_q, cu_k, max(q_lens), max(k_lens), causal=causal,
+                                                         window_size=window, softcap=softcap, return_attn_probs=True)
+        what = f"H{h}/{h_kv} d{d} dv{dv} lengths {q_lens} x {k_lens} causal={causal} window {window} softcap {softcap}"
+        self.assertEqual(tuple(o.shape), (sum(q_lens), h, dv or d), what)
+        self.assertEqual(tuple(lse.shape), (h, sum(q_lens)), what)
+        self.assertIsNone(probs)
+        starts_q, starts_k = cu_q.tolist(), cu_k.tolist()
+        for b, (n_q, n_k) in enumerate(zip(q_lens, k_lens)):
+            rows, keys = slice(starts_q[b], starts_q[b + 1]), slice(starts_k[b], starts_k[b + 1])
+            seq = f"{what}: sequence {b} ({n_q} x {n_k})"
+            if n_q == 0:
+                continue
+            if n_k == 0:
+                self.assertEqual(o[rows].abs().max().item(), 0.0, seq)
+                self.assertTrue(bool(torch.isneginf(lse[:, rows]).all()), seq + ": LSE")
+                continue
+            # Sequence b as a batch of one, [1, H, N, D].
+            qi, ki, vi = (x.transpose(0, 1).unsqueeze(0) for x in (q[rows], k[keys], v[keys]))
+            exact, naive = reference(qi, ki, vi, causal, torch.bfloat16, window=window, softcap=softcap)
+            exact = torch.nan_to_num(exact)
+            allowed = 2 * (torch.nan_to_num(naive.double()) - exact).abs().max().item() + 1e-4
+            got = o[rows].transpose(0, 1).unsqueeze(0).double()
+            self.assertLessEqual((got - exact).abs().max().item(), allowed, seq)
+            want = reference_lse(qi, ki, causal, window=window, softcap=softcap)[0]
+            got_lse = lse[:, rows]
+            finite = torch.isfinite(want)
+            self.assertTrue(bool((torch.isneginf(got_lse) == ~finite).all()), seq + ": -inf rows")
+            if bool(finite.any()):
+                self.assertLessEqual((got_lse[finite].double() - want[finite]).abs().max().item(), 1e-3, seq)
+        again = attn_tune.flash_attn_varlen_func(q, k, v, cu_q, cu_k, max(q_lens), max(k_lens), causal=causal,
+                                                 window_size=window, softcap=softcap)
+        self.assertTrue(torch.equal(again, o), what + ": a second call (the call cache's)")
+
+    def test_ragged_self_attention_causal_and_not(self):
+        self.check(8, 2, 128, [517, 0, 1, 130, 300], causal=True)
+        self.check(4, 4, 64, [400, 17, 0, 255])
+        self.check(4, 4, 64, [100, 33, 250], causal=True, qkv_packed=True)  # q, k, v of one [total, 3, H, D]
+
+    def test_cross_attention_gqa_and_empty_keys(self):
+        self.check(4, 1, 64, [300, 5, 129], [700, 0, 64])
+        self.check(4, 2, 64, [200, 64], [136, 64], causal=True)  # 64 rows of sequence 0 see no key
+
+    def test_a_window_softcap_and_a_value_head_dim(self):
+        self.check(8, 2, 128, [600, 200, 333], causal=True, window=(100, 0), softcap=50.0)
+        self.check(4, 4, 64, [300, 77], window=(40, 20))
+        self.check(4, 2, 192, [300, 1, 150], causal=True, dv=128)
+
+    def test_under_torch_compile_as_eager(self):
+        q, k, v, cu_q, cu_k = packed_inputs(4, 2, 64, [120, 0, 300], [120, 0, 300])
+
+        def block(q, k, v):
+            return attn_tune.flash_attn_varlen_func(q * 2, k, v, cu_q, cu_k, 300, 300, causal=True) + 1
+
+        eager = block(q, k, v)
+        compiled = torch.compile(block, fullgraph=True)(q, k, v)
+        torch.testing.assert_close(compiled, eager, rtol=0, atol=0)
+
+    def test_bad_offsets_are_named(self):
+        q, k, v, cu_q, cu_k = packed_inputs(4, 4, 64, [64, 64], [64, 64])
+        with self.assertRaisesRegex(TypeError, "cu_seqlens_q must be a torch.int32 tensor on the GPU"):
+            attn_tune.flash_attn_varlen_func(q, k, v, cu_q.long(), cu_k, 64, 64)
+        with self.assertRaisesRegex(TypeError, "cu_seqlens_k must be a torch.int32 tensor on the GPU"):
+            attn_tune.flash_attn_varlen_func(q, k, v, cu_q, cu_k.cpu(), 64, 64)
+        with self.assertRaisesRegex(attn_tune.AttnTuneError, "total_q 128 exceeds batch 2 x q_len"):
+            attn_tune.flash_attn_varlen_func(q, k, v, cu_q, cu_k, 32, 64)
 
 
 if __name__ == "__main__":
