@@ -343,13 +343,6 @@ __device__ __forceinline__ void attend_tile(unsigned q_smem, unsigned k_smem, un
   }
 }
 
-/// *at, loaded where it is used (asm volatile: the compiler neither hoists it nor keeps an earlier load's register).
-__device__ __forceinline__ int reload(const int* at) {
-  int v;
-  asm volatile("ld.global.nc.s32 %0, [%1];\n" : "=r"(v) : "l"(at));
-  return v;
-}
-
 template <class C>
 __device__ void fa2_forward(const fwd_params& p) {
   extern __shared__ __align__(128) unsigned char shared_raw[];
@@ -559,23 +552,20 @@ __device__ void fa2_forward(const fwd_params& p) {
   // this split's O in fp32 and its LSE, straight from the registers, to the workspace.
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4, t = lane % 4;
   elem_bits* o_stage = reinterpret_cast<elem_bits*>(shared_raw);  // rows of V_PITCH
-  // VARLEN: the sequence's first row read again here rather than held over the main loop (held, it
-  // cost the D=128 tiles 24 bytes of spills).
-  const long long o_row0 = q_row0;
   // Where row m's O goes: by O's own strides with dv != d, else Q's (read where they are used, as
   // before DV: the dense kernel's code is unchanged).
   auto o_row_of = [&](int m) -> elem_bits* {
     if constexpr (C::OWN_DV)
       return static_cast<elem_bits*>(p.o) + batch * p.o_batch_stride + at.head_of(m) * p.o_head_stride +
-             (o_row0 + at.row_of(m)) * p.o_row_stride;
+             (q_row0 + at.row_of(m)) * p.o_row_stride;
     else
       return static_cast<elem_bits*>(p.o) + batch * p.q_batch_stride + at.head_of(m) * p.q_head_stride +
-             (o_row0 + at.row_of(m)) * p.q_row_stride;
+             (q_row0 + at.row_of(m)) * p.q_row_stride;
   };
   // Row (b, h, i) of the output, [B, H, Nq]; SPLIT: of this split's part of the workspace; VARLEN:
   // [H, total_q].
   auto out_row = [&](int m) {
-    if constexpr (C::VARLEN) return (long long)at.head_of(m) * p.total_q + o_row0 + at.row_of(m);
+    if constexpr (C::VARLEN) return (long long)at.head_of(m) * p.total_q + q_row0 + at.row_of(m);
     else return ((long long)(split * p.batch + batch) * p.heads + at.head_of(m)) * p.q_len + at.row_of(m);
   };
 #pragma unroll

@@ -203,15 +203,6 @@ void check_no_overlap(const char* name, const attn::tensor_strides& t, int64_t b
   }
 }
 
-// A packed batch's strides left at 0: contiguous [total, heads, dim] (BSHD) or [heads, total, dim]
-// (BHSD). make_fwd_params's own would take B x the longest for the rows, a bound, not the total.
-attn::tensor_strides packed_strides(const attn::problem& s, const attn::tensor_strides& given, int64_t heads,
-                                    int64_t rows, int64_t dim) {
-  if (!given.unset()) return given;
-  if (s.layout == attn::layout::bhsd) return {0, rows * dim, dim};
-  return {0, dim, heads * dim};
-}
-
 attn_k::fwd_params to_params(const attn::problem& s, const void* q, const void* k, const void* v, const void* o,
                              const float* lse, const attn_tune_problem& p) {
   attn::forward_tensors t{q, k, v, const_cast<void*>(o), const_cast<float*>(lse)};
@@ -229,11 +220,16 @@ attn_k::fwd_params to_params(const attn::problem& s, const void* q, const void* 
     t.cu_seqlens_k = p.cu_seqlens_k;
     t.total_q = p.total_q;
     t.total_kv = p.total_k;
-    qs = packed_strides(s, qs, s.heads, p.total_q, s.head_dim);
-    kvs = packed_strides(s, kvs, s.kv_heads, p.total_k, s.head_dim);
+    // Strides left at 0: contiguous over the caller's totals (make_fwd_params's own would take
+    // B x the longest for the rows of lengths "given", a bound, not the total).
+    auto strides_of = [&](const attn::tensor_strides& given, bool kv, int64_t dim, int64_t rows) {
+      return given.unset() ? attn::packed_strides(s, kv, dim, rows) : given;
+    };
+    qs = strides_of(qs, false, s.head_dim, p.total_q);
+    kvs = strides_of(kvs, true, s.head_dim, p.total_k);
     if (attn::has_value_dim(s)) {  // with dv = d, V and O take K's and Q's (make_fwd_params checks)
-      vs = packed_strides(s, vs, s.kv_heads, p.total_k, dv);
-      os = packed_strides(s, os, s.heads, p.total_q, dv);
+      vs = strides_of(vs, true, dv, p.total_k);
+      os = strides_of(os, false, dv, p.total_q);
     }
   }
   attn_k::fwd_params params = attn::make_fwd_params(s, t, qs, kvs, p.softmax_scale, vs, os);  // each stride checked

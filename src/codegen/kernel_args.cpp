@@ -13,13 +13,15 @@ tensor_strides contiguous_strides(const problem& s, bool kv) { return contiguous
 tensor_strides contiguous_strides(const problem& s, bool kv, int64_t d) {
   if (kv && s.page_size > 0) return {s.page_size * s.kv_heads * d, d, s.kv_heads * d};
   const int64_t h = kv ? s.kv_heads : s.heads;
-  if (is_varlen(s)) {  // [H, total, D] or [total, H, D]
-    const int64_t n = kv ? kv_rows(s) : q_rows(s);
-    return s.layout == layout::bhsd ? tensor_strides{0, n * d, d} : tensor_strides{0, d, h * d};
-  }
+  if (is_varlen(s)) return packed_strides(s, kv, d, kv ? kv_rows(s) : q_rows(s));
   const int64_t n = kv ? s.kv_len : s.q_len;
   if (s.layout == layout::bhsd) return {h * n * d, n * d, d};
   return {n * h * d, d, h * d};
+}
+
+tensor_strides packed_strides(const problem& s, bool kv, int64_t d, int64_t rows) {
+  const int64_t h = kv ? s.kv_heads : s.heads;  // [H, total, D] or [total, H, D]
+  return s.layout == layout::bhsd ? tensor_strides{0, rows * d, d} : tensor_strides{0, d, h * d};
 }
 
 int64_t split_workspace_floats(const problem& s, int splits) {

@@ -49,6 +49,8 @@ struct tensor_strides {
 tensor_strides contiguous_strides(const problem& s, bool kv);
 /// The same for rows of `dim` elements: V's and O's with dim = value_dim(s).
 tensor_strides contiguous_strides(const problem& s, bool kv, int64_t dim);
+/// A packed batch's with `rows` rows in all (the caller's total when the lengths are "given").
+tensor_strides packed_strides(const problem& s, bool kv, int64_t dim, int64_t rows);
 
 /// Bytes a kernel loads at once (cp.async, TMA): pointers and row strides must keep it aligned.
 constexpr int64_t tensor_alignment = 16;
