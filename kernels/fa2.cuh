@@ -242,11 +242,6 @@ struct packed_row_masks {
   }
 };
 
-/// One block's view of the lengths its mask reads (attention_mask's Lengths).
-struct seq_lengths {
-  int q_len, kv_len;
-};
-
 /// One K/V tile: S = Q K^T, online softmax, O += P V. MASK: the tile is partial (the mask applies).
 template <class C, bool MASK, class Masks>
 __device__ __forceinline__ void attend_tile(unsigned q_smem, unsigned k_smem, unsigned v_smem,

@@ -4,7 +4,8 @@
 // consumer warpgroups of 64 query rows each that never wait on a block-wide barrier: they
 // compute on the tensor cores (wgmma), hand each K/V slot back with one arrival per warpgroup,
 // and store O through shared memory with TMA. A block walks tiles from the scheduler, so one
-// launch can be a persistent grid (one block per SM) or one block per tile.
+// launch can be a persistent grid (one block per SM) or one block per tile; in a packed
+// variable-length batch those tiles are (sequence, query block) pairs.
 //
 //   hopper/config.cuh     the compile-time configuration and the shared-memory layout
 //   hopper/scheduler.cuh  which tile a block works on, in an L2-friendly order
@@ -21,6 +22,9 @@ namespace attn_k {
 
 template <class C>
 __device__ void hopper_forward(const hopper_params& hp) {
+  if constexpr (C::VARLEN) {  // one block per tile: one past its sequence's rows ends at once
+    if (gridDim.x >= hp.tiles && work_at<C>(hp, blockIdx.x).past_end(hp.p)) return;
+  }
   extern __shared__ __align__(128) unsigned char shared_raw[];
   unsigned char* tiles = shared_raw + ((1024u - (smem_addr(shared_raw) & 1023u)) & 1023u);
   const hopper_smem<C> sm{smem_addr(tiles)};
@@ -47,14 +51,19 @@ __device__ void hopper_forward(const hopper_params& hp) {
   wg_setmaxnreg_inc<C::CONSUMER_REGS>();
 
   const fwd_params& p = hp.p;
-  const hopper_mask<C> mask = hopper_mask_of<C>(p);
+  const block_masks<C> masks(p);
   const int warp = threadIdx.x / 32;
   if (C::PINGPONG && wg == C::CONSUMERS - 1) named_arrive(1, 256);  // warpgroup 0 has the first turn
   tile_state<C> st;
   int kv_it = 0, tile_it = 0;
   for (int t = blockIdx.x; t < hp.tiles; t += gridDim.x, ++tile_it) {
-    const tile_coord tc = tile_at<C::CAUSAL>(hp, t);
-    const int m0 = tc.m_block * C::BLOCK_M;
+    const work_tile<C> w = work_at<C>(hp, t);
+    if (C::VARLEN && w.past_end(p)) {  // the producer skips it too
+      --tile_it;
+      continue;
+    }
+    const hopper_mask<C> mask = masks.at(p, w);
+    const int m0 = w.m0();
     // The block's K/V tiles: n of them from tile `first` (0 but for a window).
     const kv_tile_range range = mask.template range<C::BLOCK_M, C::BLOCK_N>(m0);
     const int first = C::WINDOW ? range.first : 0, n = range.end - first;
@@ -75,7 +84,7 @@ __device__ void hopper_forward(const hopper_params& hp) {
     if (C::O_SMEM && n == 0 && threadIdx.x % 128 == 0) mbar_arrive(sm.q_empty(rq.stage));
     mainloop<C>(st, p, sm, q_wg, sm.q_empty(rq.stage), kv_it, first, n, plain, half_last, m0 + warp * 16, mask, wg);
     kv_it += n;
-    store_tile<C>(hp, sm, st, tc, wg, rq.stage);
+    store_tile<C>(hp, sm, st, w.tc, w.seq, wg, rq.stage);
   }
   if (threadIdx.x % 128 == 0) bulk_wait_read();  // the block's shared memory outlives its stores' reads
 }

@@ -3,10 +3,10 @@
 # varlen (every variant of a small space on each form), the planted defects (the sequence boundary
 # crossed among them) and the reference; then the tool's own timing (one rule, one process) of the
 # varlen bar's batch (32 sequences drawn in [128, 8192], H 16, D 128, causal and not) beside the
-# dense problem of the same shape, fa2 both, and hopper's dense. $OUT gets build.log, tests.log,
-# tune-*.csv and a table.
+# dense problem of its longest sequence (4,16,8192,128), hopper's default space both, and with
+# FA2=1 fa2's (SPACE) too. $OUT gets build.log, tests.log, tune-*.csv and a table.
 #   carry: .deps
-#   usage: [TESTS=ctest regex] [SPACE="..."] bash bench/device/varlen.sh
+#   usage: [TESTS=ctest regex] [FA2=1] [SPACE="..."] bash bench/device/varlen.sh
 set -uo pipefail
 source bench/device/peers_setup.sh
 export ATTN_TUNE_REQUIRE_GPU=1
@@ -21,7 +21,10 @@ tune() {  # NAME options...
 }
 for c in "" "--causal"; do
   n=${c:+causal}; n=${n:-full}
-  tune varlen-$n --shape 32,16,8192,128 --seqlens uniform:128:8192 $c --family fa2 --space $space
-  tune dense-fa2-$n --shape 4,16,8192,128 $c --family fa2 --space $space
+  tune varlen-hopper-$n --shape 32,16,8192,128 --seqlens uniform:128:8192 $c
   tune dense-hopper-$n --shape 4,16,8192,128 $c
+  if [ -n "${FA2:-}" ]; then
+    tune varlen-fa2-$n --shape 32,16,8192,128 --seqlens uniform:128:8192 $c --family fa2 --space $space
+    tune dense-fa2-$n --shape 4,16,8192,128 $c --family fa2 --space $space
+  fi
 done

@@ -24,6 +24,12 @@ __device__ __forceinline__ head_inputs inputs_of(const fwd_params& p, int batch,
   return in;
 }
 
+/// One block's view of the lengths its mask reads (attention_mask's Lengths): a sequence of a
+/// packed batch, or a batch entry's own kv_len.
+struct seq_lengths {
+  int q_len, kv_len;
+};
+
 /// The K/V tiles [first, end) that a block of query rows attends to, in tiles of the family's
 /// BLOCK_N keys. Today's masks start at tile 0; a sliding window (or a split-KV block's share)
 /// starts later, so loops run from `first` and compute a tile's keys from its index j.

@@ -106,6 +106,13 @@ __device__ __forceinline__ void bulk_commit() { asm volatile("cp.async.bulk.comm
 /// Waits until this thread's committed stores have read their shared memory (not until they land).
 __device__ __forceinline__ void bulk_wait_read() { asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory"); }
 
+/// 16 bytes from shared memory.
+__device__ __forceinline__ uint4 ld_shared_v4(unsigned addr) {
+  uint4 v;
+  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(addr));
+  return v;
+}
+
 /// Stores four 8x8 16-bit matrices: register i holds this thread's pair of matrix i (row lane / 4,
 /// columns 2 (lane % 4) and + 1), lane l gives the 16-byte address of row l % 8 of matrix l / 8.
 __device__ __forceinline__ void stmatrix_x4(unsigned addr, const unsigned (&r)[4]) {

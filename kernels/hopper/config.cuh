@@ -13,10 +13,13 @@ namespace attn_k {
 /// O_SMEM: O has its own tile (else it is staged in Q's, and the next Q there waits for it).
 /// WINDOW: a sliding window (p.window_left/right): a tile's K/V loop runs over the tiles its rows'
 /// windows reach, those cut by an edge masked. SOFTCAP: each score s becomes
-/// softcap_out tanh(s softcap_in) before the mask and the softmax. A dense instantiation names
-/// neither, so its source and binary are those measured before they existed.
+/// softcap_out tanh(s softcap_in) before the mask and the softmax. VARLEN: a packed
+/// variable-length batch (flash_attn_varlen_func): a tile's batch index is its sequence, whose
+/// rows and lengths come from p.cu_seqlens_q/k (hopper/scheduler.cuh's tile_sequence); tiles past
+/// a sequence's rows are skipped, and one whose rows cross its end stores O by row. A dense
+/// instantiation names none of them, so its source and binary are those measured before they existed.
 template <bool BF16_, int D_, int BLOCK_M_, int BLOCK_N_, int WARPS_, int STAGES_, bool CAUSAL_, int SCHEDULE_,
-          bool O_SMEM_, bool WINDOW_ = false, bool SOFTCAP_ = false>
+          bool O_SMEM_, bool WINDOW_ = false, bool SOFTCAP_ = false, bool VARLEN_ = false>
 struct hopper_config {
   static constexpr bool BF16 = BF16_, CAUSAL = CAUSAL_, O_SMEM = O_SMEM_;
   static constexpr bool WINDOW = WINDOW_, SOFTCAP = SOFTCAP_;
@@ -45,15 +48,28 @@ struct hopper_config {
   static constexpr int O_OFFSET = LAYOUT.o_offset();  ///< when O_SMEM
   static constexpr int KV_OFFSET = LAYOUT.kv_offset(), TILE_BYTES = LAYOUT.tile_bytes();
   static constexpr int SHARED_BYTES = LAYOUT.shared_bytes();
+  static constexpr bool VARLEN = VARLEN_;  // last: a dense kernel's constants keep their places
+};
+
+/// The lengths a tile's mask reads: the problem's (fwd_params), or VARLEN its sequence's.
+template <bool VARLEN>
+struct hopper_lengths {
+  using type = fwd_params;
+};
+template <>
+struct hopper_lengths<true> {
+  using type = seq_lengths;
 };
 
 /// The mask the producer and the consumers agree on: which K/V tiles a tile's rows attend to.
+/// It keeps a pointer to `lengths`, which must outlive it.
 template <class C>
-using hopper_mask = attention_mask<C::CAUSAL, fwd_params, C::WINDOW>;
+using hopper_mask = attention_mask<C::CAUSAL, typename hopper_lengths<C::VARLEN>::type, C::WINDOW>;
 template <class C>
-__device__ __forceinline__ hopper_mask<C> hopper_mask_of(const fwd_params& p) {
-  if constexpr (C::WINDOW) return hopper_mask<C>::of(p, p.window_left, p.window_right);
-  else return hopper_mask<C>::of(p);
+__device__ __forceinline__ hopper_mask<C> hopper_mask_of(const fwd_params& p,
+                                                         const typename hopper_lengths<C::VARLEN>::type& lengths) {
+  if constexpr (C::WINDOW) return hopper_mask<C>::of(lengths, p.window_left, p.window_right);
+  else return hopper_mask<C>::of(lengths);
 }
 
 /// Shared-memory addresses of one block's tiles and barriers. Full barriers complete on the

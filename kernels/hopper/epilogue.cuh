@@ -4,6 +4,8 @@
 // store per swizzle span issued by the warpgroup's first
 // thread; the store runs on while the warpgroup starts its next tile. The LSE goes out directly.
 // Before the tile is written again, the previous store must have read it (bulk_wait_read).
+// VARLEN: a warpgroup whose 64 rows cross its sequence's end stores its rows of O one by one
+// from shared memory (a box would write the next sequence's rows); the LSE is [H, total_q].
 #include "common/hopper_ptx.cuh"
 #include "hopper/config.cuh"
 #include "hopper/mainloop.cuh"
@@ -17,9 +19,24 @@ __device__ __forceinline__ int epilogue_barrier(int wg) {
   return 1 + C::CONSUMERS + wg;
 }
 
+/// `rows` rows of O from row `tile_row` of the O tile at o_smem (swizzled) to global memory from
+/// row `row0` of head `head`, 16 bytes a thread at a time over a warpgroup.
+template <class C>
+__device__ __forceinline__ void store_rows(const fwd_params& p, unsigned o_smem, int tile_row, int rows,
+                                           long long row0, int head) {
+  constexpr int CHUNKS = C::D / 8;  // 16-byte chunks of a row
+  char* o = static_cast<char*>(p.o) + 2 * (row0 * p.o_row_stride + (long long)head * p.o_head_stride);
+  for (int i = threadIdx.x % 128; i < rows * CHUNKS; i += 128) {
+    const int r = i / CHUNKS, c = i % CHUNKS;
+    *reinterpret_cast<uint4*>(o + 2 * (r * p.o_row_stride + c * 8)) =
+        ld_shared_v4(o_smem + tile_offset<C::D>(tile_row + r, c, C::BLOCK_M));
+  }
+}
+
 template <class C>
 __device__ __forceinline__ void store_tile(const hopper_params& hp, const hopper_smem<C>& sm,
-                                           const tile_state<C>& st, const tile_coord& tc, int wg, int q_buf) {
+                                           const tile_state<C>& st, const tile_coord& tc,
+                                           const tile_sequence<C::VARLEN>& seq, int wg, int q_buf) {
   const fwd_params& p = hp.p;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const bool leader = threadIdx.x % 128 == 0;
@@ -35,9 +52,10 @@ __device__ __forceinline__ void store_tile(const hopper_params& hp, const hopper
     const float sum = quad_sum(st.row_sum[h]);
     inv[h] = sum > 0.f ? 1.f / sum : 0.f;
     const int r = warp * 16 + g + h * 8;
-    if (t == 0 && m0 + r < p.q_len) {
+    if (t == 0 && m0 + r < seq.q_len(p)) {
       const float lse = sum > 0.f ? (st.row_max[h] * p.scale_log2 + log2f(sum)) * 0.69314718056f : neg_inf();
-      p.lse[((long long)tc.batch * p.heads + tc.head) * p.q_len + m0 + r] = lse;
+      if constexpr (C::VARLEN) p.lse[(long long)tc.head * p.total_q + seq.q_row0() + m0 + r] = lse;
+      else p.lse[((long long)tc.batch * p.heads + tc.head) * p.q_len + m0 + r] = lse;
     }
   }
   // Matrices 0-3 of a 16-column step: rows 0-7 and 8-15 of the warp's 16, in chunk df, then df + 1.
@@ -52,13 +70,26 @@ __device__ __forceinline__ void store_tile(const hopper_params& hp, const hopper
   }
   fence_proxy_async();  // the copy engine reads what these generic stores wrote
   named_sync(epilogue_barrier<C>(wg), 128);
+  if constexpr (C::VARLEN) {
+    const int row0 = m0 + wg * 64, q_len = seq.q_len(p);
+    if (row0 < q_len && row0 + 64 > q_len) {  // the next sequence's rows follow: O row by row
+      store_rows<C>(p, o_smem, wg * 64, q_len - row0, seq.q_row0() + row0, tc.head);
+      if (!C::O_SMEM) {  // Q's tile is free once every thread has read its rows
+        named_sync(epilogue_barrier<C>(wg), 128);
+        if (leader) mbar_arrive(sm.q_empty(q_buf));
+      }
+      return;  // with O_SMEM the next tile's epilogue syncs before it writes the tile again
+    }
+  }
   if (leader) {
     const int row0 = m0 + wg * 64;
-    if (row0 < p.q_len) {
+    if (row0 < seq.q_len(p)) {
+      // A packed batch is one batch entry whose sequences are rows.
+      const int row = C::VARLEN ? seq.q_row0() + row0 : row0, batch = C::VARLEN ? 0 : tc.batch;
 #pragma unroll
       for (int b = 0; b < C::PIECES; ++b)
         tma_store_4d(&hp.o_map, o_smem + b * C::BLOCK_M * swizzle<C::D>::W + wg * 64 * swizzle<C::D>::W,
-                     b * C::SPAN, row0, tc.head, tc.batch);
+                     b * C::SPAN, row, tc.head, batch);
       bulk_commit();
     }
     if (!C::O_SMEM) {  // O sat in Q's tile: the next Q may come once the store has read it

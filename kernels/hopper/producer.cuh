@@ -26,38 +26,47 @@ __device__ __forceinline__ void produce(const hopper_params& hp, const hopper_sm
   tma_prefetch(&hp.q_map);
   tma_prefetch(&hp.k_map);
   tma_prefetch(&hp.v_map);
-  const hopper_mask<C> mask = hopper_mask_of<C>(p);
+  const block_masks<C> masks(p);
   int kv_it = 0, tile_it = 0;
-  // The j-th K/V tile of the range that starts at tile `first` (0 but for a window).
-  auto load_k = [&](int j, int first, int kv_head, int batch) {
+  // The j-th K/V tile of the range that starts at tile `first` (0 but for a window), from row
+  // k_row0 (a packed batch's sequence; else 0 of its batch entry).
+  auto load_k = [&](int j, int first, int k_row0, int kv_head, int batch) {
     const ring_pos r = ring_at<C::STAGES>(kv_it + j);
     mbar_wait(sm.k_empty(r.stage), r.phase ^ 1u);
     mbar_arrive_expect_tx(sm.k_full(r.stage), C::KV_BYTES);
-    tma_load_tile<C>(sm.k(r.stage), &hp.k_map, sm.k_full(r.stage), C::BLOCK_N, (first + j) * C::BLOCK_N, kv_head,
-                     batch);
+    tma_load_tile<C>(sm.k(r.stage), &hp.k_map, sm.k_full(r.stage), C::BLOCK_N, k_row0 + (first + j) * C::BLOCK_N,
+                     kv_head, batch);
   };
-  auto load_v = [&](int j, int first, int kv_head, int batch) {
+  auto load_v = [&](int j, int first, int k_row0, int kv_head, int batch) {
     const ring_pos r = ring_at<C::STAGES>(kv_it + j);
     mbar_wait(sm.v_empty(r.stage), r.phase ^ 1u);
     mbar_arrive_expect_tx(sm.v_full(r.stage), C::KV_BYTES);
-    tma_load_tile<C>(sm.v(r.stage), &hp.v_map, sm.v_full(r.stage), C::BLOCK_N, (first + j) * C::BLOCK_N, kv_head,
-                     batch);
+    tma_load_tile<C>(sm.v(r.stage), &hp.v_map, sm.v_full(r.stage), C::BLOCK_N, k_row0 + (first + j) * C::BLOCK_N,
+                     kv_head, batch);
   };
   for (int t = blockIdx.x; t < hp.tiles; t += gridDim.x, ++tile_it) {
-    const tile_coord tc = tile_at<C::CAUSAL>(hp, t);
-    const int m0 = tc.m_block * C::BLOCK_M, kv_head = tc.head / p.group;
+    const work_tile<C> w = work_at<C>(hp, t);
+    if (C::VARLEN && w.past_end(p)) {  // no Q slot taken: the consumers skip it too
+      --tile_it;
+      continue;
+    }
+    const tile_coord& tc = w.tc;
+    const hopper_mask<C> mask = masks.at(p, w);
+    const int m0 = w.m0(), kv_head = tc.head / p.group;
+    // A packed batch is one batch entry whose sequences are rows: (row, head, 0) coordinates.
+    const int batch = C::VARLEN ? 0 : tc.batch, k_row0 = w.seq.k_row0();
     const kv_tile_range range = mask.template range<C::BLOCK_M, C::BLOCK_N>(m0);
     const int first = C::WINDOW ? range.first : 0, n = range.end - first;
-    if (n > 0) load_k(0, first, kv_head, tc.batch);
+    if (n > 0) load_k(0, first, k_row0, kv_head, batch);
     const ring_pos rq = ring_at<C::Q_BUFS>(tile_it);
     mbar_wait(sm.q_empty(rq.stage), rq.phase ^ 1u);
     mbar_arrive_expect_tx(sm.q_full(rq.stage), C::Q_BYTES);
-    tma_load_tile<C>(sm.q(rq.stage), &hp.q_map, sm.q_full(rq.stage), C::BLOCK_M, m0, tc.head, tc.batch);
+    tma_load_tile<C>(sm.q(rq.stage), &hp.q_map, sm.q_full(rq.stage), C::BLOCK_M, w.seq.q_row0() + m0, tc.head, batch);
     for (int j = 0; j + 1 < n; ++j) {
-      load_k(j + 1, first, kv_head, tc.batch);
-      load_v(j, first, kv_head, tc.batch);
+      load_k(j + 1, first, k_row0, kv_head, batch);
+      load_v(j, first, k_row0, kv_head, batch);
     }
-    if (n > 0) load_v(n - 1, first, kv_head, tc.batch);
+    if (n > 0) load_v(n - 1, first, k_row0, kv_head, batch);
     kv_it += n;
   }
 }

@@ -68,10 +68,10 @@ std::optional<std::string> problem_refusal(const kernel_family& f, const problem
                          s.causal ? 0 : s.window_right);
     if (has_softcap(s)) return fmt::format("family {} has no softcap (softcap {}): fa2 and hopper have", f.name, s.softcap);
   }
+  if (is_varlen(s) && !f.takes_packed)
+    return fmt::format("family {} does not read a packed variable-length batch (seqlens {}): fa2 and hopper do",
+                       f.name, s.seqlens);
   if (f.takes_decode_fields) return std::nullopt;
-  if (is_varlen(s))
-    return fmt::format("family {} does not read a packed variable-length batch (seqlens {}): fa2 does", f.name,
-                       s.seqlens);
   if (s.page_size > 0)
     return fmt::format("family {} does not read a paged K/V cache (page size {}): fa2 does", f.name, s.page_size);
   if (has_kv_lens(s))

@@ -55,6 +55,8 @@ struct kernel_family {
   int head_dim_multiple = 16;
   /// Takes V and O with their own head dim (dv != d: head_dim_v).
   bool takes_value_dim = false;
+  /// Takes a packed variable-length batch (seqlens, kv_seqlens).
+  bool takes_packed = false;
 };
 
 /// Why the family cannot take the problem at all (a paged cache, per-sequence lengths, a window,

@@ -157,7 +157,8 @@ const kernel_family& fa2_family() {
       true,
       true,
       1,
-      true};
+      true,
+      true};  // a packed batch
   return family;
 }
 

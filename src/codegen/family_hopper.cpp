@@ -54,9 +54,16 @@ int64_t hopper_shared_memory(const tile_config& c, const problem& s) {
 // without the overlap) and not below (D=256 128x64, slack 8; 128x80, slack 4): 36 more there, 4
 // below. So ptxas reported no spills for any of the 1406 configs this keeps of the default spaces
 // at D = 64 .. 256 with softcap, causal or not, with and without a window.
+//
+// A packed batch's consumers hold their sequence's first row and lengths in registers, which the
+// dense kernel reads from its parameters: with the margins above, two computing warpgroups
+// spilled at a slack of 12 or less (D=128 128x176 with the overlap: 8-296 bytes; D=256 128x64 and
+// 128x80: 16-168) and three with two Q tiles at 16 or less (D=128 192x64: 24-80), none otherwise.
+// 16 more for two, 24 for three with two Q tiles: the varlen default spaces then compile without spills.
 int register_margin(const tile_config& c, const problem& s) {
   const int softcap = !has_softcap(s) ? 0 : consumers(c) >= 3 ? 20 : c.block_n >= 176 ? 36 : 4;
-  return (s.causal || has_window(s) ? 24 : 16) + softcap;
+  const int packed = !is_varlen(s) ? 0 : consumers(c) < 3 ? 16 : (c.knob & schedule_two_q) ? 24 : 0;
+  return (s.causal || has_window(s) ? 24 : 16) + softcap + packed;
 }
 
 }  // namespace
@@ -76,15 +83,28 @@ hopper_schedule schedule_for(const problem& s, int block_m, int64_t l2_bytes, in
   return h;
 }
 
+namespace {
+
+/// The tensor map of one of Q, K, V, O: a packed batch's rows are one batch entry of `rows` rows
+/// (its batch stride, 0, stands in as the span of the whole tensor).
+tensor_map_args map_for(const void* base, const problem& s, int64_t rows, int64_t heads, int64_t row_stride,
+                        int64_t head_stride, int64_t batch_stride, int box_rows) {
+  const bool packed = is_varlen(s);
+  const int64_t span = std::max(rows * row_stride, heads * head_stride);
+  return tensor_map_for(base, s.dtype == dtype::bf16, s.head_dim, rows, heads, packed ? 1 : s.batch, row_stride,
+                        head_stride, packed ? span : batch_stride, box_rows);
+}
+
+}  // namespace
+
 std::optional<std::string> tma_stride_problem(const problem& s) {
-  const int64_t d = s.head_dim;
   const tensor_strides q = contiguous_strides(s, false), kv = contiguous_strides(s, true);
-  const bool bf16 = s.dtype == dtype::bf16;
-  if (auto why = tensor_map_problem(tensor_map_for(nullptr, bf16, d, s.q_len, s.heads, s.batch, q.row, q.head,
-                                                   q.batch, 64)))
+  const bool packed = is_varlen(s);
+  if (auto why = tensor_map_problem(
+          map_for(nullptr, s, packed ? q_rows(s) : s.q_len, s.heads, q.row, q.head, q.batch, 64)))
     return "Q/O: " + *why;
-  if (auto why = tensor_map_problem(tensor_map_for(nullptr, bf16, d, s.kv_len, s.kv_heads, s.batch, kv.row,
-                                                   kv.head, kv.batch, 64)))
+  if (auto why = tensor_map_problem(
+          map_for(nullptr, s, packed ? kv_rows(s) : s.kv_len, s.kv_heads, kv.row, kv.head, kv.batch, 64)))
     return "K/V: " + *why;
   return std::nullopt;
 }
@@ -121,9 +141,10 @@ std::optional<std::string> hopper_reject(const tile_config& c, const problem& s,
     // It acts only where some warpgroup's rows see at most half of their last K/V tile: always on
     // a diagonal (causal, or a window's right edge: a warpgroup's 64 rows span half a tile of 128
     // or more keys), else only when N_kv leaves a short last tile.
+    // A packed batch's sequences each have their own last tile.
     const bool diagonal = s.causal || s.window_right >= 0;
     const int64_t tail = s.kv_len % c.block_n;
-    if (!diagonal && (tail == 0 || tail > c.block_n / 2))
+    if (!diagonal && !is_varlen(s) && (tail == 0 || tail > c.block_n / 2))
       return fmt::format("half-width last tile (schedule bit 16) has nothing to act on: not causal, and "
                          "N_kv {} leaves no last tile of at most {} keys",
                          s.kv_len, c.block_n / 2);
@@ -148,9 +169,10 @@ std::optional<std::string> hopper_reject(const tile_config& c, const problem& s,
   return std::nullopt;
 }
 
-// The template's WINDOW and SOFTCAP, as far as one is set: a dense instantiation names neither,
-// so its source and binary stay those measured before they existed.
+// The template's WINDOW, SOFTCAP and VARLEN, as far as one is set: a dense instantiation names
+// none, so its source and binary stay those measured before they existed.
 std::string variant_flags(const problem& s) {
+  if (is_varlen(s)) return fmt::format(", {}, {}, true", has_window(s), has_softcap(s));
   if (has_softcap(s)) return fmt::format(", {}, true", has_window(s));
   return has_window(s) ? ", true" : "";
 }
@@ -179,21 +201,22 @@ void hopper_plan(launch_plan& plan, const tile_config& c, const problem& s, cons
   hp->p = params;
   const attn_k::fwd_params& p = hp->p;
   const device_runtime& rt = runtime_of(gpu);
-  const bool bf16 = s.dtype == dtype::bf16;
   auto encode = [&](attn_k::tensor_map& map, const void* base, int64_t rows, int64_t heads, bool q_side,
                     int box_rows) {
     const tensor_map_args a =
-        q_side ? tensor_map_for(base, bf16, s.head_dim, rows, heads, s.batch, p.q_row_stride, p.q_head_stride,
-                                p.q_batch_stride, box_rows)
-               : tensor_map_for(base, bf16, s.head_dim, rows, heads, s.batch, p.kv_row_stride, p.kv_head_stride,
-                                p.kv_batch_stride, box_rows);
+        q_side ? map_for(base, s, rows, heads, p.q_row_stride, p.q_head_stride, p.q_batch_stride, box_rows)
+               : map_for(base, s, rows, heads, p.kv_row_stride, p.kv_head_stride, p.kv_batch_stride, box_rows);
     if (auto why = tensor_map_problem(a)) throw invalid_input(*why);
     rt.encode_tensor_map(a, &map);
   };
-  encode(hp->q_map, p.q, s.q_len, s.heads, true, c.block_m);
-  encode(hp->k_map, p.k, s.kv_len, s.kv_heads, false, c.block_n);
-  encode(hp->v_map, p.v, s.kv_len, s.kv_heads, false, c.block_n);
-  encode(hp->o_map, p.o, s.q_len, s.heads, true, 64);
+  // A packed batch: every row of the packed tensors (a tile past its sequence reads the next's
+  // rows, masked, or past the last row zeros).
+  const bool packed = is_varlen(s);
+  const int64_t q_reach = packed ? p.total_q : s.q_len, k_reach = packed ? p.total_k : s.kv_len;
+  encode(hp->q_map, p.q, q_reach, s.heads, true, c.block_m);
+  encode(hp->k_map, p.k, k_reach, s.kv_heads, false, c.block_n);
+  encode(hp->v_map, p.v, k_reach, s.kv_heads, false, c.block_n);
+  encode(hp->o_map, p.o, q_reach, s.heads, true, 64);
   const hopper_schedule sched = schedule_for(s, c.block_m, gpu.l2_bytes, gpu.desc.sm_count,
                                              (c.knob & schedule_persistent) != 0);
   hp->m_blocks = sched.m_blocks;
@@ -240,7 +263,10 @@ const kernel_family& hopper_family() {
       true,  // supersedes fa2 and wgmma on sm_90 (every benchmark-table winner is hopper's)
       "",
       false,
-      true};  // a sliding window and softcap
+      true,   // a sliding window and softcap
+      16,
+      false,
+      true};  // a packed batch
   return family;
 }
 

@@ -17,6 +17,7 @@
 #include "core/config.hpp"
 #include "core/problem.hpp"
 #include "family_checks.hpp"
+#include "hopper_compile_checks.hpp"
 #include "invalid_input_message.hpp"
 #include "parsed_options.hpp"
 #include "run/tuner.hpp"
@@ -133,8 +134,17 @@ TEST(VarlenOptions, TheCliTakesSeqlens) {
   EXPECT_NE(message({"--kv-seqlens", "3,5,1"}).find("without seqlens"), std::string::npos);
 }
 
-TEST(VarlenFamilies, OnlyFa2TakesIt) {
-  testing::expect_only_fa2_takes(packed(), "does not read a packed variable-length batch (seqlens 3/0/5): fa2 does");
+TEST(VarlenFamilies, Fa2AndHopperTakeIt) {
+  const problem s = packed();
+  EXPECT_FALSE(problem_refusal(fa2_family(), s));
+  EXPECT_FALSE(problem_refusal(hopper_family(), s));
+  for (const kernel_family* f : {&wgmma_family(), &mfma_family()}) {
+    const auto why = problem_refusal(*f, s);
+    ASSERT_TRUE(why) << f->name;
+    EXPECT_NE(why->find("does not read a packed variable-length batch (seqlens 3/0/5): fa2 and hopper do"),
+              std::string::npos)
+        << *why;
+  }
 }
 
 TEST(VarlenSpace, NoSplitsOrPackedGqa) {
@@ -324,6 +334,54 @@ INSTANTIATE_TEST_SUITE_P(fa2, varlen_compile,
                                            varlen_case{"d192_dv128_sm90a", 192, 128, true, "sm_90a"},
                                            varlen_case{"d40_sm90a", 40, 0, false, "sm_90a"},
                                            varlen_case{"d59_causal_sm80", 59, 0, true, "sm_80"}),
+                         [](const auto& info) { return std::string(info.param.label); });
+
+// hopper's instantiation names VARLEN (its last flag) only for a packed problem, after WINDOW and
+// SOFTCAP: a dense problem's source is the one measured before it existed.
+TEST(VarlenFamilies, HopperNamesVarlenLastAndOnlyWhenPacked) {
+  const tile_config c{128, 128, 12, 2, 7};
+  problem s = packed("300/0/512", 512);
+  s.head_dim = 128, s.causal = true;
+  auto config_args = [&] {
+    const std::string text = hopper_family().instantiation(c, s);
+    const auto at = text.find("hopper_config<");
+    return text.substr(at, text.find(">>", at) - at);
+  };
+  EXPECT_EQ(config_args(), "hopper_config<true, 128, 128, 128, 12, 2, true, 3, true, false, false, true");
+  s.softcap = 50;
+  EXPECT_EQ(config_args(), "hopper_config<true, 128, 128, 128, 12, 2, true, 3, true, false, true, true");
+  s.seqlens.clear();
+  EXPECT_EQ(config_args(), "hopper_config<true, 128, 128, 128, 12, 2, true, 3, true, false, true");
+  s.softcap = 0;
+  EXPECT_EQ(config_args(), "hopper_config<true, 128, 128, 128, 12, 2, true, 3, true");
+}
+
+// Every variant of hopper's default space that its pruner keeps compiles for sm_90a without
+// spills on a packed batch (the sequence's rows and lengths are registers the dense kernel does
+// not hold), causal or not, at D = 64, 128 and 256, with a window and softcap.
+struct hopper_varlen_case {
+  const char* label;
+  int64_t d;
+  bool causal;
+  int64_t window_left;
+  double softcap;
+};
+void PrintTo(const hopper_varlen_case& c, std::ostream* os) { *os << c.label; }
+class hopper_varlen_compile : public ::testing::TestWithParam<hopper_varlen_case> {};
+
+TEST_P(hopper_varlen_compile, every_kept_variant_compiles_without_spills) {
+  const hopper_varlen_case& v = GetParam();
+  problem s = packed("uniform:128:4096", 4096);
+  s.batch = 8, s.head_dim = v.d, s.causal = v.causal, s.window_left = v.window_left, s.softcap = v.softcap;
+  validate(s);
+  testing::expect_hopper_space_compiles_without_spills(s);
+}
+
+INSTANTIATE_TEST_SUITE_P(hopper, hopper_varlen_compile,
+                         ::testing::Values(hopper_varlen_case{"d128", 128, false, -1, 0},
+                                           hopper_varlen_case{"d128_causal", 128, true, -1, 0},
+                                           hopper_varlen_case{"d64_causal_window_softcap", 64, true, 1024, 50},
+                                           hopper_varlen_case{"d256_causal", 256, true, -1, 0}),
                          [](const auto& info) { return std::string(info.param.label); });
 
 }  // namespace

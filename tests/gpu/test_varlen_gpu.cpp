@@ -1,8 +1,10 @@
-// Packed variable-length batches on the fa2 family (issue 23, item 5): every variant of a small
-// space must pass the reference check on fresh random inputs: ragged lengths with empty sequences
-// (no queries, or queries and no keys), causal (bottom-right per sequence), GQA, cross-attention
-// (kv_seqlens), both layouts, fp16, a window with softcap, dv != d and a head dim that is not a
-// multiple of 8.
+// Packed variable-length batches on the fa2 and hopper families (issue 23, item 5): every variant
+// of a small space must pass the reference check on fresh random inputs: ragged lengths with
+// empty sequences (no queries, or queries and no keys), causal (bottom-right per sequence), GQA,
+// cross-attention (kv_seqlens), both layouts, fp16, a window with softcap, dv != d and a head dim
+// that is not a multiple of 8 (fa2's), and sequences shorter than a tile, ending inside one and
+// filling tiles exactly (hopper's boxes cross sequences: O by row, K/V of the next masked).
+#include "codegen/family.hpp"
 #include "verify_all.hpp"
 
 namespace attn::testing {
@@ -24,6 +26,20 @@ TEST_P(varlen_correctness, every_variant_passes) {
                                           bulk ? "loader=0,1" : "loader=0"},
                                          fa2_family().default_space);
   EXPECT_GE(verify_all(s, m_gpu, m_cache, space), 6);
+}
+
+// The hopper family (sm_90) where it takes the case (D a multiple of 16, dv = d): two and three
+// computing warpgroups, tiles of 64, 80 and 128 keys, the overlap, ping-pong, the persistent
+// grid, two Q tiles and the half-width last tile.
+TEST_P(varlen_correctness, every_hopper_variant_passes) {
+  if (m_gpu.backend != backend::cuda || !runs_on(hopper_family(), m_gpu.desc.cc_major, m_gpu.desc.cc_minor))
+    GTEST_SKIP() << "hopper runs on sm_90 (Hopper) only; this is " << m_gpu.desc.arch;
+  const problem& s = GetParam().s;
+  if (auto why = problem_refusal(hopper_family(), s)) GTEST_SKIP() << *why;
+  const search_space space = parse_space(
+      {"block_m=128,192", "block_n=64,80,128", "warps=12,16", "stages=2", "schedule=3,6,7,13,22"},
+      hopper_family().default_space);
+  EXPECT_GE(verify_all(s, m_gpu, m_cache, space, "hopper"), 4);
 }
 
 problem packed(problem s, const char* q, const char* k = "") {
@@ -50,7 +66,14 @@ INSTANTIATE_TEST_SUITE_P(
                       return s;
                     }()},
         varlen_case{"d192_dv128_causal", variant(packed(decode(3, 4, 2, 300, 300, 192, true), "300/1/150"), -1, 0, 128)},
-        varlen_case{"d59_cross", packed(decode(2, 4, 2, 200, 333, 59, false), "200/31", "333/100")}),
+        varlen_case{"d59_cross", packed(decode(2, 4, 2, 200, 333, 59, false), "200/31", "333/100")},
+        // Tiles of 128 and 192 rows, 64 to 128 keys: a sequence of one row, ones ending a row
+        // before and after a tile's end, one of exactly two tiles, at D = 256 and 64.
+        varlen_case{"tile_edges_d256", packed(decode(6, 4, 4, 385, 385, 256, false), "1/127/129/256/385/191")},
+        varlen_case{"tile_edges_causal_gqa_bshd",
+                    packed(decode(5, 8, 2, 450, 450, 64, true, bf, layout::bshd), "193/0/450/64/1")},
+        varlen_case{"cross_window_fp16",
+                    variant(packed(decode(3, 4, 4, 300, 900, 128, true, fp), "300/1/150", "900/200/0"), 128, 0)}),
     [](const auto& info) { return std::string(info.param.label); });
 
 }  // namespace

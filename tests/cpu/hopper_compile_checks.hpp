@@ -1,0 +1,32 @@
+#pragma once
+// What the hopper compile tests of the problem options (a window, softcap, a packed batch) share:
+// every variant of hopper's default space that its pruner keeps compiles for sm_90a without
+// spills (the pruner's register margins are fitted to exactly this).
+#include <gtest/gtest.h>
+
+#include "codegen/compile_pool.hpp"
+#include "codegen/family.hpp"
+#include "core/problem.hpp"
+#include "run/tuner.hpp"
+#include "temp_dir.hpp"
+
+namespace attn::testing {
+
+inline void expect_hopper_space_compiles_without_spills(const problem& s) {
+  const temp_dir dir("attn-tune-hopper-compile");
+  const compile_cache cache(dir.path().string());
+  tune_options t;
+  t.family = "hopper";
+  t.space = hopper_family().default_space;
+  const tune_result r = compile_only(s, "sm_90a", cache, t);
+  int compiled = 0;
+  for (const auto& rec : r.records) {
+    if (rec.status == status::pruned) continue;
+    EXPECT_EQ(rec.status, status::compiled) << name(rec.config) << ": " << rec.message;
+    EXPECT_EQ(rec.spill_bytes, 0) << name(rec.config) << " spills";
+    ++compiled;
+  }
+  EXPECT_GE(compiled, 2) << r.pruning;
+}
+
+}  // namespace attn::testing
