@@ -35,11 +35,19 @@ above --tolerance (default 1e-2 for bf16, 2e-3 for fp16). With softcap (no SDPA 
 reference is float32 math and the tolerance at least FlashAttention's rule: twice the error of the same
 math with P and O rounded to the input's dtype, plus 1e-3.
 
-Shapes: --shapes "B,H[/KV],NQ,NKV,D[c][,fp16][,bshd][,wLEFT:RIGHT][,capC][,dvN];..."  e.g. "8,32/8,1,8192,128;64,32/8,16,4096,128c"
+Shapes: --shapes "B,H[/KV],NQ,NKV,D[c][,fp16][,bshd][,wLEFT:RIGHT][,capC][,dvN][,seqlens:...];..."
+e.g. "8,32/8,1,8192,128;64,32/8,16,4096,128c;32,16,8192,8192,128c,seqlens:uniform:128:8192"
 (c or ,causal: causal, bottom-right aligned when NQ < NKV; wLEFT:RIGHT: a sliding window, FlashAttention's
 window_size, -1 = no limit, the right side the diagonal when causal; capC: softcap C, each peer given
 the same window and cap (SDPA a boolean mask, and no softcap); dvN: V's and O's head dim N (dv != D,
 TFLOPS then 2*B*H*NQ*NKV*(D+dv)); bf16 and bhsd = [B,H,N,D] unless said;
+seqlens:L1/L2/... (B lengths, 0 allowed, not all 0) or seqlens:uniform:LO:HI: a packed
+variable-length batch of B sequences (flash_attn_varlen_func's), self-attention only (NQ = NKV, the
+longest a sequence may be; the tool's --shape N, and max_seqlen_q and _k for everyone), packed as
+[total, H, D] (bshd; bhsd is refused); uniform draws B lengths in [LO, HI] from random.Random(0)
+(uniform_lengths: the same on every run), and every implementation, the tool too, gets those
+lengths, explicit; the label keeps the word (uniform:LO:HI, not its draws), the CSV's seqlens column
+the lengths;
 bench/decode.py's "B,H,HKV,NQ,NKV,D[,causal]" is read too), or --sweep FILE [--rows 0,3-5,NAME]
 (rows counted from 0 in file order, or by their name column; default sweeps/yardstick.csv, all rows).
 
@@ -75,6 +83,7 @@ import datetime
 import math
 import re
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -94,7 +103,7 @@ TOLERANCE = {"bf16": 1e-2, "fp16": 2e-3}
 ELEMENT_BYTES = 2  # bf16 and fp16
 CSV_COLUMNS = ["shape", "name", "B", "H", "KV", "NQ", "NKV", "D", "causal", "dtype", "layout", "impl", "config",
                "status", "ms", "tflops", "gbs", "of_copy", "ratio_to_ours", "sustained_ms", "sustained_ratio_to_ours",
-               "max_err", "reference", "reps", "first_call_s", "tool_ms", "tune_s"]
+               "max_err", "reference", "reps", "first_call_s", "tool_ms", "tune_s", "seqlens"]
 
 
 class BadInput(ValueError):
@@ -118,6 +127,7 @@ class Shape:
     window_right: int = -1
     softcap: float = 0.0
     dv: int = 0  # V's and O's head dim when it is not D (0: D)
+    seqlens: str = ""  # a packed batch's lengths as the word gives them ("128/0/77" or "uniform:128:8192"); "": dense
 
     def value_dim(self):
         return self.dv or self.d
@@ -129,6 +139,15 @@ class Shape:
     def has_window(self):
         return self.window_left >= 0 or self.window_right >= 0
 
+    def lengths(self):
+        """A packed batch's B sequence lengths (explicit, or uniform:LO:HI's draws); [] when dense."""
+        if not self.seqlens:
+            return []
+        if self.seqlens.startswith("uniform:"):
+            lo, hi = (int(x) for x in self.seqlens.split(":")[1:])
+            return uniform_lengths(self.b, lo, hi)
+        return [int(x) for x in self.seqlens.split("/")]
+
     def label(self):
         """The shape in --shapes' grammar: parse_shapes(label) gives it back (without its name)."""
         extra = "".join(f",{x}" for x, default in ((self.dtype, "bf16"), (self.layout, "bhsd")) if x != default)
@@ -138,6 +157,8 @@ class Shape:
             extra += f",cap{self.softcap:g}"
         if self.dv:
             extra += f",dv{self.dv}"
+        if self.seqlens:
+            extra += f",seqlens:{self.seqlens}"
         return f"{self.b},{self.h}/{self.kv},{self.nq},{self.nkv},{self.d}{'c' if self.causal else ''}{extra}"
 
     def tool_args(self):
@@ -146,7 +167,16 @@ class Shape:
                  str(self.nkv), "--dtype", self.dtype, "--layout", self.layout] + (["--causal"] if self.causal else [])
                 + (["--window", "{},{}".format(*self.window())] if self.has_window() else [])
                 + (["--softcap", f"{self.softcap:g}"] if self.softcap else [])
-                + (["--dv", str(self.dv)] if self.dv else []))
+                + (["--dv", str(self.dv)] if self.dv else [])
+                + (["--seqlens", ",".join(str(n) for n in self.lengths())] if self.seqlens else []))
+
+
+def uniform_lengths(b, lo, hi):
+    """uniform:LO:HI's B lengths: LO + floor(u * (HI - LO + 1)) for the first B values u of
+    random.Random(0).random() (a sequence Python keeps the same across versions): the same on every
+    run, and given to everyone (the tool too) as explicit lengths."""
+    rng = random.Random(0)
+    return [lo + int(rng.random() * (hi - lo + 1)) for _ in range(b)]
 
 
 def positive(text, what):
@@ -162,17 +192,44 @@ def positive(text, what):
 def check_shape(s, where):
     if s.h % s.kv:
         raise BadInput(f"{where}: {s.h} query heads are not a multiple of {s.kv} K/V heads")
+    if s.seqlens:
+        check_seqlens(s, f"{where}: seqlens:{s.seqlens}")
     return s
 
 
+def check_seqlens(s, where):
+    """A packed batch's refusals: self-attention only (NQ = NKV), bshd, B lengths in [0, NQ], not all 0."""
+    if s.nq != s.nkv:
+        raise BadInput(f"{where} with NQ {s.nq} != NKV {s.nkv}: a packed batch is self-attention here (each "
+                       "sequence's keys are its queries)")
+    if s.layout != "bshd":
+        raise BadInput(f"{where} with layout {s.layout}: a packed batch is [total, H, D] here (bshd, "
+                       "flash_attn_varlen_func's layout)")
+    if s.seqlens.startswith("uniform:"):
+        lo, hi = (int(x) for x in s.seqlens.split(":")[1:])
+        if lo > hi:
+            raise BadInput(f"{where}: LO {lo} is above HI {hi}")
+        if hi > s.nq:
+            raise BadInput(f"{where}: HI {hi} is above NQ {s.nq}, the longest a sequence may be")
+    lengths = s.lengths()
+    if len(lengths) != s.b:
+        raise BadInput(f"{where} gives {len(lengths)} lengths for B {s.b}")
+    if max(lengths) > s.nq:
+        raise BadInput(f"{where}: length {max(lengths)} is above NQ {s.nq}, the longest a sequence may be")
+    if not any(lengths):
+        raise BadInput(f"{where}: every sequence is empty, nothing to attend")
+
+
+WORD_FORMS = "causal, c, bf16, fp16, bhsd, bshd, wLEFT:RIGHT, capC, dvN, seqlens:L1/L2/... or seqlens:uniform:LO:HI"
 WORDS = {"c": ("causal", True), "causal": ("causal", True), "bf16": ("dtype", "bf16"), "fp16": ("dtype", "fp16"),
          "bhsd": ("layout", "bhsd"), "bshd": ("layout", "bshd")}
 
 
 def variant_word(word):
     """A window word wL:R (w1024:-1: a left side of 1024 keys; with causal the right side is the
-    diagonal), a softcap word capC or V's head dim dvN (dv != D), as (attribute, value) pairs; None
-    for another word."""
+    diagonal), a softcap word capC, V's head dim dvN (dv != D) or a packed batch's lengths
+    (seqlens:L1/L2/... or seqlens:uniform:LO:HI, its numbers normalized), as (attribute, value)
+    pairs; None for another word."""
     m = re.fullmatch(r"w(-1|\d+):(-1|\d+)", word.lower())
     if m:
         return [("window_left", int(m.group(1))), ("window_right", int(m.group(2)))]
@@ -182,15 +239,23 @@ def variant_word(word):
     m = re.fullmatch(r"dv(\d+)", word.lower())
     if m:
         return [("dv", int(m.group(1)))]
+    m = re.fullmatch(r"seqlens:uniform:(\d+):(\d+)", word.lower())
+    if m:
+        return [("seqlens", f"uniform:{int(m.group(1))}:{int(m.group(2))}")]
+    m = re.fullmatch(r"seqlens:(\d+(?:/\d+)*)", word.lower())
+    if m:
+        return [("seqlens", "/".join(str(int(n)) for n in m.group(1).split("/")))]
     return None
 
 
 def parse_shape(item):
     """One shape of --shapes: B,H[/KV],NQ,NKV,D[c] then words (causal, fp16, bshd, a window wL:R, a
-    softcap capC), or decode.py's B,H,HKV,NQ,NKV,D[,causal|,1|,0]."""
+    softcap capC, dvN, a packed batch's seqlens:..., which makes the layout bshd), or decode.py's
+    B,H,HKV,NQ,NKV,D[,causal|,1|,0]."""
     where = f"--shapes '{item}'"
     fields = [f.strip() for f in item.split(",")]
-    first_word = next((i for i, f in enumerate(fields) if f.lower() in WORDS or variant_word(f)), len(fields))
+    first_word = next((i for i, f in enumerate(fields)
+                       if f.lower() in WORDS or variant_word(f) or f.lower().startswith("seqlens")), len(fields))
     values, words = fields[:first_word], fields[first_word:]
     attrs = {}
     if len(values) == 7 and "/" not in values[1] and values[6] in ("0", "1"):  # decode.py's causal flag
@@ -198,7 +263,7 @@ def parse_shape(item):
     if len(values) == 6 and "/" not in values[1]:  # decode.py's B,H,HKV,NQ,NKV,D
         values = [values[0], f"{values[1]}/{values[2]}"] + values[3:]
     if len(values) > 5:
-        raise BadInput(f"{where}: '{values[5]}' is not causal, c, bf16, fp16, bhsd, bshd, wLEFT:RIGHT, capC or dvN")
+        raise BadInput(f"{where}: '{values[5]}' is not {WORD_FORMS}")
     if len(values) < 5:
         raise BadInput(f"{where}: expected B,H[/KV],NQ,NKV,D[c] (e.g. 8,32/8,1,8192,128 or 4,32,4096,4096,128c), "
                        f"got {len(values)} fields before the words")
@@ -210,9 +275,11 @@ def parse_shape(item):
             attrs.update(variant_word(word))
             continue
         if word.lower() not in WORDS:
-            raise BadInput(f"{where}: '{word}' is not causal, c, bf16, fp16, bhsd, bshd, wLEFT:RIGHT, capC or dvN")
+            raise BadInput(f"{where}: '{word}' is not {WORD_FORMS}")
         key, value = WORDS[word.lower()]
         attrs[key] = value
+    if "seqlens" in attrs:
+        attrs.setdefault("layout", "bshd")  # a packed batch is [total, H, D]
     heads, slash, kv = values[1].partition("/")
     b, h, nq, nkv, d = (positive(v, f"{where}: {what}")
                         for v, what in zip([values[0], heads] + values[2:], ("B", "H", "NQ", "NKV", "D")))
@@ -398,7 +465,8 @@ def shape_rows(s, results, copy_gbs, context):
                      "max_err": r.get("max_err", math.nan), "reference": context.get("reference", ""),
                      "reps": r.get("reps", ""), "first_call_s": r.get("first_call_s", math.nan),
                      "tool_ms": context.get("tool_ms", math.nan) if impl == OURS else math.nan,
-                     "tune_s": context.get("tune_s", math.nan) if impl == OURS else math.nan})
+                     "tune_s": context.get("tune_s", math.nan) if impl == OURS else math.nan,
+                     "seqlens": "/".join(str(n) for n in s.lengths())})
     return rows
 
 
@@ -954,7 +1022,8 @@ def parse_args(argv):
     ap.add_argument("--sweep", default="",
                     help="a sweep file (default sweeps/yardstick.csv when --shapes is not given)")
     ap.add_argument("--rows", default="", help="with --sweep: these rows only (from 0, ranges, names): 0,3-5,d64-1k")
-    ap.add_argument("--shapes", default="", help="B,H[/KV],NQ,NKV,D[c][,fp16][,bshd] separated by ';'")
+    ap.add_argument("--shapes", default="", help="B,H[/KV],NQ,NKV,D[c][,fp16][,bshd][,wL:R][,capC][,dvN]"
+                                                 "[,seqlens:L1/L2/...|seqlens:uniform:LO:HI] separated by ';'")
     ap.add_argument("--out", default="", help="a new or empty folder for peers.csv and peers.md (required)")
     ap.add_argument("--reps", type=int, default=0,
                     help="timed calls per measurement (default 0: as many as fit in 200 ms, at least 20)")

@@ -48,7 +48,8 @@ class shapes(unittest.TestCase):
         for text, message in [("8,32/8,1,x,128", "NKV: 'x' is not a positive integer"),
                               ("8,32/8,1,8192,0", "D: '0' is not a positive integer"),
                               ("8,32/7,1,8192,128", "32 query heads are not a multiple of 7 K/V heads"),
-                              ("8,32/8,1,8192,128,fp17", "'fp17' is not causal, c, bf16, fp16, bhsd, bshd, wLEFT:RIGHT, capC or dvN"),
+                              ("8,32/8,1,8192,128,fp17", "'fp17' is not causal, c, bf16, fp16, bhsd, bshd, wLEFT:RIGHT, capC, dvN, "
+                                                         "seqlens:L1/L2/... or seqlens:uniform:LO:HI"),
                               ("8,32/8,1,8192,128,c,bf8", "'bf8' is not causal"),
                               ("8,32,1,8192", "got 4 fields"),
                               (" ; ", "names no shape")]:
@@ -63,7 +64,7 @@ class shapes(unittest.TestCase):
         self.assertEqual(s.window(), (1024, 0))
         self.assertEqual(peers.parse_shape(s.label()), s)
         self.assertEqual(s.tool_args()[-4:], ["--window", "1024,0", "--softcap", "50"])
-        with self.assertRaisesRegex(BadInput, r"'w12' is not causal, c, bf16, fp16, bhsd, bshd, wLEFT:RIGHT, capC or dvN"):
+        with self.assertRaisesRegex(BadInput, r"'w12' is not causal, c, bf16, fp16, bhsd, bshd, wLEFT:RIGHT, capC, dvN, "):
             peers.parse_shape("1,8,64,64,64,c,w12")
 
     def test_a_value_head_dim(self):
@@ -75,6 +76,52 @@ class shapes(unittest.TestCase):
         self.assertEqual(peers.bytes_moved(s), 128 * 4096 * (192 + 128) * 2 * 2 + 4 * 128 * 4096)
         rows = peers.read_sweep(os.path.join(ROOT, "sweeps", "llm-value-dim.csv"))
         self.assertEqual(rows[0], Shape(1, 128, 128, 4096, 4096, 192, True, name="deepseek-v3-mla-prefill-4096", dv=128))
+
+    def test_a_packed_batch(self):
+        s = peers.parse_shape("4,16,512,512,64c,seqlens:100/0/512/007")
+        self.assertEqual(s, Shape(4, 16, 16, 512, 512, 64, True, layout="bshd", seqlens="100/0/512/7"))
+        self.assertEqual(s.label(), "4,16/16,512,512,64c,bshd,seqlens:100/0/512/7")  # bshd: packed [total, H, D]
+        self.assertEqual(s.lengths(), [100, 0, 512, 7])
+        self.assertEqual(s.tool_args(), ["--shape", "4,16,512,64", "--kv-heads", "16", "--kv-len", "512", "--dtype",
+                                         "bf16", "--layout", "bshd", "--causal", "--seqlens", "100,0,512,7"])
+        for text in ["4,16/4,512,512,64,fp16,bshd,w64:-1,cap30,dv32,seqlens:1/2/3/4",
+                     "32,16,8192,8192,128c,SEQLENS:Uniform:128:8192"]:
+            with self.subTest(text=text):
+                s = peers.parse_shape(text)
+                self.assertEqual(peers.parse_shape(s.label()), s)
+        self.assertEqual(Shape(8, 8, 8, 64, 64, 64).lengths(), [])
+
+    def test_uniform_lengths_are_drawn_the_same_every_run(self):
+        s = peers.parse_shape("32,16,8192,8192,128c,seqlens:uniform:128:8192")
+        self.assertEqual(s.label(), "32,16/16,8192,8192,128c,bshd,seqlens:uniform:128:8192")
+        lengths = s.lengths()
+        self.assertEqual(lengths[:6], [6938, 6240, 3519, 2216, 4251, 3393])  # random.Random(0).random()'s
+        self.assertEqual((len(lengths), sum(lengths), min(lengths), max(lengths)), (32, 163220, 940, 8054))
+        self.assertEqual(s.tool_args()[-2:], ["--seqlens", ",".join(map(str, lengths))])  # explicit, as drawn
+        self.assertEqual(peers.uniform_lengths(3, 5, 5), [5, 5, 5])
+        self.assertEqual(peers.uniform_lengths(4, 0, 1), [1, 1, 0, 0])
+        self.assertTrue(all(0 <= n <= 2 for n in peers.uniform_lengths(200, 0, 2)))
+        self.assertEqual(set(peers.uniform_lengths(200, 0, 2)), {0, 1, 2})
+
+    def test_bad_packed_batches_are_named(self):
+        for text, message in [
+                ("4,16,512,512,64,seqlens:1/2/3", r"seqlens:1/2/3 gives 3 lengths for B 4"),
+                ("4,16,512,1024,64,seqlens:1/2/3/4", r"seqlens:1/2/3/4 with NQ 512 != NKV 1024: a packed batch is "
+                                                     "self-attention here"),
+                ("4,16,512,512,64,bhsd,seqlens:1/2/3/4", r"seqlens:1/2/3/4 with layout bhsd: a packed batch is "
+                                                         r"\[total, H, D\] here"),
+                ("4,16,512,512,64,seqlens:0/0/0/0", r"seqlens:0/0/0/0: every sequence is empty"),
+                ("4,16,512,512,64,seqlens:1/2/3/600", r"seqlens:1/2/3/600: length 600 is above NQ 512"),
+                ("4,16,512,512,64,seqlens:uniform:9:3", r"seqlens:uniform:9:3: LO 9 is above HI 3"),
+                ("4,16,512,512,64,seqlens:uniform:1:513", r"seqlens:uniform:1:513: HI 513 is above NQ 512"),
+                ("4,16,512,512,64,seqlens:uniform:0:0", r"seqlens:uniform:0:0: every sequence is empty"),
+                ("4,16,512,512,64,seqlens:uniform:1", r"'seqlens:uniform:1' is not causal, .* or seqlens:uniform:LO:HI"),
+                ("4,16,512,512,64,seqlens:1//2", r"'seqlens:1//2' is not causal"),
+                ("4,16,512,512,64,seqlens:-1/2/3/4", r"'seqlens:-1/2/3/4' is not causal")]:
+            with self.subTest(text=text), self.assertRaisesRegex(BadInput, message):
+                peers.parse_shape(text)
+        with self.assertRaisesRegex(BadInput, r"^--shapes '4,16,512,512,64,seqlens:1/2/3': "):
+            peers.parse_shape("4,16,512,512,64,seqlens:1/2/3")
 
     def test_the_tool_gets_the_whole_problem(self):
         self.assertEqual(Shape(1, 8, 2, 512, 2048, 128, True, "fp16", "bshd").tool_args(),
@@ -211,6 +258,9 @@ class numbers(unittest.TestCase):
         self.assertTrue(math.isnan(cudnn["tool_ms"]))
         self.assertTrue(math.isnan(flex["ms"]) and math.isnan(flex["ratio_to_ours"]))
         self.assertEqual(flex["status"], "not run: RuntimeError: no")
+        self.assertEqual(ours["seqlens"], "")  # a packed batch's lengths, explicit, below
+        packed = peers.parse_shape("4,8,64,64,64,seqlens:uniform:0:64")
+        self.assertEqual(peers.shape_rows(packed, results, 4000.0, {})[0]["seqlens"], "54/49/27/16")
 
 
 class writing(unittest.TestCase):
