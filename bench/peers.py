@@ -52,8 +52,10 @@ bench/decode.py's "B,H,HKV,NQ,NKV,D[,causal]" is read too), or --sweep FILE [--r
 (rows counted from 0 in file order, or by their name column; default sweeps/yardstick.csv, all rows).
 
 Numbers: TFLOPS = 4*B*H*NQ*NKV*D / time, halved when causal (the tool's convention; for a causal
-row with NQ << NKV it halves work that is not masked: compare ratios there, not TFLOPS). GB/s = the
-bytes any implementation must move (Q, K, V read, O written, and ours' float32 LSE) / time, and
+row with NQ << NKV it halves work that is not masked: compare ratios there, not TFLOPS); a packed
+batch's: 4*H*sum(N_i^2)*D, halved when causal, over its sequences' own lengths N_i (with a window
+each sequence's visible pairs). GB/s = the bytes any implementation must move (Q, K, V read, O
+written, and ours' float32 LSE; a packed batch's of its total rows) / time, and
 of_copy = that over the copy bandwidth. ratio_to_ours = its time / ours (above 1: ours is faster).
 The Markdown's "ours / fastest peer" = the fastest peer's time / ours (above 1: ours is faster).
 
@@ -67,7 +69,9 @@ first: the environment and ceilings) and DIR/peers.md (a row per shape), and pri
 DIR must be new or empty: nothing is overwritten. `python3 bench/peers.py --summary DIR...` prints
 a short table of such runs (ours, the fastest peer, the ratio, mismatches), and for each window or
 softcap shape whose dense shape is among them, ours' TFLOPS over the visible pairs against ours there
-(issue 23's "within 10% of the dense kernel").
+(issue 23's "within 10% of the dense kernel"); for a packed batch, against its dense companion: the
+same shape but for B and the layout, not packed (e.g. 4,16,8192,8192,128 beside
+32,16,8192,8192,128,seqlens:uniform:128:8192), when one is among them.
 
 Exit code 0; 1 when ours disagrees with SDPA (MISMATCH) or fails on a shape (FAILED: the other
 shapes still run); 2 for bad input; 3 when stopped (SIGTERM, as `timeout` sends, or Ctrl-C) after
@@ -382,46 +386,64 @@ def select_rows(shapes, spec, path="the sweep file"):
 
 
 # --- the numbers ----------------------------------------------------------------------------------
-def visible_ranges(s):
-    """Each query row's visible keys [first, end) of one sequence under the window (bottom-right aligned)."""
+def sequences(s):
+    """(NQ, NKV, count) of the batch's sequences: B of NQ x NKV, or each of a packed batch's own
+    lengths N_i (self-attention: N_i x N_i)."""
+    if s.seqlens:
+        return [(n, n, 1) for n in s.lengths()]
+    return [(s.nq, s.nkv, s.b)]
+
+
+def visible_ranges(s, nq=None, nkv=None):
+    """Each query row's visible keys [first, end) of one sequence (of the shape's NQ x NKV unless
+    given) under the window (bottom-right aligned)."""
+    nq, nkv = nq if nq is not None else s.nq, nkv if nkv is not None else s.nkv
     left, right = s.window()
-    for i in range(s.nq):
-        diagonal = i + s.nkv - s.nq
+    for i in range(nq):
+        diagonal = i + nkv - nq
         first = max(0, diagonal - left) if left >= 0 else 0
-        end = min(s.nkv, diagonal + right + 1) if right >= 0 else s.nkv
+        end = min(nkv, diagonal + right + 1) if right >= 0 else nkv
         yield first, end
 
 
-def visible_pairs(s):
+def visible_pairs(s, nq=None, nkv=None):
     """The (query, key) pairs of one sequence a window leaves visible."""
-    return sum(max(0, end - first) for first, end in visible_ranges(s))
+    return sum(max(0, end - first) for first, end in visible_ranges(s, nq, nkv))
 
 
 def flops(s):
     """4*B*H*NQ*NKV*D, halved when causal (attn-tune's attention_flops); with a window, 4*B*H*D
-    times the visible pairs, exactly."""
+    times the visible pairs, exactly. A packed batch: the sum over its sequences of the same for
+    N_i x N_i (4*H*sum(N_i^2)*D, halved when causal), as the tool counts it."""
     per_pair = 2 * (s.d + s.value_dim())  # 4 D; 2 D + 2 dv with V's own head dim
-    if s.has_window():
-        return per_pair * s.b * s.h * visible_pairs(s)
-    f = per_pair * s.b * s.h * s.nq * s.nkv
-    return f / 2 if s.causal else f
+    total = 0
+    for nq, nkv, count in sequences(s):
+        if s.has_window():
+            total += per_pair * count * s.h * visible_pairs(s, nq, nkv)
+        else:
+            f = per_pair * count * s.h * nq * nkv
+            total += f / 2 if s.causal else f
+    return total
 
 
-def visible_keys(s):
+def visible_keys(s, nq=None, nkv=None):
     """The keys of one sequence some query sees (all of them without a window): the union of the
     rows' ranges, one run since both edges rise by one a query (attn-tune's visible_keys)."""
     if not s.has_window():
-        return s.nkv
-    seen = [(first, end) for first, end in visible_ranges(s) if end > first]
+        return nkv if nkv is not None else s.nkv
+    seen = [(first, end) for first, end in visible_ranges(s, nq, nkv) if end > first]
     return max(end for _, end in seen) - min(first for first, _ in seen) if seen else 0
 
 
 def bytes_moved(s):
     """What attention must move at the least: Q, K, V read (with a window, the keys some query
-    sees), O written, and the float32 LSE."""
-    q = s.b * s.h * s.nq * (s.d + s.value_dim()) * ELEMENT_BYTES  # Q read, O written
-    kv = s.b * s.kv * visible_keys(s) * (s.d + s.value_dim()) * ELEMENT_BYTES
-    return q + kv + 4 * s.b * s.h * s.nq
+    sees), O written, and the float32 LSE; a packed batch's summed over its sequences (Q, K, V and
+    O of its total rows)."""
+    rows = sum(count * nq for nq, _, count in sequences(s))
+    keys = sum(count * visible_keys(s, nq, nkv) for nq, nkv, count in sequences(s))
+    q = rows * s.h * (s.d + s.value_dim()) * ELEMENT_BYTES  # Q read, O written
+    kv = keys * s.kv * (s.d + s.value_dim()) * ELEMENT_BYTES
+    return q + kv + 4 * rows * s.h
 
 
 def tflops(s, ms):
@@ -605,21 +627,37 @@ def dense_label(label):
     return ",".join(w for w in label.split(",") if not re.fullmatch(r"w-?\d+:-?\d+|cap[0-9.]+", w))
 
 
+def dense_companion(s, labels):
+    """The label among `labels` of a packed batch's dense problem: the same shape but for B and the
+    layout, not packed (4,16,8192,8192,128 for 32,16,8192,8192,128,seqlens:uniform:128:8192); None
+    when there is none."""
+    for label in labels:
+        try:
+            dense = parse_shape(label)
+        except BadInput:
+            continue
+        if not dense.seqlens and dataclasses.replace(dense, b=s.b, layout=s.layout, seqlens=s.seqlens) == s:
+            return label
+    return None
+
+
 def of_dense(ours_ms):
     """Lines for issue 23's speed bar: each window or softcap shape's TFLOPS (visible pairs) over
-    ours on the same shape without them, where the runs given hold both."""
+    ours on the same shape without them, and each packed batch's over ours on its dense companion,
+    where the runs given hold both."""
     lines = []
     for label, ms in ours_ms.items():
         try:
             s = parse_shape(label)
         except BadInput:
             continue
-        dense = dense_label(label)
-        if not (s.has_window() or s.softcap) or dense not in ours_ms:
+        dense = dense_companion(s, ours_ms) if s.seqlens else dense_label(label)
+        if not (s.seqlens or s.has_window() or s.softcap) or dense not in ours_ms:
             continue
         rate = tflops(s, ms) / tflops(parse_shape(dense), ours_ms[dense])
         lines.append(f"  {label:36s} {fmt(rate, 2)} of {dense} ({fmt(ms)} ms against {fmt(ours_ms[dense])})")
-    return ["of dense (ours' TFLOPS over the visible pairs, against ours on the dense shape):", *lines] if lines else []
+    return ["of dense (ours' TFLOPS over the visible pairs, against ours on the dense shape; a packed batch: "
+            "its dense companion):", *lines] if lines else []
 
 
 # --- tuning ---------------------------------------------------------------------------------------

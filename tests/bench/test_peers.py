@@ -2,6 +2,7 @@
 --rows), the numbers (TFLOPS, bytes moved, ratios, the fastest peer), the CSV and Markdown it
 writes, the never-overwrite rule, and its command line's refusals (which come before torch is
 imported); bench/decode.py's translation to it."""
+import dataclasses
 import math
 import os
 import subprocess
@@ -230,6 +231,34 @@ class numbers(unittest.TestCase):
         pairs = 1024 * 1025 // 2 + 1025 * (4096 - 1024)  # the window's visible pairs against N^2/2
         self.assertIn(f" {pairs / (4096 * 4096 / 2) / 0.5:.2f} of", lines[2])
         self.assertEqual(peers.of_dense({"4,32/32,4096,4096,128c": 1.0}), [])
+
+    def test_a_packed_batch_counts_each_sequence(self):
+        s = peers.parse_shape("3,4/2,8,8,16c,seqlens:4/0/8")
+        self.assertEqual(peers.flops(s), 4 * 16 * 4 * (4 * 4 + 0 + 8 * 8) / 2)  # the tool's: N_i^2 halved
+        self.assertEqual(peers.flops(dataclasses.replace(s, causal=False)), 4 * 16 * 4 * 80)
+        rows = 4 + 0 + 8  # Q and O of 4 heads, K and V of 2, the LSE: of the total rows
+        self.assertEqual(peers.bytes_moved(s), rows * 4 * 16 * 2 * 2 + rows * 2 * 16 * 2 * 2 + 4 * rows * 4)
+        w = peers.parse_shape("3,4/2,8,8,16c,w2:-1,seqlens:4/0/8")  # row i sees keys i-2..i of its sequence
+        self.assertEqual(peers.flops(w), 4 * 16 * 4 * ((1 + 2 + 3 + 3) + (1 + 2 + 3 * 6)))
+        self.assertEqual(peers.bytes_moved(w), peers.bytes_moved(s))  # every key is seen by some query
+        for text in ["2,4,64,64,32c,seqlens:64/64", "2,4/2,64,64,32,w8:8,seqlens:64/64"]:  # equal lengths: dense
+            with self.subTest(text=text):
+                packed = peers.parse_shape(text)
+                dense = dataclasses.replace(packed, seqlens="", layout="bhsd")
+                self.assertEqual(peers.flops(packed), peers.flops(dense))
+                self.assertEqual(peers.bytes_moved(packed), peers.bytes_moved(dense))
+
+    def test_of_dense_sets_a_packed_batch_beside_its_dense_companion(self):
+        packed = "32,16/16,8192,8192,128,bshd,seqlens:uniform:128:8192"
+        ms = {"4,16/16,8192,8192,128": 1.0, "4,16/16,8192,8192,128c": 0.6, packed: 2.0,
+              "32,16/16,8192,8192,64,bshd,seqlens:uniform:128:8192": 1.0}  # no companion: left out
+        self.assertEqual(peers.dense_companion(peers.parse_shape(packed), ms), "4,16/16,8192,8192,128")
+        causal = packed.replace("128,bshd", "128c,bshd")  # causal must match
+        self.assertIsNone(peers.dense_companion(peers.parse_shape(causal), [causal, "4,16/16,8192,8192,128"]))
+        lines = peers.of_dense(ms)
+        self.assertEqual(len(lines), 2)
+        rate = sum(n * n for n in peers.parse_shape(packed).lengths()) / (4 * 8192 * 8192) / 2.0
+        self.assertIn(f"{packed} {rate:.2f} of 4,16/16,8192,8192,128 (2.0000 ms against 1.0000)", " ".join(lines[1].split()))
 
     def test_ratios_and_the_fastest_peer(self):
         self.assertAlmostEqual(peers.ratio(2.0, 1.0), 2.0)
