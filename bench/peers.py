@@ -18,6 +18,21 @@ process, each implementation runs the same Q, K, V:
   triton           a FlashAttention-2-style Triton kernel autotuned over 36 configs
                    (--with-triton; its first call, the autotune, is first_call_s)
 
+A packed variable-length batch (a seqlens shape): Q [total,H,D], K [total,KV,D], V [total,KV,dv]
+and cu_seqlens int32 [B+1] on the GPU, the same for everyone; max_seqlen_q = max_seqlen_k = NQ
+(the tool's N, which the tuned table's row is keyed on):
+  attn-tune        attn_tune.flash_attn_varlen_func(q, k, v, cu, cu, NQ, NQ, causal=, window_size=,
+                   softcap=, table=); attn-tune-capi: the C API's packed problem, made once
+  flash-attn, flash-attn-3
+                   their flash_attn_varlen_func, when importable
+  flex             FlexAttention on [1,H,total,D] views with a document mask: a mask_mod that lets
+                   row i see row j when both are of one sequence and, within it, causal (i >= j)
+                   and the window allow (document_visible), softcap as a score_mod; its BlockMask
+                   over total x total is made once (create_block_mask, _compile=True) outside the
+                   timed call, as a user would cache it; the same max-autotune compile
+  sdpa-*           not run: SDPA has no packed entry (a loop over the sequences would time the
+                   loop), said in the table; triton is left out
+
 The rule, the same for everyone (triton.testing.do_bench's, written out in time_ms below): one call
 first (compiles, autotunes; its wall time is first_call_s), 5 calls to estimate the time, warm-up
 calls for 25 ms, then --reps timed calls (default: as many as fit in 200 ms, at least 20), each
@@ -33,7 +48,8 @@ Correctness: once per shape each output is compared with SDPA's (the first backe
 cuDNN, efficient, math that takes the shape): max abs error, and MISMATCH in status when it is
 above --tolerance (default 1e-2 for bf16, 2e-3 for fp16). With softcap (no SDPA backend caps) the
 reference is float32 math and the tolerance at least FlashAttention's rule: twice the error of the same
-math with P and O rounded to the input's dtype, plus 1e-3.
+math with P and O rounded to the input's dtype, plus 1e-3. A packed batch's reference is float32
+math of each sequence alone (the same causal, window and softcap), by that rule too.
 
 Shapes: --shapes "B,H[/KV],NQ,NKV,D[c][,fp16][,bshd][,wLEFT:RIGHT][,capC][,dvN][,seqlens:...];..."
 e.g. "8,32/8,1,8192,128;64,32/8,16,4096,128c;32,16,8192,8192,128c,seqlens:uniform:128:8192"
@@ -84,6 +100,7 @@ import contextlib
 import csv
 import dataclasses
 import datetime
+import inspect
 import math
 import re
 import os
@@ -142,6 +159,10 @@ class Shape:
 
     def has_window(self):
         return self.window_left >= 0 or self.window_right >= 0
+
+    def mask_sides(self):
+        """(left, right) of pair_visible: the window, else causal's right side 0, -1 = no limit."""
+        return self.window() if self.has_window() else (-1, 0 if self.causal else -1)
 
     def lengths(self):
         """A packed batch's B sequence lengths (explicit, or uniform:LO:HI's draws); [] when dense."""
@@ -444,6 +465,29 @@ def bytes_moved(s):
     q = rows * s.h * (s.d + s.value_dim()) * ELEMENT_BYTES  # Q read, O written
     kv = keys * s.kv * (s.d + s.value_dim()) * ELEMENT_BYTES
     return q + kv + 4 * rows * s.h
+
+
+def pair_visible(i, j, left, right):
+    """Whether query i sees key j, i counted on the keys' scale (i + NKV - NQ: bottom-right) under
+    mask_sides' (left, right), -1 = no limit on that side: ints or tensors alike (& and comparisons),
+    so FlexAttention's mask_mods, the SDPA mask and the tests share it."""
+    keep = j >= 0
+    if left >= 0:
+        keep = keep & (j >= i - left)
+    if right >= 0:
+        keep = keep & (j <= i + right)
+    return keep
+
+
+def document_visible(seq_i, seq_j, i, j, left, right):
+    """A packed batch's document mask: row i (of sequence seq_i) sees row j (of seq_j) when both are
+    in one sequence and pair_visible holds (self-attention: packed rows differ as the sequence's do)."""
+    return (seq_i == seq_j) & pair_visible(i, j, left, right)
+
+
+def sequence_of_rows(lengths):
+    """The sequence of each packed row: [0] * L1 + [1] * L2 + ... (FlexAttention's document ids)."""
+    return [b for b, n in enumerate(lengths) for _ in range(n)]
 
 
 def tflops(s, ms):
@@ -766,17 +810,26 @@ def ceilings(reps):
 
 
 def make_inputs(s, seed):
-    """Q [B,H,NQ,D], K [B,KV,NKV,D] and V [B,KV,NKV,dv] in index order, in the shape's memory layout."""
+    """Q [B,H,NQ,D], K [B,KV,NKV,D] and V [B,KV,NKV,dv] in index order, in the shape's memory layout;
+    a packed batch's Q [total,H,D], K [total,KV,D], V [total,KV,dv] and cu_seqlens int32 [B+1]."""
     import torch
 
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[s.dtype]
     g = torch.Generator(device="cuda").manual_seed(seed)
 
     def one(heads, n, d):
+        if s.seqlens:
+            return torch.randn(sum(s.lengths()), heads, d, device="cuda", dtype=dtype, generator=g)
         if s.layout == "bshd":
             return torch.randn(s.b, n, heads, d, device="cuda", dtype=dtype, generator=g).transpose(1, 2)
         return torch.randn(s.b, heads, n, d, device="cuda", dtype=dtype, generator=g)
-    return one(s.h, s.nq, s.d), one(s.kv, s.nkv, s.d), one(s.kv, s.nkv, s.value_dim())
+    qkv = one(s.h, s.nq, s.d), one(s.kv, s.nkv, s.d), one(s.kv, s.nkv, s.value_dim())
+    if not s.seqlens:
+        return qkv
+    offsets = [0]
+    for n in s.lengths():
+        offsets.append(offsets[-1] + n)
+    return (*qkv, torch.tensor(offsets, dtype=torch.int32, device="cuda"))
 
 
 def sdpa_impl(s, q, k, v, backend):
@@ -784,6 +837,8 @@ def sdpa_impl(s, q, k, v, backend):
     from torch.nn.attention import sdpa_kernel
 
     kwargs = {"enable_gqa": True} if s.kv != s.h else {}
+    if s.seqlens:
+        raise RuntimeError("SDPA has no packed variable-length entry")
     if s.softcap:
         raise RuntimeError("SDPA has no softcap")
     if s.has_window():
@@ -796,44 +851,67 @@ def sdpa_impl(s, q, k, v, backend):
     return (lambda: F.scaled_dot_product_attention(q, k, v, **kwargs)), (lambda: sdpa_kernel(backend))
 
 
-def visible_mask(s):
-    """The window's (and causal) visible (i, j) as a bool [NQ, NKV] on the GPU (True: attended)."""
+def visible_mask(s, nq=None, nkv=None):
+    """The window's (and causal) visible (i, j) of one sequence (the shape's NQ x NKV unless given)
+    as a bool [NQ, NKV] on the GPU (True: attended)."""
     import torch
 
-    left, right = s.window()
-    i = torch.arange(s.nq, device="cuda")[:, None] + s.nkv - s.nq
-    j = torch.arange(s.nkv, device="cuda")[None, :]
-    keep = torch.ones(s.nq, s.nkv, dtype=torch.bool, device="cuda")
-    if left >= 0:
-        keep &= j >= i - left
-    if right >= 0:
-        keep &= j <= i + right
-    elif s.causal:
-        keep &= j <= i
-    return keep
+    nq, nkv = nq if nq is not None else s.nq, nkv if nkv is not None else s.nkv
+    i = torch.arange(nq, device="cuda")[:, None] + nkv - nq
+    j = torch.arange(nkv, device="cuda")[None, :]
+    return pair_visible(i, j, *s.mask_sides()).expand(nq, nkv)
+
+
+def float32_reference(s, pieces):
+    """Float32 math a head at a time over (q [H,N,D], k [KV,NKV,D], v [KV,NKV,dv], out [H,N,dv]
+    float32, keep: bool [N,NKV] or None), filling each out; returns the largest error of the same
+    math with P and O rounded to q's dtype (as every kernel rounds them), FlashAttention's yardstick
+    for the tolerance."""
+    import torch
+
+    lowp_err = 0.0
+    group = s.h // s.kv
+    for q, k, v, out, keep in pieces:
+        for h in range(s.h):
+            sc = (q[h].float() @ k[h // group].float().T) * s.d ** -0.5
+            if s.softcap:
+                sc = s.softcap * torch.tanh(sc / s.softcap)
+            if keep is not None:
+                sc = sc.masked_fill(~keep, float("-inf"))
+            p = torch.nan_to_num(torch.softmax(sc, dim=-1))
+            out[h] = p @ v[h // group].float()
+            lowp = (p.to(q.dtype) @ v[h // group]).float()
+            lowp_err = max(lowp_err, (lowp - out[h]).abs().max().item())
+    return lowp_err
 
 
 def capped_reference(s, q, k, v):
     """Softcap's reference (no SDPA backend caps), one (batch, head) at a time: the output in float32
-    math, kept in float32, and the largest error of the same math with P and O rounded to q's dtype
-    (as every kernel rounds them), FlashAttention's yardstick for the tolerance."""
+    math, kept in float32, and float32_reference's error of the same math in q's dtype."""
     import torch
 
     out = torch.empty(q.shape[:3] + (v.shape[3],), dtype=torch.float32, device=q.device)
-    lowp_err = 0.0
-    group = s.h // s.kv
     keep = visible_mask(s) if (s.has_window() or s.causal) else None
-    for b in range(s.b):
-        for h in range(s.h):
-            sc = (q[b, h].float() @ k[b, h // group].float().T) * s.d ** -0.5
-            sc = s.softcap * torch.tanh(sc / s.softcap)
-            if keep is not None:
-                sc = sc.masked_fill(~keep, float("-inf"))
-            p = torch.nan_to_num(torch.softmax(sc, dim=-1))
-            out[b, h] = p @ v[b, h // group].float()
-            lowp = (p.to(q.dtype) @ v[b, h // group]).float()
-            lowp_err = max(lowp_err, (lowp - out[b, h]).abs().max().item())
-    return out, lowp_err
+    return out, float32_reference(s, ((q[b], k[b], v[b], out[b], keep) for b in range(s.b)))
+
+
+def packed_reference(s, q, k, v):
+    """A packed batch's reference: each sequence attended alone in float32 math (float32_reference,
+    the same causal, window and softcap), O [total, H, dv] in float32, and the error of the same
+    math in q's dtype."""
+    import torch
+
+    out = torch.empty(q.shape[:2] + (v.shape[2],), dtype=torch.float32, device=q.device)
+
+    def each_sequence():  # its [rows, H, D] as [H, rows, D] views
+        start = 0
+        for n in s.lengths():
+            rows = slice(start, start + n)
+            if n:
+                keep = visible_mask(s, n, n) if (s.has_window() or s.causal) else None
+                yield (*(t[rows].transpose(0, 1) for t in (q, k, v, out)), keep)
+            start += n
+    return out, float32_reference(s, each_sequence())
 
 
 def sdpa_backends():
@@ -843,10 +921,14 @@ def sdpa_backends():
 
 
 def reference(s, q, k, v):
-    """The reference output, its name and, for float32 math (softcap), the error of the same math in
-    the input precision (None for SDPA's output): SDPA's flash, cuDNN, efficient, then math."""
+    """The reference output, its name and, for float32 math (softcap, a packed batch), the error of
+    the same math in the input precision (None for SDPA's output): SDPA's flash, cuDNN, efficient,
+    then math."""
     from torch.nn.attention import SDPBackend
 
+    if s.seqlens:
+        out, lowp_err = packed_reference(s, q, k, v)
+        return out, "float32-math-per-sequence", lowp_err
     if s.softcap:
         out, lowp_err = capped_reference(s, q, k, v)
         return out, "float32-math", lowp_err
@@ -867,29 +949,41 @@ def first_line(e):
     return f"{type(e).__name__}: {text[0][:160]}" if text else type(e).__name__
 
 
-def flash_attn_functions():
-    """{impl: flash_attn_func} of the FlashAttention packages importable here."""
+def flash_attn_modules():
+    """{impl: module} of the FlashAttention packages importable here (with flash_attn_func)."""
     found = {}
-    for impl, module in (("flash-attn", "flash_attn"), ("flash-attn-3", "flash_attn_interface")):
+    for impl, name in (("flash-attn", "flash_attn"), ("flash-attn-3", "flash_attn_interface")):
         try:
-            found[impl] = __import__(module, fromlist=["flash_attn_func"]).flash_attn_func
+            module = __import__(name, fromlist=["flash_attn_func"])
         except Exception:  # not installed, or built for another torch: not a peer here
-            pass
+            continue
+        if hasattr(module, "flash_attn_func"):
+            found[impl] = module
     return found
 
 
-def flash_attn_impl(func, q, k, v, s):
-    # [B,N,H,D] views (strides, no copies); GQA, the bottom-right causal mask, the window and
-    # softcap are its own.
-    qt, kt, vt = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
+def flash_attn_impl(module, q, k, v, s, cu=None):
+    """Its flash_attn_func on [B,N,H,D] views (strides, no copies), or with cu (a packed batch) its
+    flash_attn_varlen_func on [total,H,D] as they are; GQA, the bottom-right causal mask, the window
+    and softcap are its own. RuntimeError when the module has no varlen function."""
     extra = {}
     if s.has_window():
         extra["window_size"] = s.window()
     if s.softcap:
         extra["softcap"] = s.softcap
+    if cu is not None:
+        func = getattr(module, "flash_attn_varlen_func", None)
+        if func is None:
+            raise RuntimeError(f"{module.__name__} has no flash_attn_varlen_func")
+
+        def run_packed():
+            out = func(q, k, v, cu, cu, s.nq, s.nkv, causal=s.causal, **extra)
+            return out[0] if isinstance(out, tuple) else out
+        return run_packed
+    qt, kt, vt = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
 
     def run():
-        out = func(qt, kt, vt, causal=s.causal, **extra)
+        out = module.flash_attn_func(qt, kt, vt, causal=s.causal, **extra)
         return (out[0] if isinstance(out, tuple) else out).transpose(1, 2)
     return run
 
@@ -907,18 +1001,18 @@ def flex_impl(s, q, k, v):
             setattr(torch._dynamo.config, knob, value)
     mask = None
     shift = s.nkv - s.nq
-    left, right = s.window()
-    if s.has_window():  # the same window as ours, as a mask_mod (block-sparse: tiles outside are skipped)
-        def visible(b, h, i, j):
-            keep = j >= 0
-            if left >= 0:
-                keep = keep & (j >= i + shift - left)
-            if right >= 0:
-                keep = keep & (j <= i + shift + right)
-            return keep
-        mask = create_block_mask(visible, None, None, s.nq, s.nkv, device="cuda")
-    elif s.causal:
-        mask = create_block_mask(lambda b, h, i, j: i + shift >= j, None, None, s.nq, s.nkv, device="cuda")
+    left, right = s.mask_sides()
+    if s.seqlens:  # a document mask over the packed rows, [1, H, total, D] views of [total, H, D]
+        seq = torch.tensor(sequence_of_rows(s.lengths()), device="cuda")
+        total = len(seq)
+        # _compile: the mask is made tile by tile, never total x total (its gathers would not fit)
+        compiled = {"_compile": True} if "_compile" in inspect.signature(create_block_mask).parameters else {}
+        mask = create_block_mask(lambda b, h, i, j: document_visible(seq[i], seq[j], i, j, left, right), None, None,
+                                 total, total, device="cuda", **compiled)
+        q, k, v = (t.transpose(0, 1).unsqueeze(0) for t in (q, k, v))
+    elif s.has_window() or s.causal:  # the same window as ours, a mask_mod (block-sparse: tiles outside skipped)
+        mask = create_block_mask(lambda b, h, i, j: pair_visible(i + shift, j, left, right), None, None, s.nq, s.nkv,
+                                 device="cuda")
     score_mod = None
     if s.softcap:  # FlexAttention's score is already scaled: C tanh(s / C), as ours
         cap = s.softcap
@@ -927,20 +1021,42 @@ def flex_impl(s, q, k, v):
             return cap * torch.tanh(score / cap)
     flex = torch.compile(flex_attention, mode="max-autotune-no-cudagraphs", dynamic=False)
     gqa = s.kv != s.h
+    if s.seqlens:  # O [1, H, total, dv] as [total, H, dv] (a view)
+        return lambda: flex(q, k, v, score_mod=score_mod, block_mask=mask, enable_gqa=gqa)[0].transpose(0, 1)
     return lambda: flex(q, k, v, score_mod=score_mod, block_mask=mask, enable_gqa=gqa)
 
 
-def capi_impl(s, q, k, v, table):
+def ours_impl(s, q, k, v, table, cu=None):
+    """Ours through the Python package: attn_tune.forward, or with cu (a packed batch)
+    attn_tune.flash_attn_varlen_func with max_seqlen_q and _k NQ (the tool's N)."""
+    import attn_tune
+
+    variant = {"window_size": s.window(), "softcap": s.softcap}
+    if cu is not None:
+        return lambda: attn_tune.flash_attn_varlen_func(q, k, v, cu, cu, s.nq, s.nkv, causal=s.causal, table=table,
+                                                        **variant)
+    return lambda: attn_tune.forward(q, k, v, causal=s.causal, table=table, **variant)
+
+
+def capi_impl(s, q, k, v, table, cu=None):
     import torch
 
     import attn_tune
-    from attn_tune.tensors import describe, make_problem, out_layout
+    from attn_tune.tensors import cache_info, describe, make_problem, make_varlen_problem, out_layout, packed_out_layout
 
     qi, ki, vi = describe(q, "q"), describe(k, "k"), describe(v, "v")
-    problem = make_problem(qi, ki, vi, s.causal, variant=(*s.window(), s.softcap))
-    shape, stride = out_layout(tuple(q.shape), tuple(q.stride()), v.shape[3])  # O has V's head dim
+    variant = (*s.window(), s.softcap)
+    if cu is None:
+        problem = make_problem(qi, ki, vi, s.causal, variant=variant)
+        shape, stride = out_layout(tuple(q.shape), tuple(q.stride()), v.shape[3])  # O has V's head dim
+        lse_shape = (s.b, s.h, s.nq)
+    else:  # a packed batch: O [total, H, dv], the LSE [H, total]
+        cui = cache_info(cu, "cu_seqlens")
+        problem = make_varlen_problem(qi, ki, vi, cui, cui, s.nq, s.nkv, s.causal, variant=variant)
+        shape, stride = packed_out_layout(tuple(q.shape), tuple(q.stride()), v.shape[2])
+        lse_shape = (s.h, q.shape[0])
     o = torch.empty_strided(shape, stride, dtype=q.dtype, device=q.device)
-    lse = torch.empty((s.b, s.h, s.nq), dtype=torch.float32, device=q.device)
+    lse = torch.empty(lse_shape, dtype=torch.float32, device=q.device)
     ctx = attn_tune.context(qi.device, table)
     stream = torch.cuda.current_stream().cuda_stream
 
@@ -968,36 +1084,36 @@ def measure_one(fn, ctx, reference_out, tolerance, reps, sustained_s):
     return {"ms": ms, "reps": n, "sustained_ms": sus, "max_err": err, "status": status, "first_call_s": first}
 
 
-def run_shape(s, args, table, flash_funcs, seed):
+def run_shape(s, args, table, flash_modules, seed):
     """{impl: result} for one shape and the shape's context (reference, tool's time)."""
     import torch
     import torch.nn.functional  # noqa: F401
 
-    import attn_tune
-
-    q, k, v = make_inputs(s, seed)
+    q, k, v, *cu = make_inputs(s, seed)  # cu: [cu_seqlens] of a packed batch
     ref, ref_name, lowp_err = reference(s, q, k, v)
     tolerance = args.tolerance if args.tolerance is not None else TOLERANCE[s.dtype]
     if lowp_err is not None:  # against float32 math: FlashAttention's rule, 2x the low-precision math's error
         tolerance = max(tolerance, 2 * lowp_err + 1e-3)
-    impls = {OURS: (lambda: attn_tune.forward(q, k, v, causal=s.causal, table=table, window_size=s.window(),
-                                              softcap=s.softcap), None)}
-    capi, choice = capi_impl(s, q, k, v, table)
+    impls = {OURS: (ours_impl(s, q, k, v, table, *cu), None)}
+    capi, choice = capi_impl(s, q, k, v, table, *cu)
     impls[OURS_CAPI] = (capi, None)
     results = {}
     for name, backend in sdpa_backends().items():
         try:
             impls[name] = sdpa_impl(s, q, k, v, backend)
-        except RuntimeError as e:  # SDPA has no softcap: said in the table, the others still run
+        except RuntimeError as e:  # SDPA has no softcap, no packed batch: said in the table, the others still run
             results[name] = {"status": f"not run: {first_line(e)}"}
-    for name, func in flash_funcs.items():
-        impls[name] = (flash_attn_impl(func, q, k, v, s), None)
+    for name, module in flash_modules.items():
+        try:
+            impls[name] = (flash_attn_impl(module, q, k, v, s, *cu), None)
+        except RuntimeError as e:  # no varlen function
+            results[name] = {"status": f"not run: {first_line(e)}"}
     if not args.no_flex:
         try:
             impls["flex"] = (flex_impl(s, q, k, v), None)
         except Exception as e:  # noqa: BLE001 (a peer that cannot be set up is said, not fatal)
             results["flex"] = {"status": f"not run: {first_line(e)}"}
-    if args.with_triton and not (s.has_window() or s.softcap):
+    if args.with_triton and not (s.has_window() or s.softcap or s.seqlens):
         import attention_triton
         impls["triton"] = (lambda: attention_triton.attention(q, k, v, s.causal), None)
     config = f"{choice['family']} {choice['config']}"
@@ -1016,7 +1132,7 @@ def run_shape(s, args, table, flash_funcs, seed):
         print(f"  {name:15s} {fmt(results[name].get('ms'))} ms  {results[name]['status']}", flush=True)
     if choice["source"] != "tuned":
         results[OURS]["status"] += f"; the table has no entry for this shape: the library ran its {choice['source']}"
-    del q, k, v, ref
+    del q, k, v, cu, ref
     torch.cuda.empty_cache()
     return results, ref_name
 
@@ -1139,7 +1255,7 @@ def main(argv=None):
     env = environment(args, copy, matmul)
     print(f"{heading(env)}; {env['versions']}; copy {env['copy_gbs']} GB/s, bf16 matmul {env['matmul_tflops']} "
           f"TFLOPS", flush=True)
-    flash_funcs = flash_attn_functions()
+    flash_modules = flash_attn_modules()
     work = tempfile.mkdtemp(prefix="attn-tune-peers-")
     sink = CsvOut(os.path.join(out, "peers.csv"), env)
     rows, references, status = [], set(), 0
@@ -1156,7 +1272,7 @@ def main(argv=None):
                                                                          os.path.join(work, f"shape{i}.log"))
                     print(f"  tuned: {config} {context['tool_ms']:.4f} ms (the tool's own median) in "
                           f"{context['tune_s']:.1f} s", flush=True)
-                results, context["reference"] = run_shape(s, args, table, flash_funcs, args.seed + i)
+                results, context["reference"] = run_shape(s, args, table, flash_modules, args.seed + i)
                 if not args.table and results[OURS]["config"] != config:  # the library read the CSV otherwise
                     results[OURS]["status"] += (f"; the library ran {results[OURS]['config']}, the tool's rank 1 "
                                                 f"is {config}")

@@ -258,7 +258,34 @@ class numbers(unittest.TestCase):
         lines = peers.of_dense(ms)
         self.assertEqual(len(lines), 2)
         rate = sum(n * n for n in peers.parse_shape(packed).lengths()) / (4 * 8192 * 8192) / 2.0
-        self.assertIn(f"{packed} {rate:.2f} of 4,16/16,8192,8192,128 (2.0000 ms against 1.0000)", " ".join(lines[1].split()))
+        self.assertIn(f"{packed} {rate:.2f} of 4,16/16,8192,8192,128 (2.0000 ms against 1.0000)",
+                      " ".join(lines[1].split()))
+
+    def test_the_masks_pair_visible(self):
+        def pattern(s):  # the rows of keys each query sees, bottom-right
+            return [[j for j in range(s.nkv) if peers.pair_visible(i + s.nkv - s.nq, j, *s.mask_sides())]
+                    for i in range(s.nq)]
+        self.assertEqual(pattern(Shape(1, 1, 1, 2, 4, 64, True)), [[0, 1, 2], [0, 1, 2, 3]])
+        self.assertEqual(pattern(Shape(1, 1, 1, 2, 4, 64)), [[0, 1, 2, 3]] * 2)
+        self.assertEqual(pattern(Shape(1, 1, 1, 3, 3, 64, True, window_left=1)), [[0], [0, 1], [1, 2]])
+        self.assertEqual(pattern(Shape(1, 1, 1, 3, 3, 64, window_left=0, window_right=1)), [[0, 1], [1, 2], [2]])
+        s = Shape(1, 1, 1, 4, 6, 64, window_left=1, window_right=1)  # as visible_pairs counts it
+        self.assertEqual(sum(map(len, pattern(s))), peers.visible_pairs(s))
+
+    def test_the_document_mask_of_a_packed_batch(self):
+        def pattern(text):  # FlexAttention's mask_mod over the packed rows, in plain ints
+            s = peers.parse_shape(text)
+            seq = peers.sequence_of_rows(s.lengths())
+            return [[j for j in range(len(seq)) if peers.document_visible(seq[i], seq[j], i, j, *s.mask_sides())]
+                    for i in range(len(seq))]
+        self.assertEqual(peers.sequence_of_rows([2, 0, 3]), [0, 0, 2, 2, 2])
+        self.assertEqual(pattern("3,1,3,3,64c,seqlens:2/0/3"), [[0], [0, 1], [2], [2, 3], [2, 3, 4]])
+        self.assertEqual(pattern("3,1,3,3,64,seqlens:2/0/3"), [[0, 1], [0, 1], [2, 3, 4], [2, 3, 4], [2, 3, 4]])
+        self.assertEqual(pattern("2,1,3,3,64c,w1:-1,seqlens:2/3"), [[0], [0, 1], [2], [2, 3], [3, 4]])
+        self.assertEqual(pattern("2,1,3,3,64,w0:1,seqlens:2/3"), [[0, 1], [1], [2, 3], [3, 4], [4]])
+        # each sequence's block is the dense mask of its length, and its pairs are what flops counts
+        s = peers.parse_shape("3,1,9,9,16c,w3:-1,seqlens:9/4/7")
+        self.assertEqual(sum(map(len, pattern(s.label()))), peers.flops(s) / (4 * 16))
 
     def test_ratios_and_the_fastest_peer(self):
         self.assertAlmostEqual(peers.ratio(2.0, 1.0), 2.0)
@@ -380,6 +407,7 @@ class command_line(unittest.TestCase):
         cases = [(["--shapes", "1,8,64,64,64"], "--out DIR is required"),
                  (["--out", d, "--tool", tool, "--shapes", "1,8,64,64,64"], f"--out '{d}' is not empty"),
                  (["--out", d + "/n", "--tool", tool, "--shapes", "8,32/3,1,64,64"], "not a multiple of 3 K/V heads"),
+                 (["--out", d + "/n", "--tool", tool, "--shapes", "4,8,64,64,64,seqlens:1/2"], "gives 2 lengths for B 4"),
                  (["--out", d + "/n", "--tool", "/no/attn-tune", "--shapes", "1,8,64,64,64"], "--tool '/no/attn-tune'"),
                  (["--out", d + "/n", "--table", "/no/table.json", "--shapes", "1,8,64,64,64"],
                   "--table '/no/table.json': no such file"),
