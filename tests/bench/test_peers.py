@@ -1,7 +1,8 @@
-"""bench/peers.py's parts that need no GPU and no PyTorch: the shapes (--shapes, sweep files,
---rows), the numbers (TFLOPS, bytes moved, ratios, the fastest peer), the CSV and Markdown it
-writes, the never-overwrite rule, and its command line's refusals (which come before torch is
-imported); bench/decode.py's translation to it."""
+"""bench/peers.py's parts that need no GPU and no PyTorch: the shapes (--shapes, a packed batch's
+seqlens word and its draw, sweep files, --rows), the numbers (TFLOPS, bytes moved, per sequence
+too, ratios, the fastest peer), the masks' predicates (FlexAttention's mask_mods in plain ints),
+the CSV and Markdown it writes, the never-overwrite rule, and its command line's refusals (which
+come before torch is imported); bench/decode.py's translation to it."""
 import dataclasses
 import math
 import os
@@ -393,7 +394,8 @@ class command_line(unittest.TestCase):
         p = run("--help")
         self.assertEqual(p.returncode, 0, p.stderr)
         for words in ("triton.testing.do_bench", "L2 cleared", "--sustained", "ratio_to_ours", "B,H[/KV],NQ,NKV,D",
-                      "bench/device/peers.sh", "nothing is overwritten"):
+                      "bench/device/peers.sh", "nothing is overwritten", "seqlens:uniform:LO:HI", "random.Random(0)",
+                      "document mask", "SDPA has no packed"):
             self.assertIn(words, p.stdout)
 
     def test_refusals_name_the_value_and_come_before_torch(self):
