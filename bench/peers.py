@@ -18,6 +18,21 @@ process, each implementation runs the same Q, K, V:
   triton           a FlashAttention-2-style Triton kernel autotuned over 36 configs
                    (--with-triton; its first call, the autotune, is first_call_s)
 
+A packed variable-length batch (a seqlens shape): Q [total,H,D], K [total,KV,D], V [total,KV,dv]
+and cu_seqlens int32 [B+1] on the GPU, the same for everyone; max_seqlen_q = max_seqlen_k = NQ
+(the tool's N, which the tuned table's row is keyed on):
+  attn-tune        attn_tune.flash_attn_varlen_func(q, k, v, cu, cu, NQ, NQ, causal=, window_size=,
+                   softcap=, table=); attn-tune-capi: the C API's packed problem, made once
+  flash-attn, flash-attn-3
+                   their flash_attn_varlen_func, when importable
+  flex             FlexAttention on [1,H,total,D] views with a document mask: a mask_mod that lets
+                   row i see row j when both are of one sequence and, within it, causal (i >= j)
+                   and the window allow (document_visible), softcap as a score_mod; its BlockMask
+                   over total x total is made once (create_block_mask, _compile=True) outside the
+                   timed call, as a user would cache it; the same max-autotune compile
+  sdpa-*           not run: SDPA has no packed entry (a loop over the sequences would time the
+                   loop), said in the table; triton is left out
+
 The rule, the same for everyone (triton.testing.do_bench's, written out in time_ms below): one call
 first (compiles, autotunes; its wall time is first_call_s), 5 calls to estimate the time, warm-up
 calls for 25 ms, then --reps timed calls (default: as many as fit in 200 ms, at least 20), each
@@ -33,19 +48,30 @@ Correctness: once per shape each output is compared with SDPA's (the first backe
 cuDNN, efficient, math that takes the shape): max abs error, and MISMATCH in status when it is
 above --tolerance (default 1e-2 for bf16, 2e-3 for fp16). With softcap (no SDPA backend caps) the
 reference is float32 math and the tolerance at least FlashAttention's rule: twice the error of the same
-math with P and O rounded to the input's dtype, plus 1e-3.
+math with P and O rounded to the input's dtype, plus 1e-3. A packed batch's reference is float32
+math of each sequence alone (the same causal, window and softcap), by that rule too.
 
-Shapes: --shapes "B,H[/KV],NQ,NKV,D[c][,fp16][,bshd][,wLEFT:RIGHT][,capC][,dvN];..."  e.g. "8,32/8,1,8192,128;64,32/8,16,4096,128c"
+Shapes: --shapes "B,H[/KV],NQ,NKV,D[c][,fp16][,bshd][,wLEFT:RIGHT][,capC][,dvN][,seqlens:...];..."
+e.g. "8,32/8,1,8192,128;64,32/8,16,4096,128c;32,16,8192,8192,128c,seqlens:uniform:128:8192"
 (c or ,causal: causal, bottom-right aligned when NQ < NKV; wLEFT:RIGHT: a sliding window, FlashAttention's
 window_size, -1 = no limit, the right side the diagonal when causal; capC: softcap C, each peer given
 the same window and cap (SDPA a boolean mask, and no softcap); dvN: V's and O's head dim N (dv != D,
 TFLOPS then 2*B*H*NQ*NKV*(D+dv)); bf16 and bhsd = [B,H,N,D] unless said;
+seqlens:L1/L2/... (B lengths, 0 allowed, not all 0) or seqlens:uniform:LO:HI: a packed
+variable-length batch of B sequences (flash_attn_varlen_func's), self-attention only (NQ = NKV, the
+longest a sequence may be; the tool's --shape N, and max_seqlen_q and _k for everyone), packed as
+[total, H, D] (bshd; bhsd is refused); uniform draws B lengths in [LO, HI] from random.Random(0)
+(uniform_lengths: the same on every run), and every implementation, the tool too, gets those
+lengths, explicit; the label keeps the word (uniform:LO:HI, not its draws), the CSV's seqlens column
+the lengths;
 bench/decode.py's "B,H,HKV,NQ,NKV,D[,causal]" is read too), or --sweep FILE [--rows 0,3-5,NAME]
 (rows counted from 0 in file order, or by their name column; default sweeps/yardstick.csv, all rows).
 
 Numbers: TFLOPS = 4*B*H*NQ*NKV*D / time, halved when causal (the tool's convention; for a causal
-row with NQ << NKV it halves work that is not masked: compare ratios there, not TFLOPS). GB/s = the
-bytes any implementation must move (Q, K, V read, O written, and ours' float32 LSE) / time, and
+row with NQ << NKV it halves work that is not masked: compare ratios there, not TFLOPS); a packed
+batch's: 4*H*sum(N_i^2)*D, halved when causal, over its sequences' own lengths N_i (with a window
+each sequence's visible pairs). GB/s = the bytes any implementation must move (Q, K, V read, O
+written, and ours' float32 LSE; a packed batch's of its total rows) / time, and
 of_copy = that over the copy bandwidth. ratio_to_ours = its time / ours (above 1: ours is faster).
 The Markdown's "ours / fastest peer" = the fastest peer's time / ours (above 1: ours is faster).
 
@@ -59,7 +85,9 @@ first: the environment and ceilings) and DIR/peers.md (a row per shape), and pri
 DIR must be new or empty: nothing is overwritten. `python3 bench/peers.py --summary DIR...` prints
 a short table of such runs (ours, the fastest peer, the ratio, mismatches), and for each window or
 softcap shape whose dense shape is among them, ours' TFLOPS over the visible pairs against ours there
-(issue 23's "within 10% of the dense kernel").
+(issue 23's "within 10% of the dense kernel"); for a packed batch, against its dense companion: the
+same shape but for B and the layout, not packed (e.g. 4,16,8192,8192,128 beside
+32,16,8192,8192,128,seqlens:uniform:128:8192), when one is among them.
 
 Exit code 0; 1 when ours disagrees with SDPA (MISMATCH) or fails on a shape (FAILED: the other
 shapes still run); 2 for bad input; 3 when stopped (SIGTERM, as `timeout` sends, or Ctrl-C) after
@@ -72,9 +100,11 @@ import contextlib
 import csv
 import dataclasses
 import datetime
+import inspect
 import math
 import re
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -94,7 +124,7 @@ TOLERANCE = {"bf16": 1e-2, "fp16": 2e-3}
 ELEMENT_BYTES = 2  # bf16 and fp16
 CSV_COLUMNS = ["shape", "name", "B", "H", "KV", "NQ", "NKV", "D", "causal", "dtype", "layout", "impl", "config",
                "status", "ms", "tflops", "gbs", "of_copy", "ratio_to_ours", "sustained_ms", "sustained_ratio_to_ours",
-               "max_err", "reference", "reps", "first_call_s", "tool_ms", "tune_s"]
+               "max_err", "reference", "reps", "first_call_s", "tool_ms", "tune_s", "seqlens"]
 
 
 class BadInput(ValueError):
@@ -118,6 +148,7 @@ class Shape:
     window_right: int = -1
     softcap: float = 0.0
     dv: int = 0  # V's and O's head dim when it is not D (0: D)
+    seqlens: str = ""  # a packed batch's lengths as the word gives them ("128/0/77" or "uniform:128:8192"); "": dense
 
     def value_dim(self):
         return self.dv or self.d
@@ -129,6 +160,19 @@ class Shape:
     def has_window(self):
         return self.window_left >= 0 or self.window_right >= 0
 
+    def mask_sides(self):
+        """(left, right) of pair_visible: the window, else causal's right side 0, -1 = no limit."""
+        return self.window() if self.has_window() else (-1, 0 if self.causal else -1)
+
+    def lengths(self):
+        """A packed batch's B sequence lengths (explicit, or uniform:LO:HI's draws); [] when dense."""
+        if not self.seqlens:
+            return []
+        if self.seqlens.startswith("uniform:"):
+            lo, hi = (int(x) for x in self.seqlens.split(":")[1:])
+            return uniform_lengths(self.b, lo, hi)
+        return [int(x) for x in self.seqlens.split("/")]
+
     def label(self):
         """The shape in --shapes' grammar: parse_shapes(label) gives it back (without its name)."""
         extra = "".join(f",{x}" for x, default in ((self.dtype, "bf16"), (self.layout, "bhsd")) if x != default)
@@ -138,6 +182,8 @@ class Shape:
             extra += f",cap{self.softcap:g}"
         if self.dv:
             extra += f",dv{self.dv}"
+        if self.seqlens:
+            extra += f",seqlens:{self.seqlens}"
         return f"{self.b},{self.h}/{self.kv},{self.nq},{self.nkv},{self.d}{'c' if self.causal else ''}{extra}"
 
     def tool_args(self):
@@ -146,7 +192,16 @@ class Shape:
                  str(self.nkv), "--dtype", self.dtype, "--layout", self.layout] + (["--causal"] if self.causal else [])
                 + (["--window", "{},{}".format(*self.window())] if self.has_window() else [])
                 + (["--softcap", f"{self.softcap:g}"] if self.softcap else [])
-                + (["--dv", str(self.dv)] if self.dv else []))
+                + (["--dv", str(self.dv)] if self.dv else [])
+                + (["--seqlens", ",".join(str(n) for n in self.lengths())] if self.seqlens else []))
+
+
+def uniform_lengths(b, lo, hi):
+    """uniform:LO:HI's B lengths: LO + floor(u * (HI - LO + 1)) for the first B values u of
+    random.Random(0).random() (a sequence Python keeps the same across versions): the same on every
+    run, and given to everyone (the tool too) as explicit lengths."""
+    rng = random.Random(0)
+    return [lo + int(rng.random() * (hi - lo + 1)) for _ in range(b)]
 
 
 def positive(text, what):
@@ -162,17 +217,44 @@ def positive(text, what):
 def check_shape(s, where):
     if s.h % s.kv:
         raise BadInput(f"{where}: {s.h} query heads are not a multiple of {s.kv} K/V heads")
+    if s.seqlens:
+        check_seqlens(s, f"{where}: seqlens:{s.seqlens}")
     return s
 
 
+def check_seqlens(s, where):
+    """A packed batch's refusals: self-attention only (NQ = NKV), bshd, B lengths in [0, NQ], not all 0."""
+    if s.nq != s.nkv:
+        raise BadInput(f"{where} with NQ {s.nq} != NKV {s.nkv}: a packed batch is self-attention here (each "
+                       "sequence's keys are its queries)")
+    if s.layout != "bshd":
+        raise BadInput(f"{where} with layout {s.layout}: a packed batch is [total, H, D] here (bshd, "
+                       "flash_attn_varlen_func's layout)")
+    if s.seqlens.startswith("uniform:"):
+        lo, hi = (int(x) for x in s.seqlens.split(":")[1:])
+        if lo > hi:
+            raise BadInput(f"{where}: LO {lo} is above HI {hi}")
+        if hi > s.nq:
+            raise BadInput(f"{where}: HI {hi} is above NQ {s.nq}, the longest a sequence may be")
+    lengths = s.lengths()
+    if len(lengths) != s.b:
+        raise BadInput(f"{where} gives {len(lengths)} lengths for B {s.b}")
+    if max(lengths) > s.nq:
+        raise BadInput(f"{where}: length {max(lengths)} is above NQ {s.nq}, the longest a sequence may be")
+    if not any(lengths):
+        raise BadInput(f"{where}: every sequence is empty, nothing to attend")
+
+
+WORD_FORMS = "causal, c, bf16, fp16, bhsd, bshd, wLEFT:RIGHT, capC, dvN, seqlens:L1/L2/... or seqlens:uniform:LO:HI"
 WORDS = {"c": ("causal", True), "causal": ("causal", True), "bf16": ("dtype", "bf16"), "fp16": ("dtype", "fp16"),
          "bhsd": ("layout", "bhsd"), "bshd": ("layout", "bshd")}
 
 
 def variant_word(word):
     """A window word wL:R (w1024:-1: a left side of 1024 keys; with causal the right side is the
-    diagonal), a softcap word capC or V's head dim dvN (dv != D), as (attribute, value) pairs; None
-    for another word."""
+    diagonal), a softcap word capC, V's head dim dvN (dv != D) or a packed batch's lengths
+    (seqlens:L1/L2/... or seqlens:uniform:LO:HI, its numbers normalized), as (attribute, value)
+    pairs; None for another word."""
     m = re.fullmatch(r"w(-1|\d+):(-1|\d+)", word.lower())
     if m:
         return [("window_left", int(m.group(1))), ("window_right", int(m.group(2)))]
@@ -182,15 +264,23 @@ def variant_word(word):
     m = re.fullmatch(r"dv(\d+)", word.lower())
     if m:
         return [("dv", int(m.group(1)))]
+    m = re.fullmatch(r"seqlens:uniform:(\d+):(\d+)", word.lower())
+    if m:
+        return [("seqlens", f"uniform:{int(m.group(1))}:{int(m.group(2))}")]
+    m = re.fullmatch(r"seqlens:(\d+(?:/\d+)*)", word.lower())
+    if m:
+        return [("seqlens", "/".join(str(int(n)) for n in m.group(1).split("/")))]
     return None
 
 
 def parse_shape(item):
     """One shape of --shapes: B,H[/KV],NQ,NKV,D[c] then words (causal, fp16, bshd, a window wL:R, a
-    softcap capC), or decode.py's B,H,HKV,NQ,NKV,D[,causal|,1|,0]."""
+    softcap capC, dvN, a packed batch's seqlens:..., which makes the layout bshd), or decode.py's
+    B,H,HKV,NQ,NKV,D[,causal|,1|,0]."""
     where = f"--shapes '{item}'"
     fields = [f.strip() for f in item.split(",")]
-    first_word = next((i for i, f in enumerate(fields) if f.lower() in WORDS or variant_word(f)), len(fields))
+    first_word = next((i for i, f in enumerate(fields)
+                       if f.lower() in WORDS or variant_word(f) or f.lower().startswith("seqlens")), len(fields))
     values, words = fields[:first_word], fields[first_word:]
     attrs = {}
     if len(values) == 7 and "/" not in values[1] and values[6] in ("0", "1"):  # decode.py's causal flag
@@ -198,7 +288,7 @@ def parse_shape(item):
     if len(values) == 6 and "/" not in values[1]:  # decode.py's B,H,HKV,NQ,NKV,D
         values = [values[0], f"{values[1]}/{values[2]}"] + values[3:]
     if len(values) > 5:
-        raise BadInput(f"{where}: '{values[5]}' is not causal, c, bf16, fp16, bhsd, bshd, wLEFT:RIGHT, capC or dvN")
+        raise BadInput(f"{where}: '{values[5]}' is not {WORD_FORMS}")
     if len(values) < 5:
         raise BadInput(f"{where}: expected B,H[/KV],NQ,NKV,D[c] (e.g. 8,32/8,1,8192,128 or 4,32,4096,4096,128c), "
                        f"got {len(values)} fields before the words")
@@ -210,9 +300,11 @@ def parse_shape(item):
             attrs.update(variant_word(word))
             continue
         if word.lower() not in WORDS:
-            raise BadInput(f"{where}: '{word}' is not causal, c, bf16, fp16, bhsd, bshd, wLEFT:RIGHT, capC or dvN")
+            raise BadInput(f"{where}: '{word}' is not {WORD_FORMS}")
         key, value = WORDS[word.lower()]
         attrs[key] = value
+    if "seqlens" in attrs:
+        attrs.setdefault("layout", "bshd")  # a packed batch is [total, H, D]
     heads, slash, kv = values[1].partition("/")
     b, h, nq, nkv, d = (positive(v, f"{where}: {what}")
                         for v, what in zip([values[0], heads] + values[2:], ("B", "H", "NQ", "NKV", "D")))
@@ -315,46 +407,87 @@ def select_rows(shapes, spec, path="the sweep file"):
 
 
 # --- the numbers ----------------------------------------------------------------------------------
-def visible_ranges(s):
-    """Each query row's visible keys [first, end) of one sequence under the window (bottom-right aligned)."""
+def sequences(s):
+    """(NQ, NKV, count) of the batch's sequences: B of NQ x NKV, or each of a packed batch's own
+    lengths N_i (self-attention: N_i x N_i)."""
+    if s.seqlens:
+        return [(n, n, 1) for n in s.lengths()]
+    return [(s.nq, s.nkv, s.b)]
+
+
+def visible_ranges(s, nq=None, nkv=None):
+    """Each query row's visible keys [first, end) of one sequence (of the shape's NQ x NKV unless
+    given) under the window (bottom-right aligned)."""
+    nq, nkv = nq if nq is not None else s.nq, nkv if nkv is not None else s.nkv
     left, right = s.window()
-    for i in range(s.nq):
-        diagonal = i + s.nkv - s.nq
+    for i in range(nq):
+        diagonal = i + nkv - nq
         first = max(0, diagonal - left) if left >= 0 else 0
-        end = min(s.nkv, diagonal + right + 1) if right >= 0 else s.nkv
+        end = min(nkv, diagonal + right + 1) if right >= 0 else nkv
         yield first, end
 
 
-def visible_pairs(s):
+def visible_pairs(s, nq=None, nkv=None):
     """The (query, key) pairs of one sequence a window leaves visible."""
-    return sum(max(0, end - first) for first, end in visible_ranges(s))
+    return sum(max(0, end - first) for first, end in visible_ranges(s, nq, nkv))
 
 
 def flops(s):
     """4*B*H*NQ*NKV*D, halved when causal (attn-tune's attention_flops); with a window, 4*B*H*D
-    times the visible pairs, exactly."""
+    times the visible pairs, exactly. A packed batch: the sum over its sequences of the same for
+    N_i x N_i (4*H*sum(N_i^2)*D, halved when causal), as the tool counts it."""
     per_pair = 2 * (s.d + s.value_dim())  # 4 D; 2 D + 2 dv with V's own head dim
-    if s.has_window():
-        return per_pair * s.b * s.h * visible_pairs(s)
-    f = per_pair * s.b * s.h * s.nq * s.nkv
-    return f / 2 if s.causal else f
+    total = 0
+    for nq, nkv, count in sequences(s):
+        if s.has_window():
+            total += per_pair * count * s.h * visible_pairs(s, nq, nkv)
+        else:
+            f = per_pair * count * s.h * nq * nkv
+            total += f / 2 if s.causal else f
+    return total
 
 
-def visible_keys(s):
+def visible_keys(s, nq=None, nkv=None):
     """The keys of one sequence some query sees (all of them without a window): the union of the
     rows' ranges, one run since both edges rise by one a query (attn-tune's visible_keys)."""
     if not s.has_window():
-        return s.nkv
-    seen = [(first, end) for first, end in visible_ranges(s) if end > first]
+        return nkv if nkv is not None else s.nkv
+    seen = [(first, end) for first, end in visible_ranges(s, nq, nkv) if end > first]
     return max(end for _, end in seen) - min(first for first, _ in seen) if seen else 0
 
 
 def bytes_moved(s):
     """What attention must move at the least: Q, K, V read (with a window, the keys some query
-    sees), O written, and the float32 LSE."""
-    q = s.b * s.h * s.nq * (s.d + s.value_dim()) * ELEMENT_BYTES  # Q read, O written
-    kv = s.b * s.kv * visible_keys(s) * (s.d + s.value_dim()) * ELEMENT_BYTES
-    return q + kv + 4 * s.b * s.h * s.nq
+    sees), O written, and the float32 LSE; a packed batch's summed over its sequences (Q, K, V and
+    O of its total rows)."""
+    rows = sum(count * nq for nq, _, count in sequences(s))
+    keys = sum(count * visible_keys(s, nq, nkv) for nq, nkv, count in sequences(s))
+    q = rows * s.h * (s.d + s.value_dim()) * ELEMENT_BYTES  # Q read, O written
+    kv = keys * s.kv * (s.d + s.value_dim()) * ELEMENT_BYTES
+    return q + kv + 4 * rows * s.h
+
+
+def pair_visible(i, j, left, right):
+    """Whether query i sees key j, i counted on the keys' scale (i + NKV - NQ: bottom-right) under
+    mask_sides' (left, right), -1 = no limit on that side: ints or tensors alike (& and comparisons),
+    so FlexAttention's mask_mods, the SDPA mask and the tests share it."""
+    keep = j >= 0
+    if left >= 0:
+        keep = keep & (j >= i - left)
+    if right >= 0:
+        keep = keep & (j <= i + right)
+    return keep
+
+
+def document_visible(seq_i, seq_j, i, j, left, right):
+    """A packed batch's document mask: row i (of sequence seq_i) sees row j (of seq_j) when both are
+    in one sequence and pair_visible holds (self-attention: packed rows differ as the sequence's do)."""
+    return (seq_i == seq_j) & pair_visible(i, j, left, right)
+
+
+def sequence_of_rows(lengths):
+    """The sequence of each packed row: [0] * L1 + [1] * L2 + ... (FlexAttention's document ids)."""
+    return [b for b, n in enumerate(lengths) for _ in range(n)]
 
 
 def tflops(s, ms):
@@ -398,7 +531,8 @@ def shape_rows(s, results, copy_gbs, context):
                      "max_err": r.get("max_err", math.nan), "reference": context.get("reference", ""),
                      "reps": r.get("reps", ""), "first_call_s": r.get("first_call_s", math.nan),
                      "tool_ms": context.get("tool_ms", math.nan) if impl == OURS else math.nan,
-                     "tune_s": context.get("tune_s", math.nan) if impl == OURS else math.nan})
+                     "tune_s": context.get("tune_s", math.nan) if impl == OURS else math.nan,
+                     "seqlens": "/".join(str(n) for n in s.lengths())})
     return rows
 
 
@@ -537,21 +671,37 @@ def dense_label(label):
     return ",".join(w for w in label.split(",") if not re.fullmatch(r"w-?\d+:-?\d+|cap[0-9.]+", w))
 
 
+def dense_companion(s, labels):
+    """The label among `labels` of a packed batch's dense problem: the same shape but for B and the
+    layout, not packed (4,16,8192,8192,128 for 32,16,8192,8192,128,seqlens:uniform:128:8192); None
+    when there is none."""
+    for label in labels:
+        try:
+            dense = parse_shape(label)
+        except BadInput:
+            continue
+        if not dense.seqlens and dataclasses.replace(dense, b=s.b, layout=s.layout, seqlens=s.seqlens) == s:
+            return label
+    return None
+
+
 def of_dense(ours_ms):
     """Lines for issue 23's speed bar: each window or softcap shape's TFLOPS (visible pairs) over
-    ours on the same shape without them, where the runs given hold both."""
+    ours on the same shape without them, and each packed batch's over ours on its dense companion,
+    where the runs given hold both."""
     lines = []
     for label, ms in ours_ms.items():
         try:
             s = parse_shape(label)
         except BadInput:
             continue
-        dense = dense_label(label)
-        if not (s.has_window() or s.softcap) or dense not in ours_ms:
+        dense = dense_companion(s, ours_ms) if s.seqlens else dense_label(label)
+        if not (s.seqlens or s.has_window() or s.softcap) or dense not in ours_ms:
             continue
         rate = tflops(s, ms) / tflops(parse_shape(dense), ours_ms[dense])
         lines.append(f"  {label:36s} {fmt(rate, 2)} of {dense} ({fmt(ms)} ms against {fmt(ours_ms[dense])})")
-    return ["of dense (ours' TFLOPS over the visible pairs, against ours on the dense shape):", *lines] if lines else []
+    return ["of dense (ours' TFLOPS over the visible pairs, against ours on the dense shape; a packed batch: "
+            "its dense companion):", *lines] if lines else []
 
 
 # --- tuning ---------------------------------------------------------------------------------------
@@ -660,17 +810,26 @@ def ceilings(reps):
 
 
 def make_inputs(s, seed):
-    """Q [B,H,NQ,D], K [B,KV,NKV,D] and V [B,KV,NKV,dv] in index order, in the shape's memory layout."""
+    """Q [B,H,NQ,D], K [B,KV,NKV,D] and V [B,KV,NKV,dv] in index order, in the shape's memory layout;
+    a packed batch's Q [total,H,D], K [total,KV,D], V [total,KV,dv] and cu_seqlens int32 [B+1]."""
     import torch
 
     dtype = {"bf16": torch.bfloat16, "fp16": torch.float16}[s.dtype]
     g = torch.Generator(device="cuda").manual_seed(seed)
 
     def one(heads, n, d):
+        if s.seqlens:
+            return torch.randn(sum(s.lengths()), heads, d, device="cuda", dtype=dtype, generator=g)
         if s.layout == "bshd":
             return torch.randn(s.b, n, heads, d, device="cuda", dtype=dtype, generator=g).transpose(1, 2)
         return torch.randn(s.b, heads, n, d, device="cuda", dtype=dtype, generator=g)
-    return one(s.h, s.nq, s.d), one(s.kv, s.nkv, s.d), one(s.kv, s.nkv, s.value_dim())
+    qkv = one(s.h, s.nq, s.d), one(s.kv, s.nkv, s.d), one(s.kv, s.nkv, s.value_dim())
+    if not s.seqlens:
+        return qkv
+    offsets = [0]
+    for n in s.lengths():
+        offsets.append(offsets[-1] + n)
+    return (*qkv, torch.tensor(offsets, dtype=torch.int32, device="cuda"))
 
 
 def sdpa_impl(s, q, k, v, backend):
@@ -678,6 +837,8 @@ def sdpa_impl(s, q, k, v, backend):
     from torch.nn.attention import sdpa_kernel
 
     kwargs = {"enable_gqa": True} if s.kv != s.h else {}
+    if s.seqlens:
+        raise RuntimeError("SDPA has no packed variable-length entry")
     if s.softcap:
         raise RuntimeError("SDPA has no softcap")
     if s.has_window():
@@ -690,44 +851,67 @@ def sdpa_impl(s, q, k, v, backend):
     return (lambda: F.scaled_dot_product_attention(q, k, v, **kwargs)), (lambda: sdpa_kernel(backend))
 
 
-def visible_mask(s):
-    """The window's (and causal) visible (i, j) as a bool [NQ, NKV] on the GPU (True: attended)."""
+def visible_mask(s, nq=None, nkv=None):
+    """The window's (and causal) visible (i, j) of one sequence (the shape's NQ x NKV unless given)
+    as a bool [NQ, NKV] on the GPU (True: attended)."""
     import torch
 
-    left, right = s.window()
-    i = torch.arange(s.nq, device="cuda")[:, None] + s.nkv - s.nq
-    j = torch.arange(s.nkv, device="cuda")[None, :]
-    keep = torch.ones(s.nq, s.nkv, dtype=torch.bool, device="cuda")
-    if left >= 0:
-        keep &= j >= i - left
-    if right >= 0:
-        keep &= j <= i + right
-    elif s.causal:
-        keep &= j <= i
-    return keep
+    nq, nkv = nq if nq is not None else s.nq, nkv if nkv is not None else s.nkv
+    i = torch.arange(nq, device="cuda")[:, None] + nkv - nq
+    j = torch.arange(nkv, device="cuda")[None, :]
+    return pair_visible(i, j, *s.mask_sides()).expand(nq, nkv)
+
+
+def float32_reference(s, pieces):
+    """Float32 math a head at a time over (q [H,N,D], k [KV,NKV,D], v [KV,NKV,dv], out [H,N,dv]
+    float32, keep: bool [N,NKV] or None), filling each out; returns the largest error of the same
+    math with P and O rounded to q's dtype (as every kernel rounds them), FlashAttention's yardstick
+    for the tolerance."""
+    import torch
+
+    lowp_err = 0.0
+    group = s.h // s.kv
+    for q, k, v, out, keep in pieces:
+        for h in range(s.h):
+            sc = (q[h].float() @ k[h // group].float().T) * s.d ** -0.5
+            if s.softcap:
+                sc = s.softcap * torch.tanh(sc / s.softcap)
+            if keep is not None:
+                sc = sc.masked_fill(~keep, float("-inf"))
+            p = torch.nan_to_num(torch.softmax(sc, dim=-1))
+            out[h] = p @ v[h // group].float()
+            lowp = (p.to(q.dtype) @ v[h // group]).float()
+            lowp_err = max(lowp_err, (lowp - out[h]).abs().max().item())
+    return lowp_err
 
 
 def capped_reference(s, q, k, v):
     """Softcap's reference (no SDPA backend caps), one (batch, head) at a time: the output in float32
-    math, kept in float32, and the largest error of the same math with P and O rounded to q's dtype
-    (as every kernel rounds them), FlashAttention's yardstick for the tolerance."""
+    math, kept in float32, and float32_reference's error of the same math in q's dtype."""
     import torch
 
     out = torch.empty(q.shape[:3] + (v.shape[3],), dtype=torch.float32, device=q.device)
-    lowp_err = 0.0
-    group = s.h // s.kv
     keep = visible_mask(s) if (s.has_window() or s.causal) else None
-    for b in range(s.b):
-        for h in range(s.h):
-            sc = (q[b, h].float() @ k[b, h // group].float().T) * s.d ** -0.5
-            sc = s.softcap * torch.tanh(sc / s.softcap)
-            if keep is not None:
-                sc = sc.masked_fill(~keep, float("-inf"))
-            p = torch.nan_to_num(torch.softmax(sc, dim=-1))
-            out[b, h] = p @ v[b, h // group].float()
-            lowp = (p.to(q.dtype) @ v[b, h // group]).float()
-            lowp_err = max(lowp_err, (lowp - out[b, h]).abs().max().item())
-    return out, lowp_err
+    return out, float32_reference(s, ((q[b], k[b], v[b], out[b], keep) for b in range(s.b)))
+
+
+def packed_reference(s, q, k, v):
+    """A packed batch's reference: each sequence attended alone in float32 math (float32_reference,
+    the same causal, window and softcap), O [total, H, dv] in float32, and the error of the same
+    math in q's dtype."""
+    import torch
+
+    out = torch.empty(q.shape[:2] + (v.shape[2],), dtype=torch.float32, device=q.device)
+
+    def each_sequence():  # its [rows, H, D] as [H, rows, D] views
+        start = 0
+        for n in s.lengths():
+            rows = slice(start, start + n)
+            if n:
+                keep = visible_mask(s, n, n) if (s.has_window() or s.causal) else None
+                yield (*(t[rows].transpose(0, 1) for t in (q, k, v, out)), keep)
+            start += n
+    return out, float32_reference(s, each_sequence())
 
 
 def sdpa_backends():
@@ -737,10 +921,14 @@ def sdpa_backends():
 
 
 def reference(s, q, k, v):
-    """The reference output, its name and, for float32 math (softcap), the error of the same math in
-    the input precision (None for SDPA's output): SDPA's flash, cuDNN, efficient, then math."""
+    """The reference output, its name and, for float32 math (softcap, a packed batch), the error of
+    the same math in the input precision (None for SDPA's output): SDPA's flash, cuDNN, efficient,
+    then math."""
     from torch.nn.attention import SDPBackend
 
+    if s.seqlens:
+        out, lowp_err = packed_reference(s, q, k, v)
+        return out, "float32-math-per-sequence", lowp_err
     if s.softcap:
         out, lowp_err = capped_reference(s, q, k, v)
         return out, "float32-math", lowp_err
@@ -761,29 +949,41 @@ def first_line(e):
     return f"{type(e).__name__}: {text[0][:160]}" if text else type(e).__name__
 
 
-def flash_attn_functions():
-    """{impl: flash_attn_func} of the FlashAttention packages importable here."""
+def flash_attn_modules():
+    """{impl: module} of the FlashAttention packages importable here (with flash_attn_func)."""
     found = {}
-    for impl, module in (("flash-attn", "flash_attn"), ("flash-attn-3", "flash_attn_interface")):
+    for impl, name in (("flash-attn", "flash_attn"), ("flash-attn-3", "flash_attn_interface")):
         try:
-            found[impl] = __import__(module, fromlist=["flash_attn_func"]).flash_attn_func
+            module = __import__(name, fromlist=["flash_attn_func"])
         except Exception:  # not installed, or built for another torch: not a peer here
-            pass
+            continue
+        if hasattr(module, "flash_attn_func"):
+            found[impl] = module
     return found
 
 
-def flash_attn_impl(func, q, k, v, s):
-    # [B,N,H,D] views (strides, no copies); GQA, the bottom-right causal mask, the window and
-    # softcap are its own.
-    qt, kt, vt = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
+def flash_attn_impl(module, q, k, v, s, cu=None):
+    """Its flash_attn_func on [B,N,H,D] views (strides, no copies), or with cu (a packed batch) its
+    flash_attn_varlen_func on [total,H,D] as they are; GQA, the bottom-right causal mask, the window
+    and softcap are its own. RuntimeError when the module has no varlen function."""
     extra = {}
     if s.has_window():
         extra["window_size"] = s.window()
     if s.softcap:
         extra["softcap"] = s.softcap
+    if cu is not None:
+        func = getattr(module, "flash_attn_varlen_func", None)
+        if func is None:
+            raise RuntimeError(f"{module.__name__} has no flash_attn_varlen_func")
+
+        def run_packed():
+            out = func(q, k, v, cu, cu, s.nq, s.nkv, causal=s.causal, **extra)
+            return out[0] if isinstance(out, tuple) else out
+        return run_packed
+    qt, kt, vt = q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)
 
     def run():
-        out = func(qt, kt, vt, causal=s.causal, **extra)
+        out = module.flash_attn_func(qt, kt, vt, causal=s.causal, **extra)
         return (out[0] if isinstance(out, tuple) else out).transpose(1, 2)
     return run
 
@@ -801,18 +1001,18 @@ def flex_impl(s, q, k, v):
             setattr(torch._dynamo.config, knob, value)
     mask = None
     shift = s.nkv - s.nq
-    left, right = s.window()
-    if s.has_window():  # the same window as ours, as a mask_mod (block-sparse: tiles outside are skipped)
-        def visible(b, h, i, j):
-            keep = j >= 0
-            if left >= 0:
-                keep = keep & (j >= i + shift - left)
-            if right >= 0:
-                keep = keep & (j <= i + shift + right)
-            return keep
-        mask = create_block_mask(visible, None, None, s.nq, s.nkv, device="cuda")
-    elif s.causal:
-        mask = create_block_mask(lambda b, h, i, j: i + shift >= j, None, None, s.nq, s.nkv, device="cuda")
+    left, right = s.mask_sides()
+    if s.seqlens:  # a document mask over the packed rows, [1, H, total, D] views of [total, H, D]
+        seq = torch.tensor(sequence_of_rows(s.lengths()), device="cuda")
+        total = len(seq)
+        # _compile: the mask is made tile by tile, never total x total (its gathers would not fit)
+        compiled = {"_compile": True} if "_compile" in inspect.signature(create_block_mask).parameters else {}
+        mask = create_block_mask(lambda b, h, i, j: document_visible(seq[i], seq[j], i, j, left, right), None, None,
+                                 total, total, device="cuda", **compiled)
+        q, k, v = (t.transpose(0, 1).unsqueeze(0) for t in (q, k, v))
+    elif s.has_window() or s.causal:  # the same window as ours, a mask_mod (block-sparse: tiles outside skipped)
+        mask = create_block_mask(lambda b, h, i, j: pair_visible(i + shift, j, left, right), None, None, s.nq, s.nkv,
+                                 device="cuda")
     score_mod = None
     if s.softcap:  # FlexAttention's score is already scaled: C tanh(s / C), as ours
         cap = s.softcap
@@ -821,20 +1021,42 @@ def flex_impl(s, q, k, v):
             return cap * torch.tanh(score / cap)
     flex = torch.compile(flex_attention, mode="max-autotune-no-cudagraphs", dynamic=False)
     gqa = s.kv != s.h
+    if s.seqlens:  # O [1, H, total, dv] as [total, H, dv] (a view)
+        return lambda: flex(q, k, v, score_mod=score_mod, block_mask=mask, enable_gqa=gqa)[0].transpose(0, 1)
     return lambda: flex(q, k, v, score_mod=score_mod, block_mask=mask, enable_gqa=gqa)
 
 
-def capi_impl(s, q, k, v, table):
+def ours_impl(s, q, k, v, table, cu=None):
+    """Ours through the Python package: attn_tune.forward, or with cu (a packed batch)
+    attn_tune.flash_attn_varlen_func with max_seqlen_q and _k NQ (the tool's N)."""
+    import attn_tune
+
+    variant = {"window_size": s.window(), "softcap": s.softcap}
+    if cu is not None:
+        return lambda: attn_tune.flash_attn_varlen_func(q, k, v, cu, cu, s.nq, s.nkv, causal=s.causal, table=table,
+                                                        **variant)
+    return lambda: attn_tune.forward(q, k, v, causal=s.causal, table=table, **variant)
+
+
+def capi_impl(s, q, k, v, table, cu=None):
     import torch
 
     import attn_tune
-    from attn_tune.tensors import describe, make_problem, out_layout
+    from attn_tune.tensors import cache_info, describe, make_problem, make_varlen_problem, out_layout, packed_out_layout
 
     qi, ki, vi = describe(q, "q"), describe(k, "k"), describe(v, "v")
-    problem = make_problem(qi, ki, vi, s.causal, variant=(*s.window(), s.softcap))
-    shape, stride = out_layout(tuple(q.shape), tuple(q.stride()), v.shape[3])  # O has V's head dim
+    variant = (*s.window(), s.softcap)
+    if cu is None:
+        problem = make_problem(qi, ki, vi, s.causal, variant=variant)
+        shape, stride = out_layout(tuple(q.shape), tuple(q.stride()), v.shape[3])  # O has V's head dim
+        lse_shape = (s.b, s.h, s.nq)
+    else:  # a packed batch: O [total, H, dv], the LSE [H, total]
+        cui = cache_info(cu, "cu_seqlens")
+        problem = make_varlen_problem(qi, ki, vi, cui, cui, s.nq, s.nkv, s.causal, variant=variant)
+        shape, stride = packed_out_layout(tuple(q.shape), tuple(q.stride()), v.shape[2])
+        lse_shape = (s.h, q.shape[0])
     o = torch.empty_strided(shape, stride, dtype=q.dtype, device=q.device)
-    lse = torch.empty((s.b, s.h, s.nq), dtype=torch.float32, device=q.device)
+    lse = torch.empty(lse_shape, dtype=torch.float32, device=q.device)
     ctx = attn_tune.context(qi.device, table)
     stream = torch.cuda.current_stream().cuda_stream
 
@@ -862,36 +1084,36 @@ def measure_one(fn, ctx, reference_out, tolerance, reps, sustained_s):
     return {"ms": ms, "reps": n, "sustained_ms": sus, "max_err": err, "status": status, "first_call_s": first}
 
 
-def run_shape(s, args, table, flash_funcs, seed):
+def run_shape(s, args, table, flash_modules, seed):
     """{impl: result} for one shape and the shape's context (reference, tool's time)."""
     import torch
     import torch.nn.functional  # noqa: F401
 
-    import attn_tune
-
-    q, k, v = make_inputs(s, seed)
+    q, k, v, *cu = make_inputs(s, seed)  # cu: [cu_seqlens] of a packed batch
     ref, ref_name, lowp_err = reference(s, q, k, v)
     tolerance = args.tolerance if args.tolerance is not None else TOLERANCE[s.dtype]
     if lowp_err is not None:  # against float32 math: FlashAttention's rule, 2x the low-precision math's error
         tolerance = max(tolerance, 2 * lowp_err + 1e-3)
-    impls = {OURS: (lambda: attn_tune.forward(q, k, v, causal=s.causal, table=table, window_size=s.window(),
-                                              softcap=s.softcap), None)}
-    capi, choice = capi_impl(s, q, k, v, table)
+    impls = {OURS: (ours_impl(s, q, k, v, table, *cu), None)}
+    capi, choice = capi_impl(s, q, k, v, table, *cu)
     impls[OURS_CAPI] = (capi, None)
     results = {}
     for name, backend in sdpa_backends().items():
         try:
             impls[name] = sdpa_impl(s, q, k, v, backend)
-        except RuntimeError as e:  # SDPA has no softcap: said in the table, the others still run
+        except RuntimeError as e:  # SDPA has no softcap, no packed batch: said in the table, the others still run
             results[name] = {"status": f"not run: {first_line(e)}"}
-    for name, func in flash_funcs.items():
-        impls[name] = (flash_attn_impl(func, q, k, v, s), None)
+    for name, module in flash_modules.items():
+        try:
+            impls[name] = (flash_attn_impl(module, q, k, v, s, *cu), None)
+        except RuntimeError as e:  # no varlen function
+            results[name] = {"status": f"not run: {first_line(e)}"}
     if not args.no_flex:
         try:
             impls["flex"] = (flex_impl(s, q, k, v), None)
         except Exception as e:  # noqa: BLE001 (a peer that cannot be set up is said, not fatal)
             results["flex"] = {"status": f"not run: {first_line(e)}"}
-    if args.with_triton and not (s.has_window() or s.softcap):
+    if args.with_triton and not (s.has_window() or s.softcap or s.seqlens):
         import attention_triton
         impls["triton"] = (lambda: attention_triton.attention(q, k, v, s.causal), None)
     config = f"{choice['family']} {choice['config']}"
@@ -910,7 +1132,7 @@ def run_shape(s, args, table, flash_funcs, seed):
         print(f"  {name:15s} {fmt(results[name].get('ms'))} ms  {results[name]['status']}", flush=True)
     if choice["source"] != "tuned":
         results[OURS]["status"] += f"; the table has no entry for this shape: the library ran its {choice['source']}"
-    del q, k, v, ref
+    del q, k, v, cu, ref
     torch.cuda.empty_cache()
     return results, ref_name
 
@@ -954,7 +1176,8 @@ def parse_args(argv):
     ap.add_argument("--sweep", default="",
                     help="a sweep file (default sweeps/yardstick.csv when --shapes is not given)")
     ap.add_argument("--rows", default="", help="with --sweep: these rows only (from 0, ranges, names): 0,3-5,d64-1k")
-    ap.add_argument("--shapes", default="", help="B,H[/KV],NQ,NKV,D[c][,fp16][,bshd] separated by ';'")
+    ap.add_argument("--shapes", default="", help="B,H[/KV],NQ,NKV,D[c][,fp16][,bshd][,wL:R][,capC][,dvN]"
+                                                 "[,seqlens:L1/L2/...|seqlens:uniform:LO:HI] separated by ';'")
     ap.add_argument("--out", default="", help="a new or empty folder for peers.csv and peers.md (required)")
     ap.add_argument("--reps", type=int, default=0,
                     help="timed calls per measurement (default 0: as many as fit in 200 ms, at least 20)")
@@ -1032,7 +1255,7 @@ def main(argv=None):
     env = environment(args, copy, matmul)
     print(f"{heading(env)}; {env['versions']}; copy {env['copy_gbs']} GB/s, bf16 matmul {env['matmul_tflops']} "
           f"TFLOPS", flush=True)
-    flash_funcs = flash_attn_functions()
+    flash_modules = flash_attn_modules()
     work = tempfile.mkdtemp(prefix="attn-tune-peers-")
     sink = CsvOut(os.path.join(out, "peers.csv"), env)
     rows, references, status = [], set(), 0
@@ -1049,7 +1272,7 @@ def main(argv=None):
                                                                          os.path.join(work, f"shape{i}.log"))
                     print(f"  tuned: {config} {context['tool_ms']:.4f} ms (the tool's own median) in "
                           f"{context['tune_s']:.1f} s", flush=True)
-                results, context["reference"] = run_shape(s, args, table, flash_funcs, args.seed + i)
+                results, context["reference"] = run_shape(s, args, table, flash_modules, args.seed + i)
                 if not args.table and results[OURS]["config"] != config:  # the library read the CSV otherwise
                     results[OURS]["status"] += (f"; the library ran {results[OURS]['config']}, the tool's rank 1 "
                                                 f"is {config}")

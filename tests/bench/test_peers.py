@@ -1,7 +1,9 @@
-"""bench/peers.py's parts that need no GPU and no PyTorch: the shapes (--shapes, sweep files,
---rows), the numbers (TFLOPS, bytes moved, ratios, the fastest peer), the CSV and Markdown it
-writes, the never-overwrite rule, and its command line's refusals (which come before torch is
-imported); bench/decode.py's translation to it."""
+"""bench/peers.py's parts that need no GPU and no PyTorch: the shapes (--shapes, a packed batch's
+seqlens word and its draw, sweep files, --rows), the numbers (TFLOPS, bytes moved, per sequence
+too, ratios, the fastest peer), the masks' predicates (FlexAttention's mask_mods in plain ints),
+the CSV and Markdown it writes, the never-overwrite rule, and its command line's refusals (which
+come before torch is imported); bench/decode.py's translation to it."""
+import dataclasses
 import math
 import os
 import subprocess
@@ -48,7 +50,8 @@ class shapes(unittest.TestCase):
         for text, message in [("8,32/8,1,x,128", "NKV: 'x' is not a positive integer"),
                               ("8,32/8,1,8192,0", "D: '0' is not a positive integer"),
                               ("8,32/7,1,8192,128", "32 query heads are not a multiple of 7 K/V heads"),
-                              ("8,32/8,1,8192,128,fp17", "'fp17' is not causal, c, bf16, fp16, bhsd, bshd, wLEFT:RIGHT, capC or dvN"),
+                              ("8,32/8,1,8192,128,fp17", "'fp17' is not causal, c, bf16, fp16, bhsd, bshd, wLEFT:RIGHT, capC, dvN, "
+                                                         "seqlens:L1/L2/... or seqlens:uniform:LO:HI"),
                               ("8,32/8,1,8192,128,c,bf8", "'bf8' is not causal"),
                               ("8,32,1,8192", "got 4 fields"),
                               (" ; ", "names no shape")]:
@@ -63,7 +66,7 @@ class shapes(unittest.TestCase):
         self.assertEqual(s.window(), (1024, 0))
         self.assertEqual(peers.parse_shape(s.label()), s)
         self.assertEqual(s.tool_args()[-4:], ["--window", "1024,0", "--softcap", "50"])
-        with self.assertRaisesRegex(BadInput, r"'w12' is not causal, c, bf16, fp16, bhsd, bshd, wLEFT:RIGHT, capC or dvN"):
+        with self.assertRaisesRegex(BadInput, r"'w12' is not causal, c, bf16, fp16, bhsd, bshd, wLEFT:RIGHT, capC, dvN, "):
             peers.parse_shape("1,8,64,64,64,c,w12")
 
     def test_a_value_head_dim(self):
@@ -75,6 +78,52 @@ class shapes(unittest.TestCase):
         self.assertEqual(peers.bytes_moved(s), 128 * 4096 * (192 + 128) * 2 * 2 + 4 * 128 * 4096)
         rows = peers.read_sweep(os.path.join(ROOT, "sweeps", "llm-value-dim.csv"))
         self.assertEqual(rows[0], Shape(1, 128, 128, 4096, 4096, 192, True, name="deepseek-v3-mla-prefill-4096", dv=128))
+
+    def test_a_packed_batch(self):
+        s = peers.parse_shape("4,16,512,512,64c,seqlens:100/0/512/007")
+        self.assertEqual(s, Shape(4, 16, 16, 512, 512, 64, True, layout="bshd", seqlens="100/0/512/7"))
+        self.assertEqual(s.label(), "4,16/16,512,512,64c,bshd,seqlens:100/0/512/7")  # bshd: packed [total, H, D]
+        self.assertEqual(s.lengths(), [100, 0, 512, 7])
+        self.assertEqual(s.tool_args(), ["--shape", "4,16,512,64", "--kv-heads", "16", "--kv-len", "512", "--dtype",
+                                         "bf16", "--layout", "bshd", "--causal", "--seqlens", "100,0,512,7"])
+        for text in ["4,16/4,512,512,64,fp16,bshd,w64:-1,cap30,dv32,seqlens:1/2/3/4",
+                     "32,16,8192,8192,128c,SEQLENS:Uniform:128:8192"]:
+            with self.subTest(text=text):
+                s = peers.parse_shape(text)
+                self.assertEqual(peers.parse_shape(s.label()), s)
+        self.assertEqual(Shape(8, 8, 8, 64, 64, 64).lengths(), [])
+
+    def test_uniform_lengths_are_drawn_the_same_every_run(self):
+        s = peers.parse_shape("32,16,8192,8192,128c,seqlens:uniform:128:8192")
+        self.assertEqual(s.label(), "32,16/16,8192,8192,128c,bshd,seqlens:uniform:128:8192")
+        lengths = s.lengths()
+        self.assertEqual(lengths[:6], [6938, 6240, 3519, 2216, 4251, 3393])  # random.Random(0).random()'s
+        self.assertEqual((len(lengths), sum(lengths), min(lengths), max(lengths)), (32, 163220, 940, 8054))
+        self.assertEqual(s.tool_args()[-2:], ["--seqlens", ",".join(map(str, lengths))])  # explicit, as drawn
+        self.assertEqual(peers.uniform_lengths(3, 5, 5), [5, 5, 5])
+        self.assertEqual(peers.uniform_lengths(4, 0, 1), [1, 1, 0, 0])
+        self.assertTrue(all(0 <= n <= 2 for n in peers.uniform_lengths(200, 0, 2)))
+        self.assertEqual(set(peers.uniform_lengths(200, 0, 2)), {0, 1, 2})
+
+    def test_bad_packed_batches_are_named(self):
+        for text, message in [
+                ("4,16,512,512,64,seqlens:1/2/3", r"seqlens:1/2/3 gives 3 lengths for B 4"),
+                ("4,16,512,1024,64,seqlens:1/2/3/4", r"seqlens:1/2/3/4 with NQ 512 != NKV 1024: a packed batch is "
+                                                     "self-attention here"),
+                ("4,16,512,512,64,bhsd,seqlens:1/2/3/4", r"seqlens:1/2/3/4 with layout bhsd: a packed batch is "
+                                                         r"\[total, H, D\] here"),
+                ("4,16,512,512,64,seqlens:0/0/0/0", r"seqlens:0/0/0/0: every sequence is empty"),
+                ("4,16,512,512,64,seqlens:1/2/3/600", r"seqlens:1/2/3/600: length 600 is above NQ 512"),
+                ("4,16,512,512,64,seqlens:uniform:9:3", r"seqlens:uniform:9:3: LO 9 is above HI 3"),
+                ("4,16,512,512,64,seqlens:uniform:1:513", r"seqlens:uniform:1:513: HI 513 is above NQ 512"),
+                ("4,16,512,512,64,seqlens:uniform:0:0", r"seqlens:uniform:0:0: every sequence is empty"),
+                ("4,16,512,512,64,seqlens:uniform:1", r"'seqlens:uniform:1' is not causal, .* or seqlens:uniform:LO:HI"),
+                ("4,16,512,512,64,seqlens:1//2", r"'seqlens:1//2' is not causal"),
+                ("4,16,512,512,64,seqlens:-1/2/3/4", r"'seqlens:-1/2/3/4' is not causal")]:
+            with self.subTest(text=text), self.assertRaisesRegex(BadInput, message):
+                peers.parse_shape(text)
+        with self.assertRaisesRegex(BadInput, r"^--shapes '4,16,512,512,64,seqlens:1/2/3': "):
+            peers.parse_shape("4,16,512,512,64,seqlens:1/2/3")
 
     def test_the_tool_gets_the_whole_problem(self):
         self.assertEqual(Shape(1, 8, 2, 512, 2048, 128, True, "fp16", "bshd").tool_args(),
@@ -184,6 +233,61 @@ class numbers(unittest.TestCase):
         self.assertIn(f" {pairs / (4096 * 4096 / 2) / 0.5:.2f} of", lines[2])
         self.assertEqual(peers.of_dense({"4,32/32,4096,4096,128c": 1.0}), [])
 
+    def test_a_packed_batch_counts_each_sequence(self):
+        s = peers.parse_shape("3,4/2,8,8,16c,seqlens:4/0/8")
+        self.assertEqual(peers.flops(s), 4 * 16 * 4 * (4 * 4 + 0 + 8 * 8) / 2)  # the tool's: N_i^2 halved
+        self.assertEqual(peers.flops(dataclasses.replace(s, causal=False)), 4 * 16 * 4 * 80)
+        rows = 4 + 0 + 8  # Q and O of 4 heads, K and V of 2, the LSE: of the total rows
+        self.assertEqual(peers.bytes_moved(s), rows * 4 * 16 * 2 * 2 + rows * 2 * 16 * 2 * 2 + 4 * rows * 4)
+        w = peers.parse_shape("3,4/2,8,8,16c,w2:-1,seqlens:4/0/8")  # row i sees keys i-2..i of its sequence
+        self.assertEqual(peers.flops(w), 4 * 16 * 4 * ((1 + 2 + 3 + 3) + (1 + 2 + 3 * 6)))
+        self.assertEqual(peers.bytes_moved(w), peers.bytes_moved(s))  # every key is seen by some query
+        for text in ["2,4,64,64,32c,seqlens:64/64", "2,4/2,64,64,32,w8:8,seqlens:64/64"]:  # equal lengths: dense
+            with self.subTest(text=text):
+                packed = peers.parse_shape(text)
+                dense = dataclasses.replace(packed, seqlens="", layout="bhsd")
+                self.assertEqual(peers.flops(packed), peers.flops(dense))
+                self.assertEqual(peers.bytes_moved(packed), peers.bytes_moved(dense))
+
+    def test_of_dense_sets_a_packed_batch_beside_its_dense_companion(self):
+        packed = "32,16/16,8192,8192,128,bshd,seqlens:uniform:128:8192"
+        ms = {"4,16/16,8192,8192,128": 1.0, "4,16/16,8192,8192,128c": 0.6, packed: 2.0,
+              "32,16/16,8192,8192,64,bshd,seqlens:uniform:128:8192": 1.0}  # no companion: left out
+        self.assertEqual(peers.dense_companion(peers.parse_shape(packed), ms), "4,16/16,8192,8192,128")
+        causal = packed.replace("128,bshd", "128c,bshd")  # causal must match
+        self.assertIsNone(peers.dense_companion(peers.parse_shape(causal), [causal, "4,16/16,8192,8192,128"]))
+        lines = peers.of_dense(ms)
+        self.assertEqual(len(lines), 2)
+        rate = sum(n * n for n in peers.parse_shape(packed).lengths()) / (4 * 8192 * 8192) / 2.0
+        self.assertIn(f"{packed} {rate:.2f} of 4,16/16,8192,8192,128 (2.0000 ms against 1.0000)",
+                      " ".join(lines[1].split()))
+
+    def test_the_masks_pair_visible(self):
+        def pattern(s):  # the rows of keys each query sees, bottom-right
+            return [[j for j in range(s.nkv) if peers.pair_visible(i + s.nkv - s.nq, j, *s.mask_sides())]
+                    for i in range(s.nq)]
+        self.assertEqual(pattern(Shape(1, 1, 1, 2, 4, 64, True)), [[0, 1, 2], [0, 1, 2, 3]])
+        self.assertEqual(pattern(Shape(1, 1, 1, 2, 4, 64)), [[0, 1, 2, 3]] * 2)
+        self.assertEqual(pattern(Shape(1, 1, 1, 3, 3, 64, True, window_left=1)), [[0], [0, 1], [1, 2]])
+        self.assertEqual(pattern(Shape(1, 1, 1, 3, 3, 64, window_left=0, window_right=1)), [[0, 1], [1, 2], [2]])
+        s = Shape(1, 1, 1, 4, 6, 64, window_left=1, window_right=1)  # as visible_pairs counts it
+        self.assertEqual(sum(map(len, pattern(s))), peers.visible_pairs(s))
+
+    def test_the_document_mask_of_a_packed_batch(self):
+        def pattern(text):  # FlexAttention's mask_mod over the packed rows, in plain ints
+            s = peers.parse_shape(text)
+            seq = peers.sequence_of_rows(s.lengths())
+            return [[j for j in range(len(seq)) if peers.document_visible(seq[i], seq[j], i, j, *s.mask_sides())]
+                    for i in range(len(seq))]
+        self.assertEqual(peers.sequence_of_rows([2, 0, 3]), [0, 0, 2, 2, 2])
+        self.assertEqual(pattern("3,1,3,3,64c,seqlens:2/0/3"), [[0], [0, 1], [2], [2, 3], [2, 3, 4]])
+        self.assertEqual(pattern("3,1,3,3,64,seqlens:2/0/3"), [[0, 1], [0, 1], [2, 3, 4], [2, 3, 4], [2, 3, 4]])
+        self.assertEqual(pattern("2,1,3,3,64c,w1:-1,seqlens:2/3"), [[0], [0, 1], [2], [2, 3], [3, 4]])
+        self.assertEqual(pattern("2,1,3,3,64,w0:1,seqlens:2/3"), [[0, 1], [1], [2, 3], [3, 4], [4]])
+        # each sequence's block is the dense mask of its length, and its pairs are what flops counts
+        s = peers.parse_shape("3,1,9,9,16c,w3:-1,seqlens:9/4/7")
+        self.assertEqual(sum(map(len, pattern(s.label()))), peers.flops(s) / (4 * 16))
+
     def test_ratios_and_the_fastest_peer(self):
         self.assertAlmostEqual(peers.ratio(2.0, 1.0), 2.0)
         for bad in [(math.nan, 1.0), (1.0, math.nan), (0.0, 1.0), (1.0, 0.0)]:
@@ -211,6 +315,9 @@ class numbers(unittest.TestCase):
         self.assertTrue(math.isnan(cudnn["tool_ms"]))
         self.assertTrue(math.isnan(flex["ms"]) and math.isnan(flex["ratio_to_ours"]))
         self.assertEqual(flex["status"], "not run: RuntimeError: no")
+        self.assertEqual(ours["seqlens"], "")  # a packed batch's lengths, explicit, below
+        packed = peers.parse_shape("4,8,64,64,64,seqlens:uniform:0:64")
+        self.assertEqual(peers.shape_rows(packed, results, 4000.0, {})[0]["seqlens"], "54/49/27/16")
 
 
 class writing(unittest.TestCase):
@@ -287,7 +394,8 @@ class command_line(unittest.TestCase):
         p = run("--help")
         self.assertEqual(p.returncode, 0, p.stderr)
         for words in ("triton.testing.do_bench", "L2 cleared", "--sustained", "ratio_to_ours", "B,H[/KV],NQ,NKV,D",
-                      "bench/device/peers.sh", "nothing is overwritten"):
+                      "bench/device/peers.sh", "nothing is overwritten", "seqlens:uniform:LO:HI", "random.Random(0)",
+                      "document mask", "SDPA has no packed"):
             self.assertIn(words, p.stdout)
 
     def test_refusals_name_the_value_and_come_before_torch(self):
@@ -301,6 +409,7 @@ class command_line(unittest.TestCase):
         cases = [(["--shapes", "1,8,64,64,64"], "--out DIR is required"),
                  (["--out", d, "--tool", tool, "--shapes", "1,8,64,64,64"], f"--out '{d}' is not empty"),
                  (["--out", d + "/n", "--tool", tool, "--shapes", "8,32/3,1,64,64"], "not a multiple of 3 K/V heads"),
+                 (["--out", d + "/n", "--tool", tool, "--shapes", "4,8,64,64,64,seqlens:1/2"], "gives 2 lengths for B 4"),
                  (["--out", d + "/n", "--tool", "/no/attn-tune", "--shapes", "1,8,64,64,64"], "--tool '/no/attn-tune'"),
                  (["--out", d + "/n", "--table", "/no/table.json", "--shapes", "1,8,64,64,64"],
                   "--table '/no/table.json': no such file"),
