@@ -1,7 +1,8 @@
 // The C++ example's host helpers (examples/cpp), which restate the tool's rules because the example
 // builds against the installed library alone: its timing statistics must be the tool's
 // (run/noise, run/stats), and its reference check must pass a right output and fail a wrong one,
-// in both layouts, with GQA, N_kv != N_q and causal rows that see no key.
+// in both layouts, with GQA, N_kv != N_q and causal rows that see no key, a window and softcap,
+// and a packed variable-length batch (each sequence alone); and its FLOP count is the tool's.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -12,6 +13,7 @@
 #include "cold_timer.hpp"
 #include "example_options.hpp"
 #include "core/numeric.hpp"
+#include "core/problem.hpp"
 #include "reference.hpp"
 #include "run/noise.hpp"
 #include "run/stats.hpp"
@@ -145,6 +147,111 @@ TEST(ExampleOptions, TheProblemAsAttnTuneSpellsIt) {
   } catch (const example::usage_error& e) {
     EXPECT_STREQ(e.what(), "invalid --kv-len '12x': expected a positive whole number");
   }
+}
+
+// The C API's problem of one of the tool's (its window, softcap, dv), and a packed batch's offsets.
+attn_tune_problem c_problem(const attn::problem& s) {
+  attn_tune_problem p = problem(s.batch, s.heads, s.kv_heads, s.q_len, s.kv_len, s.head_dim, s.dtype == dtype::bf16,
+                                s.causal, s.layout == layout::bshd);
+  p.head_dim_v = s.head_dim_v;
+  if (has_window(s)) p.window = 1, p.window_left = s.window_left, p.window_right = s.window_right;
+  p.softcap = static_cast<float>(s.softcap);
+  return p;
+}
+
+example::packed_batch packed_of(const attn::problem& s) {
+  if (!is_varlen(s)) return {};
+  return {example::cumulative(q_lengths(s)), example::cumulative(kv_lengths(s))};
+}
+
+attn::problem tool_problem(int64_t b, int64_t h, int64_t h_kv, int64_t n_q, int64_t n_kv, int64_t d, bool causal,
+                           const char* seqlens = "", const char* kv_seqlens = "", int64_t left = -1,
+                           int64_t right = -1, double softcap = 0, int64_t dv = 0) {
+  attn::problem s;
+  s.batch = b, s.heads = h, s.kv_heads = h_kv, s.q_len = n_q, s.kv_len = n_kv, s.head_dim = d, s.causal = causal;
+  s.seqlens = seqlens, s.kv_seqlens = kv_seqlens, s.window_left = left, s.window_right = right;
+  s.softcap = softcap, s.head_dim_v = dv;
+  canonicalize(s);
+  validate(s);
+  return s;
+}
+
+TEST(ExampleFlops, AreTheTools) {
+  const attn::problem cases[] = {
+      tool_problem(4, 32, 8, 1024, 1024, 128, false),
+      tool_problem(2, 8, 8, 384, 1024, 128, true),                     // causal, N_kv > N_q: halved
+      tool_problem(1, 16, 16, 512, 512, 192, true, "", "", -1, -1, 0, 128),  // dv != d
+      tool_problem(2, 8, 2, 1000, 1000, 64, true, "", "", 128, 0),     // a causal window: its pairs
+      tool_problem(2, 8, 2, 700, 900, 64, false, "", "", 100, 50, 30),  // a two-sided window, softcap
+      tool_problem(4, 16, 16, 2048, 2048, 128, true, "2048/100/0/700"),          // packed, causal
+      tool_problem(3, 8, 4, 64, 100, 64, false, "3/64/0", "100/0/5"),            // packed cross-attention
+      tool_problem(3, 8, 4, 64, 100, 64, true, "3/64/10", "100/0/5"),            // causal per sequence
+      tool_problem(4, 4, 4, 512, 512, 64, true, "512/1/37/300", "", 64, 0),      // packed, a window
+  };
+  for (const attn::problem& s : cases)
+    EXPECT_DOUBLE_EQ(example::attention_flops(c_problem(s), packed_of(s)), attention_flops(s)) << describe(s);
+}
+
+// Random inputs of the problem's rows (a packed batch's totals), rounded to the dtype.
+std::vector<float> rounded_normal(size_t count, bool bf16, std::mt19937& rng) {
+  std::normal_distribution<float> normal;
+  std::vector<float> t(count);
+  for (float& x : t) x = example::round_to(normal(rng), bf16);
+  return t;
+}
+
+TEST(ExampleReference, EachSequenceOfAPackedBatchAlone) {
+  std::vector<attn::problem> cases = {
+      tool_problem(4, 4, 2, 48, 48, 32, true, "48/5/0/30"),         // a sequence of none
+      tool_problem(3, 2, 1, 40, 24, 32, true, "40/7/12", "24/0/3"),  // rows that see no key, a sequence of no keys
+      tool_problem(3, 2, 2, 32, 32, 64, false, "32/9/17", "", 6, 2, 20),  // a two-sided window and softcap
+      tool_problem(2, 2, 2, 40, 40, 32, true, "", "", 9, -1, 15),     // dense: a causal window and softcap
+  };
+  for (size_t at = 0; at < cases.size(); ++at)
+    for (layout l : {layout::bhsd, layout::bshd}) {
+      attn::problem s = cases[at];
+      s.layout = l;
+      s.dtype = at % 2 ? dtype::fp16 : dtype::bf16;
+      const bool bf16 = s.dtype == dtype::bf16;
+      std::mt19937 rng(11);
+      const auto q = rounded_normal(static_cast<size_t>(q_rows(s) * s.heads * s.head_dim), bf16, rng);
+      const auto k = rounded_normal(static_cast<size_t>(kv_rows(s) * s.kv_heads * s.head_dim), bf16, rng);
+      const auto v = rounded_normal(static_cast<size_t>(kv_rows(s) * s.kv_heads * value_dim(s)), bf16, rng);
+      const std::vector<double> o = attention_fp64(s, q, k, v);  // the tool's, per sequence
+      std::vector<uint16_t> out(o.size());
+      for (size_t i = 0; i < o.size(); ++i) out[i] = example::to_bits(static_cast<float>(o[i]), bf16);
+      const attn_tune_problem p = c_problem(s);
+      const example::packed_batch packed = packed_of(s);
+      const std::string what = describe(s);
+      const example::comparison right = example::compare(p, q, k, v, out, 1, 1, packed);
+      EXPECT_LE(right.error, right.allowed) << what;
+      EXPECT_LE(example::compare(p, q, k, v, out, 2, 3, packed).error, right.allowed) << what;
+      // A wrong element in the last row of the last sequence (the packed tensors' last or a head's
+      // last row) fails it.
+      const int64_t last_b = s.batch - 1, last_i = example::q_count(p, packed, last_b) - 1;
+      const size_t at_o = static_cast<size_t>(
+          example::offset(p, false, last_b, s.heads - 1, last_i, value_dim(s), packed.cu_q) + value_dim(s) - 1);
+      std::vector<uint16_t> wrong = out;
+      wrong[at_o] = example::to_bits(example::from_bits(wrong[at_o], bf16) + 0.5f, bf16);
+      EXPECT_GT(example::compare(p, q, k, v, wrong, 1, 1, packed).error, right.allowed) << what;
+      // Read as one dense batch (the sequences not apart), the same output fails.
+      if (is_varlen(s)) EXPECT_GT(example::compare(p, q, k, v, out).error, right.allowed) << what;
+    }
+}
+
+// A packed sequence with no keys (or causal rows past its keys) must write zeros.
+TEST(ExampleReference, APackedRowThatSeesNoKeyMustBeZero) {
+  const attn::problem s = tool_problem(2, 1, 1, 8, 4, 32, true, "8/2", "4/0");
+  const attn_tune_problem p = c_problem(s);
+  const example::packed_batch packed = packed_of(s);
+  std::vector<float> q(10 * 32, 0.5f), k(4 * 32, 0.25f), v(4 * 32, 1.0f);
+  std::vector<uint16_t> out;
+  for (double x : attention_fp64(s, q, k, v)) out.push_back(example::to_bits(static_cast<float>(x), true));
+  EXPECT_LE(example::compare(p, q, k, v, out, 1, 1, packed).error, 1e-6);
+  out[3 * 32] = example::to_bits(0.5f, true);  // sequence 0's row 3: its causal diagonal is left of key 0
+  EXPECT_DOUBLE_EQ(example::compare(p, q, k, v, out, 1, 1, packed).error, 0.5);
+  out[9 * 32] = example::to_bits(0.75f, true);  // sequence 1's last row: it has no keys
+  EXPECT_DOUBLE_EQ(example::compare(p, q, k, v, out, 1, 1, packed).error, 0.75);
 }
 
 }  // namespace
