@@ -2,7 +2,8 @@
 // builds against the installed library alone: its timing statistics must be the tool's
 // (run/noise, run/stats), and its reference check must pass a right output and fail a wrong one,
 // in both layouts, with GQA, N_kv != N_q and causal rows that see no key, a window and softcap,
-// and a packed variable-length batch (each sequence alone); and its FLOP count is the tool's.
+// and a packed variable-length batch (each sequence alone); its options read a problem as
+// attn-tune's do, and its FLOP count is the tool's.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 #include "example_options.hpp"
 #include "core/numeric.hpp"
 #include "core/problem.hpp"
+#include "parsed_options.hpp"
 #include "reference.hpp"
 #include "run/noise.hpp"
 #include "run/stats.hpp"
@@ -252,6 +254,84 @@ TEST(ExampleReference, APackedRowThatSeesNoKeyMustBeZero) {
   EXPECT_DOUBLE_EQ(example::compare(p, q, k, v, out, 1, 1, packed).error, 0.5);
   out[9 * 32] = example::to_bits(0.75f, true);  // sequence 1's last row: it has no keys
   EXPECT_DOUBLE_EQ(example::compare(p, q, k, v, out, 1, 1, packed).error, 0.75);
+}
+
+// parse_example_options on a command line of strings (the program's name is added).
+example::example_options example_parsed(std::vector<std::string> line) {
+  line.insert(line.begin(), "attn_tune_example");
+  std::vector<char*> argv;
+  for (auto& a : line) argv.push_back(a.data());
+  return example::parse_example_options(static_cast<int>(argv.size()), argv.data());
+}
+
+// The example's options against attn-tune's for the same command line: the same problem (the
+// longest length as N without --shape, a window's right side of 0 as causal), the same flops.
+TEST(ExampleOptions, APackedBatchWindowAndSoftcapAsAttnTuneReadsThem) {
+  const std::vector<std::vector<std::string>> lines = {
+      {"--shape", "4,16,2048,128", "--seqlens", "2048,100,0,700", "--layout", "bshd", "--causal"},
+      {"--seqlens", "5,9,3,1"},  // N: the longest, 9
+      {"--shape", "3,8,64,64", "--kv-heads", "4", "--seqlens", "3,64,0", "--kv-seqlens", "100,0,5"},
+      {"--shape", "2,8,512,64", "--window", "256,0", "--softcap", "50"},
+      {"--shape", "2,8,512,64", "--seqlens", "512,17", "--window", "-1,8", "--dv", "128"},
+  };
+  for (const std::vector<std::string>& line : lines) {
+    const attn::problem s = attn::testing::parsed(line).problem;
+    const example::example_options o = example_parsed(line);
+    const std::string what = describe(s);
+    EXPECT_EQ(o.batch, s.batch) << what;
+    EXPECT_EQ(o.q_len, s.q_len) << what;
+    EXPECT_EQ(o.kv_len, s.kv_len) << what;
+    EXPECT_EQ(o.causal, s.causal) << what;
+    EXPECT_EQ(o.window_left, s.window_left) << what;
+    EXPECT_EQ(o.window_right, s.window_right) << what;
+    EXPECT_EQ(o.softcap, s.softcap) << what;
+    EXPECT_EQ(o.seqlens, is_varlen(s) ? q_lengths(s) : std::vector<int64_t>{}) << what;
+    EXPECT_EQ(o.kv_seqlens, is_varlen(s) ? kv_lengths(s) : std::vector<int64_t>{}) << what;
+    attn_tune_problem p = problem(o.batch, o.heads, o.kv_heads, o.q_len, o.kv_len, o.head_dim, true, o.causal);
+    if (o.head_dim_v != o.head_dim) p.head_dim_v = o.head_dim_v;
+    if (o.window_left >= 0 || o.window_right >= 0) p.window = 1, p.window_left = o.window_left, p.window_right = o.window_right;
+    example::packed_batch packed;
+    if (!o.seqlens.empty()) packed = {example::cumulative(o.seqlens), example::cumulative(o.kv_seqlens)};
+    EXPECT_DOUBLE_EQ(example::attention_flops(p, packed), attention_flops(s)) << what;
+  }
+}
+
+TEST(ExampleOptions, ABadPackedBatchWindowOrSoftcapIsNamed) {
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--shape", "4,8,512,64", "--seqlens", "1,2,3"},
+       "invalid --seqlens '1,2,3': 3 lengths for a batch of 4 (B of --shape): give one a sequence"},
+      {{"--shape", "4,8,512,64", "--seqlens", "100,600,0,1"},
+       "invalid --seqlens '100,600,0,1': length 600 is over 512 (N of --shape), the longest a sequence may be"},
+      {{"--shape", "2,8,512,64", "--seqlens", "0,0"}, "invalid --seqlens '0,0': every length is 0: nothing to attend"},
+      {{"--seqlens", "1,,2"}, "invalid --seqlens '1,,2': '' is not a length (a whole number >= 0)"},
+      {{"--seqlens", "1,-2"}, "invalid --seqlens '1,-2': '-2' is not a length (a whole number >= 0)"},
+      {{"--shape", "2,8,512,64", "--kv-seqlens", "3,4"},
+       "--kv-seqlens '3,4' needs --seqlens: the packed batch's queries' lengths"},
+      {{"--shape", "2,8,512,64", "--seqlens", "3,4", "--kv-len", "1024"},
+       "--seqlens with --kv-len 1024 != N 512: cross-attention of a packed batch needs the keys' lengths "
+       "(--kv-seqlens)"},
+      {{"--shape", "2,8,512,64", "--seqlens", "3,4", "--kv-seqlens", "2000,1", "--kv-len", "1024"},
+       "invalid --kv-seqlens '2000,1': length 2000 is over 1024 (--kv-len), the longest a sequence may be"},
+      {{"--shape", "2,8,512,64", "--seqlens", "3,4", "--kv-seqlens", "0,0"},
+       "invalid --kv-seqlens '0,0': every length is 0: nothing to attend"},
+      {{"--shape", "2,1,2000000000,64", "--seqlens", "2000000000,2000000000"},
+       "invalid --seqlens '2000000000,2000000000': 4000000000 rows in all, more than int32 offsets (cu_seqlens) hold"},
+      {{"--window", "5"}, "invalid --window '5': expected LEFT,RIGHT, each -1 (no limit) or a count of keys"},
+      {{"--window", "3,-2"}, "invalid --window '3,-2': expected LEFT,RIGHT, each -1 (no limit) or a count of keys"},
+      {{"--causal", "--window", "3,4"},
+       "invalid --window '3,4' with --causal: the causal mask hides every key right of the diagonal, so RIGHT must "
+       "be 0 or -1"},
+      {{"--softcap", "-1"}, "invalid --softcap '-1': expected 0 (off) or a positive cap, e.g. 50"},
+      {{"--softcap", "inf"}, "invalid --softcap 'inf': expected 0 (off) or a positive cap, e.g. 50"},
+  };
+  for (const auto& [line, message] : cases) {
+    try {
+      example_parsed(line);
+      ADD_FAILURE() << "no error for " << message;
+    } catch (const example::usage_error& e) {
+      EXPECT_EQ(std::string(e.what()), message);
+    }
+  }
 }
 
 }  // namespace
