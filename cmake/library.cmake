@@ -95,8 +95,16 @@ if(ATTN_TUNE_TESTS)
            COMMAND attn_tune_example --shape 2,8,384,128 --kv-heads 2 --kv-len 1024 --dtype fp16 --layout bshd --causal)
   add_test(NAME library_example_forward_more_queries_than_keys
            COMMAND attn_tune_example --shape 1,4,512,64 --kv-len 128 --causal --check-heads 4)
+  # A packed variable-length batch: self-attention in FlashAttention's [total, H, D] with an empty
+  # sequence; cross-attention [H, total, D] with GQA, a sequence of no keys, a window and softcap.
+  add_test(NAME library_example_forward_packed
+           COMMAND attn_tune_example --shape 4,8,512,64 --seqlens 512,100,0,300 --layout bshd --causal)
+  add_test(NAME library_example_forward_packed_cross_window_softcap
+           COMMAND attn_tune_example --shape 3,8,256,128 --kv-heads 2 --kv-len 512 --seqlens 256,1,77
+                   --kv-seqlens 512,0,300 --window 64,-1 --softcap 30 --dtype fp16)
   set_tests_properties(library_example_forward library_example_forward_gqa_fp16_bshd
-                       library_example_forward_more_queries_than_keys
+                       library_example_forward_more_queries_than_keys library_example_forward_packed
+                       library_example_forward_packed_cross_window_softcap
                        PROPERTIES LABELS gpu SKIP_REGULAR_EXPRESSION "no CUDA device")
   # The example's own argument checks come before any device call: exit 2 naming the value.
   foreach(case
@@ -105,7 +113,10 @@ if(ATTN_TUNE_TESTS)
       "shape|invalid shape '4,32,4096': expected B,H,N,D|--shape 4,32,4096"
       "shape_field|invalid shape field N of '4,32,x,128'|4,32,x,128"
       "kv_heads|invalid --kv-heads '0'|--kv-heads 0"
-      "unknown|unknown option '--causl'|--causl")
+      "unknown|unknown option '--causl'|--causl"
+      "seqlens_count|invalid --seqlens '1,2,3': 3 lengths for a batch of 4|--seqlens 1,2,3"
+      "seqlens_over_n|length 600 is over 512 (N of --shape)|--shape 4,8,512,64 --seqlens 100,600,0,1"
+      "window|invalid --window '3,4' with --causal|--causal --window 3,4")
     string(REPLACE "|" ";" parts "${case}")
     list(GET parts 0 name)
     list(GET parts 1 pattern)

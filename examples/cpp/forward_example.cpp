@@ -1,11 +1,13 @@
 // Run one tuned attention forward from a C++ program, time it as attn-tune does, and check it
 // against a naive reference (attn_tune_example --help for the options):
 //   attn_tune_example --table results/mine.csv --shape 2,32,1024,128 --kv-heads 8 --causal
+//   attn_tune_example --table results/mine.csv --shape 4,16,2048,128 --seqlens 2048,100,0,700 --layout bshd
 // Loads the table (an `attn-tune export`, a results CSV, the tuned-results database or a bundle),
 // runs attn_tune_forward on random inputs of the problem (bf16 or fp16, [B,H,N,D] or [B,N,H,D],
-// GQA, N_kv != N_q, causal), times it with cold L2 (cold_timer.hpp), and compares sampled heads
-// and rows with float64 attention under FlashAttention's rule. The last line, `result: ...`,
-// holds every number as key=value for scripts (bench/run.py library-bar).
+// GQA, N_kv != N_q, causal, dv != d, a sliding window, softcap, or a packed variable-length batch:
+// [total, H, D] with cu_seqlens), times it with cold L2 (cold_timer.hpp), and compares sampled
+// heads and rows with float64 attention under FlashAttention's rule. The last line,
+// `result: ...`, holds every number as key=value for scripts (bench/run.py library-bar).
 #include <algorithm>
 #include <cstdio>
 #include <random>
@@ -48,6 +50,14 @@ void random_tensor(std::vector<float>& host, void* device, bool bf16, std::mt199
   cuda_check(cudaMemcpy(device, bits.data(), bits.size() * 2, cudaMemcpyHostToDevice), "cudaMemcpy");
 }
 
+// A packed batch's offsets as the API takes them: int32 [B + 1] on the device.
+const int32_t* upload_offsets(const std::vector<int64_t>& cu, device_memory& memory) {
+  const std::vector<int32_t> cu32(cu.begin(), cu.end());  // example_options checked that the total fits
+  void* d = memory.get(cu32.size() * 4);
+  cuda_check(cudaMemcpy(d, cu32.data(), cu32.size() * 4, cudaMemcpyHostToDevice), "cudaMemcpy");
+  return static_cast<const int32_t*>(d);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) try {
@@ -60,16 +70,29 @@ int main(int argc, char** argv) try {
       attn_tune::make_problem(o.batch, o.heads, o.kv_heads, o.q_len, o.kv_len, o.head_dim,
                               static_cast<attn_tune_dtype>(o.dtype), o.causal, static_cast<attn_tune_layout>(o.layout));
   if (o.head_dim_v != o.head_dim) p.head_dim_v = o.head_dim_v;  // V and O contiguous with rows of dv
+  if (o.window_left >= 0 || o.window_right >= 0) p.window = 1, p.window_left = o.window_left, p.window_right = o.window_right;
+  p.softcap = o.softcap;
+  // A packed batch: sequence b's rows are [cu_q[b], cu_q[b + 1]) of Q and O and [cu_k[b], cu_k[b + 1]) of
+  // K and V; Q and O hold total_q rows of every head, K and V total_k ([total, H, D] in bshd).
+  example::packed_batch packed;
+  if (!o.seqlens.empty()) packed = {example::cumulative(o.seqlens), example::cumulative(o.kv_seqlens)};
+  const int64_t q_rows = packed.cu_q.empty() ? o.batch * o.q_len : packed.cu_q.back();
+  const int64_t kv_rows = packed.cu_k.empty() ? o.batch * o.kv_len : packed.cu_k.back();
   const bool bf16 = o.dtype == ATTN_TUNE_BF16;
-  const size_t q_count = static_cast<size_t>(o.batch * o.heads * o.q_len * o.head_dim);
-  const size_t o_count = static_cast<size_t>(o.batch * o.heads * o.q_len * o.head_dim_v);
-  const size_t kv_count = static_cast<size_t>(o.batch * o.kv_heads * o.kv_len * o.head_dim);
-  const size_t v_count = static_cast<size_t>(o.batch * o.kv_heads * o.kv_len * o.head_dim_v);
-  std::printf("problem: B%lld H%lld kv_heads %lld N_q %lld N_kv %lld D%lld%s %s %s%s\n",
-              static_cast<long long>(o.batch), static_cast<long long>(o.heads), static_cast<long long>(o.kv_heads),
-              static_cast<long long>(o.q_len), static_cast<long long>(o.kv_len), static_cast<long long>(o.head_dim),
+  const size_t q_count = static_cast<size_t>(q_rows * o.heads * o.head_dim);
+  const size_t o_count = static_cast<size_t>(q_rows * o.heads * o.head_dim_v);
+  const size_t kv_count = static_cast<size_t>(kv_rows * o.kv_heads * o.head_dim);
+  const size_t v_count = static_cast<size_t>(kv_rows * o.kv_heads * o.head_dim_v);
+  std::printf("problem: B%lld H%lld kv_heads %lld N_q %lld N_kv %lld D%lld%s %s %s%s", static_cast<long long>(o.batch),
+              static_cast<long long>(o.heads), static_cast<long long>(o.kv_heads), static_cast<long long>(o.q_len),
+              static_cast<long long>(o.kv_len), static_cast<long long>(o.head_dim),
               o.head_dim_v != o.head_dim ? (" dv" + std::to_string(o.head_dim_v)).c_str() : "",
               bf16 ? "bf16" : "fp16", o.layout == ATTN_TUNE_BSHD ? "bshd" : "bhsd", o.causal ? " causal" : "");
+  if (p.window) std::printf(" window %lld,%lld", static_cast<long long>(p.window_left), static_cast<long long>(p.window_right));
+  if (p.softcap > 0) std::printf(" softcap %g", p.softcap);
+  if (!packed.cu_q.empty())
+    std::printf(" packed: total_q %lld total_k %lld", static_cast<long long>(q_rows), static_cast<long long>(kv_rows));
+  std::printf("\n");
 
   attn_tune::context ctx(o.context);
   device_memory memory;
@@ -77,7 +100,13 @@ int main(int argc, char** argv) try {
   void* dk = memory.get(kv_count * 2);
   void* dv = memory.get(v_count * 2);
   void* dout = memory.get(o_count * 2);
-  float* dlse = static_cast<float*>(memory.get(static_cast<size_t>(o.batch * o.heads * o.q_len) * 4));
+  float* dlse = static_cast<float*>(memory.get(static_cast<size_t>(q_rows * o.heads) * 4));  // [B,H,N] or [H,total_q]
+  if (!packed.cu_q.empty()) {
+    // cu_seqlens int32 [B + 1] on the GPU; self-attention passes the queries' offsets for the keys too.
+    p.cu_seqlens_q = upload_offsets(packed.cu_q, memory);
+    p.cu_seqlens_k = o.kv_seqlens == o.seqlens ? p.cu_seqlens_q : upload_offsets(packed.cu_k, memory);
+    p.total_q = q_rows, p.total_k = kv_rows;
+  }
   std::vector<float> q(q_count), k(kv_count), v(v_count);
   std::mt19937 rng(o.seed);
   random_tensor(q, dq, bf16, rng);
@@ -94,9 +123,9 @@ int main(int argc, char** argv) try {
 
   const example::timing t =
       example::time_cold([&](cudaStream_t s) { ctx.forward(dq, dk, dv, dout, dlse, p, s); }, stream);
-  // 2 d per (query, key) pair for Q K^T and 2 dv for P V, halved when causal (attn-tune's rule).
-  const double flops =
-      2.0 * o.batch * o.heads * o.q_len * o.kv_len * (o.head_dim + o.head_dim_v) / (o.causal ? 2 : 1);
+  // 2 d per (query, key) pair for Q K^T and 2 dv for P V, each sequence's own pairs, halved when causal
+  // (a window's visible pairs exactly): attn-tune's rule.
+  const double flops = example::attention_flops(p, packed);
   std::printf("time: %.4f ms median of %d reps (IQR %.4f ms, noise %.2f%%), L2 flushed before each (%.1f MiB); "
               "%.1f TFLOPS\n",
               t.median_ms, t.reps, t.iqr_ms, 100 * t.noise, t.flushed_bytes / (1 << 20), flops / t.median_ms / 1e9);
@@ -111,10 +140,11 @@ int main(int argc, char** argv) try {
     cuda_check(cudaMemcpy(out.data(), dout, o_count * 2, cudaMemcpyDeviceToHost), "cudaMemcpy");
     const int every = static_cast<int>(std::max<int64_t>(1, o.batch * o.heads / o.check_heads));
     const int row_every = static_cast<int>(std::max<int64_t>(1, o.q_len / 256));
-    r = example::compare(p, q, k, v, out, every, row_every);
+    r = example::compare(p, q, k, v, out, every, row_every, packed);  // each sequence alone
     pass = r.error <= r.allowed;
-    std::printf("check: max error %.3e, allowed %.3e (float64 reference, every %d-th head, every %d-th row): %s\n",
-                r.error, r.allowed, every, row_every, pass ? "pass" : "FAIL");
+    std::printf("check: max error %.3e, allowed %.3e (float64 reference, every %d-th head, every %d-th row%s): %s\n",
+                r.error, r.allowed, every, row_every, packed.cu_q.empty() ? "" : " of each sequence",
+                pass ? "pass" : "FAIL");
   }
   cudaStreamDestroy(stream);
   std::printf("result: family=%s config=%s source=%s median_ms=%.6f reps=%d error=%.3e allowed=%.3e check=%s\n",

@@ -1,7 +1,12 @@
 #include "cli/command_options.hpp"
 
-#include <fmt/format.h>
+#include <string>
+#include <vector>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "core/problem.hpp"
 #include "db/tuned_db.hpp"
 
 namespace attn {
@@ -11,8 +16,45 @@ namespace {
 const char* const device_name_help =
     "Read the results of this device (its name, as `attn-tune db list` shows it) when the input holds several";
 
+// A sweep file's columns as read_sweep_file reads them, from the one field list (problem_fields()),
+// so that the help names every column a field adds: those every file has (the first schema's),
+// then the optional ones (a later schema's: a file may lack them).
+std::string sweep_columns(bool optional) {
+  std::vector<std::string> names;
+  if (!optional) names.emplace_back("name");
+  for (const problem_field& f : problem_fields())
+    if (in_first_schema(f) != optional) names.emplace_back(f.sweep_column);
+  return fmt::format("{}", fmt::join(names, ","));
+}
+
+// What a blank (or, in an optional column, missing) cell of the field takes.
+std::string sweep_default(const problem_field& f) {
+  if (f.required) return "a value in every row";
+  if (f.follows >= 0) return problem_fields()[static_cast<size_t>(f.follows)].sweep_column;
+  const std::string text = f.get(problem{});
+  return text.empty() ? "none" : text;
+}
+
+std::string sweep_footer() {
+  std::string text =
+      "A sweep file is a CSV, one shape a row, under a header line naming its columns (in any order; a line\n"
+      "starting with # is a comment). Columns every file has, and what a blank cell takes:\n"
+      "  name          the shape's description\n";
+  for (bool optional : {false, true}) {
+    if (optional) text += "Optional columns (a file may leave them out), and what a missing or blank cell takes:\n";
+    for (const problem_field& f : problem_fields())
+      if (in_first_schema(f) != optional) text += fmt::format("  {:<13} {}\n", f.sweep_column, sweep_default(f));
+  }
+  return text + "Per-sequence lengths are joined by / (--seqlens 128,512 is 128/512); each column's meaning: "
+                "docs/search-and-database.md (Sweeps).";
+}
+
 CLI::App* add_sweep(CLI::App& app, options& out) {
-  CLI::App* sweep = app.add_subcommand("sweep", "Tune every shape of a sweep file (name,B,H,kv_heads,N,kv_len,D,causal,dtype,layout,page_size,kv_lens; the last two optional)");
+  CLI::App* sweep = app.add_subcommand(
+      "sweep", fmt::format("Tune every shape of a sweep file: a CSV of columns {}, optionally {} (sweep --help: "
+                           "their defaults)",
+                           sweep_columns(false), sweep_columns(true)));
+  sweep->footer(sweep_footer());
   sweep->add_option("file", out.sweep_file, "Sweep file, e.g. sweeps/llm-prefill.csv")->required();
   sweep->add_option("--out", out.out, "Per-variant results CSV (default: results/<device>/<sweep name>.csv); "
                                       "the best table goes beside it as <name>.best.csv");

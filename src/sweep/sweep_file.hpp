@@ -1,7 +1,10 @@
 #pragma once
 // Sweep files: one problem shape per row, so a whole model's attention shapes tune in one run.
-//   name,B,H,kv_heads,N,kv_len,D,causal,dtype,layout[,page_size,kv_lens]
-// A blank field takes its default (kv_heads = H, kv_len = N, causal = 0, bf16, bhsd).
+// The columns are "name" and each field's sweep_column in problem_fields() (core/problem.hpp), by
+// header name in any order: every file has name and the first schema's fields' columns
+// (in_first_schema), and may lack a later one's (page_size, kv_lens, window_left, ...). A blank
+// cell takes the field's default, or the field it follows (kv_heads = H, kv_len = N); a required
+// field (B, H, N, D) needs a value. `attn-tune sweep --help` lists them all, from the same list.
 #include <functional>
 #include <string>
 #include <vector>
