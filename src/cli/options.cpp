@@ -195,7 +195,7 @@ bool parse_options(int argc, char** argv, options& out) {
                  "L1,L2,... (B lengths, 0 allowed) or uniform:LO:HI (B draws from the text's own seed); Q, K, V "
                  "and O packed as [total, H, D] (bshd) or [H, total, D] (bhsd) with cumulative offsets; N of "
                  "--shape is the longest a sequence may be (default: the longest given); the causal mask and a "
-                 "window are bottom-right per sequence (fa2 family). E.g. --shape 32,16,8192,128 --seqlens "
+                 "window are bottom-right per sequence (hopper and fa2 families). E.g. --shape 32,16,8192,128 --seqlens "
                  "uniform:128:8192");
   app.add_option("--kv-seqlens", kv_seqlens_text,
                  "The keys' lengths of a packed batch for cross-attention (cu_seqlens_k), each at most --kv-len "
