@@ -63,6 +63,8 @@ std::optional<std::string> fa2_reject(const tile_config& c, const problem& s,
   if (c.pack_gqa != 0 && c.pack_gqa != 1) return fmt::format("pack_gqa {} is not 0 or 1", c.pack_gqa);
   if (c.pack_gqa && s.kv_heads == s.heads)
     return std::string("pack_gqa 1 needs fewer K/V heads than query heads (GQA/MQA)");
+  if (s.batch > 65535)  // blockIdx.z is the batch entry (a packed batch's sequence)
+    return fmt::format("batch {} exceeds the grid's 65535 blocks in z", s.batch);
   if (is_varlen(s) && (c.splits > 1 || c.pack_gqa))
     return fmt::format("a packed batch (seqlens) has no {} (each sequence's rows are a block's)",
                        c.splits > 1 ? "split-KV" : "packed GQA");

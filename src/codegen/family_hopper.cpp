@@ -3,6 +3,7 @@
 // of kernels/common/resources.cuh's bits (the `_k<N>` of a config's name): 1 = intra-warpgroup
 // overlap, 2 = ping-pong, 4 = persistent grid, 8 = two Q tiles, 16 = half-width last tile.
 #include <algorithm>
+#include <climits>
 
 #include <fmt/format.h>
 
@@ -68,7 +69,16 @@ int register_margin(const tile_config& c, const problem& s) {
 
 }  // namespace
 
+std::optional<std::string> tile_count_problem(const problem& s, int block_m) {
+  const int64_t tiles = (s.q_len + block_m - 1) / block_m * s.batch * s.heads;
+  if (tiles > INT_MAX)
+    return fmt::format("{} tiles ({} query blocks of {} rows x {} batch entries x {} heads) exceed 2^31", tiles,
+                       (s.q_len + block_m - 1) / block_m, block_m, s.batch, s.heads);
+  return std::nullopt;
+}
+
 hopper_schedule schedule_for(const problem& s, int block_m, int64_t l2_bytes, int sm_count, bool persistent) {
+  if (auto why = tile_count_problem(s, block_m)) throw invalid_input(*why);
   hopper_schedule h;
   h.m_blocks = static_cast<int>((s.q_len + block_m - 1) / block_m);
   h.batch_heads = static_cast<int>(s.batch * s.heads);
@@ -98,13 +108,16 @@ tensor_map_args map_for(const void* base, const problem& s, int64_t rows, int64_
 }  // namespace
 
 std::optional<std::string> tma_stride_problem(const problem& s) {
-  const tensor_strides q = contiguous_strides(s, false), kv = contiguous_strides(s, true);
-  const bool packed = is_varlen(s);
-  if (auto why = tensor_map_problem(
-          map_for(nullptr, s, packed ? q_rows(s) : s.q_len, s.heads, q.row, q.head, q.batch, 64)))
+  // A packed batch's rows: their totals; with lengths "given" (they come with the call) the
+  // longest sequence's, a bound below the totals (the launch checks the maps of the call's rows).
+  const bool packed = is_varlen(s), given = packed && s.seqlens == "given";
+  const int64_t q_reach = !packed ? s.q_len : given ? s.q_len : q_rows(s);
+  const int64_t kv_reach = !packed ? s.kv_len : given ? s.kv_len : kv_rows(s);
+  const tensor_strides q = packed ? packed_strides(s, false, s.head_dim, q_reach) : contiguous_strides(s, false);
+  const tensor_strides kv = packed ? packed_strides(s, true, s.head_dim, kv_reach) : contiguous_strides(s, true);
+  if (auto why = tensor_map_problem(map_for(nullptr, s, q_reach, s.heads, q.row, q.head, q.batch, 64)))
     return "Q/O: " + *why;
-  if (auto why = tensor_map_problem(
-          map_for(nullptr, s, packed ? kv_rows(s) : s.kv_len, s.kv_heads, kv.row, kv.head, kv.batch, 64)))
+  if (auto why = tensor_map_problem(map_for(nullptr, s, kv_reach, s.kv_heads, kv.row, kv.head, kv.batch, 64)))
     return "K/V: " + *why;
   return std::nullopt;
 }
@@ -166,6 +179,7 @@ std::optional<std::string> hopper_reject(const tile_config& c, const problem& s,
     return fmt::format("shared memory {} KiB exceeds the device's {} KiB per block", (bytes + 1023) / 1024,
                        limits.shared_memory_per_block / 1024);
   if (auto why = tma_stride_problem(s)) return why;
+  if (auto why = tile_count_problem(s, c.block_m)) return why;
   return std::nullopt;
 }
 

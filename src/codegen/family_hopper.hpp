@@ -18,7 +18,11 @@ struct hopper_schedule {
   int tiles = 0;              ///< m_blocks x batch_heads
   int grid = 0;               ///< blocks: min(tiles, SMs) when persistent, else tiles
 };
+/// Throws invalid_input when the tiles do not fit in 32 bits (tile_count_problem).
 hopper_schedule schedule_for(const problem& s, int block_m, int64_t l2_bytes, int sm_count, bool persistent);
+/// Why the tiles (query blocks x B x H; a packed batch's over its longest sequence) do not fit in
+/// the kernel's 32-bit tile index; nullopt when they do.
+std::optional<std::string> tile_count_problem(const problem& s, int block_m);
 
 /// Registers a computing thread gets after the producer's hand-over (setmaxnreg).
 int hopper_consumer_registers(const tile_config& c);

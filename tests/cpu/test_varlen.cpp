@@ -13,6 +13,7 @@
 #include "cli/options.hpp"
 #include "codegen/compile_pool.hpp"
 #include "codegen/family.hpp"
+#include "codegen/family_hopper.hpp"
 #include "codegen/kernel_args.hpp"
 #include "core/config.hpp"
 #include "core/problem.hpp"
@@ -354,6 +355,39 @@ TEST(VarlenFamilies, HopperNamesVarlenLastAndOnlyWhenPacked) {
   EXPECT_EQ(config_args(), "hopper_config<true, 128, 128, 128, 12, 2, true, 3, true, false, true");
   s.softcap = 0;
   EXPECT_EQ(config_args(), "hopper_config<true, 128, 128, 128, 12, 2, true, 3, true");
+}
+
+// Lengths "given" (the C API's call) are checked against the longest sequence's rows, not the
+// bound B x N: 1024 sequences of up to 131072 rows at H 32, D 128 would span 2^40 bytes.
+TEST(VarlenFamilies, HopperTakesGivenLengthsWhoseBoundWouldSpan2To40) {
+  problem s = packed("given", 131072);
+  s.batch = 1024, s.heads = s.kv_heads = 32, s.head_dim = 128, s.kv_seqlens = "given";
+  for (layout l : {layout::bshd, layout::bhsd}) {
+    s.layout = l;
+    EXPECT_FALSE(tma_stride_problem(s)) << *tma_stride_problem(s);
+  }
+}
+
+// A packed batch's tiles span its longest sequence's query blocks for every sequence: past 2^31
+// the kernel's tile index would wrap, so hopper refuses it by name (and fa2 a grid past 65535
+// sequences in z).
+TEST(VarlenFamilies, TileCountsPast32BitsAndGridsPast65535AreRefused) {
+  problem s = packed("given", 262144);
+  s.batch = 32768, s.heads = s.kv_heads = 32, s.head_dim = 128, s.kv_seqlens = "given";
+  const resource_limits limits{};  // sm_90
+  const tile_config c{128, 128, 12, 2, 7};
+  auto why = hopper_family().reject_reason(c, s, limits);
+  ASSERT_TRUE(why);
+  EXPECT_NE(why->find("2147483648 tiles (2048 query blocks of 128 rows x 32768 batch entries x 32 heads) exceed "
+                      "2^31"),
+            std::string::npos)
+      << *why;
+  s.batch = 32767;
+  EXPECT_FALSE(tile_count_problem(s, 128));
+  s.batch = 70000, s.q_len = s.kv_len = 1024;
+  why = fa2_family().reject_reason(tile_config{64, 64, 4, 2}, s, limits);
+  ASSERT_TRUE(why);
+  EXPECT_NE(why->find("batch 70000 exceeds the grid's 65535 blocks in z"), std::string::npos) << *why;
 }
 
 // Every variant of hopper's default space that its pruner keeps compiles for sm_90a without
