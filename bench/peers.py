@@ -149,6 +149,7 @@ class Shape:
     softcap: float = 0.0
     dv: int = 0  # V's and O's head dim when it is not D (0: D)
     seqlens: str = ""  # a packed batch's lengths as the word gives them ("128/0/77" or "uniform:128:8192"); "": dense
+    refusal: str = dataclasses.field(default="", compare=False)  # a sweep row this cannot time: why
 
     def value_dim(self):
         return self.dv or self.d
@@ -333,7 +334,9 @@ def flag(text, where):
 def read_sweep(path):
     """A sweep file's rows as Shapes, read as the tool reads it (src/sweep/sweep_file.cpp): '#' lines
     (after blanks too) are comments; name,B,H,kv_heads,N,kv_len,D,causal,dtype,layout, where a blank
-    kv_heads is H, kv_len N, dtype bf16, layout bhsd, causal 0."""
+    kv_heads is H, kv_len N, dtype bf16, layout bhsd (bshd with seqlens), causal 0; the window,
+    softcap, dv and seqlens columns as the words; a row with kv_seqlens, page_size or kv_lens other
+    than their defaults is read with its refusal, which parse_args raises when it is selected."""
     try:
         with open(path, newline="") as f:
             numbered = [(i + 1, line) for i, line in enumerate(f) if line.strip() and not line.lstrip().startswith("#")]
@@ -355,7 +358,17 @@ def read_sweep(path):
         row = dict(zip(header, cells))
         get = lambda column: row.get(column, "")  # noqa: E731
         number = lambda column: positive(get(column), f"{where}: column '{column}'")  # noqa: E731
-        dtype, layout = get("dtype") or "bf16", get("layout") or "bhsd"
+        # Read, so that row numbers stay the file's, and refused when selected (parse_args).
+        refusal = next((f"{where}: column '{column}': '{get(column)}' is not timed here (a paged or per-sequence "
+                        "K/V cache and cross-attention packed batches are the tool's own: bench/decode.py)"
+                        for column, empty in (("kv_seqlens", ""), ("page_size", "0"), ("kv_lens", ""))
+                        if (get(column) or empty) != empty), "")
+        seqlens = get("seqlens")
+        if seqlens and not variant_word(f"seqlens:{seqlens}"):
+            raise BadInput(f"{where}: column 'seqlens': '{seqlens}' is not L1/L2/... or uniform:LO:HI")
+        if seqlens:
+            seqlens = variant_word(f"seqlens:{seqlens}")[0][1]
+        dtype, layout = get("dtype") or "bf16", get("layout") or ("bshd" if seqlens else "bhsd")
         if dtype not in TOLERANCE:
             raise BadInput(f"{where}: column 'dtype': '{dtype}' is not bf16 or fp16")
         if layout not in ("bhsd", "bshd"):
@@ -377,7 +390,8 @@ def read_sweep(path):
             causal, right = True, -1
         shapes.append(check_shape(Shape(number("B"), h, number("kv_heads") if get("kv_heads") else h, n,
                                         number("kv_len") if get("kv_len") else n, number("D"), causal, dtype, layout,
-                                        get("name"), left, right, cap, number("dv") if get("dv") else 0), where))
+                                        get("name"), left, right, cap, number("dv") if get("dv") else 0,
+                                        seqlens, refusal), where))
     if not shapes:
         raise BadInput(f"sweep file '{path}' has no rows")
     return shapes
@@ -1207,6 +1221,10 @@ def parse_args(argv):
         sweep = args.sweep or os.path.join(ROOT, "sweeps", "yardstick.csv")
         shapes = read_sweep(sweep)
         args.shape_list = select_rows(shapes, args.rows, sweep) if args.rows else shapes
+        refused = [x.refusal for x in args.shape_list if x.refusal]
+        if refused:
+            raise BadInput(refused[0] + (f" (and {len(refused) - 1} more rows)" if len(refused) > 1 else "")
+                           + "; --rows picks the others")
     args.tool_args = args.tool_args.split()
     if args.table:
         if not os.path.isfile(args.table):

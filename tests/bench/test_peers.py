@@ -174,6 +174,27 @@ class sweeps(unittest.TestCase):
         with self.assertRaisesRegex(BadInput, "cannot read sweep file '/nonexistent.csv'"):
             peers.read_sweep("/nonexistent.csv")
 
+    def test_a_packed_batch_s_columns(self):
+        header = "name,B,H,kv_heads,N,kv_len,D,causal,dtype,layout,seqlens,kv_seqlens,page_size,kv_lens\n"
+        rows = peers.read_sweep(self.write(header + "p,3,4,,512,,64,1,,,512/0/77,,0,\n"
+                                           "u,2,4,,512,,64,0,,bshd,uniform:1:512,,,\n"))
+        self.assertEqual(rows[0], Shape(3, 4, 4, 512, 512, 64, True, layout="bshd", name="p", seqlens="512/0/77"))
+        self.assertEqual(rows[1].seqlens, "uniform:1:512")
+        for body, message in [("a,3,4,,512,,64,0,,,512/0/77,1/1/1,,\n", r"column 'kv_seqlens': '1/1/1' is not timed"),
+                              ("a,1,4,,512,,64,0,,,,,64,\n", r"column 'page_size': '64' is not timed"),
+                              ("a,1,4,,512,,64,0,,,,,,100\n", r"column 'kv_lens': '100' is not timed")]:
+            with self.subTest(body=body):
+                path = self.write(header + "d,1,4,,512,,64,0,,,,,,\n" + body)
+                self.assertRegex(peers.read_sweep(path)[1].refusal, message)
+                self.assertEqual(peers.parse_args(["--sweep", path, "--rows", "0", "--table", path, "--out", path + ".out"]).shape_list[0].name, "d")
+                with self.assertRaisesRegex(BadInput, message + r".*--rows picks the others"):
+                    peers.parse_args(["--sweep", path, "--table", path, "--out", path + ".out"])
+        for body, message in [("a,2,4,,512,,64,0,,,5;6,,,\n", r"column 'seqlens': '5;6' is not L1/L2/"),
+                              ("a,2,4,,512,,64,0,,bhsd,5/6,,,\n", r"with layout bhsd: a packed batch is"),
+                              ("a,2,4,,512,,64,0,,,5/600,,,\n", r"length 600 is above NQ 512")]:
+            with self.subTest(body=body), self.assertRaisesRegex(BadInput, message):
+                peers.read_sweep(self.write(header + body))
+
     def test_rows_by_index_range_and_name(self):
         rows = peers.read_sweep(os.path.join(ROOT, "sweeps", "ci-smoke.csv"))
         self.assertEqual([s.name for s in peers.select_rows(rows, "3,0-1,gemma2-1k")],
