@@ -140,7 +140,7 @@ struct comparison {
 
 /// Compares `out` (the kernel's O, as bits) with float64 attention of q, k, v (rounded floats),
 /// for the (batch, head) pairs whose index is a multiple of `every` and the query rows whose index
-/// (in its sequence) is a multiple of `row_every` (1: all). Each sequence is attended alone: a
+/// (in its sequence) is a multiple of `row_every` (1: all), and its last. Each sequence is attended alone: a
 /// packed batch's (`packed`: its offsets) by its own lengths, the causal mask and the window
 /// bottom-right aligned to it; softcap caps the scores. A row that sees no key must be 0.
 inline comparison compare(const attn_tune_problem& p, const std::vector<float>& q, const std::vector<float>& k,
@@ -156,7 +156,8 @@ inline comparison compare(const attn_tune_problem& p, const std::vector<float>& 
   for (int64_t bh = 0; bh < p.batch * H; bh += every) {
     const int64_t b = bh / H, h = bh % H, kh = h / group;
     const int64_t n_q = q_count(p, packed, b), n_k = kv_count(p, packed, b);
-    for (int64_t i = 0; i < n_q; i += row_every) {
+    for (int64_t i = 0; i < n_q; ++i) {
+      if (i % row_every != 0 && i != n_q - 1) continue;  // and each sequence's last row, where it ends
       const auto [first, last] = visible_keys(p, i, n_q, n_k);
       const int64_t o_row = offset(p, false, b, h, i, DV, packed.cu_q);
       if (first > last) {
