@@ -58,12 +58,17 @@ int64_t hopper_shared_memory(const tile_config& c, const problem& s) {
 //
 // A packed batch's consumers hold their sequence's first row and lengths in registers, which the
 // dense kernel reads from its parameters: with the margins above, two computing warpgroups
-// spilled at a slack of 12 or less (D=128 128x176 with the overlap: 8-296 bytes; D=256 128x64 and
-// 128x80: 16-168) and three with two Q tiles at 16 or less (D=128 192x64: 24-80), none otherwise.
-// 16 more for two, 24 for three with two Q tiles: the varlen default spaces then compile without spills.
+// spilled at a slack of 12 or less over 2 stages (D=128 128x176 with the overlap: 8-296 bytes;
+// D=256 128x64 and 128x80: 16-168) and of 16 or less over 3 (D=96 128x176: 128-156; D=80 128x192
+// with two Q tiles: 236), three with two Q tiles at 16 or less (D=128 192x64: 24-80), none
+// otherwise. 16 more for two (36 over 3 stages), 24 for three with two Q tiles: the varlen default
+// spaces at D 64, 80, 96, 128, 192 and 256 then compile without spills.
 int register_margin(const tile_config& c, const problem& s) {
   const int softcap = !has_softcap(s) ? 0 : consumers(c) >= 3 ? 20 : c.block_n >= 176 ? 36 : 4;
-  const int packed = !is_varlen(s) ? 0 : consumers(c) < 3 ? 16 : (c.knob & schedule_two_q) ? 24 : 0;
+  const int packed = !is_varlen(s)         ? 0
+                     : consumers(c) < 3    ? (c.stages >= 3 ? 36 : 16)
+                     : (c.knob & schedule_two_q) ? 24
+                                                 : 0;
   return (s.causal || has_window(s) ? 24 : 16) + softcap + packed;
 }
 

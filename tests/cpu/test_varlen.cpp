@@ -392,7 +392,7 @@ TEST(VarlenFamilies, TileCountsPast32BitsAndGridsPast65535AreRefused) {
 
 // Every variant of hopper's default space that its pruner keeps compiles for sm_90a without
 // spills on a packed batch (the sequence's rows and lengths are registers the dense kernel does
-// not hold), causal or not, at D = 64, 128 and 256, with a window and softcap.
+// not hold), causal or not, at D = 64, 96, 128 and 256, with a window and softcap.
 struct hopper_varlen_case {
   const char* label;
   int64_t d;
@@ -415,7 +415,8 @@ INSTANTIATE_TEST_SUITE_P(hopper, hopper_varlen_compile,
                          ::testing::Values(hopper_varlen_case{"d128", 128, false, -1, 0},
                                            hopper_varlen_case{"d128_causal", 128, true, -1, 0},
                                            hopper_varlen_case{"d64_causal_window_softcap", 64, true, 1024, 50},
-                                           hopper_varlen_case{"d256_causal", 256, true, -1, 0}),
+                                           hopper_varlen_case{"d256_causal", 256, true, -1, 0},
+                                           hopper_varlen_case{"d96", 96, false, -1, 0}),
                          [](const auto& info) { return std::string(info.param.label); });
 
 }  // namespace
