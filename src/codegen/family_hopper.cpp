@@ -116,8 +116,8 @@ std::optional<std::string> tma_stride_problem(const problem& s) {
   // A packed batch's rows: their totals; with lengths "given" (they come with the call) the
   // longest sequence's, a bound below the totals (the launch checks the maps of the call's rows).
   const bool packed = is_varlen(s), given = packed && s.seqlens == "given";
-  const int64_t q_reach = !packed ? s.q_len : given ? s.q_len : q_rows(s);
-  const int64_t kv_reach = !packed ? s.kv_len : given ? s.kv_len : kv_rows(s);
+  const int64_t q_reach = packed && !given ? q_rows(s) : s.q_len;
+  const int64_t kv_reach = packed && !given ? kv_rows(s) : s.kv_len;
   const tensor_strides q = packed ? packed_strides(s, false, s.head_dim, q_reach) : contiguous_strides(s, false);
   const tensor_strides kv = packed ? packed_strides(s, true, s.head_dim, kv_reach) : contiguous_strides(s, true);
   if (auto why = tensor_map_problem(map_for(nullptr, s, q_reach, s.heads, q.row, q.head, q.batch, 64)))

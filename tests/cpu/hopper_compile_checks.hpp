@@ -1,8 +1,11 @@
 #pragma once
-// What the hopper compile tests of the problem options (a window, softcap, a packed batch) share:
-// every variant of hopper's default space that its pruner keeps compiles for sm_90a without
-// spills (the pruner's register margins are fitted to exactly this).
+// What the hopper tests of the problem options (a window, softcap, a packed batch) share: the
+// template arguments an instantiation names, and that every variant of hopper's default space
+// that its pruner keeps compiles for sm_90a without spills (the pruner's register margins are
+// fitted to exactly this).
 #include <gtest/gtest.h>
+
+#include <string>
 
 #include "codegen/compile_pool.hpp"
 #include "codegen/family.hpp"
@@ -11,6 +14,13 @@
 #include "temp_dir.hpp"
 
 namespace attn::testing {
+
+/// "hopper_config<...": the arguments of hopper_config in c's instantiation for s.
+inline std::string hopper_config_args(const tile_config& c, const problem& s) {
+  const std::string text = hopper_family().instantiation(c, s);
+  const auto at = text.find("hopper_config<");
+  return text.substr(at, text.find(">>", at) - at);
+}
 
 inline void expect_hopper_space_compiles_without_spills(const problem& s) {
   const temp_dir dir("attn-tune-hopper-compile");

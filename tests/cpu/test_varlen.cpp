@@ -343,11 +343,7 @@ TEST(VarlenFamilies, HopperNamesVarlenLastAndOnlyWhenPacked) {
   const tile_config c{128, 128, 12, 2, 7};
   problem s = packed("300/0/512", 512);
   s.head_dim = 128, s.causal = true;
-  auto config_args = [&] {
-    const std::string text = hopper_family().instantiation(c, s);
-    const auto at = text.find("hopper_config<");
-    return text.substr(at, text.find(">>", at) - at);
-  };
+  auto config_args = [&] { return testing::hopper_config_args(c, s); };
   EXPECT_EQ(config_args(), "hopper_config<true, 128, 128, 128, 12, 2, true, 3, true, false, false, true");
   s.softcap = 50;
   EXPECT_EQ(config_args(), "hopper_config<true, 128, 128, 128, 12, 2, true, 3, true, false, true, true");

@@ -158,11 +158,7 @@ TEST(WindowFamilies, Fa2AndHopperTakeThemAndTheOthersSayWhy) {
 TEST(WindowFamilies, HopperNamesTheFlagsOnlyWhenSet) {
   const tile_config c{128, 128, 12, 2, 7};
   problem s = square(512, true);
-  auto config_args = [&] {
-    const std::string text = hopper_family().instantiation(c, s);
-    const auto at = text.find("hopper_config<");
-    return text.substr(at, text.find(">>", at) - at);
-  };
+  auto config_args = [&] { return testing::hopper_config_args(c, s); };
   EXPECT_EQ(config_args(), "hopper_config<true, 64, 128, 128, 12, 2, true, 3, true");
   s.window_left = 256;
   EXPECT_EQ(config_args(), "hopper_config<true, 64, 128, 128, 12, 2, true, 3, true, true");
