@@ -80,6 +80,37 @@ def sdpa(q, k, v, causal, backend):
     return run
 
 
+def breakdown(q, k, v, causal, args):
+    """The pieces of attn_tune.forward's eager path, each alone (host us per call, a loop's)."""
+    from attn_tune import _call_cache, tensors
+
+    attn_tune.forward(q, k, v, causal=causal)  # the entry exists
+    call = attn_tune._torch_call
+    key = _call_cache.call_key(q, k, v, causal, None, None)
+    entry = call._entries[key]
+    ops = call._ops
+    pieces = [
+        ("empty loop (subtract from the rest)", lambda: None),
+        ("variant_of((-1, -1), 0.0)", lambda: tensors.variant_of((-1, -1), 0.0)),
+        ("_is_torch(q)", lambda: attn_tune._is_torch(q)),
+        ("_normalized", lambda: attn_tune._normalized(causal, None, None)),
+        ("_eager_ok(q, k, v)", lambda: attn_tune._eager_ok(q, k, v)),
+        ("call_key", lambda: _call_cache.call_key(q, k, v, causal, None, None)),
+        ("call_key + dict lookup", lambda: call._entries.get(_call_cache.call_key(q, k, v, causal, None, None))),
+        ("3 x tensor.device", lambda: (q.device, k.device, v.device)),
+        ("3 x (shape, stride())", lambda: (q.shape, q.stride(), k.shape, k.stride(), v.shape, v.stride())),
+        ("5 x data_ptr + raw stream", lambda: (q.data_ptr(), k.data_ptr(), v.data_ptr(), q.data_ptr(),
+                                               k.data_ptr(), ops.raw_stream(entry.device_index))),
+        ("_run of the prepared entry", lambda: call._run(entry, q, k, v, False)),
+        ("_torch_call (key, lookup, run)", lambda: call(q, k, v, causal, None, None)),
+        ("forward_with_lse", lambda: attn_tune.forward_with_lse(q, k, v, causal)),
+    ]
+    print(f"{'piece of attn_tune.forward':36} {'host us':>9}")
+    for name, fn in pieces:
+        host, _, _ = measure(fn, *args)
+        print(f"{name:36} {host:9.2f}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--shape", default="1,8,128,64", help="B,H,N,D (default 1,8,128,64)")
@@ -88,6 +119,8 @@ def main():
     ap.add_argument("--warmup", type=int, default=200)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--bar", type=float, default=None, help="exit 1 when attn_tune.forward's host us exceeds it")
+    ap.add_argument("--breakdown", action="store_true",
+                    help="also time the pieces of attn_tune.forward's call alone (host us each)")
     a = ap.parse_args()
     b, h, n, d = (int(x) for x in a.shape.split(","))
     q, k, v = (torch.randn(b, h, n, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
@@ -116,6 +149,8 @@ def main():
             continue
         results[name] = host
         print(f"{name:36} {host:9.1f} {wall:9.1f} {events:10.1f}")
+    if a.breakdown:
+        breakdown(q, k, v, a.causal, args)
     ours = results.get("attn_tune.forward")
     verdict = "n/a" if a.bar is None or ours is None else ("ok" if ours <= a.bar else "MISS")
     print("result: " + " ".join(f"{k.split(' (')[0].replace(' ', '_')}={v:.1f}" for k, v in results.items())
