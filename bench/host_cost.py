@@ -5,7 +5,8 @@ through ctypes (problem, outputs and stream made once), PyTorch's SDPA with the 
 backends, and two torch.empty (what a call must allocate), at one small shape (default
 1,8,128,64 bf16: kernels of a few microseconds, so the host is the bottleneck).
 
-Each path: --warmup calls, then --calls calls enqueued back to back, --rounds times. host us: the
+Each path: --warmup calls, then --calls calls enqueued back to back, --rounds times, the paths
+taking turns (each round times every path once, a tenth of the warm-up before each). host us: the
 loop's wall clock / calls, before synchronizing (the median of the rounds); wall us: with the
 synchronization; events us: CUDA events around the loop / calls (the GPU's time per call, which
 equals the host's when the host is slower). Prints one table, then `result: ...` for scripts;
@@ -125,7 +126,7 @@ def main():
     b, h, n, d = (int(x) for x in a.shape.split(","))
     q, k, v = (torch.randn(b, h, n, d, device="cuda", dtype=torch.bfloat16) for _ in range(3))
     ran = attn_tune.context(0).choose(make_problem(describe(q, "q"), describe(k, "k"), describe(v, "v"), a.causal))
-    args = (a.calls, a.warmup, a.rounds)
+    args = (a.calls, a.warmup, a.rounds)  # the breakdown's
     paths = [
         ("attn_tune.forward", lambda *m: measure(lambda: attn_tune.forward(q, k, v, causal=a.causal), *m)),
         ("torch.ops.attn_tune.forward", lambda *m: measure(
@@ -138,15 +139,26 @@ def main():
     ]
     print(f"host cost per call: B{b} H{h} N{n} D{d} bf16{' causal' if a.causal else ''} on "
           f"{torch.cuda.get_device_name(0)}, torch {torch.__version__}, attn_tune {ran['family']} {ran['config']} "
-          f"({ran['source']}); {a.calls} calls x {a.rounds} rounds after {a.warmup} warm-up calls")
+          f"({ran['source']}); {a.calls} calls x {a.rounds} rounds, the paths in turn each round, after "
+          f"{a.warmup} warm-up calls (then {a.warmup // 10} before each round)")
     print(f"{'path':36} {'host us':>9} {'wall us':>9} {'events us':>10}")
+    # The rounds go round the paths (path 1, 2, ..., then again), so that no path is timed at
+    # another moment of the process (its first calls, a clock change) than the others.
+    rounds, failed = {name: [] for name, _ in paths}, {}
+    for r in range(a.rounds):
+        for name, run in paths:
+            if name in failed:
+                continue
+            try:
+                rounds[name].append(run(a.calls, a.warmup if r == 0 else a.warmup // 10, 1))
+            except RuntimeError as e:
+                failed[name] = str(e).splitlines()[0][:80]
     results = {}
-    for name, run in paths:
-        try:
-            host, wall, events = run(*args)
-        except RuntimeError as e:
-            print(f"{name:36} {'n/a':>9}  ({str(e).splitlines()[0][:80]})")
+    for name, _ in paths:
+        if name in failed:
+            print(f"{name:36} {'n/a':>9}  ({failed[name]})")
             continue
+        host, wall, events = (statistics.median(x[i] for x in rounds[name]) for i in range(3))
         results[name] = host
         print(f"{name:36} {host:9.1f} {wall:9.1f} {events:10.1f}")
     if a.breakdown:
