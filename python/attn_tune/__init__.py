@@ -144,6 +144,7 @@ def lookup(table, device_name, cc, sm_count, batch, heads, q_len, head_dim, kv_h
 
 
 _torch_call = None  # a _call_cache.CallCache, made with the op
+_NO_WINDOW, _NO_SOFTCAP = (-1, -1), 0.0  # the defaults, which need no check (variant_of's answer: NO_VARIANT)
 
 
 def _normalized(causal, table, softmax_scale):
@@ -257,7 +258,7 @@ def _is_torch(t):
 
 
 def forward_with_lse(q, k, v, causal=False, table=None, softmax_scale=None, out=None, lse=None, stream=None,
-                     device=0, cache_seqlens=None, block_table=None, window_size=(-1, -1), softcap=0.0):
+                     device=0, cache_seqlens=None, block_table=None, window_size=_NO_WINDOW, softcap=_NO_SOFTCAP):
     """(O, LSE): LSE is float32 [B, H, N_q], natural log. For __cuda_array_interface__ objects other
     than CuPy's, pass `out` (like q), `lse`, `stream` (a cudaStream_t as int) and `device`; with
     PyTorch tensors out= and lse= are refused (ValueError): new tensors are returned.
@@ -274,7 +275,7 @@ def forward_with_lse(q, k, v, causal=False, table=None, softmax_scale=None, out=
     sees key j when i + N_kv - N_q - left <= j <= i + N_kv - N_q + right (-1: no limit on that side;
     with causal=True, right is 0 or -1); softcap=C caps each score to C * tanh(score / C) after the
     scale (0: off)."""
-    variant = variant_of(window_size, softcap)
+    variant = NO_VARIANT if window_size is _NO_WINDOW and softcap is _NO_SOFTCAP else variant_of(window_size, softcap)
     if _is_torch(q):
         if out is not None or lse is not None:  # refused, never ignored: the op allocates both
             raise ValueError("out= and lse= are for __cuda_array_interface__ arrays; with PyTorch tensors "

@@ -4,6 +4,7 @@ ATTN_TUNE_TEST_LIBRARY names the built libattn_tune.so."""
 import csv
 import ctypes
 import importlib
+import inspect
 import os
 import subprocess
 import tempfile
@@ -135,6 +136,14 @@ class WindowSoftcapProblems(unittest.TestCase):
         q = tensors.describe(FakeArray((1, 8, 512, 128)), "q")
         with self.assertRaisesRegex(ValueError, r"window_size \(8, 3\) with causal=True"):
             tensors.make_problem(q, q, q, True, variant=tensors.variant_of((8, 3), 0))
+
+    def test_forwards_unchecked_defaults_are_variant_ofs_answer(self):
+        # forward_with_lse skips variant_of for its own defaults (a host-cost shortcut): they must
+        # be what variant_of makes of them, and a passed value still goes through the check.
+        sig = inspect.signature(attn_tune.forward_with_lse).parameters
+        self.assertEqual(tensors.variant_of(sig["window_size"].default, sig["softcap"].default), tensors.NO_VARIANT)
+        with self.assertRaisesRegex(ValueError, r"softcap -1.0"):
+            attn_tune.forward_with_lse(FakeArray((1, 8, 512, 128)), None, None, softcap=-1.0)
 
     def test_flash_attn_func_refuses_what_it_lacks(self):
         with self.assertRaisesRegex(ValueError, r"dropout_p 0.1: attn_tune has no dropout"):
