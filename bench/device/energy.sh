@@ -3,15 +3,18 @@
 # both regimes: attn-tune --configs W --objective energy (each full measurement then lasts at
 # least 100 ms, so NVML's energy counter moves by many steps). W: the configs bench/peers.py's
 # run of 2026-12-04 tuned. Files under $OUT: build.log, energy.tar.gz (the CSVs), energy.txt.
-#   carry: .deps      usage: bash bench/device/energy.sh
+# T0 (seconds since the epoch, default now) and DEADLINE (default 560): no shape starts after
+# DEADLINE s from T0, so it can follow another script in one call; the skipped shapes are named.
+#   carry: .deps      usage: [T0=...] [DEADLINE=560] bash bench/device/energy.sh
 set -uo pipefail
-t0=$(date +%s); el() { echo "[$(( $(date +%s) - t0 )) s]"; }
-bash scripts/device_build.sh build-gpu > $OUT/build.log 2>&1 || { tail -30 $OUT/build.log; exit 1; }
+t0=${T0:-$(date +%s)}; el() { echo "[$(( $(date +%s) - t0 )) s]"; }
+bash scripts/device_build.sh build-gpu >> $OUT/build.log 2>&1 || { tail -30 $OUT/build.log; exit 1; }
 echo "build done $(el)"
 export LD_LIBRARY_PATH=$PWD/.deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
 tmp=$(mktemp -d)
 while IFS='|' read -r shp flag w; do
   tag=$(echo "$shp$flag" | tr ',' 'x' | tr -d '-')
+  [ $(( $(date +%s) - t0 )) -lt ${DEADLINE:-560} ] || { echo "$tag skipped: past the deadline $(el)"; continue; }
   for regime in burst sustained; do
     timeout 60 build-gpu/attn-tune --shape $shp $flag --family hopper --configs $w --objective energy --regime $regime \
       --no-db --out $tmp/${regime}_$tag.csv --force -q > /dev/null 2> $tmp/${regime}_$tag.err
