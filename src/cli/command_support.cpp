@@ -70,13 +70,9 @@ tune_options make_tune_options(const options& opt, progress_line& progress) {
   t.search = parse_search(opt.search);
   t.objective = parse_objective(opt.objective);
   t.timing.regime = parse_regime(opt.regime);
-  // NVML's energy counter counts millijoules at the driver's own rate: a full measurement of at
-  // least 100 ms (within the cap) moves it by many steps whatever the kernel's length.
-  // The repetitions cap is raised with it: 300 calls of a 35 us kernel are 10 ms.
-  if (t.objective == objective::energy) {
-    t.timing.min_total_ms = std::min(std::max(t.timing.min_total_ms, energy_min_time_ms), t.timing.max_total_ms);
-    t.timing.max_reps = std::max(t.timing.max_reps, 100000);
-  }
+  // NVML's energy counter moves in coarse steps: its power is read over a window of at least
+  // half a second between two of its steps, after the timed repetitions.
+  if (t.objective == objective::energy) t.timing.energy_window_ms = energy_window_ms;
   t.samples = opt.samples;
   if (opt.budget_s > 0)
     t.deadline = std::chrono::steady_clock::now() +
@@ -158,6 +154,11 @@ std::string energy_note_of(const gpu_info& gpu, const nvml_monitor& nvml) {
   if (gpu.backend != backend::cuda) return "NVML, and so its energy counter, knows NVIDIA GPUs only";
   if (!nvml.available()) return nvml.note();
   return nvml.energy_note();
+}
+
+std::string energy_run_note(const options& opt, const std::string& energy_note) {
+  if (!energy_note.empty() || opt.objective == "energy") return energy_note;
+  return "not measured: --objective energy measures it";
 }
 
 void require_energy(const options& opt, const std::string& energy_note) {

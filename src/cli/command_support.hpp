@@ -58,6 +58,9 @@ std::string best_path_for(const std::string& out);
 /// how to go on.
 std::string hang_report(const record& hung, const std::string& kept);
 
+/// What the run's JSON says of energy (run.energy): energy_note when there is one, else "" (measured)
+/// under --objective energy and "not measured: ..." under time, which measures none.
+std::string energy_run_note(const options& opt, const std::string& energy_note);
 /// Why the run records no energy on this GPU (NVML absent, no energy counter, not an NVIDIA GPU),
 /// or "" when it does.
 std::string energy_note_of(const gpu_info& gpu, const class nvml_monitor& nvml);

@@ -284,10 +284,11 @@ bool parse_options(int argc, char** argv, options& out) {
       ->capture_default_str();
   app.add_option("--objective", out.objective,
                  "tune, sweep: what the best is chosen by. time: the fastest median (near-ties to the simpler "
-                 "config); energy: the fewest joules per call, from NVML's energy counter read around each "
-                 "variant's timed repetitions (each full measurement then lasts at least 100 ms, so the counter "
-                 "moves by many steps; the screening still picks the contenders by time: --search exhaustive "
-                 "measures every variant's energy). energy needs NVML's counter (Volta and newer, with the "
+                 "config); energy: the fewest joules per call: the median times the board's power while the "
+                 "variant runs back to back, from NVML's energy counter between two of its steps at least 0.5 s "
+                 "apart (about 0.6 s more per fully measured variant; the screening still picks the contenders "
+                 "by time: --search exhaustive measures every variant's energy). With time, energy is not "
+                 "measured. energy needs NVML's counter (Volta and newer, with the "
                  "driver): without it the run stops, saying so. Tuned results are stored per objective")
       ->capture_default_str();
   app.add_option("--regime", out.regime,

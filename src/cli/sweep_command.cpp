@@ -261,7 +261,7 @@ int run_sweep(const options& opt) {
   if (out == "-") write_csv(out, results);
   run_metadata meta = metadata_of(opt, &first);
   meta.copy = copies.front();
-  meta.energy_note = energy_note;
+  meta.energy_note = energy_run_note(opt, energy_note);
   write_json(opt, results_json(meta, results));
   const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   const std::string best = best_path_for(out);

@@ -146,7 +146,7 @@ int run_tune(const options& opt) {
   if (db && r.best && !r.hung) remember(*db, key, r.records);
   run_metadata meta = metadata_of(opt, &gpu);
   meta.copy = copy;
-  meta.energy_note = energy_note;
+  meta.energy_note = energy_run_note(opt, energy_note);
   write_json(opt, results_json(meta, r.records));
   print_summary(opt, r, out);
   const bool quiet = opt.verbosity == verbosity::quiet;
@@ -156,7 +156,8 @@ int run_tune(const options& opt) {
   if (r.best) {
     const record& b = r.records[*r.best];
     if (t.objective == objective::energy && !(b.joules_per_call > 0))
-      fmt::print(stderr, "note: no variant's energy was measured (NVML's counter did not move during its timing): "
+      fmt::print(stderr, "note: no variant's energy was measured (NVML's counter did not step twice 0.5 s apart within 3 s of "
+                         "running it): "
                          "the best is the fastest, by time\n");
     fmt::print("{} {} {}  {:.4f} ms (+-{:.1f}%, IQR {:.4f}, {} reps)  {:.1f} TFLOPS  max error {:.2e}{}\n",
                styled(colour_for(stdout), fmt::emphasis::bold | fg(fmt::terminal_color::green), "best:"), b.family,

@@ -24,9 +24,8 @@ double copy_fraction(double achieved_gbps, double copy_gbps) {
   return achieved_gbps / copy_gbps;
 }
 
-double joules_per_call(uint64_t before_mj, uint64_t after_mj, double window_ms, double call_ms) {
-  if (!(window_ms >= min_energy_window_ms) || !(call_ms > 0) || after_mj <= before_mj) return 0;
-  const double watts = static_cast<double>(after_mj - before_mj) / window_ms;  // mJ per ms
+double joules_per_call(double watts, double call_ms) {
+  if (!(watts > 0) || !(call_ms > 0)) return 0;
   return watts * call_ms / 1000.0;
 }
 

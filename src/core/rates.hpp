@@ -27,16 +27,10 @@ double gbps(int64_t bytes, double milliseconds);
 /// achieved / copy; 0 when the copy bandwidth was not measured.
 double copy_fraction(double achieved_gbps, double copy_gbps);
 
-/// The shortest window of timed repetitions whose energy is read: on the H200, NVML's counter
-/// moved in steps that made a window of 300 short calls read 2 to 25x the board's power cap.
-constexpr double min_energy_window_ms = 100;
-/// Joules per call: the board's average power over the timed window (NVML's energy counter, in
-/// millijoules, read before and after it, over its wall time window_ms) times the call's median
-/// call_ms. The window holds the L2 flushes and the gaps between batches too, so this is the
-/// call's share at the window's power, not the kernel's energy alone. 0 (not measured, never a
-/// guess) for a window shorter than min_energy_window_ms, a counter that did not move or went
-/// backwards, or no time.
-double joules_per_call(uint64_t before_mj, uint64_t after_mj, double window_ms, double call_ms);
+/// Joules per call: the board's power while the kernel runs back to back (measure_power in
+/// run/sustain.hpp: NVML's energy counter between two of its steps) times the call's median. 0 (not
+/// measured, never a guess) when the power is not positive or the median is not.
+double joules_per_call(double watts, double call_ms);
 /// TFLOPS per watt, which is TFLOP per joule: attention_flops / joules_per_call / 1e12; 0 when
 /// the energy was not measured.
 double tflops_per_watt(const problem& s, double joules_per_call);

@@ -58,6 +58,7 @@ struct nvml_monitor::api {
   nvml_return (*power)(nvml_device, unsigned*) = nullptr;
   nvml_return (*reasons)(nvml_device, unsigned long long*) = nullptr;
   nvml_return (*energy)(nvml_device, unsigned long long*) = nullptr;  // may be missing (older NVML)
+  nvml_return (*power_limit)(nvml_device, unsigned*) = nullptr;        // likewise
   ~api() {
     if (shutdown) shutdown();
     if (library) dlclose(library);
@@ -90,6 +91,7 @@ nvml_monitor nvml_monitor::open(const std::string& pci_bus_id, int index, const 
   a->reasons = symbol<decltype(a->reasons)>(a->library, "nvmlDeviceGetCurrentClocksEventReasons");
   if (!a->reasons) a->reasons = symbol<decltype(a->reasons)>(a->library, "nvmlDeviceGetCurrentClocksThrottleReasons");
   a->energy = symbol<decltype(a->energy)>(a->library, "nvmlDeviceGetTotalEnergyConsumption");
+  a->power_limit = symbol<decltype(a->power_limit)>(a->library, "nvmlDeviceGetEnforcedPowerLimit");
   if (!init || !by_index || !a->clock || !a->temperature || !a->power || !a->reasons)
     return absent(library + " lacks the functions needed");
   if (const nvml_return rc = init(); rc != nvml_success) return absent(fmt::format("nvmlInit failed with {}", rc));
@@ -132,6 +134,14 @@ std::optional<uint64_t> nvml_monitor::energy_mj() const {
   unsigned long long millijoules = 0;
   if (m_api->energy(m_api->device, &millijoules) != nvml_success) return std::nullopt;
   return static_cast<uint64_t>(millijoules);
+}
+
+std::optional<double> nvml_monitor::power_limit_w() const {
+  unsigned milliwatts = 0;
+  if (!m_api || !m_api->power_limit || m_api->power_limit(m_api->device, &milliwatts) != nvml_success ||
+      milliwatts == 0)
+    return std::nullopt;
+  return milliwatts / 1000.0;
 }
 
 clock_state clocks_of(const gpu_state& before, const gpu_state& after) {

@@ -48,6 +48,9 @@ class nvml_monitor {
   const std::string& energy_note() const { return m_energy_note; }
   /// The counter in millijoules since the driver loaded; nullopt without it or when the read fails.
   std::optional<uint64_t> energy_mj() const;
+  /// The board's enforced power limit in watts (nvmlDeviceGetEnforcedPowerLimit); nullopt without
+  /// it.
+  std::optional<double> power_limit_w() const;
 
   struct api;
 

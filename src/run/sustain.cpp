@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <utility>
 
 namespace attn {
 
@@ -43,6 +44,40 @@ sustain_result run_until_settled(const device_runtime& rt,
     if (out.waited_ms >= options.min_ms && (out.settled || !can_read)) break;
   }
   if (!can_read) out.settled = false;
+  return out;
+}
+
+power_reading measure_power(const device_runtime& rt, const std::function<void(stream_t)>& launch, stream_t stream,
+                            const std::function<std::optional<uint64_t>()>& energy_mj,
+                            const power_options& options, double kernel_timeout_s) {
+  using clock = std::chrono::steady_clock;
+  const auto start = clock::now();
+  auto elapsed_ms = [&] { return std::chrono::duration<double, std::milli>(clock::now() - start).count(); };
+  power_reading out;
+  int batch = 1;
+  std::optional<uint64_t> last;                  // the counter at the last read
+  std::optional<std::pair<uint64_t, double>> opened;  // the counter and the time at the window's first step
+  while (elapsed_ms() < options.max_ms) {
+    const double before = elapsed_ms();
+    for (int i = 0; i < batch; ++i) launch(stream);
+    rt.wait_for_kernels(stream, kernel_timeout_s);
+    out.launches += batch;
+    const double now = elapsed_ms();
+    if (now - before < options.batch_ms) batch = std::min(batch * 2, 4096);
+    const std::optional<uint64_t> mj = energy_mj();
+    if (!mj) return out;
+    const bool stepped = last && *mj != *last;
+    if (last && *mj < *last) return out;  // went back (a driver reload): not measured
+    last = mj;
+    if (!stepped || now < options.warm_ms) continue;
+    if (!opened) {
+      opened.emplace(*mj, now);
+    } else if (now - opened->second >= options.window_ms) {
+      out.window_ms = now - opened->second;
+      out.watts = static_cast<double>(*mj - opened->first) / out.window_ms;  // mJ per ms
+      return out;
+    }
+  }
   return out;
 }
 

@@ -2,6 +2,7 @@
 // --regime sustained: before a full measurement the kernel runs back to back (no L2 flush) until
 // the SM clock has settled, so the timing sees the clock a long run of it sees, not the boost a
 // burst of calls gets from a cool, idle GPU.
+#include <cstdint>
 #include <functional>
 #include <optional>
 #include <vector>
@@ -37,5 +38,30 @@ sustain_result run_until_settled(const device_runtime& rt,
                                  const std::function<void(stream_t)>& launch, stream_t stream,
                                  const std::function<std::optional<int>()>& sm_clock,
                                  const sustain_options& options, double kernel_timeout_s);
+
+/// --objective energy: the board's power while the kernel runs back to back, from NVML's energy
+/// counter. The counter moves in steps (on the H200 the same 0.1-0.5 s window of one kernel read
+/// 20-130% apart), so the window is taken between two of its steps: the first step after warm_ms
+/// of running, and the first at least window_ms after that one; the counter's difference over the
+/// time between them is the power, off by at most one batch (about batch_ms) at either end.
+struct power_options {
+  double warm_ms = 100;     ///< run this long before the window may open
+  double window_ms = 500;   ///< the window lasts at least this long
+  double max_ms = 3000;     ///< a counter that has not stepped twice by then: not measured
+  double batch_ms = 2;      ///< the counter is read after each batch, batches grow to this
+};
+
+struct power_reading {
+  double watts = 0;      ///< 0: not measured (the counter did not step twice, or went back)
+  double window_ms = 0;  ///< between the two steps
+  int launches = 0;      ///< all the calls it ran, warm-up included
+};
+
+/// Runs `launch` back to back, reading `energy_mj` (the counter in millijoules) after each batch,
+/// until the window of power_options closes or max_ms passes. energy_mj answering nullopt ends
+/// it, not measured. Throws kernel_hung when a batch does not finish within kernel_timeout_s.
+power_reading measure_power(const device_runtime& rt, const std::function<void(stream_t)>& launch, stream_t stream,
+                            const std::function<std::optional<uint64_t>()>& energy_mj,
+                            const power_options& options, double kernel_timeout_s);
 
 }  // namespace attn

@@ -40,10 +40,9 @@ stopping_rule stopping_rule_of(const timing_options& options) {
 }
 
 summary time_kernel(const device_runtime& rt, const std::function<void(stream_t)>& launch, l2_flusher& flusher,
-                    const timing_options& options, stream_t stream, const timed_window& window) {
+                    const timing_options& options, stream_t stream) {
   for (int i = 0; i < options.warmup; ++i) launch(stream);
   rt.wait_for_kernels(stream, options.kernel_timeout_s);
-  if (window.start) window.start();
   std::vector<double> samples;
   double total = 0;
   // Batches of repetitions: events of one batch are read after one synchronization.
@@ -68,7 +67,6 @@ summary time_kernel(const device_runtime& rt, const std::function<void(stream_t)
       total += samples.back();
     }
   }
-  if (window.stop) window.stop();
   std::vector<double> sorted = samples;
   std::sort(sorted.begin(), sorted.end());
   summary out = summarize(std::move(samples));

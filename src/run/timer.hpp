@@ -24,6 +24,10 @@ struct timing_options {
   double kernel_timeout_s = 60;
   /// sustained: the kernel first runs back to back until the SM clock settles (run/sustain.hpp).
   timing_regime regime = timing_regime::burst;
+  /// --objective energy: after the timed repetitions the kernel runs back to back for a window of
+  /// NVML's energy counter at least this long (measure_power, run/sustain.hpp); 0: energy is not
+  /// measured (the time objective).
+  double energy_window_ms = 0;
 };
 
 /// Writes a buffer of twice the L2 size, so that no input stays cached between repetitions.
@@ -59,16 +63,10 @@ class event_pair {
 /// The stopping rule of these options (noise.hpp).
 stopping_rule stopping_rule_of(const timing_options& options);
 
-/// What runs just before the first timed repetition (after the warm-up has finished) and just
-/// after the last one has: NVML's energy counter read around them (run/tuner.cpp).
-struct timed_window {
-  std::function<void()> start, stop;
-};
-
 /// Times `launch` (which enqueues one kernel on the stream) until enough_samples(); the summary's
 /// noise is relative_median_noise of the samples. Throws device_error on failure,
 /// kernel_hung when the kernels do not finish.
 summary time_kernel(const device_runtime& rt, const std::function<void(stream_t)>& launch, l2_flusher& flusher,
-                    const timing_options& options, stream_t stream, const timed_window& window = {});
+                    const timing_options& options, stream_t stream);
 
 }  // namespace attn

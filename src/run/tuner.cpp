@@ -92,22 +92,16 @@ void time_variant(variant& v, const device_problem& pr, const support_kernels& s
                               warm.readings.empty() ? 0 : warm.readings.back());
   }
   const std::optional<gpu_state> before = clocks ? clocks->read() : std::nullopt;
-  // The energy counter around the timed repetitions alone (not the warm-up), each with its flush.
-  std::optional<uint64_t> energy_before, energy_after;
-  std::chrono::steady_clock::time_point window_start, window_stop;
-  timed_window window;
-  if (clocks && clocks->has_energy()) {
-    window.start = [&] {
-      energy_before = clocks->energy_mj();
-      window_start = std::chrono::steady_clock::now();
-    };
-    window.stop = [&] {
-      energy_after = clocks->energy_mj();
-      window_stop = std::chrono::steady_clock::now();
-    };
-  }
-  const summary t = time_kernel(rt, run_kernel, flusher, timing, stream, window);
+  const summary t = time_kernel(rt, run_kernel, flusher, timing, stream);
   const std::optional<gpu_state> after = clocks ? clocks->read() : std::nullopt;
+  // --objective energy: the power running it back to back, between two steps of the counter.
+  power_reading power;
+  if (timing.energy_window_ms > 0 && clocks && clocks->has_energy()) {
+    power_options o;
+    o.window_ms = timing.energy_window_ms;
+    power = measure_power(rt, run_kernel, stream, [clocks] { return clocks->energy_mj(); }, o,
+                          timing.kernel_timeout_s);
+  }
   if (before && after) r.clocks = clocks_of(*before, *after);
   r.status = status::ok;
   r.reps = t.count;
@@ -118,9 +112,7 @@ void time_variant(variant& v, const device_problem& pr, const support_kernels& s
   r.gbps = gbps(moved_bytes(pr.shp), t.median);
   r.copy_gbps = copy_gbps;
   r.copy_fraction = copy_fraction(r.gbps, copy_gbps);
-  const double window_ms = std::chrono::duration<double, std::milli>(window_stop - window_start).count();
-  r.joules_per_call =
-      energy_before && energy_after ? joules_per_call(*energy_before, *energy_after, window_ms, t.median) : 0;
+  r.joules_per_call = joules_per_call(power.watts, t.median);
   r.tflops_per_watt = tflops_per_watt(pr.shp, r.joules_per_call);
 }
 

@@ -2,6 +2,8 @@
 // its fraction of the device's copy bandwidth, which is measured once per run.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <algorithm>
 
 #include "core/problem.hpp"
@@ -91,13 +93,12 @@ TEST(roofline, describe_says_the_convention_or_why_not) {
       "size, median of 5)");
 }
 
-TEST(energy, joules_per_call_is_the_windows_power_over_the_calls_time) {
-  // 70 J over 200 ms is 350 W; a 2 ms call at 350 W is 0.7 J.
-  EXPECT_DOUBLE_EQ(joules_per_call(1'000'000, 1'070'000, 200, 2), 0.7);
-  EXPECT_EQ(joules_per_call(5000, 5000, 200, 2), 0.0);  // the counter's resolution: not measured
-  EXPECT_EQ(joules_per_call(5000, 4000, 200, 2), 0.0);  // went back (a driver reload): not measured
-  EXPECT_EQ(joules_per_call(0, 70'000, 99, 2), 0.0);    // a window too short for the counter
-  EXPECT_EQ(joules_per_call(0, 1000, 200, 0), 0.0);
+TEST(energy, joules_per_call_is_the_power_times_the_calls_time) {
+  EXPECT_DOUBLE_EQ(joules_per_call(350, 2), 0.7);  // a 2 ms call at 350 W is 0.7 J
+  EXPECT_EQ(joules_per_call(0, 2), 0.0);           // the power was not measured
+  EXPECT_EQ(joules_per_call(-5, 2), 0.0);
+  EXPECT_EQ(joules_per_call(350, 0), 0.0);
+  EXPECT_EQ(joules_per_call(std::nan(""), 2), 0.0);
 }
 
 TEST(energy, tflops_per_watt_is_flops_per_joule) {

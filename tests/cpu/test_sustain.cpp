@@ -2,6 +2,8 @@
 // (at least 200 ms, at most 2 s) before a full measurement; burst (the default) does not.
 #include <gtest/gtest.h>
 
+#include <chrono>
+
 #include "core/record.hpp"
 #include "invalid_input_message.hpp"
 #include "parsed_options.hpp"
@@ -56,6 +58,42 @@ TEST(sustain, without_a_clock_it_runs_the_minimum_and_does_not_claim_it_settled)
   EXPECT_GE(r.waited_ms, 200);
   EXPECT_LT(r.waited_ms, 1000);
   EXPECT_TRUE(r.readings.empty());
+}
+
+// --objective energy's power: NVML's counter between two of its steps (it moves in coarse ones).
+// A stand-in counter at 400 W that steps every 40 ms (the energy up to the step), read while the
+// fake kernels "run": the power between two steps is 400 W within the read's resolution, where the
+// counter's difference over any window would be off by up to a step.
+TEST(power, the_window_runs_between_two_steps_of_the_counter) {
+  timing_runtime rt;
+  const auto start = std::chrono::steady_clock::now();
+  auto counter = [&]() -> std::optional<uint64_t> {
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    const double stepped_ms = 40.0 * static_cast<int>(ms / 40.0);
+    return uint64_t(1'000'000) + static_cast<uint64_t>(400.0 * stepped_ms);  // mJ: W x ms
+  };
+  power_options o;
+  o.warm_ms = 30, o.window_ms = 200;
+  const power_reading p = measure_power(rt, [&](stream_t) { ++rt.launches; }, nullptr, counter, o, 60);
+  EXPECT_NEAR(p.watts, 400, 400 * 0.02);
+  EXPECT_GE(p.window_ms, 200);
+  EXPECT_LT(p.window_ms, 280);  // the first step at or after 200 ms: 5 or 6 steps of 40 ms
+  EXPECT_EQ(p.launches, rt.launches);
+  EXPECT_GT(p.launches, 0);
+}
+
+TEST(power, a_counter_that_does_not_step_twice_or_goes_back_is_not_measured) {
+  timing_runtime rt;
+  power_options o;
+  o.warm_ms = 0, o.window_ms = 50, o.max_ms = 150;
+  const auto launch = [](stream_t) {};
+  EXPECT_EQ(measure_power(rt, launch, nullptr, [] { return std::optional<uint64_t>(5000); }, o, 60).watts, 0);
+  uint64_t mj = 9000;  // steps, but down
+  EXPECT_EQ(measure_power(rt, launch, nullptr, [&] { return std::optional<uint64_t>(mj -= 10); }, o, 60).watts, 0);
+  EXPECT_EQ(measure_power(rt, launch, nullptr, [] { return std::optional<uint64_t>(); }, o, 60).watts, 0);
+  // One that steps at every read is measured (1 mJ a read over the window's time: some power).
+  uint64_t up = 0;
+  EXPECT_GT(measure_power(rt, launch, nullptr, [&] { return std::optional<uint64_t>(++up); }, o, 60).watts, 0);
 }
 
 TEST(regime, parses_and_names_a_bad_one) {
