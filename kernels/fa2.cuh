@@ -14,7 +14,9 @@
 // M tile (row m of a K/V head's packed rows is query row m / group of head kv_head * group +
 // m % group), so each K/V tile is read once per K/V head; SPLIT shares a row block's K/V tiles
 // among num_splits blocks (blockIdx.x = row block * num_splits + split), each writing its
-// normalized O in fp32 and its LSE to the workspace, merged by combine_splits. BULK (sm_90, the
+// normalized O in fp32 and its LSE to the workspace; up to FUSED_MERGE_SPLITS splits the last of
+// them to finish (a counter per row block) merges them into O and the LSE (merge_splits), above it
+// the combine kernel (combine_splits) does, launched after. BULK (sm_90, the
 // family's axis `loader` 1): warp 0 loads each K/V row with one bulk copy (cp.async.bulk) counted on
 // the stage's mbarrier, instead of every thread issuing 16-byte cp.async: measured on the H200,
 // decode's warps were busy issuing instructions (the loads' address arithmetic among them), not
@@ -338,6 +340,95 @@ __device__ __forceinline__ void attend_tile(unsigned q_smem, unsigned k_smem, un
   }
 }
 
+/// Split-KV's merge, in the blocks of a row block after each has written its partial O (fp32) and
+/// LSE: each counts itself on the row block's counter (`block`, in the SPLIT_COUNTERS before
+/// p.o_partial); the last one merges the `rows` rows of the row block, writes O and the LSE, and sets
+/// the counter back to 0 for the next launch. row_of(r): the row's index in [B, H, Nq] (the LSE's
+/// and split 0's partial); o_row(r): where its O goes. The other blocks' partials are read past L1
+/// (ld.global.cg), after the fences that order their writes before their counts.
+/// The merge runs in the block's (free) shared memory, as many rows at a time as their splits'
+/// weights fit: the threads load every (row, split)'s LSE together, a thread a row merges them
+/// (common/split_merge.cuh's rule) and leaves each split's weight; then the threads take (row, 4 columns) items, 4 items each with every split's
+/// loads in flight together (measured on the H200: a warp a row, its loads one after another, made
+/// the merging block a tail of 5-60 us).
+template <class C, class RowOf, class ORow>
+__device__ __forceinline__ void merge_splits(const fwd_params& p, unsigned char* shared_raw, long long block, int splits,
+                                             int rows, RowOf row_of, ORow o_row) {
+  int* counter = reinterpret_cast<int*>(p.o_partial) - SPLIT_COUNTERS + block;
+  int& last = *reinterpret_cast<int*>(shared_raw);  // shared memory is free after the main loop
+  __threadfence();  // this block's partials are visible to every block before it counts itself
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    last = atomicAdd(counter, 1) == splits - 1;
+    if (last) *counter = 0;  // every split has counted: ready for the next launch
+  }
+  __syncthreads();
+  if (!last) return;
+  __threadfence();
+  const long long total = (long long)p.batch * p.heads * p.q_len;  // rows of one split's partials
+  float* weight = reinterpret_cast<float*>(shared_raw) + 4;        // [rows of a pass][splits]
+  const int chunk = max(1, min(rows, (C::SHARED_BYTES / 4 - 4) / splits));
+  constexpr int V = C::ALIGNED ? 4 : 1, COLS = (C::DV + V - 1) / V;  // columns an item: float4 where rows allow
+  constexpr int ITEMS = 4;
+  for (int r0 = 0; r0 < rows; r0 += chunk) {
+    const int n = min(chunk, rows - r0);
+    for (int i = threadIdx.x; i < n * splits; i += C::THREADS)  // every (row, split)'s LSE at once
+      weight[i] = __ldcg(p.lse_partial + (i % splits) * total + row_of(r0 + i / splits));
+    __syncthreads();
+    for (int r = threadIdx.x; r < n; r += C::THREADS) {  // a thread a row: its LSE, its splits' weights
+      const long long row = row_of(r0 + r);
+      float* w = weight + r * splits;
+      float top = merge_neg_inf();
+      for (int s = 0; s < splits; ++s) top = fmaxf(top, w[s]);
+      float sum = 0.f;
+      if (top != merge_neg_inf())
+        for (int s = 0; s < splits; ++s) sum += expf(w[s] - top);
+      const float lse = sum > 0.f ? top + logf(sum) : merge_neg_inf();
+      for (int s = 0; s < splits; ++s) w[s] = split_weight(w[s], lse);
+      p.lse[row] = lse;
+    }
+    __syncthreads();
+    for (int base = threadIdx.x; base < n * COLS; base += ITEMS * C::THREADS) {
+      float x[ITEMS][V];
+      int r[ITEMS], c[ITEMS];
+      long long at[ITEMS];
+#pragma unroll
+      for (int k = 0; k < ITEMS; ++k) {
+        const int it = min(base + k * C::THREADS, n * COLS - 1);  // past the end: the last item again, not stored
+        r[k] = it / COLS, c[k] = (it % COLS) * V;
+        at[k] = row_of(r0 + r[k]) * C::DV + c[k];
+#pragma unroll
+        for (int e = 0; e < V; ++e) x[k][e] = 0.f;
+      }
+      for (int s = 0; s < splits; ++s) {
+        const float* o_part = p.o_partial + s * total * C::DV;
+#pragma unroll
+        for (int k = 0; k < ITEMS; ++k) {
+          const float w = weight[r[k] * splits + s];
+          if constexpr (V == 4) {
+            const float4 v = __ldcg(reinterpret_cast<const float4*>(o_part + at[k]));
+            x[k][0] += w * v.x, x[k][1] += w * v.y, x[k][2] += w * v.z, x[k][3] += w * v.w;
+          } else if (c[k] < C::DV) {
+            x[k][0] += w * __ldcg(o_part + at[k]);
+          }
+        }
+      }
+#pragma unroll
+      for (int k = 0; k < ITEMS; ++k) {
+        if (base + k * C::THREADS >= n * COLS) break;
+        elem_bits* o = o_row(r0 + r[k]) + c[k];
+        if constexpr (V == 4) {
+          const unsigned lo = pack2<C::BF16>(x[k][0], x[k][1]), hi = pack2<C::BF16>(x[k][2], x[k][3]);
+          *reinterpret_cast<uint2*>(o) = make_uint2(lo, hi);
+        } else if (c[k] < C::DV) {
+          *o = from_float<C::BF16>(x[k][0]);
+        }
+      }
+    }
+    __syncthreads();  // the weights of this pass are read before the next pass writes its own
+  }
+}
+
 template <class C>
 __device__ void fa2_forward(const fwd_params& p) {
   extern __shared__ __align__(128) unsigned char shared_raw[];
@@ -600,7 +691,13 @@ __device__ void fa2_forward(const fwd_params& p) {
       }
     }
   }
-  if (C::SPLIT) return;
+  if constexpr (C::SPLIT) {
+    if (splits > FUSED_MERGE_SPLITS) return;  // the combine kernel merges
+    merge_splits<C>(p, shared_raw, (batch * (long long)gridDim.y + head) * m_blocks + m_block, splits,
+                    min(C::BLOCK_M, rows - m0), [&](int r) { return out_row(m0 + r) - (long long)split * p.batch * p.heads * p.q_len; },
+                    [&](int r) { return o_row_of(m0 + r); });
+    return;
+  }
   __syncthreads();
   if constexpr (!C::ALIGNED) {  // element-aligned rows: an element a thread, up to DV
     for (int c = threadIdx.x; c < C::BLOCK_M * C::DV; c += C::THREADS) {

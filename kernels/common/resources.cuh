@@ -13,10 +13,18 @@
 
 namespace attn_k {
 
-/// Split-KV (the fa2 family): the most splits a config may have (config.cpp's largest_splits), and
-/// the threads of a combine block (one block per output row).
+/// Split-KV (the fa2 family): the most splits a config may have (config.cpp's largest_splits); up to
+/// FUSED_MERGE_SPLITS splits the last split of a row block to finish merges them in the kernel
+/// (measured on the H200 against the combine kernel, kernels/NOTES.md D3: 2-11% faster at 2 and 4
+/// splits, 3-4% slower at 8 and 32), above it the combine kernel (COMBINE_THREADS a block, one block
+/// per output row) runs after. The counters at the start of the workspace: one per row block (its
+/// splits count themselves there; the last sets it back to 0), so a fused launch has at most
+/// SPLIT_COUNTERS row blocks. They come before the partial O and LSE, at a place no other use of the
+/// workspace writes, and start at 0 (the host zeroes them when it makes one).
 constexpr int MAX_SPLITS = 128;
+constexpr int FUSED_MERGE_SPLITS = 4;
 constexpr int COMBINE_THREADS = 128;
+constexpr int SPLIT_COUNTERS = 1 << 14;
 
 /// The hopper family's schedule (its search axis `schedule`; the config name's `_k<N>` is the OR of
 /// these bits, e.g. m128_n128_w12_s2_k13 = overlap | persistent | two Q tiles):

@@ -34,6 +34,13 @@ int fa2_accumulator_registers(const tile_config& c, const problem& s) {
   return warp_rows * (attn_k::mma_head_dim(static_cast<int>(width)) + c.block_n) / 32;
 }
 
+// Split-KV's row blocks: with the merge in the kernel (splits up to FUSED_MERGE_SPLITS) each has a
+// counter at the start of the workspace (kernels/fa2.cuh's merge_splits).
+int64_t fa2_row_blocks(const tile_config& c, const problem& s) {
+  const int64_t rows = c.pack_gqa ? s.q_len * (s.heads / s.kv_heads) : s.q_len;
+  return (rows + c.block_m - 1) / c.block_m * (c.pack_gqa ? s.kv_heads : s.heads) * s.batch;
+}
+
 std::optional<std::string> fa2_reject(const tile_config& c, const problem& s,
                                       const resource_limits& limits) {
   if (auto why = tiling_reason(c, "warps", "mma")) return why;
@@ -65,6 +72,9 @@ std::optional<std::string> fa2_reject(const tile_config& c, const problem& s,
     return std::string("pack_gqa 1 needs fewer K/V heads than query heads (GQA/MQA)");
   if (s.batch > 65535)  // blockIdx.z is the batch entry (a packed batch's sequence)
     return fmt::format("batch {} exceeds the grid's 65535 blocks in z", s.batch);
+  if (c.splits > 1 && c.splits <= attn_k::FUSED_MERGE_SPLITS && fa2_row_blocks(c, s) > attn_k::SPLIT_COUNTERS)
+    return fmt::format("split-KV over {} row blocks: at most {} (a counter each, in the workspace)",
+                       fa2_row_blocks(c, s), attn_k::SPLIT_COUNTERS);
   if (is_varlen(s) && (c.splits > 1 || c.pack_gqa))
     return fmt::format("a packed batch (seqlens) has no {} (each sequence's rows are a block's)",
                        c.splits > 1 ? "split-KV" : "packed GQA");
@@ -96,7 +106,7 @@ std::string fa2_instantiation(const tile_config& c, const problem& s) {
   }
   std::string text = instantiation_stub("fa2.cuh", "attn_fa2", "fa2_forward", "fa2_config", fa2_threads(c), c, s,
                                         decode ? 1 : 0, "", extra);
-  if (split)
+  if (split)  // the combine kernel of split counts above FUSED_MERGE_SPLITS (one binary serves every count)
     text += fmt::format(
         "extern \"C\" __global__ void __launch_bounds__(attn_k::COMBINE_THREADS) attn_fa2_combine(const attn_k::fwd_params p) {{\n"
         "  attn_k::combine_splits<{}, {}{}>(p);\n}}\n",
@@ -104,7 +114,9 @@ std::string fa2_instantiation(const tile_config& c, const problem& s) {
   return text;
 }
 
-// The grid over packed or per-head rows times the splits, and split-KV's workspace and combine.
+// The grid over packed or per-head rows times the splits, and split-KV's workspace (its counters, then
+// the partial O and LSE) and merge: up to FUSED_MERGE_SPLITS splits the last split of each row block
+// merges them in the kernel; above, the combine kernel runs after it.
 void fa2_plan(launch_plan& plan, const tile_config& c, const problem& s, const attn_k::fwd_params& params,
               const gpu_info&) {
   attn_k::fwd_params p = params;
@@ -119,12 +131,20 @@ void fa2_plan(launch_plan& plan, const tile_config& c, const problem& s, const a
     if (p.o_partial == nullptr || p.workspace_floats < need)
       throw invalid_input(fmt::format("split-KV over {} splits needs a workspace of {} bytes; {} were given",
                                       c.splits, need * 4, p.o_partial ? p.workspace_floats * 4 : 0));
-    if (plan.combine == nullptr) throw invalid_input("the variant was loaded without its combine kernel");
+    p.o_partial += attn_k::SPLIT_COUNTERS;  // the counters come first
     p.lse_partial = p.o_partial + c.splits * s.batch * s.heads * s.q_len * value_dim(s);
-    const int64_t out_rows = s.batch * s.heads * s.q_len;  // one block of 128 threads per row
-    if (out_rows > INT_MAX) throw invalid_input(fmt::format("{} output rows exceed the grid's limit", out_rows));
-    plan.combine_grid = {static_cast<unsigned>(out_rows)};
-    plan.combine_block = {attn_k::COMBINE_THREADS};
+    if (c.splits <= attn_k::FUSED_MERGE_SPLITS) {
+      if (const int64_t blocks = fa2_row_blocks(c, s); blocks > attn_k::SPLIT_COUNTERS)
+        throw invalid_input(fmt::format("split-KV over {} row blocks: at most {} (one counter each)", blocks,
+                                        attn_k::SPLIT_COUNTERS));
+      plan.combine = nullptr;
+    } else {
+      if (plan.combine == nullptr) throw invalid_input("the variant was loaded without its combine kernel");
+      const int64_t out_rows = s.batch * s.heads * s.q_len;  // one block of 128 threads per row
+      if (out_rows > INT_MAX) throw invalid_input(fmt::format("{} output rows exceed the grid's limit", out_rows));
+      plan.combine_grid = {static_cast<unsigned>(out_rows)};
+      plan.combine_block = {attn_k::COMBINE_THREADS};
+    }
   } else {
     plan.combine = nullptr;
   }

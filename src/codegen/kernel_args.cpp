@@ -1,5 +1,7 @@
 #include "codegen/kernel_args.hpp"
 
+#include "common/resources.cuh"  // kernels/common, shared with the device code
+
 #include <climits>
 #include <cmath>
 #include <string_view>
@@ -25,8 +27,10 @@ tensor_strides packed_strides(const problem& s, bool kv, int64_t d, int64_t rows
 }
 
 int64_t split_workspace_floats(const problem& s, int splits) {
-  return splits <= 1 ? 0 : int64_t(splits) * s.batch * s.heads * s.q_len * (value_dim(s) + 1);
+  return splits <= 1 ? 0 : attn_k::SPLIT_COUNTERS + int64_t(splits) * s.batch * s.heads * s.q_len * (value_dim(s) + 1);
 }
+
+int64_t split_counter_bytes() { return int64_t(attn_k::SPLIT_COUNTERS) * 4; }
 
 namespace {
 

@@ -16,7 +16,8 @@ struct forward_tensors {
   const void* v = nullptr;
   void* o = nullptr;
   float* lse = nullptr;
-  /// Split-KV's partial O and LSE (split_workspace_floats); nullptr when no variant splits.
+  /// Split-KV's workspace (split_workspace_floats): its counters, zeroed when it is made
+  /// (zero_split_counters), then the partial O and LSE; nullptr when no variant splits.
   float* workspace = nullptr;
   int64_t workspace_floats = 0;
   /// Each sequence's K/V length, int32 [B]: required when the problem has kv_lens.
@@ -33,8 +34,12 @@ struct forward_tensors {
   int64_t total_q = 0, total_kv = 0;
 };
 
-/// The floats split-KV over `splits` blocks needs: a partial O and an LSE per split and row.
+/// The floats split-KV over `splits` blocks needs: attn_k::SPLIT_COUNTERS counters (4 bytes each),
+/// then a partial O and an LSE per split and row; 0 for splits <= 1.
 int64_t split_workspace_floats(const problem& s, int splits);
+/// The bytes at the start of a split-KV workspace that must be 0 before its first launch (the
+/// kernels leave them 0 after each).
+int64_t split_counter_bytes();
 
 /// Batch, head and row strides in elements; all three 0 means contiguous in s.layout.
 struct tensor_strides {

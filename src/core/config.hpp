@@ -16,7 +16,8 @@ struct tile_config {
   /// value of families without one.
   int knob = 0;
   /// Split-KV (decode axes, families with search_space::decode_axes): the K/V range of a row
-  /// block is split over `splits` blocks whose partial O and LSE a combine step merges; 1 = none.
+  /// block is split over `splits` blocks whose partial O and LSE are merged (in the kernel by the last
+  /// of them up to 4 splits, by a combine kernel above); 1 = none.
   int splits = 1;
   /// 1: the query rows of the heads that share a K/V head form one M tile (each K/V tile is then
   /// read once per K/V head, not once per query head); 0: one head's rows per tile.

@@ -104,7 +104,12 @@ engine::cached_plan engine::make_plan(const problem& s, const attn_k::fwd_params
   attn_k::fwd_params with_workspace = params;
   std::shared_ptr<device_buffer> workspace;
   if (const int64_t floats = split_workspace_floats(s, c.config.splits); floats > 0) {
-    workspace = capturing ? std::make_shared<device_buffer>(m_rt, floats * 4) : stream_workspace(stream, floats);
+    if (capturing) {  // its counters zeroed by a node of the graph, before each replay's kernel
+      workspace = std::make_shared<device_buffer>(m_rt, floats * 4);
+      m_rt.memset_async(workspace->get(), 0, split_counter_bytes(), stream);
+    } else {
+      workspace = stream_workspace(stream, floats);
+    }
     with_workspace.o_partial = workspace->as<float>();
     with_workspace.workspace_floats = floats;
   }
@@ -114,7 +119,10 @@ engine::cached_plan engine::make_plan(const problem& s, const attn_k::fwd_params
 std::shared_ptr<device_buffer> engine::stream_workspace(stream_t stream, int64_t floats) {
   std::lock_guard lock(m_mutex);
   auto& w = m_workspaces[{stream, floats}];
-  if (!w) w = std::make_shared<device_buffer>(m_rt, floats * 4);
+  if (!w) {  // split-KV's counters start at 0 (the kernels leave them 0), ordered before its first use
+    w = std::make_shared<device_buffer>(m_rt, floats * 4);
+    m_rt.memset_async(w->get(), 0, split_counter_bytes(), stream);
+  }
   return w;
 }
 

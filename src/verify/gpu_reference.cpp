@@ -134,9 +134,13 @@ int64_t device_problem::kv_elements() const { return kv_rows(shp) * shp.kv_heads
 int64_t device_problem::v_elements() const { return kv_rows(shp) * shp.kv_heads * value_dim(shp); }
 
 void device_problem::reserve_workspace(int64_t floats) const {
-  if (floats <= workspace_floats) return;
-  workspace = device_buffer(*runtime, floats * 4);
-  workspace_floats = floats;
+  if (floats > workspace_floats) {
+    workspace = device_buffer(*runtime, floats * 4);
+    workspace_floats = floats;
+  }
+  // Split-KV's counters start at 0 for every variant planned on it (a variant that stopped
+  // half-way would otherwise leave its counts for the next).
+  if (floats > 0) runtime->memset(workspace.get(), 0, split_counter_bytes());
 }
 
 attn_k::fwd_params device_problem::params() const {

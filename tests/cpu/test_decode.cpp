@@ -14,7 +14,8 @@
 #include "codegen/family.hpp"
 #include "codegen/launch_plan.hpp"
 #include "codegen/kernel_args.hpp"
-#include "common/split_merge.cuh"  // kernels/common: the combine kernel's own merge
+#include "common/resources.cuh"
+#include "common/split_merge.cuh"  // kernels/common: the split-KV merge's own code
 #include "core/config.hpp"
 #include "core/problem.hpp"
 #include "invalid_input_message.hpp"
@@ -106,10 +107,32 @@ TEST(DecodeSpace, DecodeGetsSplitsPackingAndSmallBlocks) {
   EXPECT_FALSE(decode_sized(decode(1, 32, 4, 16, 4096)));  // 128 packed rows: prefill-like tiles
 }
 
-TEST(DecodeWorkspace, SizeIsAPartialOAndLsePerSplitAndRow) {
+TEST(DecodeWorkspace, SizeIsTheCountersThenAPartialOAndLsePerSplitAndRow) {
   const problem d = decode(2, 8, 2, 3, 100, 64);
   EXPECT_EQ(split_workspace_floats(d, 1), 0);
-  EXPECT_EQ(split_workspace_floats(d, 4), 4 * 2 * 8 * 3 * (64 + 1));
+  EXPECT_EQ(split_workspace_floats(d, 4), attn_k::SPLIT_COUNTERS + 4 * 2 * 8 * 3 * (64 + 1));
+  EXPECT_EQ(split_counter_bytes(), attn_k::SPLIT_COUNTERS * 4);
+}
+
+// A row block's splits count themselves on its counter (up to FUSED_MERGE_SPLITS splits): such a
+// launch has at most SPLIT_COUNTERS row blocks, and more is refused before compiling (the pruner)
+// and when planned.
+TEST(DecodeWorkspace, MoreRowBlocksThanCountersAreRefused) {
+  const kernel_family& f = fa2_family();
+  const problem wide = decode(2048, 16, 16, 1, 4096);  // 2048 x 16 heads = 32768 row blocks
+  const tile_config c{16, 64, 1, 2, 0, 4, 0};
+  const auto why = f.reject_reason(c, wide, limits_for_arch("sm_90a"));
+  // Above FUSED_MERGE_SPLITS the combine kernel merges: no counters, no limit.
+  EXPECT_FALSE(f.reject_reason({16, 64, 1, 2, 0, 8, 0}, wide, limits_for_arch("sm_90a")).has_value());
+  ASSERT_TRUE(why.has_value());
+  EXPECT_NE(why->find("split-KV over 32768 row blocks: at most 16384"), std::string::npos) << *why;
+  EXPECT_FALSE(f.reject_reason({16, 64, 1, 2, 0, 1, 0}, wide, limits_for_arch("sm_90a")).has_value());  // no split
+  attn_k::fwd_params p{};
+  p.o_partial = reinterpret_cast<float*>(256);
+  p.workspace_floats = split_workspace_floats(wide, 4);
+  launch_plan plan;
+  const std::string message = invalid_input_message([&] { f_plan(plan, c, wide, p); });
+  EXPECT_NE(message.find("at most 16384"), std::string::npos) << message;
 }
 
 // The decode configs fa2 cannot run say why: packing without GQA, the bulk loader before sm_90 or
@@ -138,7 +161,6 @@ TEST(DecodeWorkspace, APlanWithoutItIsRefusedNamingTheSize) {
   const tile_config c{16, 64, 1, 2, 0, 4, 1};
   attn_k::fwd_params p{};
   launch_plan plan;
-  plan.combine = reinterpret_cast<kernel_t>(1);  // stands for a loaded combine kernel; never launched
   const std::string need = std::to_string(split_workspace_floats(s, 4) * 4);
   std::string message = invalid_input_message([&] { f_plan(plan, c, s, p); });
   EXPECT_NE(message.find("needs a workspace of " + need + " bytes; 0 were given"), std::string::npos) << message;
@@ -150,10 +172,24 @@ TEST(DecodeWorkspace, APlanWithoutItIsRefusedNamingTheSize) {
   f_plan(plan, c, s, p);
   EXPECT_EQ(plan.grid.x, 4u);  // one 16-row block of 4 packed rows, times 4 splits
   EXPECT_EQ(plan.grid.y, 2u);  // the K/V heads
-  EXPECT_EQ(plan.combine_grid.x, static_cast<unsigned>(2 * 8 * 1));  // a block per output row
+  // The kernel's argument: the partial O after the counters, the LSEs after the partial O.
+  const auto* arg = static_cast<const attn_k::fwd_params*>(plan.argument.get());
+  EXPECT_EQ(arg->o_partial, p.o_partial + attn_k::SPLIT_COUNTERS);
+  EXPECT_EQ(arg->lse_partial, arg->o_partial + 4 * 2 * 8 * 1 * 128);
+  EXPECT_EQ(plan.combine, nullptr);  // up to FUSED_MERGE_SPLITS splits the kernel merges them
+  // Above it the combine kernel runs after, a block per output row.
+  const tile_config eight{16, 64, 1, 2, 0, 8, 1};
+  p.workspace_floats = split_workspace_floats(s, 8);
+  launch_plan combined;
+  EXPECT_NE(invalid_input_message([&] { f_plan(combined, eight, s, p); }).find("without its combine kernel"),
+            std::string::npos);
+  combined.combine = reinterpret_cast<kernel_t>(1);  // stands for a loaded combine kernel; never launched
+  f_plan(combined, eight, s, p);
+  EXPECT_EQ(combined.combine_grid.x, static_cast<unsigned>(2 * 8 * 1));
+  EXPECT_EQ(combined.grid.x, 8u);
 }
 
-// The combine kernel's merge (kernels/common/split_merge.cuh, run here with one lane) against
+// The split-KV merge (kernels/common/split_merge.cuh, run here with one lane) against
 // float64 on random partials: a row's splits see disjoint shares of its keys, some none at all
 // (LSE -inf, O 0), and some rows no key in any split.
 TEST(DecodeMerge, MatchesFloat64OnRandomPartials) {

@@ -12,6 +12,7 @@
 #include "codegen/compile_pool.hpp"
 #include "codegen/family.hpp"
 #include "codegen/kernel_args.hpp"
+#include "common/resources.cuh"
 #include "core/problem.hpp"
 #include "family_checks.hpp"
 #include "invalid_input_message.hpp"
@@ -130,7 +131,7 @@ TEST(ValueDimParams, VAndOGetTheirOwnStrides) {
   EXPECT_EQ(p.v_row_stride, p.kv_row_stride);
   EXPECT_EQ(p.o_row_stride, p.q_row_stride);
   // The split-KV workspace holds rows of dv.
-  EXPECT_EQ(split_workspace_floats(s, 4), 4 * 2 * 8 * 1000 * (128 + 1));
+  EXPECT_EQ(split_workspace_floats(s, 4), attn_k::SPLIT_COUNTERS + 4 * 2 * 8 * 1000 * (128 + 1));
 }
 
 // One query against three keys, by hand: q = (1, 0), keys (1,0), (0,1), (2,0) (d 2), values of

@@ -6,8 +6,9 @@
 // workspace of its own, allocated under the relaxed capture mode), with the warm-up's buffers on
 // the warm-up's stream, or with buffers the context has never seen on another stream (PyTorch's
 // graph pool gives new ones). Shapes: a prefill one (the fallback config)
-// and a GQA decode one (8, 32/8, 1, 4096, 128) on a table naming fa2's split-KV config with a
-// combine kernel (m32_n64_w2_s2, 4 splits, packed GQA), written for the device at hand.
+// and a GQA decode one (8, 32/8, 1, 4096, 128) on a table naming fa2's split-KV config
+// (m32_n64_w2_s2, 4 splits, packed GQA: merged in the kernel through its counters, which a replay
+// finds at 0), written for the device at hand.
 #include <gtest/gtest.h>
 
 #include <algorithm>

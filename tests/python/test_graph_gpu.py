@@ -3,7 +3,7 @@ CUDA, fails instead under ATTN_TUNE_REQUIRE_GPU=1 through test_package_gpu's che
 warm-up call on a side stream, torch.cuda.graph captures the call (PyTorch's graph pool gives O
 and LSE new addresses) and a replay equals the eager call bit for bit, also after new inputs are
 copied into the captured ones; a prefill shape (the fallback config), the op itself, and a GQA
-decode shape on a table naming fa2's split-KV config (a combine kernel), written for this device."""
+decode shape on a table naming fa2's split-KV config (4 splits, merged in the kernel), written for this device."""
 import os
 import tempfile
 import unittest
