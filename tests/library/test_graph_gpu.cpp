@@ -51,14 +51,14 @@ void fill_random(buffer& b, uint32_t seed) {
 
 // An export CSV for this device whose one bucket (bf16, D=128, not causal, N_q in (0, 1]) is fa2
 // with 4 splits and packed GQA: the decode shape's config.
-std::string split_table(const std::string& path) {
+std::string split_table(const std::string& path, int splits = 4) {
   cudaDeviceProp prop{};
   cudaGetDeviceProperties(&prop, 0);
   std::ofstream out(path);
   out << "device,cc,sm_count,dtype,head_dim,causal,seq_min_exclusive,seq_max,family,block_m,block_n,warps,stages,"
          "knob,splits,pack_gqa,tflops,tuned_shapes\n"
       << '"' << prop.name << "\"," << prop.major << '.' << prop.minor << ',' << prop.multiProcessorCount
-      << ",bf16,128,0,0,1,fa2,32,64,2,2,0,4,1,1.0,1\n";
+      << ",bf16,128,0,0,1,fa2,32,64,2,2,0," << splits << ",1,1.0,1\n";
   return path;
 }
 
@@ -152,6 +152,18 @@ TEST_F(LibraryGraph, SplitKvDecodeReplayEqualsEager) {
   EXPECT_EQ(ctx.choose(p).source, ATTN_TUNE_SOURCE_BUCKET);
   capture_and_replay(ctx, p, false, "m32_n64_w2_s2_p4_g1");
   capture_and_replay(ctx, p, true, "m32_n64_w2_s2_p4_g1");
+}
+
+// Above FUSED_MERGE_SPLITS (4) the combine kernel merges, launched after the split kernel: both in
+// the graph.
+TEST_F(LibraryGraph, SplitKvDecodeWithTheCombineKernelReplayEqualsEager) {
+  attn_tune::context_options o;
+  o.cache_dir = std::string(ATTN_TUNE_BINARY_DIR) + "/test-cache";
+  o.table = split_table(std::string(ATTN_TUNE_BINARY_DIR) + "/graph-test-split8-table.csv", 8);
+  attn_tune::context ctx(o);
+  const auto p = attn_tune::make_problem(8, 32, 8, 1, 4096, 128);
+  capture_and_replay(ctx, p, false, "m32_n64_w2_s2_p8_g1");
+  capture_and_replay(ctx, p, true, "m32_n64_w2_s2_p8_g1");
 }
 
 }  // namespace
