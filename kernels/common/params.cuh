@@ -24,7 +24,9 @@ struct fwd_params {
   int batch;
   /// Split-KV: num_splits blocks share each row block's K/V tiles; each writes its normalized O
   /// (fp32, [splits, B, H, Nq, D]) to o_partial and its LSE ([splits, B, H, Nq]) to lse_partial,
-  /// and the combine kernel merges them into o and lse. num_splits 0 or 1: no split.
+  /// and the last split of each row block merges them into o and lse (up to FUSED_MERGE_SPLITS
+  /// splits; the combine kernel above). The workspace's SPLIT_COUNTERS counters come just before
+  /// o_partial. num_splits 0 or 1: no split.
   int num_splits;
   float* o_partial;
   float* lse_partial;

@@ -104,12 +104,8 @@ engine::cached_plan engine::make_plan(const problem& s, const attn_k::fwd_params
   attn_k::fwd_params with_workspace = params;
   std::shared_ptr<device_buffer> workspace;
   if (const int64_t floats = split_workspace_floats(s, c.config.splits); floats > 0) {
-    if (capturing) {  // its counters zeroed by a node of the graph, before each replay's kernel
-      workspace = std::make_shared<device_buffer>(m_rt, floats * 4);
-      m_rt.memset_async(workspace->get(), 0, split_counter_bytes(), stream);
-    } else {
-      workspace = stream_workspace(stream, floats);
-    }
+    // During a capture its own (forward() zeroes its counters in every graph that captures it).
+    workspace = capturing ? std::make_shared<device_buffer>(m_rt, floats * 4) : stream_workspace(stream, floats);
     with_workspace.o_partial = workspace->as<float>();
     with_workspace.workspace_floats = floats;
   }
@@ -146,6 +142,10 @@ forward_choice engine::forward(const problem& s, const attn_k::fwd_params& param
     if (!capturing && plans.size() >= max_cached_plans) plans.clear();  // frees no workspace: m_workspaces has them
     plans.emplace(key, cached);
   }
+  // A captured plan's split-KV counters are zeroed by a node of each graph that captures it, before
+  // its kernel: a graph made from a plan another capture made (and maybe never replayed) would
+  // otherwise find them as cudaMalloc left them.
+  if (capturing && cached.workspace) m_rt.memset_async(cached.workspace->get(), 0, split_counter_bytes(), stream);
   launch(m_rt, cached.plan, stream);
   return cached.choice;
 }

@@ -94,6 +94,7 @@ timing_options screen_timing(const timing_options& full) {
   t.max_total_ms = std::min(10.0, full.max_total_ms);
   t.max_noise = 0.02;
   t.regime = timing_regime::burst;  // a short triage: only the full measurement waits for the clock
+  t.energy_window_ms = 0;           // and only it reads the energy counter's window
   return t;
 }
 

@@ -55,28 +55,39 @@ power_reading measure_power(const device_runtime& rt, const std::function<void(s
   auto elapsed_ms = [&] { return std::chrono::duration<double, std::milli>(clock::now() - start).count(); };
   power_reading out;
   int batch = 1;
-  std::optional<uint64_t> last;                  // the counter at the last read
+  std::optional<uint64_t> last;                       // the counter at the last read
   std::optional<std::pair<uint64_t, double>> opened;  // the counter and the time at the window's first step
-  while (elapsed_ms() < options.max_ms) {
-    const double before = elapsed_ms();
-    for (int i = 0; i < batch; ++i) launch(stream);
-    rt.wait_for_kernels(stream, kernel_timeout_s);
-    out.launches += batch;
-    const double now = elapsed_ms();
-    if (now - before < options.batch_ms) batch = std::min(batch * 2, 4096);
+  // Reads the counter (while a batch runs, as often as the host can, so a step is seen within a
+  // read's time of it whatever the kernel's length); true when the window has closed or the
+  // counter failed or went back (out.watts stays 0).
+  auto read = [&]() -> bool {
     const std::optional<uint64_t> mj = energy_mj();
-    if (!mj) return out;
+    const double now = elapsed_ms();
+    if (!mj || (last && *mj < *last)) return true;  // a failed read, or a driver reload: not measured
     const bool stepped = last && *mj != *last;
-    if (last && *mj < *last) return out;  // went back (a driver reload): not measured
     last = mj;
-    if (!stepped || now < options.warm_ms) continue;
+    if (!stepped || now < options.warm_ms) return false;
     if (!opened) {
       opened.emplace(*mj, now);
     } else if (now - opened->second >= options.window_ms) {
       out.window_ms = now - opened->second;
       out.watts = static_cast<double>(*mj - opened->first) / out.window_ms;  // mJ per ms
-      return out;
+      return true;
     }
+    return false;
+  };
+  while (elapsed_ms() < options.max_ms) {
+    const double before = elapsed_ms();
+    for (int i = 0; i < batch; ++i) launch(stream);
+    out.launches += batch;
+    bool done = false;
+    do {
+      done = read();
+      if (elapsed_ms() - before > kernel_timeout_s * 1000) break;  // wait_for_kernels says it hung
+    } while (!done && !rt.finished(stream));
+    rt.wait_for_kernels(stream, kernel_timeout_s);
+    if (done) return out;
+    if (elapsed_ms() - before < options.batch_ms) batch = std::min(batch * 2, 4096);
   }
   return out;
 }

@@ -40,15 +40,18 @@ sustain_result run_until_settled(const device_runtime& rt,
                                  const sustain_options& options, double kernel_timeout_s);
 
 /// --objective energy: the board's power while the kernel runs back to back, from NVML's energy
-/// counter. The counter moves in steps (on the H200 the same 0.1-0.5 s window of one kernel read
-/// 20-130% apart), so the window is taken between two of its steps: the first step after warm_ms
-/// of running, and the first at least window_ms after that one; the counter's difference over the
-/// time between them is the power, off by at most one batch (about batch_ms) at either end.
+/// counter. The counter moves in steps (about every 100 ms on the H200, where 0.1 s windows that
+/// do not start and end on a step read 557-1366 W at a 700 W limit), so the window is taken between
+/// two of its steps: the first step after warm_ms of running, and the first at least window_ms
+/// after that one; the counter's difference over the time between them is the power. The counter
+/// is read as often as the host can while each batch runs, so a step is placed within one read's
+/// time (microseconds) whatever the kernel's length; the GPU idles only between batches (a launch,
+/// against batches of at least batch_ms). The calls run without the L2 flush of the timing.
 struct power_options {
   double warm_ms = 100;     ///< run this long before the window may open
   double window_ms = 500;   ///< the window lasts at least this long
   double max_ms = 3000;     ///< a counter that has not stepped twice by then: not measured
-  double batch_ms = 2;      ///< the counter is read after each batch, batches grow to this
+  double batch_ms = 2;      ///< batches (launched together, the counter read while they run) grow to this
 };
 
 struct power_reading {
@@ -57,8 +60,8 @@ struct power_reading {
   int launches = 0;      ///< all the calls it ran, warm-up included
 };
 
-/// Runs `launch` back to back, reading `energy_mj` (the counter in millijoules) after each batch,
-/// until the window of power_options closes or max_ms passes. energy_mj answering nullopt ends
+/// Runs `launch` back to back, reading `energy_mj` (the counter in millijoules) while each batch
+/// runs, until the window of power_options closes or max_ms passes. energy_mj answering nullopt ends
 /// it, not measured. Throws kernel_hung when a batch does not finish within kernel_timeout_s.
 power_reading measure_power(const device_runtime& rt, const std::function<void(stream_t)>& launch, stream_t stream,
                             const std::function<std::optional<uint64_t>()>& energy_mj,

@@ -140,7 +140,11 @@ void device_problem::reserve_workspace(int64_t floats) const {
   }
   // Split-KV's counters start at 0 for every variant planned on it (a variant that stopped
   // half-way would otherwise leave its counts for the next).
-  if (floats > 0) runtime->memset(workspace.get(), 0, split_counter_bytes());
+  // The memset is the legacy stream's, the variants run on their own: wait for it.
+  if (floats > 0) {
+    runtime->memset(workspace.get(), 0, split_counter_bytes());
+    runtime->synchronize_device();
+  }
 }
 
 attn_k::fwd_params device_problem::params() const {

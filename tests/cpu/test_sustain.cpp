@@ -4,11 +4,14 @@
 
 #include <chrono>
 
+#include "cli/command_support.hpp"
 #include "core/record.hpp"
 #include "invalid_input_message.hpp"
 #include "parsed_options.hpp"
 #include "run/phases.hpp"
+#include "run/search.hpp"
 #include "run/sustain.hpp"
+#include "run/tuner.hpp"
 #include "timing_runtime.hpp"
 
 namespace attn {
@@ -61,23 +64,26 @@ TEST(sustain, without_a_clock_it_runs_the_minimum_and_does_not_claim_it_settled)
 }
 
 // --objective energy's power: NVML's counter between two of its steps (it moves in coarse ones).
-// A stand-in counter at 400 W that steps every 40 ms (the energy up to the step), read while the
-// fake kernels "run": the power between two steps is 400 W within the read's resolution, where the
-// counter's difference over any window would be off by up to a step.
-TEST(power, the_window_runs_between_two_steps_of_the_counter) {
+// A stand-in counter that steps every 40 ms (the energy up to the step), at 1000 W for its first
+// 100 ms (the warm-up, which the window must leave out) and 400 W after, read while the fake kernels
+// "run": the power between two steps is 400 W within the reads' timing, where the counter's
+// difference over a window that does not start and end on steps would be off by up to a step (10%
+// of a 400 ms window), and one that took in the warm-up would read more.
+TEST(power, the_window_runs_between_two_steps_of_the_counter_after_the_warm_up) {
   timing_runtime rt;
   const auto start = std::chrono::steady_clock::now();
   auto counter = [&]() -> std::optional<uint64_t> {
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-    const double stepped_ms = 40.0 * static_cast<int>(ms / 40.0);
-    return uint64_t(1'000'000) + static_cast<uint64_t>(400.0 * stepped_ms);  // mJ: W x ms
+    const double t = 40.0 * static_cast<int>(ms / 40.0);  // the last step's time
+    const double mj = t <= 100 ? 1000.0 * t : 1000.0 * 100 + 400.0 * (t - 100);  // W x ms
+    return uint64_t(1'000'000) + static_cast<uint64_t>(mj);
   };
   power_options o;
-  o.warm_ms = 30, o.window_ms = 200;
+  o.warm_ms = 130, o.window_ms = 400;  // the first step after 130 ms is at 160: all at 400 W from there
   const power_reading p = measure_power(rt, [&](stream_t) { ++rt.launches; }, nullptr, counter, o, 60);
-  EXPECT_NEAR(p.watts, 400, 400 * 0.02);
-  EXPECT_GE(p.window_ms, 200);
-  EXPECT_LT(p.window_ms, 280);  // the first step at or after 200 ms: 5 or 6 steps of 40 ms
+  EXPECT_NEAR(p.watts, 400, 400 * 0.05);
+  EXPECT_GE(p.window_ms, 400);
+  EXPECT_LT(p.window_ms, 480);  // the first step at or after 400 ms: 10 or 11 steps of 40 ms
   EXPECT_EQ(p.launches, rt.launches);
   EXPECT_GT(p.launches, 0);
 }
@@ -94,6 +100,16 @@ TEST(power, a_counter_that_does_not_step_twice_or_goes_back_is_not_measured) {
   // One that steps at every read is measured (1 mJ a read over the window's time: some power).
   uint64_t up = 0;
   EXPECT_GT(measure_power(rt, launch, nullptr, [&] { return std::optional<uint64_t>(++up); }, o, 60).watts, 0);
+}
+
+// --objective energy reads the power window after each full measurement only: the screening (and
+// every halving round, which starts from it) does not; --objective time reads none.
+TEST(power, only_the_full_measurement_of_the_energy_objective_reads_the_counter) {
+  progress_line progress;
+  const tune_options energy = make_tune_options(testing::parsed({"--objective", "energy"}), progress);
+  EXPECT_EQ(energy.timing.energy_window_ms, energy_window_ms);
+  EXPECT_EQ(screen_timing(energy.timing).energy_window_ms, 0);
+  EXPECT_EQ(make_tune_options(testing::parsed({}), progress).timing.energy_window_ms, 0);
 }
 
 TEST(regime, parses_and_names_a_bad_one) {

@@ -77,7 +77,8 @@ class LibraryGraph : public library_gpu_test {
   // Eager on `eager`, then a warm-up call and a capture of the same call on `graph` (on another
   // stream than the warm-up's when `fresh`, with buffers made just before the capture), replayed
   // twice: with the first inputs, then with new ones.
-  void capture_and_replay(attn_tune::context& ctx, const attn_tune::problem& p, bool fresh, const char* expect_config) {
+  void capture_and_replay(attn_tune::context& ctx, const attn_tune::problem& p, bool fresh, const char* expect_config,
+                          bool twice = false) {
     const size_t q_bytes = p.batch * p.heads * p.q_len * p.head_dim * 2;
     const size_t kv_bytes = p.batch * p.kv_heads * p.kv_len * p.head_dim * 2;
     buffer q(q_bytes), k(kv_bytes), v(kv_bytes);
@@ -99,20 +100,28 @@ class LibraryGraph : public library_gpu_test {
     captured.poison();
     CUDA_OK(cudaDeviceSynchronize());
 
-    cudaGraph_t graph = nullptr;
-    cudaGraphExec_t exec = nullptr;
-    CUDA_OK(cudaStreamBeginCapture(capture, cudaStreamCaptureModeGlobal));
-    attn_tune_status status = ATTN_TUNE_OK;
-    try {
-      run(captured, capture);
-    } catch (const attn_tune::error& e) {
-      status = e.status();
-      ADD_FAILURE() << "forward during capture: " << e.what();
-    }
-    const cudaError_t ended = cudaStreamEndCapture(capture, &graph);
-    ASSERT_EQ(status, ATTN_TUNE_OK);
-    CUDA_OK(ended);
-    CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+    // Captures the call into a graph; `twice`: a first graph of it is made and never launched, and
+    // the one replayed is a second capture of the same call (it reuses the first's plan, whose
+    // split-KV counters only the first graph's own node would have zeroed).
+    auto capture_graph = [&](cudaGraph_t& graph, cudaGraphExec_t& exec) {
+      CUDA_OK(cudaStreamBeginCapture(capture, cudaStreamCaptureModeGlobal));
+      attn_tune_status status = ATTN_TUNE_OK;
+      try {
+        run(captured, capture);
+      } catch (const attn_tune::error& e) {
+        status = e.status();
+        ADD_FAILURE() << "forward during capture: " << e.what();
+      }
+      const cudaError_t ended = cudaStreamEndCapture(capture, &graph);
+      ASSERT_EQ(status, ATTN_TUNE_OK);
+      CUDA_OK(ended);
+      CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+    };
+    cudaGraph_t first = nullptr, graph = nullptr;
+    cudaGraphExec_t first_exec = nullptr, exec = nullptr;
+    if (twice) capture_graph(first, first_exec);
+    capture_graph(graph, exec);
+    if (HasFatalFailure()) return;
     const auto unreplayed = captured.o.host();  // capturing launched nothing
     EXPECT_TRUE(std::all_of(unreplayed.begin(), unreplayed.end(), [](unsigned char b) { return b == 0xff; }));
 
@@ -132,6 +141,8 @@ class LibraryGraph : public library_gpu_test {
 
     cudaGraphExecDestroy(exec);
     cudaGraphDestroy(graph);
+    if (first_exec) cudaGraphExecDestroy(first_exec);
+    if (first) cudaGraphDestroy(first);
     cudaStreamDestroy(warm);
     cudaStreamDestroy(capture);
   }
@@ -152,6 +163,7 @@ TEST_F(LibraryGraph, SplitKvDecodeReplayEqualsEager) {
   EXPECT_EQ(ctx.choose(p).source, ATTN_TUNE_SOURCE_BUCKET);
   capture_and_replay(ctx, p, false, "m32_n64_w2_s2_p4_g1");
   capture_and_replay(ctx, p, true, "m32_n64_w2_s2_p4_g1");
+  capture_and_replay(ctx, p, true, "m32_n64_w2_s2_p4_g1", true);  // a second capture of one plan
 }
 
 // Above FUSED_MERGE_SPLITS (4) the combine kernel merges, launched after the split kernel: both in
