@@ -378,12 +378,8 @@ __device__ __forceinline__ void merge_splits(const fwd_params& p, unsigned char*
     for (int r = threadIdx.x; r < n; r += C::THREADS) {  // a thread a row: its LSE, its splits' weights
       const long long row = row_of(r0 + r);
       float* w = weight + r * splits;
-      float top = merge_neg_inf();
-      for (int s = 0; s < splits; ++s) top = fmaxf(top, w[s]);
-      float sum = 0.f;
-      if (top != merge_neg_inf())
-        for (int s = 0; s < splits; ++s) sum += expf(w[s] - top);
-      const float lse = sum > 0.f ? top + logf(sum) : merge_neg_inf();
+      auto alone = [](float x) { return x; };  // one lane: nothing to reduce across
+      const float lse = merged_lse<1>(0, splits, [&](int s) { return w[s]; }, alone, alone);
       for (int s = 0; s < splits; ++s) w[s] = split_weight(w[s], lse);
       p.lse[row] = lse;
     }

@@ -6,9 +6,7 @@
 # ci-smoke.best.csv, sweep.log, check.log, ctest_measure.log. Copy the two CSVs to results/h200/.
 #   carry: .deps      usage: bash bench/device/baseline.sh
 set -uo pipefail
-t0=$(date +%s); el() { echo "[$(( $(date +%s) - t0 )) s]"; }
-bash scripts/device_build.sh build-gpu > $OUT/build.log 2>&1 || { tail -30 $OUT/build.log; exit 1; }
-echo "build done $(el)"
+source bench/device/build_tree.sh
 export LD_LIBRARY_PATH=$PWD/.deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
 bin=build-gpu/attn-tune
 nvidia-smi --query-gpu=name,clocks.sm,power.draw,temperature.gpu --format=csv,noheader

@@ -4,9 +4,7 @@
 #   carry: .deps      usage: bash bench/device/decode_check.sh [SHAPES] [--no-flex]
 # SHAPES: peers.py's --shapes (default bench/decode.py's four); $OUT/decode/peers.{csv,md}.
 set -uo pipefail
-t0=$(date +%s); el() { echo "[$(( $(date +%s) - t0 )) s]"; }
-bash scripts/device_build.sh build-gpu > $OUT/build.log 2>&1 || { tail -30 $OUT/build.log; exit 1; }
-echo "build done $(el)"
+source bench/device/build_tree.sh
 export LD_LIBRARY_PATH=$PWD/.deps/usr/lib/x86_64-linux-gnu:$PWD/build-gpu:${LD_LIBRARY_PATH:-}
 export PYTHONPATH=$PWD/python:${PYTHONPATH:-} ATTN_TUNE_LIBRARY=$PWD/build-gpu/libattn_tune.so
 if [ "${SKIP_TESTS:-0}" != 1 ]; then

@@ -6,9 +6,7 @@
 # Files under $OUT: build.log, ctest_gpu.log, decode/peers.{csv,md}, spec/peers.{csv,md}.
 #   carry: .deps      usage: bash bench/device/decode_merge_check.sh
 set -uo pipefail
-t0=$(date +%s); el() { echo "[$(( $(date +%s) - t0 )) s]"; }
-bash scripts/device_build.sh build-gpu > $OUT/build.log 2>&1 || { tail -30 $OUT/build.log; exit 1; }
-echo "build done $(el)"
+source bench/device/build_tree.sh
 export LD_LIBRARY_PATH=$PWD/.deps/usr/lib/x86_64-linux-gnu:$PWD/build-gpu:${LD_LIBRARY_PATH:-}
 export PYTHONPATH=$PWD/python:${PYTHONPATH:-} ATTN_TUNE_LIBRARY=$PWD/build-gpu/libattn_tune.so
 (cd build-gpu && ATTN_TUNE_REQUIRE_GPU=1 timeout 220 ctest -L gpu -R 'decode|value_dim|head_dim|LibraryGraph|Library.*Decode|kv' -j1 \

@@ -5,9 +5,8 @@
 # Files under $OUT: build.log, probe.txt, ctest_energy.log, energy.tar.gz, energy.txt.
 #   carry: .deps      usage: [T0=...] [DEADLINE=...] bash bench/device/energy_probe.sh
 set -uo pipefail
-export T0=${T0:-$(date +%s)}; el() { echo "[$(( $(date +%s) - T0 )) s]"; }
-bash scripts/device_build.sh build-gpu > $OUT/build.log 2>&1 || { tail -30 $OUT/build.log; exit 1; }
-echo "build done $(el)"
+export T0=${T0:-$(date +%s)}  # energy.sh, which follows, counts its deadline from it too
+source bench/device/build_tree.sh
 export LD_LIBRARY_PATH=$PWD/.deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
 timeout 30 python3 bench/nvml_energy_probe.py 3 > $OUT/probe.txt 2>&1; echo "probe rc=$? $(el)"; cat $OUT/probe.txt
 (cd build-gpu && ATTN_TUNE_REQUIRE_GPU=1 timeout 120 ctest -L gpu -R 'energy|sustained' --output-on-failure \

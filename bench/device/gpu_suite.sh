@@ -3,9 +3,7 @@
 # machine, and the planted bugs only GPU tests catch (scripts/mutation_check.py --gpu).
 #   carry: .deps      usage: bash bench/device/gpu_suite.sh
 set -uo pipefail
-t0=$(date +%s); el() { echo "[$(( $(date +%s) - t0 )) s]"; }
-bash scripts/device_build.sh build-gpu > $OUT/build.log 2>&1 || { tail -30 $OUT/build.log; exit 1; }
-echo "build done $(el)"
+source bench/device/build_tree.sh
 export LD_LIBRARY_PATH=$PWD/.deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
 build-gpu/attn-tune --help | grep -A2 -- "--space" | cut -c1-400
 (cd build-gpu && ATTN_TUNE_REQUIRE_GPU=1 timeout 360 ctest -L gpu -j1 --output-on-failure > $OUT/ctest_gpu.log 2>&1

@@ -4,9 +4,7 @@
 # capture and replay among them), then bench/host_cost.py at 1,8,128,64; a short table at the end.
 #   carry: .deps      usage: bash bench/device/host_cost.sh [SHAPE] [BAR_US]   (default 1,8,128,64 and 20)
 set -uo pipefail
-t0=$(date +%s); el() { echo "[$(( $(date +%s) - t0 )) s]"; }
-bash scripts/device_build.sh build-gpu > $OUT/build.log 2>&1 || { tail -30 $OUT/build.log; exit 1; }
-echo "build done $(el)"
+source bench/device/build_tree.sh
 export LD_LIBRARY_PATH=$PWD/.deps/usr/lib/x86_64-linux-gnu:$PWD/build-gpu:${LD_LIBRARY_PATH:-}
 export PYTHONPATH=$PWD/python:${PYTHONPATH:-} ATTN_TUNE_LIBRARY=$PWD/build-gpu/libattn_tune.so ATTN_TUNE_REQUIRE_GPU=1
 # ctest, so that the bundle fixture the library's GPU tests read is made first
