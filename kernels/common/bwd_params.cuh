@@ -1,0 +1,31 @@
+#pragma once
+// The backward pass's parameters (kernels/fa2_bwd.cuh), shared verbatim by the host (src/) and the
+// run-time compiled kernels. Plain C++ only: no host or CUDA headers, so NVRTC and g++ both accept it.
+
+namespace attn_k {
+
+/// Strides are in elements. Q, O, dO and dQ share one set of strides (q_*), K, V, dK and dV another
+/// (kv_*); the LSE and delta are [B, H, Nq] floats.
+struct bwd_params {
+  const void* q;
+  const void* k;
+  const void* v;
+  const void* o;    ///< the forward's output
+  const void* d_o;  ///< the loss's gradient with respect to O
+  const float* lse;  ///< the forward's LSE, natural log; -inf for a row that sees no key
+  float* delta;      ///< written by the first kernel: rowsum(dO * O) for each query row
+  void* dq;
+  void* dk;
+  void* dv;
+  long long q_batch_stride, q_head_stride, q_row_stride;
+  long long kv_batch_stride, kv_head_stride, kv_row_stride;
+  int q_len;
+  int kv_len;
+  int heads;
+  int group;  ///< heads / kv_heads: query head h reads K/V head h / group
+  int batch;
+  float scale_log2;     ///< softmax scale * log2(e)
+  float softmax_scale;  ///< 1 / sqrt(D) by default
+};
+
+}  // namespace attn_k

@@ -1,0 +1,372 @@
+#pragma once
+// fa2_bwd: attention's backward pass (dQ, dK, dV) on mma.sync (sm_80+), FlashAttention-2's
+// algorithm in three kernels that recompute P from Q, K and the forward's LSE:
+//
+//  1. bwd_delta: delta_i = sum_d dO_id O_id for each query row (fp32), the softmax gradient's
+//     row term: dS_ij = P_ij (dP_ij - delta_i).
+//  2. bwd_dkdv: one block per BLOCK_N keys of one (batch, K/V head). Each warp owns WARP_N of the
+//     keys and keeps their dK and dV in registers while the block walks every query tile of every
+//     query head of the K/V head's group (GQA's sum over heads stays in registers). Per query tile:
+//     S^T = K Q^T, P^T = exp(S^T scale - LSE), dV += P^T dO, dP^T = V dO^T,
+//     dS^T = P^T (dP^T - delta), dK += dS^T Q.
+//  3. bwd_dq: one block per BLOCK_M query rows of one (batch, head), the forward's shape. Per K/V
+//     tile: S = Q K^T, P, dP = dO V^T, dS = P (dP - delta), dQ += dS K.
+//
+// dQ has its own pass instead of fp32 atomics from bwd_dkdv: seven products instead of five, but
+// no atomics and no fp32 dQ buffer, and reruns are bit-identical (deterministic by construction).
+// dQ and dK carry the softmax scale (S = scale Q K^T), applied once when they are written.
+//
+// The fragment layouts are the forward's (fa2.cuh): an accumulator of two adjacent 8-column tiles is
+// an A fragment of a 16-wide k step; an operand whose k index runs along shared-memory rows (V in
+// the forward; dO, Q and K here) comes through ldmatrix .trans. Shared rows are padded by 8
+// elements, so ldmatrix and cp.async are free of bank conflicts.
+//
+// Masks: causal is bottom-right aligned (key n is hidden from query i when n > i + kv_len - q_len);
+// query rows past q_len and rows that see no key (LSE -inf) get P = 0 through an LSE of +inf;
+// keys past kv_len are zero rows of K and V, hidden from dQ by the mask and never written to dK, dV.
+// Head dims: multiples of 8 up to 256 (the loops run over D rounded up to 16, the extra columns zero).
+#include "common/bwd_params.cuh"
+#include "common/device.cuh"
+#include "common/resources.cuh"
+
+namespace attn_k {
+
+template <bool BF16_, int D_, int BLOCK_M_, int BLOCK_N_, int WARPS_, int STAGES_, bool CAUSAL_>
+struct bwd_config {
+  static constexpr bool BF16 = BF16_, CAUSAL = CAUSAL_;
+  static constexpr int D = D_, DK = mma_head_dim(D_), BLOCK_M = BLOCK_M_, BLOCK_N = BLOCK_N_;
+  static constexpr int WARPS = WARPS_, STAGES = STAGES_, THREADS = WARPS * 32;
+  static constexpr int PITCH = DK + 8;  ///< shared row pitch, elements
+  static_assert(D % 8 == 0 && D >= 16 && D <= 256, "head dim: a multiple of 8 in [16, 256]");
+  static_assert(BLOCK_M % 16 == 0 && BLOCK_N % 16 == 0, "tiles of whole 16-row mma tiles");
+  static_assert(STAGES >= 1 && STAGES <= 4, "STAGES in [1, 4]");
+};
+
+/// bwd_dkdv's shared memory: K and V tiles, then per stage a Q and a dO tile, then per stage the
+/// tile's LSE (log2 units) and delta. The host's resource model reads the same numbers.
+ATTN_HOST_DEVICE constexpr long long bwd_dkdv_shared_bytes(int block_m, int block_n, int stages, int d, int elem_bytes) {
+  return (2LL * block_n + 2LL * stages * block_m) * (mma_head_dim(d) + 8) * elem_bytes + 2LL * stages * block_m * 4;
+}
+/// bwd_dq's: a Q and a dO tile, then per stage a K and a V tile.
+ATTN_HOST_DEVICE constexpr long long bwd_dq_shared_bytes(int block_m, int block_n, int stages, int d, int elem_bytes) {
+  return (2LL * block_m + 2LL * stages * block_n) * (mma_head_dim(d) + 8) * elem_bytes;
+}
+
+/// Copies `rows` rows of D elements from global row `row0` (stride row_stride) into a padded shared
+/// tile with 16-byte cp.async, zero-filling rows at or past row_end and the columns [D, DK).
+template <class C>
+__device__ __forceinline__ void bwd_load_rows(unsigned smem, const elem_bits* base, long long row_stride, int row0,
+                                              int row_end, int rows) {
+  constexpr int CHUNKS = C::DK / 8;
+  for (int c = threadIdx.x; c < rows * CHUNKS; c += C::THREADS) {
+    const int r = c / CHUNKS, col = (c % CHUNKS) * 8;
+    const bool valid = row0 + r < row_end && (C::D == C::DK || col < C::D);
+    cp_async_16(smem + (r * C::PITCH + col) * 2, base + (valid ? (row0 + r) * row_stride + col : 0), valid);
+  }
+}
+
+/// A row's LSE in log2 units for P = exp2(s scale_log2 - lse2): +inf (P = 0) for a row past the
+/// queries or one that sees no key.
+__device__ __forceinline__ float lse_log2(const float* lse, int i, int q_len) {
+  const float l = i < q_len ? lse[i] : neg_inf();
+  return l == neg_inf() ? __int_as_float(0x7f800000) : l * 1.4426950408889634f;
+}
+
+/// Pack two adjacent 8-column accumulator tiles per 16-wide k step into A fragments (the forward's
+/// P -> A conversion), for NF columns.
+template <bool BF16, int ROWS, int NF>
+__device__ __forceinline__ void pack_a(unsigned (&a)[ROWS][NF / 2][4], const float (&x)[ROWS][NF][4]) {
+#pragma unroll
+  for (int r = 0; r < ROWS; ++r)
+#pragma unroll
+    for (int kk = 0; kk < NF / 2; ++kk) {
+      a[r][kk][0] = pack2<BF16>(x[r][2 * kk][0], x[r][2 * kk][1]);
+      a[r][kk][1] = pack2<BF16>(x[r][2 * kk][2], x[r][2 * kk][3]);
+      a[r][kk][2] = pack2<BF16>(x[r][2 * kk + 1][0], x[r][2 * kk + 1][1]);
+      a[r][kk][3] = pack2<BF16>(x[r][2 * kk + 1][2], x[r][2 * kk + 1][3]);
+    }
+}
+
+/// acc[r][2 nj + h] += A[r] (rows a_row0 + 16 r of a_smem) times the transposed rows of b_smem
+/// (nj: 16 columns of each row), over K_STEPS 16-wide steps: C = A B^T with both from shared rows.
+template <class C, int ROWS, int NJ, int K_STEPS>
+__device__ __forceinline__ void mma_rows_rows(float (&acc)[ROWS][2 * NJ][4], unsigned a_smem, int a_row0, unsigned b_smem) {
+  const int lane = threadIdx.x % 32;
+  const int a_row = a_row0 + (lane % 8) + ((lane / 8) % 2) * 8, a_col = (lane / 16) * 8;
+  const int b_row = (lane % 8) + (lane / 16) * 8, b_col = ((lane / 8) % 2) * 8;
+#pragma unroll
+  for (int kk = 0; kk < K_STEPS; ++kk) {
+    unsigned a[ROWS][4];
+#pragma unroll
+    for (int r = 0; r < ROWS; ++r) ldmatrix_x4(a[r], a_smem + ((a_row + r * 16) * C::PITCH + kk * 16 + a_col) * 2);
+#pragma unroll
+    for (int nj = 0; nj < NJ; ++nj) {
+      unsigned b[4];
+      ldmatrix_x4(b, b_smem + ((nj * 16 + b_row) * C::PITCH + kk * 16 + b_col) * 2);
+#pragma unroll
+      for (int r = 0; r < ROWS; ++r) {
+        mma_16816<C::BF16>(acc[r][2 * nj], a[r], b[0], b[1]);
+        mma_16816<C::BF16>(acc[r][2 * nj + 1], a[r], b[2], b[3]);
+      }
+    }
+  }
+}
+
+/// acc[r][2 dj + h] += a[r][kk] (register A fragments over K_STEPS 16-wide k steps) times the
+/// shared rows kk*16.. of b_smem (k along rows, DK columns: ldmatrix .trans), the forward's P V.
+template <class C, int ROWS, int K_STEPS>
+__device__ __forceinline__ void mma_regs_rows(float (&acc)[ROWS][C::DK / 8][4], const unsigned (&a)[ROWS][K_STEPS][4],
+                                              unsigned b_smem) {
+  const int lane = threadIdx.x % 32;
+  const int row = (lane % 8) + ((lane / 8) % 2) * 8, col = (lane / 16) * 8;
+#pragma unroll
+  for (int kk = 0; kk < K_STEPS; ++kk)
+#pragma unroll
+    for (int dj = 0; dj < C::DK / 16; ++dj) {
+      unsigned b[4];
+      ldmatrix_x4_trans(b, b_smem + ((kk * 16 + row) * C::PITCH + dj * 16 + col) * 2);
+#pragma unroll
+      for (int r = 0; r < ROWS; ++r) {
+        mma_16816<C::BF16>(acc[r][2 * dj], a[r][kk], b[0], b[1]);
+        mma_16816<C::BF16>(acc[r][2 * dj + 1], a[r][kk], b[2], b[3]);
+      }
+    }
+}
+
+template <int ROWS, int NF>
+__device__ __forceinline__ void zero(float (&x)[ROWS][NF][4]) {
+#pragma unroll
+  for (int r = 0; r < ROWS; ++r)
+#pragma unroll
+    for (int f = 0; f < NF; ++f)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) x[r][f][e] = 0.f;
+}
+
+/// Writes accumulator rows (row0 + 16 r + g (+8)) of a [rows][DK] fp32 tile times `scale` to global
+/// rows of D elements (stride row_stride), rows at or past row_end left alone.
+template <class C, int ROWS>
+__device__ __forceinline__ void store_rows(elem_bits* base, long long row_stride, int row0, int row_end,
+                                           const float (&acc)[ROWS][C::DK / 8][4], float scale) {
+  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+#pragma unroll
+  for (int r = 0; r < ROWS; ++r)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int row = row0 + r * 16 + g + h * 8;
+      if (row >= row_end) continue;
+      elem_bits* out = base + row * row_stride;
+#pragma unroll
+      for (int df = 0; df < C::D / 8; ++df)
+        *reinterpret_cast<unsigned*>(out + df * 8 + t * 2) =
+            pack2<C::BF16>(acc[r][df][h * 2] * scale, acc[r][df][h * 2 + 1] * scale);
+    }
+}
+
+/// delta = rowsum(dO * O): one warp a row of [B, H, Nq].
+template <bool BF16, int D>
+__device__ void bwd_delta(const bwd_params& p) {
+  const long long rows = (long long)p.batch * p.heads * p.q_len;
+  const long long row = (long long)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+  if (row >= rows) return;
+  const int lane = threadIdx.x % 32, i = row % p.q_len;
+  const long long bh = row / p.q_len;
+  const int h = bh % p.heads, b = bh / p.heads;
+  const long long at = b * p.q_batch_stride + h * p.q_head_stride + i * p.q_row_stride;
+  const elem_bits* o = static_cast<const elem_bits*>(p.o) + at;
+  const elem_bits* d_o = static_cast<const elem_bits*>(p.d_o) + at;
+  float x = 0.f;
+  for (int c = lane * 2; c < D; c += 64)
+    x += to_float<BF16>(o[c]) * to_float<BF16>(d_o[c]) + to_float<BF16>(o[c + 1]) * to_float<BF16>(d_o[c + 1]);
+#pragma unroll
+  for (int m = 16; m > 0; m /= 2) x += __shfl_xor_sync(0xffffffffu, x, m);
+  if (lane == 0) p.delta[row] = x;
+}
+
+template <class C>
+__device__ void bwd_dkdv(const bwd_params& p) {
+  constexpr int WARP_N = C::BLOCK_N / C::WARPS, NI = WARP_N / 16, MF = C::BLOCK_M / 8;
+  static_assert(WARP_N % 16 == 0 && WARP_N >= 16, "each warp needs whole 16-key mma tiles");
+  constexpr int TILE = C::BLOCK_M * C::PITCH * 2;  // bytes of a Q or dO tile
+  extern __shared__ __align__(128) unsigned char shared_raw[];
+  const unsigned k_smem = smem_addr(shared_raw), v_smem = k_smem + C::BLOCK_N * C::PITCH * 2;
+  const unsigned stage0 = v_smem + C::BLOCK_N * C::PITCH * 2;
+  auto q_stage = [&](int s) { return stage0 + 2 * s * TILE; };
+  auto do_stage = [&](int s) { return stage0 + (2 * s + 1) * TILE; };
+  float* row_terms = reinterpret_cast<float*>(shared_raw + (2 * C::BLOCK_N * C::PITCH * 2 + 2 * C::STAGES * TILE));
+  auto lse_stage = [&](int s) { return row_terms + 2 * s * C::BLOCK_M; };
+  auto delta_stage = [&](int s) { return row_terms + (2 * s + 1) * C::BLOCK_M; };
+
+  const int n_block = blockIdx.x, kv_head = blockIdx.y, batch = blockIdx.z;
+  const int n0 = n_block * C::BLOCK_N, offset = p.kv_len - p.q_len;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4, t = lane % 4;
+  const long long kv_at = batch * p.kv_batch_stride + kv_head * p.kv_head_stride;
+  bwd_load_rows<C>(k_smem, static_cast<const elem_bits*>(p.k) + kv_at, p.kv_row_stride, n0, p.kv_len, C::BLOCK_N);
+  bwd_load_rows<C>(v_smem, static_cast<const elem_bits*>(p.v) + kv_at, p.kv_row_stride, n0, p.kv_len, C::BLOCK_N);
+
+  // The query tiles that see any of these keys: causal, from the first row whose diagonal reaches n0.
+  const int m_blocks = (p.q_len + C::BLOCK_M - 1) / C::BLOCK_M;
+  const int m_start = C::CAUSAL ? min(m_blocks, max(0, n0 - offset) / C::BLOCK_M) : 0;
+  const int per_head = m_blocks - m_start, steps = per_head * p.group;
+  auto load = [&](int it) {
+    const int head = kv_head * p.group + it / per_head, m0 = (m_start + it % per_head) * C::BLOCK_M, s = it % C::STAGES;
+    const long long q_at = batch * p.q_batch_stride + head * p.q_head_stride;
+    bwd_load_rows<C>(q_stage(s), static_cast<const elem_bits*>(p.q) + q_at, p.q_row_stride, m0, p.q_len, C::BLOCK_M);
+    bwd_load_rows<C>(do_stage(s), static_cast<const elem_bits*>(p.d_o) + q_at, p.q_row_stride, m0, p.q_len, C::BLOCK_M);
+    const long long row0 = ((long long)batch * p.heads + head) * p.q_len;
+    for (int r = threadIdx.x; r < C::BLOCK_M; r += C::THREADS) {
+      lse_stage(s)[r] = lse_log2(p.lse + row0, m0 + r, p.q_len);
+      delta_stage(s)[r] = m0 + r < p.q_len ? p.delta[row0 + m0 + r] : 0.f;
+    }
+  };
+
+  float dk[NI][C::DK / 8][4], dv[NI][C::DK / 8][4];
+  zero(dk);
+  zero(dv);
+  // Every step commits one group (maybe empty): "step it has landed" is "at most STAGES-1 pending"
+  // after step it + STAGES - 1's loads were issued.
+#pragma unroll
+  for (int s = 0; s < C::STAGES - 1; ++s) {
+    if (s < steps) load(s);
+    cp_async_commit();
+  }
+  for (int it = 0; it < steps; ++it) {
+    if (it + C::STAGES - 1 < steps) load(it + C::STAGES - 1);
+    cp_async_commit();
+    cp_async_wait<C::STAGES - 1>();
+    __syncthreads();
+    const int s = it % C::STAGES, m0 = (m_start + it % per_head) * C::BLOCK_M;
+    const float* lse2 = lse_stage(s);
+    const float* delta = delta_stage(s);
+
+    float st[NI][MF][4];  // S^T, then P^T: this warp's keys by the tile's queries
+    zero(st);
+    mma_rows_rows<C, NI, MF / 2, C::DK / 16>(st, k_smem, warp * WARP_N, q_stage(s));
+    const bool masked = C::CAUSAL && m0 + offset < n0 + C::BLOCK_N - 1;
+#pragma unroll
+    for (int ni = 0; ni < NI; ++ni)
+#pragma unroll
+      for (int nf = 0; nf < MF; ++nf)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int col = nf * 8 + t * 2 + e % 2, key = n0 + warp * WARP_N + ni * 16 + g + (e / 2) * 8;
+          float x = exp2f(st[ni][nf][e] * p.scale_log2 - lse2[col]);
+          if (masked && key > m0 + col + offset) x = 0.f;
+          st[ni][nf][e] = x;
+        }
+    unsigned pa[NI][MF / 2][4];
+    pack_a<C::BF16>(pa, st);
+    mma_regs_rows<C, NI, MF / 2>(dv, pa, do_stage(s));  // dV += P^T dO
+
+    float dpt[NI][MF][4];  // dP^T = V dO^T
+    zero(dpt);
+    mma_rows_rows<C, NI, MF / 2, C::DK / 16>(dpt, v_smem, warp * WARP_N, do_stage(s));
+#pragma unroll
+    for (int ni = 0; ni < NI; ++ni)
+#pragma unroll
+      for (int nf = 0; nf < MF; ++nf)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) dpt[ni][nf][e] = st[ni][nf][e] * (dpt[ni][nf][e] - delta[nf * 8 + t * 2 + e % 2]);
+    pack_a<C::BF16>(pa, dpt);
+    mma_regs_rows<C, NI, MF / 2>(dk, pa, q_stage(s));  // dK += dS^T Q
+    __syncthreads();  // every warp is done with stage s before it is loaded again
+  }
+  cp_async_commit();  // no query tile sees these keys: K's and V's copies are still uncommitted
+  cp_async_wait<0>();
+
+  const long long out_at = batch * p.kv_batch_stride + kv_head * p.kv_head_stride;
+  const int row0 = n0 + warp * WARP_N;
+  store_rows<C, NI>(static_cast<elem_bits*>(p.dk) + out_at, p.kv_row_stride, row0, p.kv_len, dk, p.softmax_scale);
+  store_rows<C, NI>(static_cast<elem_bits*>(p.dv) + out_at, p.kv_row_stride, row0, p.kv_len, dv, 1.f);
+}
+
+template <class C>
+__device__ void bwd_dq(const bwd_params& p) {
+  constexpr int WARP_M = C::BLOCK_M / C::WARPS, MI = WARP_M / 16, NF = C::BLOCK_N / 8;
+  static_assert(WARP_M % 16 == 0 && WARP_M >= 16, "each warp needs whole 16-row mma tiles");
+  constexpr int Q_TILE = C::BLOCK_M * C::PITCH * 2, KV_TILE = C::BLOCK_N * C::PITCH * 2;
+  extern __shared__ __align__(128) unsigned char shared_raw[];
+  const unsigned q_smem = smem_addr(shared_raw), do_smem = q_smem + Q_TILE, stage0 = do_smem + Q_TILE;
+  auto k_stage = [&](int s) { return stage0 + 2 * s * KV_TILE; };
+  auto v_stage = [&](int s) { return stage0 + (2 * s + 1) * KV_TILE; };
+
+  const int m_block = C::CAUSAL ? gridDim.x - 1 - blockIdx.x : blockIdx.x;  // the longest rows first
+  const int head = blockIdx.y, batch = blockIdx.z, m0 = m_block * C::BLOCK_M, offset = p.kv_len - p.q_len;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4, t = lane % 4;
+  const long long q_at = batch * p.q_batch_stride + head * p.q_head_stride;
+  const long long kv_at = batch * p.kv_batch_stride + (head / p.group) * p.kv_head_stride;
+  bwd_load_rows<C>(q_smem, static_cast<const elem_bits*>(p.q) + q_at, p.q_row_stride, m0, p.q_len, C::BLOCK_M);
+  bwd_load_rows<C>(do_smem, static_cast<const elem_bits*>(p.d_o) + q_at, p.q_row_stride, m0, p.q_len, C::BLOCK_M);
+  cp_async_commit();
+
+  // This thread's rows (two per 16-row tile): their LSE (log2 units) and delta.
+  const long long row0 = ((long long)batch * p.heads + head) * p.q_len;
+  float lse2[MI][2], delta[MI][2];
+#pragma unroll
+  for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int i = m0 + warp * WARP_M + mi * 16 + g + h * 8;
+      lse2[mi][h] = lse_log2(p.lse + row0, i, p.q_len);
+      delta[mi][h] = i < p.q_len ? p.delta[row0 + i] : 0.f;
+    }
+
+  const int last_row = min(m0 + C::BLOCK_M, p.q_len) - 1;
+  const int key_end = C::CAUSAL ? max(0, min(p.kv_len, last_row + offset + 1)) : p.kv_len;
+  const int tiles = (key_end + C::BLOCK_N - 1) / C::BLOCK_N;
+  const elem_bits* k = static_cast<const elem_bits*>(p.k) + kv_at;
+  const elem_bits* v = static_cast<const elem_bits*>(p.v) + kv_at;
+  auto load = [&](int j) {
+    bwd_load_rows<C>(k_stage(j % C::STAGES), k, p.kv_row_stride, j * C::BLOCK_N, p.kv_len, C::BLOCK_N);
+    bwd_load_rows<C>(v_stage(j % C::STAGES), v, p.kv_row_stride, j * C::BLOCK_N, p.kv_len, C::BLOCK_N);
+  };
+
+  float dq[MI][C::DK / 8][4];
+  zero(dq);
+#pragma unroll
+  for (int s = 0; s < C::STAGES - 1; ++s) {
+    if (s < tiles) load(s);
+    cp_async_commit();
+  }
+  for (int j = 0; j < tiles; ++j) {
+    if (j + C::STAGES - 1 < tiles) load(j + C::STAGES - 1);
+    cp_async_commit();
+    cp_async_wait<C::STAGES - 1>();
+    __syncthreads();
+    const int s = j % C::STAGES, n0 = j * C::BLOCK_N;
+    float sc[MI][NF][4];  // S, then P
+    zero(sc);
+    mma_rows_rows<C, MI, NF / 2, C::DK / 16>(sc, q_smem, warp * WARP_M, k_stage(s));
+    // A tile every row sees whole needs no mask: before the keys' end and, causal, the first row's diagonal.
+    const bool masked = n0 + C::BLOCK_N > p.kv_len || (C::CAUSAL && n0 + C::BLOCK_N - 1 > m0 + offset);
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+      for (int nf = 0; nf < NF; ++nf)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int i = m0 + warp * WARP_M + mi * 16 + g + (e / 2) * 8, n = n0 + nf * 8 + t * 2 + e % 2;
+          float x = exp2f(sc[mi][nf][e] * p.scale_log2 - lse2[mi][e / 2]);
+          if (masked && (n >= p.kv_len || (C::CAUSAL && n > i + offset))) x = 0.f;
+          sc[mi][nf][e] = x;
+        }
+    float dp[MI][NF][4];  // dP = dO V^T, then dS
+    zero(dp);
+    mma_rows_rows<C, MI, NF / 2, C::DK / 16>(dp, do_smem, warp * WARP_M, v_stage(s));
+#pragma unroll
+    for (int mi = 0; mi < MI; ++mi)
+#pragma unroll
+      for (int nf = 0; nf < NF; ++nf)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) dp[mi][nf][e] = sc[mi][nf][e] * (dp[mi][nf][e] - delta[mi][e / 2]);
+    unsigned ds[MI][NF / 2][4];
+    pack_a<C::BF16>(ds, dp);
+    mma_regs_rows<C, MI, NF / 2>(dq, ds, k_stage(s));  // dQ += dS K
+    __syncthreads();
+  }
+  cp_async_wait<0>();
+  store_rows<C, MI>(static_cast<elem_bits*>(p.dq) + q_at, p.q_row_stride, m0 + warp * WARP_M, p.q_len, dq,
+                    p.softmax_scale);
+}
+
+}  // namespace attn_k

@@ -1,0 +1,193 @@
+#include "codegen/backward.hpp"
+
+#include <cmath>
+#include <regex>
+
+#include <fmt/format.h>
+
+#include "codegen/kernel_args.hpp"
+#include "common/resources.cuh"  // kernels/common, shared with the device code
+
+namespace attn {
+
+namespace {
+
+// Mirrors kernels/fa2_bwd.cuh's bwd_dkdv_shared_bytes and bwd_dq_shared_bytes.
+int64_t dkdv_bytes(int block_m, int block_n, int stages, int64_t d, int elem) {
+  return (2LL * block_n + 2LL * stages * block_m) * (attn_k::mma_head_dim(static_cast<int>(d)) + 8) * elem +
+         2LL * stages * block_m * 4;
+}
+int64_t dq_bytes(int block_m, int block_n, int stages, int64_t d, int elem) {
+  return (2LL * block_m + 2LL * stages * block_n) * (attn_k::mma_head_dim(static_cast<int>(d)) + 8) * elem;
+}
+
+// fp32 accumulator registers a thread holds: dK/dV kernel, dK and dV (rows x DK each) and S^T and
+// dP^T (rows x block_m); dQ kernel, dQ (rows x DK) and S and dP (rows x block_n).
+int dkdv_registers(const backward_config& c, int64_t d) {
+  const int rows = c.kv_block_n / c.kv_warps, dk = attn_k::mma_head_dim(static_cast<int>(d));
+  return rows * (2 * dk + 2 * c.kv_block_m) / 32;
+}
+int dq_registers(const backward_config& c, int64_t d) {
+  const int rows = c.q_block_m / c.q_warps, dk = attn_k::mma_head_dim(static_cast<int>(d));
+  return rows * (dk + 2 * c.q_block_n) / 32;
+}
+// Past these ptxas spills (sm_90a, tests/cpu/test_backward_compile.cpp): the dK/dV kernel at 192
+// (D 128, 16 keys a warp, 64 queries a step: 255 registers and 24 bytes of spills), the dQ kernel at 176
+// (D 96, 16 rows a warp, 128 keys a step: 44 bytes).
+constexpr int max_dkdv_accumulator_registers = 176, max_dq_accumulator_registers = 160;
+
+}  // namespace
+
+std::string name(const backward_config& c) {
+  return fmt::format("kv_m{}_n{}_w{}_s{}-q_m{}_n{}_w{}_s{}", c.kv_block_m, c.kv_block_n, c.kv_warps, c.kv_stages,
+                     c.q_block_m, c.q_block_n, c.q_warps, c.q_stages);
+}
+
+backward_config parse_backward_config(const std::string& text) {
+  static const std::regex form(R"(kv_m(\d+)_n(\d+)_w(\d+)_s(\d+)-q_m(\d+)_n(\d+)_w(\d+)_s(\d+))");
+  std::smatch m;
+  if (!std::regex_match(text, m, form) || text.size() > 80)
+    throw invalid_input(fmt::format("backward config '{}' is not of the form kv_m64_n64_w4_s2-q_m64_n64_w4_s2", text));
+  auto at = [&](int i) { return std::stoi(m[i].str()); };
+  return {at(1), at(2), at(3), at(4), at(5), at(6), at(7), at(8)};
+}
+
+std::vector<backward_config> backward_default_configs() {
+  std::vector<backward_config> out;
+  const int kv_tiles[][3] = {{32, 64, 4}, {64, 64, 4}, {32, 128, 8}, {64, 128, 8}};  // block_m, block_n, warps
+  const int q_tiles[][3] = {{64, 64, 4}, {64, 128, 4}, {128, 64, 8}};
+  for (const auto& kv : kv_tiles)
+    for (const auto& q : q_tiles) out.push_back({kv[0], kv[1], kv[2], 2, q[0], q[1], q[2], 2});
+  return out;
+}
+
+int64_t backward_dkdv_shared_bytes(const backward_config& c, const problem& s) {
+  return dkdv_bytes(c.kv_block_m, c.kv_block_n, c.kv_stages, s.head_dim, element_size(s.dtype));
+}
+int64_t backward_dq_shared_bytes(const backward_config& c, const problem& s) {
+  return dq_bytes(c.q_block_m, c.q_block_n, c.q_stages, s.head_dim, element_size(s.dtype));
+}
+
+std::optional<std::string> backward_reject(const backward_config& c, const problem& s, const resource_limits& limits) {
+  if (has_window(s)) return std::string("the backward does not take a sliding window yet");
+  if (has_softcap(s)) return std::string("the backward does not take softcap yet");
+  if (has_value_dim(s)) return std::string("the backward does not take dv != d yet");
+  if (has_kv_lens(s) || s.page_size > 0) return std::string("the backward does not take kv_lens or a paged cache");
+  if (is_varlen(s)) return std::string("the backward does not take a packed batch (seqlens) yet");
+  if (s.head_dim % 8 != 0)
+    return fmt::format("head dim {}: the backward takes multiples of 8 (16-byte rows)", s.head_dim);
+  if (limits.cc_major < 8) return std::string("mma.sync bf16/fp16 m16n8k16 needs sm_80 or newer");
+  struct kernel_tile {
+    const char* what;
+    int block_m, block_n, warps, stages, split;  // split: the tile side the warps share
+  };
+  const kernel_tile tiles[] = {{"dK/dV", c.kv_block_m, c.kv_block_n, c.kv_warps, c.kv_stages, c.kv_block_n},
+                               {"dQ", c.q_block_m, c.q_block_n, c.q_warps, c.q_stages, c.q_block_m}};
+  for (const kernel_tile& k : tiles) {
+    if (k.block_m <= 0 || k.block_n <= 0 || k.block_m % 16 != 0 || k.block_n % 16 != 0)
+      return fmt::format("{} tile {}x{}: both sides multiples of 16", k.what, k.block_m, k.block_n);
+    if (k.warps <= 0 || k.split % (16 * k.warps) != 0)
+      return fmt::format("{} tile: {} rows do not split into {} warps of whole 16-row mma tiles", k.what, k.split,
+                         k.warps);
+    if (k.warps * 32 > limits.max_threads_per_block)
+      return fmt::format("{} kernel: {} threads exceed the device's {} per block", k.what, k.warps * 32,
+                         limits.max_threads_per_block);
+    if (k.stages < 1 || k.stages > 4) return fmt::format("{} kernel: stages {} not in [1, 4]", k.what, k.stages);
+  }
+  if (const int r = dkdv_registers(c, s.head_dim); r > max_dkdv_accumulator_registers)
+    return fmt::format("dK/dV accumulators exceed the register budget: {} float registers per thread > {}", r,
+                       max_dkdv_accumulator_registers);
+  if (const int r = dq_registers(c, s.head_dim); r > max_dq_accumulator_registers)
+    return fmt::format("dQ accumulators exceed the register budget: {} float registers per thread > {}", r,
+                       max_dq_accumulator_registers);
+  for (const auto& [what, bytes] : {std::pair{"dK/dV", backward_dkdv_shared_bytes(c, s)},
+                                    std::pair{"dQ", backward_dq_shared_bytes(c, s)}})
+    if (bytes > limits.shared_memory_per_block)
+      return fmt::format("{} kernel: shared memory {} KiB exceeds the device's {} KiB per block", what,
+                         (bytes + 1023) / 1024, limits.shared_memory_per_block / 1024);
+  if (s.batch > 65535 || s.heads > 65535) return fmt::format("batch {} or heads {} exceed the grid's 65535", s.batch, s.heads);
+  return std::nullopt;
+}
+
+std::string backward_instantiation(const backward_config& c, const problem& s) {
+  const bool bf16 = s.dtype == dtype::bf16;
+  return fmt::format(
+      "#include \"fa2_bwd.cuh\"\n"
+      "extern \"C\" __global__ void __launch_bounds__({dt}) {delta}(const attn_k::bwd_params p) {{\n"
+      "  attn_k::bwd_delta<{bf16}, {d}>(p);\n}}\n"
+      "extern \"C\" __global__ void __launch_bounds__({kt}, 1) {dkdv}(const attn_k::bwd_params p) {{\n"
+      "  attn_k::bwd_dkdv<attn_k::bwd_config<{bf16}, {d}, {km}, {kn}, {kw}, {ks}, {causal}>>(p);\n}}\n"
+      "extern \"C\" __global__ void __launch_bounds__({qt}, 1) {dq}(const attn_k::bwd_params p) {{\n"
+      "  attn_k::bwd_dq<attn_k::bwd_config<{bf16}, {d}, {qm}, {qn}, {qw}, {qs}, {causal}>>(p);\n}}\n",
+      fmt::arg("dt", backward_delta_threads), fmt::arg("delta", backward_delta_symbol),
+      fmt::arg("dkdv", backward_dkdv_symbol), fmt::arg("dq", backward_dq_symbol), fmt::arg("bf16", bf16),
+      fmt::arg("d", s.head_dim), fmt::arg("causal", s.causal), fmt::arg("kt", c.kv_warps * 32),
+      fmt::arg("km", c.kv_block_m), fmt::arg("kn", c.kv_block_n), fmt::arg("kw", c.kv_warps),
+      fmt::arg("ks", c.kv_stages), fmt::arg("qt", c.q_warps * 32), fmt::arg("qm", c.q_block_m),
+      fmt::arg("qn", c.q_block_n), fmt::arg("qw", c.q_warps), fmt::arg("qs", c.q_stages));
+}
+
+std::vector<std::string> backward_compile_options() { return {"--use_fast_math"}; }
+
+attn_k::bwd_params make_bwd_params(const problem& s, const backward_tensors& t, float softmax_scale) {
+  validate(s);
+  const std::pair<const void*, const char*> pointers[] = {{t.q, "q"},   {t.k, "k"},   {t.v, "v"},   {t.o, "o"},
+                                                          {t.d_o, "dout"}, {t.dq, "dq"}, {t.dk, "dk"}, {t.dv, "dv"}};
+  for (const auto& [p, what] : pointers) {
+    if (p == nullptr) throw invalid_input(fmt::format("{} is NULL", what));
+    if (reinterpret_cast<uintptr_t>(p) % tensor_alignment != 0)
+      throw invalid_input(fmt::format("{} = {} is not {}-byte aligned", what, p, tensor_alignment));
+  }
+  if (t.lse == nullptr) throw invalid_input("lse is NULL");
+  if (t.delta == nullptr) throw invalid_input("delta is NULL");
+  if (!(softmax_scale >= 0) || !std::isfinite(softmax_scale))
+    throw invalid_input(fmt::format("softmax scale {} is not finite and positive", softmax_scale));
+  const tensor_strides qs = contiguous_strides(s, false), ks = contiguous_strides(s, true);
+  attn_k::bwd_params p{};
+  p.q = t.q, p.k = t.k, p.v = t.v, p.o = t.o, p.d_o = t.d_o, p.lse = t.lse, p.delta = t.delta;
+  p.dq = t.dq, p.dk = t.dk, p.dv = t.dv;
+  p.q_batch_stride = qs.batch, p.q_head_stride = qs.head, p.q_row_stride = qs.row;
+  p.kv_batch_stride = ks.batch, p.kv_head_stride = ks.head, p.kv_row_stride = ks.row;
+  p.q_len = static_cast<int>(s.q_len), p.kv_len = static_cast<int>(s.kv_len);
+  p.heads = static_cast<int>(s.heads), p.group = static_cast<int>(s.heads / s.kv_heads);
+  p.batch = static_cast<int>(s.batch);
+  p.softmax_scale = softmax_scale > 0 ? softmax_scale : static_cast<float>(1.0 / std::sqrt(double(s.head_dim)));
+  p.scale_log2 = static_cast<float>(p.softmax_scale * 1.4426950408889634);
+  return p;
+}
+
+std::array<backward_launch, 3> backward_launches(const backward_config& c, const problem& s) {
+  const int64_t rows = s.batch * s.heads * s.q_len, per_block = backward_delta_threads / 32;
+  const auto blocks = [](int64_t n, int64_t per) { return static_cast<unsigned>((n + per - 1) / per); };
+  return {backward_launch{backward_delta_symbol, {blocks(rows, per_block)}, {backward_delta_threads}, 0},
+          backward_launch{backward_dkdv_symbol,
+                          {blocks(s.kv_len, c.kv_block_n), static_cast<unsigned>(s.kv_heads),
+                           static_cast<unsigned>(s.batch)},
+                          {static_cast<unsigned>(c.kv_warps * 32)},
+                          static_cast<int>(backward_dkdv_shared_bytes(c, s))},
+          backward_launch{backward_dq_symbol,
+                          {blocks(s.q_len, c.q_block_m), static_cast<unsigned>(s.heads), static_cast<unsigned>(s.batch)},
+                          {static_cast<unsigned>(c.q_warps * 32)},
+                          static_cast<int>(backward_dq_shared_bytes(c, s))}};
+}
+
+loaded_backward load_backward(const device_runtime& rt, const std::string& cubin, const backward_config& c,
+                              const problem& s, int device) {
+  loaded_backward b;
+  b.module = rt.load_module(cubin);
+  b.launches = backward_launches(c, s);
+  for (size_t i = 0; i < b.launches.size(); ++i) {
+    b.kernels[i] = rt.kernel(b.module, b.launches[i].symbol);
+    if (b.launches[i].shared_bytes > 0) rt.set_dynamic_shared_memory(b.kernels[i], b.launches[i].shared_bytes, device);
+  }
+  return b;
+}
+
+void run_backward(const device_runtime& rt, const loaded_backward& b, const attn_k::bwd_params& p, stream_t stream) {
+  attn_k::bwd_params copy = p;
+  void* args[] = {&copy};
+  for (size_t i = 0; i < b.launches.size(); ++i)
+    rt.launch(b.kernels[i], b.launches[i].grid, b.launches[i].block, b.launches[i].shared_bytes, stream, args);
+}
+
+}  // namespace attn

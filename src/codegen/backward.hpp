@@ -1,0 +1,92 @@
+#pragma once
+// The backward pass's kernels (kernels/fa2_bwd.cuh): a variant's tiles, what it cannot run, the
+// translation unit NVRTC compiles, its three launches and their parameter block. Issue 22's first
+// family, on mma.sync (sm_80+); the tuner does not search it yet (tests/gpu/test_backward_gpu.cpp and
+// bench/backward_bench.cpp run it).
+#include <array>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "backend/runtime.hpp"
+#include "common/bwd_params.cuh"  // kernels/common, shared with the device code
+#include "core/device.hpp"
+#include "core/problem.hpp"
+
+namespace attn {
+
+/// One backward variant: the dK/dV kernel's tile (kv_block_n keys a block, split over kv_warps;
+/// kv_block_m queries a step through a ring of kv_stages) and the dQ kernel's (q_block_m rows a
+/// block, split over q_warps; q_block_n keys a step through a ring of q_stages).
+struct backward_config {
+  int kv_block_m = 32, kv_block_n = 64, kv_warps = 4, kv_stages = 2;
+  int q_block_m = 64, q_block_n = 64, q_warps = 4, q_stages = 2;
+  bool operator==(const backward_config&) const = default;
+};
+/// "kv_m64_n64_w4_s2-q_m64_n64_w4_s2".
+std::string name(const backward_config& c);
+/// Parses name()'s text; throws invalid_input naming the text.
+backward_config parse_backward_config(const std::string& text);
+/// The variants a backward run tries: each kernel's tiles at 4 and 8 warps (the dK/dV kernel's
+/// 16 or 32 keys a warp, 32 or 64 queries a step; the dQ kernel's 16 rows a warp, 64 or 128 keys a
+/// step), two stages.
+std::vector<backward_config> backward_default_configs();
+
+/// The extern "C" entry points of an instantiation.
+inline constexpr const char* backward_delta_symbol = "attn_bwd_delta";
+inline constexpr const char* backward_dkdv_symbol = "attn_bwd_dkdv";
+inline constexpr const char* backward_dq_symbol = "attn_bwd_dq";
+/// Threads of the delta kernel's blocks (a warp a row).
+inline constexpr int backward_delta_threads = 128;
+
+/// Why the variant cannot run problem s on a device with these limits (tiles, shared memory, what
+/// the backward does not take yet: windows, softcap, dv != d, kv_lens, pages, packed batches, head
+/// dims not multiples of 8); nullopt when it can.
+std::optional<std::string> backward_reject(const backward_config& c, const problem& s, const resource_limits& limits);
+/// Shared memory of the dK/dV kernel and of the dQ kernel, bytes.
+int64_t backward_dkdv_shared_bytes(const backward_config& c, const problem& s);
+int64_t backward_dq_shared_bytes(const backward_config& c, const problem& s);
+
+/// The translation unit: the delta, dK/dV and dQ kernels of (c, s).
+std::string backward_instantiation(const backward_config& c, const problem& s);
+/// NVRTC's options for it.
+std::vector<std::string> backward_compile_options();
+
+/// The tensors of one backward call. Q, O, dO and dQ have the problem's Q layout, K, V, dK and dV
+/// its K/V layout (contiguous); lse and delta are [B, H, Nq] floats (delta is written).
+struct backward_tensors {
+  const void* q = nullptr;
+  const void* k = nullptr;
+  const void* v = nullptr;
+  const void* o = nullptr;
+  const void* d_o = nullptr;
+  const float* lse = nullptr;
+  float* delta = nullptr;
+  void* dq = nullptr;
+  void* dk = nullptr;
+  void* dv = nullptr;
+};
+/// The kernels' parameters, contiguous strides of s.layout; scale 0 = 1/sqrt(D). Throws
+/// invalid_input for a null or misaligned pointer.
+attn_k::bwd_params make_bwd_params(const problem& s, const backward_tensors& t, float softmax_scale = 0);
+
+/// One launch of the three, in order: delta, then dK/dV and dQ (which both read delta).
+struct backward_launch {
+  const char* symbol;
+  dims3 grid, block;
+  int shared_bytes;
+};
+std::array<backward_launch, 3> backward_launches(const backward_config& c, const problem& s);
+
+/// A compiled variant loaded on the device: its three kernels, dynamic shared memory raised.
+struct loaded_backward {
+  module_t module = nullptr;
+  std::array<kernel_t, 3> kernels{};
+  std::array<backward_launch, 3> launches{};
+};
+loaded_backward load_backward(const device_runtime& rt, const std::string& cubin, const backward_config& c,
+                              const problem& s, int device);
+/// Enqueues the three kernels on `stream`.
+void run_backward(const device_runtime& rt, const loaded_backward& b, const attn_k::bwd_params& p, stream_t stream);
+
+}  // namespace attn

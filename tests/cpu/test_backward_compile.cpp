@@ -1,0 +1,86 @@
+// The backward pass's kernels (kernels/fa2_bwd.cuh) compile with NVRTC for sm_80 and sm_90a at the
+// head dims it takes, causal and not, without spills, and its pruning and names say what they should.
+#include <gtest/gtest.h>
+
+#include <fmt/format.h>
+
+#include "codegen/backward.hpp"
+#include "codegen/cache.hpp"
+#include "codegen/compile_pool.hpp"
+#include "codegen/nvrtc.hpp"
+#include "invalid_input_message.hpp"
+#include "temp_dir.hpp"
+
+namespace attn {
+namespace {
+
+problem backward_problem(int64_t d, bool causal) {
+  problem s;
+  s.batch = 2, s.heads = 8, s.kv_heads = 2, s.q_len = 1000, s.kv_len = 1200, s.head_dim = d;
+  s.causal = causal;
+  return s;
+}
+
+struct backward_compile_case {
+  const char* arch;
+  int head_dim;
+  bool causal;
+};
+
+class backward_compiles : public ::testing::TestWithParam<backward_compile_case> {};
+
+TEST_P(backward_compiles, every_default_variant_compiles_without_spills) {
+  const auto [arch, d, causal] = GetParam();
+  if (!nvrtc_supports(arch)) GTEST_SKIP() << "NVRTC " << nvrtc_version() << " cannot compile for " << arch;
+  const problem s = backward_problem(d, causal);
+  const temp_dir dir("attn-tune-backward-compile");
+  const compile_cache cache(dir.path().string());
+  const resource_limits limits = limits_for_arch(arch);
+  int compiled = 0;
+  for (const backward_config& c : backward_default_configs()) {
+    if (backward_reject(c, s, limits)) continue;
+    const cached_compile r = compile_with_cache(cache, backward_instantiation(c, s), arch, backward_compile_options());
+    ASSERT_TRUE(r.result.ok) << name(c) << ":\n" << r.result.log;
+    EXPECT_GT(r.result.registers, 0) << name(c);
+    EXPECT_EQ(r.result.spill_bytes, 0) << name(c) << " spills:\n" << r.result.log;
+    ++compiled;
+  }
+  EXPECT_GT(compiled, 0) << "the pruner kept no variant at D=" << d;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    archs, backward_compiles,
+    ::testing::Values(backward_compile_case{"sm_90a", 64, false}, backward_compile_case{"sm_90a", 64, true},
+                      backward_compile_case{"sm_90a", 128, false}, backward_compile_case{"sm_90a", 128, true},
+                      backward_compile_case{"sm_90a", 96, true}, backward_compile_case{"sm_80", 64, true},
+                      backward_compile_case{"sm_80", 128, false}),
+    [](const auto& info) {
+      return fmt::format("{}_d{}_{}", info.param.arch, info.param.head_dim, info.param.causal ? "causal" : "full");
+    });
+
+TEST(backward_config, names_round_trip_and_bad_text_is_named) {
+  for (const backward_config& c : backward_default_configs()) EXPECT_EQ(parse_backward_config(name(c)), c);
+  const std::string why = testing::invalid_input_message([] { parse_backward_config("kv_m64_n64_w4"); });
+  EXPECT_NE(why.find("'kv_m64_n64_w4'"), std::string::npos) << why;
+}
+
+TEST(backward_config, refuses_what_it_does_not_take_naming_it) {
+  const resource_limits limits = limits_for_arch("sm_90a");
+  const backward_config c;
+  problem s = backward_problem(128, true);
+  EXPECT_FALSE(backward_reject(c, s, limits));
+  s.window_left = 16;
+  EXPECT_NE(backward_reject(c, s, limits).value_or("").find("window"), std::string::npos);
+  s = backward_problem(128, false);
+  s.softcap = 30;
+  EXPECT_NE(backward_reject(c, s, limits).value_or("").find("softcap"), std::string::npos);
+  s = backward_problem(60, false);
+  EXPECT_NE(backward_reject(c, s, limits).value_or("").find("60"), std::string::npos);
+  backward_config odd = c;
+  odd.kv_block_n = 48;  // 48 keys over 4 warps: 12 rows each
+  EXPECT_NE(backward_reject(odd, backward_problem(64, false), limits).value_or("").find("48"), std::string::npos);
+  EXPECT_FALSE(backward_reject(c, s = backward_problem(64, false), limits_for_arch("sm_80")));
+}
+
+}  // namespace
+}  // namespace attn

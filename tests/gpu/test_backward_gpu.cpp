@@ -1,0 +1,303 @@
+// The backward pass (kernels/fa2_bwd.cuh) on the GPU: every default variant's dQ, dK and dV against
+// the float64 gradients on fresh random inputs (ragged lengths, N = 1, N_q != N_kv both ways, GQA,
+// MQA, both layouts, both dtypes, causal and not), with FlashAttention's rule: the error at most
+// twice that of the same math done in the input precision, plus a small absolute term. Outputs are
+// poisoned (NaN) before each run, so a gradient never written fails. Reruns are bit-identical, and
+// planted defects (a dropped GQA reduction, a missing dO.O term, an off-by-one causal mask) come out
+// wrong.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+
+#include <fmt/format.h>
+
+#include "codegen/backward.hpp"
+#include "codegen/compile_pool.hpp"
+#include "core/numeric.hpp"
+#include "gpu_fixture.hpp"
+#include "../cpu/temp_dir.hpp"
+#include "verify/cpu_gradients.hpp"
+
+namespace attn {
+namespace {
+
+using testing::gpu_test;
+
+// A tensor's values as the kernels see them (rounded to the element type), and its bits.
+struct host_tensor {
+  std::vector<float> values;
+  std::vector<uint16_t> bits;
+};
+uint16_t to_bits(dtype t, float x) { return t == dtype::bf16 ? float_to_bf16(x) : float_to_half(x); }
+float round_to(dtype t, double x) { return elem_to_float(t, to_bits(t, static_cast<float>(x))); }
+
+host_tensor random_tensor(dtype t, size_t n, std::mt19937_64& rng) {
+  std::normal_distribution<float> normal;
+  host_tensor out;
+  for (size_t i = 0; i < n; ++i) {
+    float x = normal(rng);
+    if (x == 0.f) x = 0.5f;  // no zeros in test data
+    out.bits.push_back(to_bits(t, x));
+    out.values.push_back(elem_to_float(t, out.bits.back()));
+  }
+  return out;
+}
+host_tensor rounded(dtype t, const std::vector<double>& x) {
+  host_tensor out;
+  for (double v : x) {
+    out.bits.push_back(to_bits(t, static_cast<float>(v)));
+    out.values.push_back(elem_to_float(t, out.bits.back()));
+  }
+  return out;
+}
+
+// The same math as the float64 reference done the way a framework does it in the input precision
+// (PyTorch's eager attention and its autograd in bf16/fp16): each product's result rounded to the
+// element type, the softmax in fp32 then rounded. Its error against float64 sets the tolerance.
+struct lowp_grads {
+  std::vector<double> dq, dk, dv;
+};
+lowp_grads gradients_lowp(const problem& s, const std::vector<float>& q, const std::vector<float>& k,
+                          const std::vector<float>& v, const std::vector<float>& d_o) {
+  const int64_t D = s.head_dim, group = s.heads / s.kv_heads;
+  const double scale = 1.0 / std::sqrt(double(D));
+  auto r = [&](double x) { return double(round_to(s.dtype, x)); };
+  lowp_grads g;
+  g.dq.assign(q.size(), 0), g.dk.assign(k.size(), 0), g.dv.assign(v.size(), 0);
+  std::vector<double> dk_acc(k.size(), 0), dv_acc(v.size(), 0);
+  for (int64_t b = 0; b < s.batch; ++b)
+    for (int64_t h = 0; h < s.heads; ++h) {
+      const int64_t kh = h / group;
+      auto qi = [&](int64_t i) { return element_offset(s.layout, s.heads, s.q_len, D, b, h, i); };
+      auto kj = [&](int64_t j) { return element_offset(s.layout, s.kv_heads, s.kv_len, D, b, kh, j); };
+      for (int64_t i = 0; i < s.q_len; ++i) {
+        const int64_t last = s.causal ? i + s.kv_len - s.q_len : s.kv_len - 1;
+        if (last < 0) continue;
+        const int64_t n = std::min(last, s.kv_len - 1) + 1;
+        std::vector<double> p(n), dp(n);
+        double mx = -INFINITY;
+        for (int64_t j = 0; j < n; ++j) {
+          double dot = 0;
+          for (int64_t d = 0; d < D; ++d) dot += r(q[qi(i) + d] * scale) * k[kj(j) + d];
+          p[j] = r(dot);
+          mx = std::max(mx, p[j]);
+        }
+        double sum = 0;
+        for (int64_t j = 0; j < n; ++j) sum += (p[j] = std::exp(p[j] - mx));
+        double delta = 0;
+        for (int64_t j = 0; j < n; ++j) {
+          p[j] = r(p[j] / sum);
+          double dot = 0;
+          for (int64_t d = 0; d < D; ++d) dot += d_o[qi(i) + d] * v[kj(j) + d];
+          dp[j] = r(dot);
+          delta += p[j] * dp[j];
+        }
+        delta = r(delta);
+        for (int64_t j = 0; j < n; ++j) {
+          const double ds = r(p[j] * (dp[j] - delta));
+          for (int64_t d = 0; d < D; ++d) {
+            g.dq[qi(i) + d] += ds * k[kj(j) + d] * scale;
+            dk_acc[kj(j) + d] += ds * q[qi(i) + d] * scale;
+            dv_acc[kj(j) + d] += p[j] * d_o[qi(i) + d];
+          }
+        }
+      }
+    }
+  for (auto& x : g.dq) x = r(x);
+  for (size_t i = 0; i < k.size(); ++i) g.dk[i] = r(dk_acc[i]), g.dv[i] = r(dv_acc[i]);
+  return g;
+}
+
+double max_error(const std::vector<double>& ref, const std::vector<double>& got) {
+  double e = 0;
+  for (size_t i = 0; i < ref.size(); ++i) {
+    const double d = std::abs(ref[i] - got[i]);
+    if (std::isnan(d)) return INFINITY;
+    e = std::max(e, d);
+  }
+  return e;
+}
+
+struct backward_case {
+  const char* what;
+  problem s;
+};
+problem shape(int64_t b, int64_t h, int64_t hkv, int64_t nq, int64_t nkv, int64_t d, bool causal,
+              dtype t = dtype::bf16, layout l = layout::bhsd) {
+  problem s;
+  s.batch = b, s.heads = h, s.kv_heads = hkv, s.q_len = nq, s.kv_len = nkv, s.head_dim = d, s.causal = causal;
+  s.dtype = t, s.layout = l;
+  return s;
+}
+std::vector<backward_case> cases() {
+  return {{"plain", shape(2, 3, 3, 200, 200, 64, false)},
+          {"causal_gqa_cross", shape(1, 8, 2, 100, 300, 128, true)},
+          {"causal_mqa_more_queries_fp16_bshd", shape(2, 4, 1, 300, 100, 64, true, dtype::fp16, layout::bshd)},
+          {"one_by_one", shape(3, 2, 2, 1, 1, 64, false)},
+          {"ragged_d96_causal", shape(1, 2, 1, 77, 129, 96, true)},
+          {"ragged_fp16_full_d128", shape(1, 2, 2, 130, 67, 128, false, dtype::fp16)}};
+}
+
+// One problem's inputs, float64 gradients and tolerance, and the device buffers of a run.
+class backward_run {
+ public:
+  backward_run(const device_runtime& rt, const problem& s, uint64_t seed) : m_rt(rt), m_s(s) {
+    std::mt19937_64 rng(seed);
+    const size_t nq = s.batch * s.heads * s.q_len * s.head_dim, nk = s.batch * s.kv_heads * s.kv_len * s.head_dim;
+    q = random_tensor(s.dtype, nq, rng), k = random_tensor(s.dtype, nk, rng), v = random_tensor(s.dtype, nk, rng);
+    d_o = random_tensor(s.dtype, nq, rng);
+    ref = attention_gradients_fp64(s, q.values, k.values, v.values, d_o.values);
+    o = rounded(s.dtype, ref.o);
+    const lowp_grads low = gradients_lowp(s, q.values, k.values, v.values, d_o.values);
+    // FlashAttention's rule: 2x the input-precision math's error, plus a small absolute term.
+    allowed_dq = 2 * max_error(ref.dq, low.dq) + 1e-3;
+    allowed_dk = 2 * max_error(ref.dk, low.dk) + 1e-3;
+    allowed_dv = 2 * max_error(ref.dv, low.dv) + 1e-3;
+    for (double x : ref.lse) lse.push_back(static_cast<float>(x));
+    auto upload = [&](const void* src, size_t bytes) {
+      void* p = rt.allocate(static_cast<int64_t>(bytes));
+      m_owned.push_back(p);
+      rt.copy_to_device(p, src, static_cast<int64_t>(bytes));
+      return p;
+    };
+    backward_tensors t;
+    t.q = upload(q.bits.data(), nq * 2), t.k = upload(k.bits.data(), nk * 2), t.v = upload(v.bits.data(), nk * 2);
+    t.o = upload(o.bits.data(), nq * 2), t.d_o = upload(d_o.bits.data(), nq * 2);
+    t.lse = static_cast<const float*>(upload(lse.data(), lse.size() * 4));
+    t.delta = static_cast<float*>(upload(lse.data(), lse.size() * 4));
+    t.dq = upload(q.bits.data(), nq * 2), t.dk = upload(k.bits.data(), nk * 2), t.dv = upload(k.bits.data(), nk * 2);
+    m_tensors = t;
+    params = make_bwd_params(s, t);
+  }
+  ~backward_run() {
+    for (void* p : m_owned) m_rt.release(p);
+  }
+  backward_run(const backward_run&) = delete;
+  backward_run& operator=(const backward_run&) = delete;
+
+  // Poisons dQ, dK, dV and delta (NaN bits), runs the variant, and returns the three gradients.
+  struct result {
+    std::vector<uint16_t> dq, dk, dv;
+  };
+  result run(const loaded_backward& b) const {
+    const size_t nq = q.bits.size(), nk = k.bits.size();
+    m_rt.memset(m_tensors.dq, 0xff, int64_t(nq * 2));
+    m_rt.memset(m_tensors.dk, 0xff, int64_t(nk * 2));
+    m_rt.memset(m_tensors.dv, 0xff, int64_t(nk * 2));
+    m_rt.memset(m_tensors.delta, 0xff, int64_t(lse.size() * 4));
+    run_backward(m_rt, b, params, nullptr);
+    m_rt.synchronize(nullptr);
+    result r{std::vector<uint16_t>(nq), std::vector<uint16_t>(nk), std::vector<uint16_t>(nk)};
+    m_rt.copy_to_host(r.dq.data(), m_tensors.dq, int64_t(nq * 2));
+    m_rt.copy_to_host(r.dk.data(), m_tensors.dk, int64_t(nk * 2));
+    m_rt.copy_to_host(r.dv.data(), m_tensors.dv, int64_t(nk * 2));
+    return r;
+  }
+  std::vector<double> widen(const std::vector<uint16_t>& bits) const {
+    std::vector<double> out;
+    for (uint16_t b : bits) out.push_back(elem_to_float(m_s.dtype, b));
+    return out;
+  }
+  // "" when the three gradients pass; else what failed.
+  std::string check(const result& r) const {
+    std::string why;
+    const std::tuple<const char*, const std::vector<double>*, const std::vector<uint16_t>*, double> grads[] = {
+        {"dQ", &ref.dq, &r.dq, allowed_dq}, {"dK", &ref.dk, &r.dk, allowed_dk}, {"dV", &ref.dv, &r.dv, allowed_dv}};
+    for (const auto& [what, want, got, allowed] : grads) {
+      const double e = max_error(*want, widen(*got));
+      if (!(e <= allowed)) why += fmt::format("{} error {:.3e} > allowed {:.3e}; ", what, e, allowed);
+    }
+    return why;
+  }
+
+  host_tensor q, k, v, d_o, o;
+  std::vector<float> lse;
+  gradients_fp64 ref;
+  double allowed_dq = 0, allowed_dk = 0, allowed_dv = 0;
+  attn_k::bwd_params params{};
+
+ private:
+  const device_runtime& m_rt;
+  problem m_s;
+  backward_tensors m_tensors;
+  std::vector<void*> m_owned;
+};
+
+class backward_gpu : public gpu_test {
+ protected:
+  void SetUp() override {
+    gpu_test::SetUp();
+    if (m_gpu.backend != backend::cuda) GTEST_SKIP() << "the backward runs on CUDA (mma.sync)";
+  }
+  loaded_backward build(const compile_cache& cache, const backward_config& c, const problem& s) {
+    const cached_compile r = compile_with_cache(cache, backward_instantiation(c, s), m_gpu.desc.arch,
+                                                backward_compile_options());
+    if (!r.result.ok) throw std::runtime_error(name(c) + ": " + r.result.log);
+    return load_backward(rt(), r.result.cubin, c, s, m_gpu.ordinal);
+  }
+};
+
+TEST_F(backward_gpu, every_default_variant_matches_the_float64_gradients) {
+  int checked = 0;
+  for (const backward_case& bc : cases()) {
+    const backward_run run(rt(), bc.s, 1234 + checked);
+    for (const backward_config& c : backward_default_configs()) {
+      if (backward_reject(c, bc.s, m_gpu.limits)) continue;
+      const loaded_backward b = build(m_cache, c, bc.s);
+      const std::string why = run.check(run.run(b));
+      EXPECT_EQ(why, "") << bc.what << " " << describe(bc.s) << " " << name(c);
+      rt().unload_module(b.module);
+      ++checked;
+    }
+  }
+  EXPECT_GE(checked, 30);
+}
+
+TEST_F(backward_gpu, reruns_are_bit_identical) {
+  const problem s = shape(2, 8, 2, 333, 517, 64, true);
+  const backward_run run(rt(), s, 99);
+  const loaded_backward b = build(m_cache, backward_config{}, s);
+  const auto first = run.run(b), second = run.run(b);
+  EXPECT_EQ(run.check(first), "");
+  EXPECT_TRUE(first.dq == second.dq && first.dk == second.dk && first.dv == second.dv);
+  rt().unload_module(b.module);
+}
+
+struct backward_defect {
+  const char* name;
+  const char* from;
+  const char* to;
+};
+
+TEST_F(backward_gpu, planted_defects_come_out_wrong) {
+  const backward_defect defects[] = {
+      {"dropped GQA reduction", "steps = per_head * p.group;", "steps = per_head;"},
+      {"missing dO.O term", "if (lane == 0) p.delta[row] = x;", "if (lane == 0) p.delta[row] = 0.f * x;"},
+      {"off-by-one causal mask (dK/dV)", "if (masked && key > m0 + col + offset) x = 0.f;",
+       "if (masked && key > m0 + col + offset + 1) x = 0.f;"},
+      {"off-by-one causal mask (dQ)", "(C::CAUSAL && n > i + offset))) x = 0.f;",
+       "(C::CAUSAL && n > i + offset + 1))) x = 0.f;"},
+  };
+  const problem s = shape(1, 4, 2, 150, 150, 64, true);
+  const backward_run run(rt(), s, 7);
+  const loaded_backward good = build(m_cache, backward_config{}, s);
+  ASSERT_EQ(run.check(run.run(good)), "") << "the unplanted kernel must pass first";
+  for (const backward_defect& d : defects) {
+    auto files = m_cache.kernels().files();
+    bool found = false;
+    for (auto& f : files)
+      if (f.name == "fa2_bwd.cuh" && f.text.find(d.from) != std::string::npos)
+        f.text.replace(f.text.find(d.from), std::string(d.from).size(), d.to), found = true;
+    ASSERT_TRUE(found) << d.name << ": the anchor is gone from fa2_bwd.cuh";
+    const temp_dir dir("attn-tune-backward-planted");
+    const compile_cache planted(dir.path().string(), kernel_sources::from_files(files, "planted"));
+    const loaded_backward b = build(planted, backward_config{}, s);
+    EXPECT_NE(run.check(run.run(b)), "") << d.name << " passed the check";
+    rt().unload_module(b.module);
+  }
+}
+
+}  // namespace
+}  // namespace attn
