@@ -90,6 +90,8 @@ def main():
     ap.add_argument("--shapes", default=";".join(f"{s};{s}c" for s in YARDSTICK.split(";")))
     ap.add_argument("--configs", default="", help="comma-separated variant names (default: every default one)")
     ap.add_argument("--with-flex", action="store_true")
+    ap.add_argument("--profile", action="store_true",
+                    help="run each variant and SDPA's cuDNN backward once, untimed (under ncu)")
     ap.add_argument("--out", required=True)
     args = ap.parse_args()
 
@@ -130,9 +132,18 @@ def main():
             _, kernels = cu.load(var["cubin"], var["launches"])
             fn = lambda: cu.launch(kernels, params, stream)  # noqa: E731
             fn()
+            if args.profile:
+                continue
             ms, reps = time_ms(fn)
             ours.append((ms, var["config"], kernels))
             print(f"  {label} {var['config']}: {ms:.4f} ms ({var['registers']} registers)", flush=True)
+        if args.profile:
+            qg, kg, vg = (x.detach().clone().requires_grad_() for x in (q, k, v))
+            with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+                out = F.scaled_dot_product_attention(qg, kg, vg, is_causal=causal, scale=scale)
+            torch.autograd.grad(out, (qg, kg, vg), d_o)
+            torch.cuda.synchronize()
+            continue
         ours.sort(key=lambda x: x[0])
         best_ms, best_name, best_kernels = ours[0]
         cu.launch(best_kernels, params, stream)

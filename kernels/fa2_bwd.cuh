@@ -42,16 +42,6 @@ struct bwd_config {
   static_assert(STAGES >= 1 && STAGES <= 4, "STAGES in [1, 4]");
 };
 
-/// bwd_dkdv's shared memory: K and V tiles, then per stage a Q and a dO tile, then per stage the
-/// tile's LSE (log2 units) and delta. The host's resource model reads the same numbers.
-ATTN_HOST_DEVICE constexpr long long bwd_dkdv_shared_bytes(int block_m, int block_n, int stages, int d, int elem_bytes) {
-  return (2LL * block_n + 2LL * stages * block_m) * (mma_head_dim(d) + 8) * elem_bytes + 2LL * stages * block_m * 4;
-}
-/// bwd_dq's: a Q and a dO tile, then per stage a K and a V tile.
-ATTN_HOST_DEVICE constexpr long long bwd_dq_shared_bytes(int block_m, int block_n, int stages, int d, int elem_bytes) {
-  return (2LL * block_m + 2LL * stages * block_n) * (mma_head_dim(d) + 8) * elem_bytes;
-}
-
 /// Copies `rows` rows of D elements from global row `row0` (stride row_stride) into a padded shared
 /// tile with 16-byte cp.async, zero-filling rows at or past row_end and the columns [D, DK).
 template <class C>
@@ -85,6 +75,14 @@ __device__ __forceinline__ void pack_a(unsigned (&a)[ROWS][NF / 2][4], const flo
       a[r][kk][2] = pack2<BF16>(x[r][2 * kk + 1][0], x[r][2 * kk + 1][1]);
       a[r][kk][3] = pack2<BF16>(x[r][2 * kk + 1][2], x[r][2 * kk + 1][3]);
     }
+}
+
+/// The element of packed A fragments (pack_a's) that holds accumulator element x[r][nf][e], as float.
+template <bool BF16, int ROWS, int KK>
+__device__ __forceinline__ float unpacked(const unsigned (&a)[ROWS][KK][4], int r, int nf, int e) {
+  const unsigned w = a[r][nf / 2][(nf % 2) * 2 + e / 2];
+  const elem_bits half = static_cast<elem_bits>(e % 2 ? w >> 16 : w & 0xffffu);
+  return to_float<BF16>(half);
 }
 
 /// acc[r][2 nj + h] += A[r] (rows a_row0 + 16 r of a_smem) times the transposed rows of b_smem
@@ -254,6 +252,8 @@ __device__ void bwd_dkdv(const bwd_params& p) {
           if (masked && key > m0 + col + offset) x = 0.f;
           st[ni][nf][e] = x;
         }
+    // P^T in the element type: dV's operand, and (widened again) dS's factor, so the fp32 scores
+    // die here and dP^T takes their registers (what a framework's backward does in bf16 too).
     unsigned pa[NI][MF / 2][4];
     pack_a<C::BF16>(pa, st);
     mma_regs_rows<C, NI, MF / 2>(dv, pa, do_stage(s));  // dV += P^T dO
@@ -266,7 +266,8 @@ __device__ void bwd_dkdv(const bwd_params& p) {
 #pragma unroll
       for (int nf = 0; nf < MF; ++nf)
 #pragma unroll
-        for (int e = 0; e < 4; ++e) dpt[ni][nf][e] = st[ni][nf][e] * (dpt[ni][nf][e] - delta[nf * 8 + t * 2 + e % 2]);
+        for (int e = 0; e < 4; ++e)
+          dpt[ni][nf][e] = unpacked<C::BF16>(pa, ni, nf, e) * (dpt[ni][nf][e] - delta[nf * 8 + t * 2 + e % 2]);
     pack_a<C::BF16>(pa, dpt);
     mma_regs_rows<C, NI, MF / 2>(dk, pa, q_stage(s));  // dK += dS^T Q
     __syncthreads();  // every warp is done with stage s before it is loaded again

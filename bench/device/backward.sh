@@ -6,7 +6,7 @@ set -uo pipefail
 source bench/device/build_tree.sh
 export LD_LIBRARY_PATH=$PWD/.deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
 if [ -z "${SKIP_TESTS:-}" ]; then
-  ATTN_TUNE_REQUIRE_GPU=1 timeout 240 build-gpu/attn_gpu_tests --gtest_filter='backward_gpu*' > $OUT/gtest_backward.log 2>&1
+  ATTN_TUNE_REQUIRE_GPU=1 timeout 360 build-gpu/attn_gpu_tests --gtest_filter='backward_gpu*' > $OUT/gtest_backward.log 2>&1
   echo "gtest rc=$? $(el)"; grep -E "^\[ *(OK|FAILED|PASSED) |Failure|error|Which|passed the check" $OUT/gtest_backward.log | head -40
 fi
 left=$(( ${BUDGET_S:-560} - ($(date +%s) - t0) ))

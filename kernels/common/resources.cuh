@@ -111,4 +111,23 @@ struct hopper_layout {
   ATTN_HOST_DEVICE constexpr int shared_bytes() const { return tile_bytes() + barriers() * 8 + 1024; }
 };
 
+/// The backward pass's kernels. fa2_bwd.cuh's bwd_dkdv: K and V tiles, then per stage a Q and a dO
+/// tile, then per stage the tile's LSE (log2 units) and delta (rows padded by 8 elements).
+ATTN_HOST_DEVICE constexpr long long bwd_dkdv_shared_bytes(int block_m, int block_n, int stages, int d, int elem_bytes) {
+  return (2LL * block_n + 2LL * stages * block_m) * (mma_head_dim(d) + 8) * elem_bytes + 2LL * stages * block_m * 4;
+}
+/// bwd_dq's: a Q and a dO tile, then per stage a K and a V tile.
+ATTN_HOST_DEVICE constexpr long long bwd_dq_shared_bytes(int block_m, int block_n, int stages, int d, int elem_bytes) {
+  return (2LL * block_m + 2LL * stages * block_n) * (mma_head_dim(d) + 8) * elem_bytes;
+}
+
+/// wgmma_bwd.cuh's (swizzled tiles, with 1024 bytes to align them): the dK/dV kernel's K and V tiles, per stage a
+/// Q and a dO tile and their LSE and delta; the dQ kernel's Q and dO tiles and per stage K and V.
+ATTN_HOST_DEVICE constexpr long long wg_bwd_dkdv_shared_bytes(int block_m, int block_n, int stages, int d) {
+  return (2LL * block_n + 2LL * stages * block_m) * d * 2 + 2LL * stages * block_m * 4 + 1024;
+}
+ATTN_HOST_DEVICE constexpr long long wg_bwd_dq_shared_bytes(int block_m, int block_n, int stages, int d) {
+  return (2LL * block_m + 2LL * stages * block_n) * d * 2 + 1024;
+}
+
 }  // namespace attn_k

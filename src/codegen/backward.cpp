@@ -12,44 +12,39 @@ namespace attn {
 
 namespace {
 
-// Mirrors kernels/fa2_bwd.cuh's bwd_dkdv_shared_bytes and bwd_dq_shared_bytes.
-int64_t dkdv_bytes(int block_m, int block_n, int stages, int64_t d, int elem) {
-  return (2LL * block_n + 2LL * stages * block_m) * (attn_k::mma_head_dim(static_cast<int>(d)) + 8) * elem +
-         2LL * stages * block_m * 4;
-}
-int64_t dq_bytes(int block_m, int block_n, int stages, int64_t d, int elem) {
-  return (2LL * block_m + 2LL * stages * block_n) * (attn_k::mma_head_dim(static_cast<int>(d)) + 8) * elem;
-}
-
-// fp32 accumulator registers a thread holds: dK/dV kernel, dK and dV (rows x DK each) and S^T and
-// dP^T (rows x block_m); dQ kernel, dQ (rows x DK) and S and dP (rows x block_n).
+// fp32 accumulator registers a thread holds: dK/dV kernel, dK and dV (rows x DK each), dP^T
+// (rows x block_m) and P^T packed in the element type (half as many); dQ kernel, dQ (rows x DK)
+// and S and dP (rows x block_n).
 int dkdv_registers(const backward_config& c, int64_t d) {
   const int rows = c.kv_block_n / c.kv_warps, dk = attn_k::mma_head_dim(static_cast<int>(d));
-  return rows * (2 * dk + 2 * c.kv_block_m) / 32;
+  return rows * (4 * dk + 3 * c.kv_block_m) / 64;
 }
 int dq_registers(const backward_config& c, int64_t d) {
   const int rows = c.q_block_m / c.q_warps, dk = attn_k::mma_head_dim(static_cast<int>(d));
   return rows * (dk + 2 * c.q_block_n) / 32;
 }
-// Past these ptxas spills (sm_90a, tests/cpu/test_backward_compile.cpp): the dK/dV kernel at 192
-// (D 128, 16 keys a warp, 64 queries a step: 255 registers and 24 bytes of spills), the dQ kernel at 176
-// (D 96, 16 rows a warp, 128 keys a step: 44 bytes).
-constexpr int max_dkdv_accumulator_registers = 176, max_dq_accumulator_registers = 160;
+// Past these ptxas spills (sm_90a, tests/cpu/test_backward_compile.cpp): the dK/dV kernel at 176
+// (D 128, 16 keys a warp, 64 queries a step: 40 bytes when not causal; 192 before P^T was packed
+// early spilled at both), the dQ kernel at 176 (D 96, 16 rows a warp, 128 keys a step: 44 bytes).
+constexpr int max_dkdv_accumulator_registers = 168, max_dq_accumulator_registers = 160;
+// The wgmma kernels' (sm_90a, tests/cpu/test_backward_compile.cpp): to be set where ptxas spills.
+constexpr int64_t max_wgmma_dkdv_registers = 192, max_wgmma_dq_registers = 224;
 
 }  // namespace
 
 std::string name(const backward_config& c) {
-  return fmt::format("kv_m{}_n{}_w{}_s{}-q_m{}_n{}_w{}_s{}", c.kv_block_m, c.kv_block_n, c.kv_warps, c.kv_stages,
-                     c.q_block_m, c.q_block_n, c.q_warps, c.q_stages);
+  return fmt::format("{}kv_m{}_n{}_w{}_s{}-q_m{}_n{}_w{}_s{}", c.wgmma ? "wg_" : "", c.kv_block_m, c.kv_block_n,
+                     c.kv_warps, c.kv_stages, c.q_block_m, c.q_block_n, c.q_warps, c.q_stages);
 }
 
 backward_config parse_backward_config(const std::string& text) {
-  static const std::regex form(R"(kv_m(\d+)_n(\d+)_w(\d+)_s(\d+)-q_m(\d+)_n(\d+)_w(\d+)_s(\d+))");
+  static const std::regex form(R"((wg_)?kv_m(\d+)_n(\d+)_w(\d+)_s(\d+)-q_m(\d+)_n(\d+)_w(\d+)_s(\d+))");
   std::smatch m;
-  if (!std::regex_match(text, m, form) || text.size() > 80)
-    throw invalid_input(fmt::format("backward config '{}' is not of the form kv_m64_n64_w4_s2-q_m64_n64_w4_s2", text));
+  if (text.size() > 80 || !std::regex_match(text, m, form))
+    throw invalid_input(
+        fmt::format("backward config '{}' is not of the form [wg_]kv_m64_n64_w4_s2-q_m64_n64_w4_s2", text));
   auto at = [&](int i) { return std::stoi(m[i].str()); };
-  return {at(1), at(2), at(3), at(4), at(5), at(6), at(7), at(8)};
+  return {at(2), at(3), at(4), at(5), at(6), at(7), at(8), at(9), m[1].matched};
 }
 
 std::vector<backward_config> backward_default_configs() {
@@ -58,15 +53,50 @@ std::vector<backward_config> backward_default_configs() {
   const int q_tiles[][3] = {{64, 64, 4}, {64, 128, 4}, {128, 64, 8}};
   for (const auto& kv : kv_tiles)
     for (const auto& q : q_tiles) out.push_back({kv[0], kv[1], kv[2], 2, q[0], q[1], q[2], 2});
+  for (const int kv_m : {32, 64})
+    for (const int kv_n : {64, 128})
+      for (const int q_m : {64, 128})
+        for (const int q_n : {64, 128}) out.push_back({kv_m, kv_n, kv_n / 16, 2, q_m, q_n, q_m / 16, 2, true});
   return out;
 }
 
 int64_t backward_dkdv_shared_bytes(const backward_config& c, const problem& s) {
-  return dkdv_bytes(c.kv_block_m, c.kv_block_n, c.kv_stages, s.head_dim, element_size(s.dtype));
+  if (c.wgmma) return attn_k::wg_bwd_dkdv_shared_bytes(c.kv_block_m, c.kv_block_n, c.kv_stages, static_cast<int>(s.head_dim));
+  return attn_k::bwd_dkdv_shared_bytes(c.kv_block_m, c.kv_block_n, c.kv_stages, static_cast<int>(s.head_dim),
+                                       element_size(s.dtype));
 }
 int64_t backward_dq_shared_bytes(const backward_config& c, const problem& s) {
-  return dq_bytes(c.q_block_m, c.q_block_n, c.q_stages, s.head_dim, element_size(s.dtype));
+  if (c.wgmma) return attn_k::wg_bwd_dq_shared_bytes(c.q_block_m, c.q_block_n, c.q_stages, static_cast<int>(s.head_dim));
+  return attn_k::bwd_dq_shared_bytes(c.q_block_m, c.q_block_n, c.q_stages, static_cast<int>(s.head_dim),
+                                     element_size(s.dtype));
 }
+
+namespace {
+
+// The wgmma kernels' own rules: sm_90a, head dims multiples of 16, 64 rows of the split side per
+// warpgroup, and their registers (per thread: dK and dV D, the step's S^T/dP^T and packed P^T and
+// dS^T block_m; dQ D / 2, S, dP and dS 1.25 block_n).
+std::optional<std::string> wgmma_reject(const backward_config& c, const problem& s, const resource_limits& limits) {
+  if (limits.cc_major != 9 || limits.cc_minor != 0)
+    return std::string("the wgmma backward runs on sm_90a only (Hopper's warpgroup MMA)");
+  if (s.head_dim % 16 != 0) return fmt::format("head dim {}: the wgmma backward takes multiples of 16", s.head_dim);
+  if (c.kv_warps % 4 != 0 || c.kv_block_n != 16 * c.kv_warps)
+    return fmt::format("dK/dV kernel: {} keys over {} warps: the wgmma backward gives each warpgroup 64 keys",
+                       c.kv_block_n, c.kv_warps);
+  if (c.q_warps % 4 != 0 || c.q_block_m != 16 * c.q_warps)
+    return fmt::format("dQ kernel: {} rows over {} warps: the wgmma backward gives each warpgroup 64 rows",
+                       c.q_block_m, c.q_warps);
+  if (c.kv_block_m > 256 || c.q_block_n > 256) return std::string("wgmma's N is at most 256");
+  if (const int64_t r = s.head_dim + c.kv_block_m; r > max_wgmma_dkdv_registers)
+    return fmt::format("dK/dV accumulators exceed the register budget: {} float registers per thread > {}", r,
+                       max_wgmma_dkdv_registers);
+  if (const int64_t r = s.head_dim / 2 + c.q_block_n * 5 / 4; r > max_wgmma_dq_registers)
+    return fmt::format("dQ accumulators exceed the register budget: {} float registers per thread > {}", r,
+                       max_wgmma_dq_registers);
+  return std::nullopt;
+}
+
+}  // namespace
 
 std::optional<std::string> backward_reject(const backward_config& c, const problem& s, const resource_limits& limits) {
   if (has_window(s)) return std::string("the backward does not take a sliding window yet");
@@ -77,6 +107,8 @@ std::optional<std::string> backward_reject(const backward_config& c, const probl
   if (s.head_dim % 8 != 0)
     return fmt::format("head dim {}: the backward takes multiples of 8 (16-byte rows)", s.head_dim);
   if (limits.cc_major < 8) return std::string("mma.sync bf16/fp16 m16n8k16 needs sm_80 or newer");
+  if (c.wgmma)
+    if (auto why = wgmma_reject(c, s, limits)) return why;
   struct kernel_tile {
     const char* what;
     int block_m, block_n, warps, stages, split;  // split: the tile side the warps share
@@ -94,10 +126,13 @@ std::optional<std::string> backward_reject(const backward_config& c, const probl
                          limits.max_threads_per_block);
     if (k.stages < 1 || k.stages > 4) return fmt::format("{} kernel: stages {} not in [1, 4]", k.what, k.stages);
   }
-  if (const int r = dkdv_registers(c, s.head_dim); r > max_dkdv_accumulator_registers)
+  if (c.wgmma) {
+    // the wgmma kernels' registers were checked by wgmma_reject
+  } else if (const int r = dkdv_registers(c, s.head_dim); r > max_dkdv_accumulator_registers)
     return fmt::format("dK/dV accumulators exceed the register budget: {} float registers per thread > {}", r,
                        max_dkdv_accumulator_registers);
-  if (const int r = dq_registers(c, s.head_dim); r > max_dq_accumulator_registers)
+  if (c.wgmma) {
+  } else if (const int r = dq_registers(c, s.head_dim); r > max_dq_accumulator_registers)
     return fmt::format("dQ accumulators exceed the register budget: {} float registers per thread > {}", r,
                        max_dq_accumulator_registers);
   for (const auto& [what, bytes] : {std::pair{"dK/dV", backward_dkdv_shared_bytes(c, s)},
@@ -112,13 +147,16 @@ std::optional<std::string> backward_reject(const backward_config& c, const probl
 std::string backward_instantiation(const backward_config& c, const problem& s) {
   const bool bf16 = s.dtype == dtype::bf16;
   return fmt::format(
-      "#include \"fa2_bwd.cuh\"\n"
+      "#include \"{header}\"\n"
       "extern \"C\" __global__ void __launch_bounds__({dt}) {delta}(const attn_k::bwd_params p) {{\n"
       "  attn_k::bwd_delta<{bf16}, {d}>(p);\n}}\n"
       "extern \"C\" __global__ void __launch_bounds__({kt}, 1) {dkdv}(const attn_k::bwd_params p) {{\n"
-      "  attn_k::bwd_dkdv<attn_k::bwd_config<{bf16}, {d}, {km}, {kn}, {kw}, {ks}, {causal}>>(p);\n}}\n"
+      "  attn_k::{dkdv_fn}<attn_k::{config}<{bf16}, {d}, {km}, {kn}, {kw}, {ks}, {causal}>>(p);\n}}\n"
       "extern \"C\" __global__ void __launch_bounds__({qt}, 1) {dq}(const attn_k::bwd_params p) {{\n"
-      "  attn_k::bwd_dq<attn_k::bwd_config<{bf16}, {d}, {qm}, {qn}, {qw}, {qs}, {causal}>>(p);\n}}\n",
+      "  attn_k::{dq_fn}<attn_k::{config}<{bf16}, {d}, {qm}, {qn}, {qw}, {qs}, {causal}>>(p);\n}}\n",
+      fmt::arg("header", c.wgmma ? "wgmma_bwd.cuh" : "fa2_bwd.cuh"),
+      fmt::arg("config", c.wgmma ? "wg_bwd_config" : "bwd_config"),
+      fmt::arg("dkdv_fn", c.wgmma ? "wg_bwd_dkdv" : "bwd_dkdv"), fmt::arg("dq_fn", c.wgmma ? "wg_bwd_dq" : "bwd_dq"),
       fmt::arg("dt", backward_delta_threads), fmt::arg("delta", backward_delta_symbol),
       fmt::arg("dkdv", backward_dkdv_symbol), fmt::arg("dq", backward_dq_symbol), fmt::arg("bf16", bf16),
       fmt::arg("d", s.head_dim), fmt::arg("causal", s.causal), fmt::arg("kt", c.kv_warps * 32),

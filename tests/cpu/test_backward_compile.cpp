@@ -43,6 +43,7 @@ TEST_P(backward_compiles, every_default_variant_compiles_without_spills) {
     ASSERT_TRUE(r.result.ok) << name(c) << ":\n" << r.result.log;
     EXPECT_GT(r.result.registers, 0) << name(c);
     EXPECT_EQ(r.result.spill_bytes, 0) << name(c) << " spills:\n" << r.result.log;
+    EXPECT_EQ(ptxas_performance_warning(r.result.log), "") << name(c);  // wgmma serialized
     ++compiled;
   }
   EXPECT_GT(compiled, 0) << "the pruner kept no variant at D=" << d;
@@ -80,6 +81,15 @@ TEST(backward_config, refuses_what_it_does_not_take_naming_it) {
   odd.kv_block_n = 48;  // 48 keys over 4 warps: 12 rows each
   EXPECT_NE(backward_reject(odd, backward_problem(64, false), limits).value_or("").find("48"), std::string::npos);
   EXPECT_FALSE(backward_reject(c, s = backward_problem(64, false), limits_for_arch("sm_80")));
+  // The wgmma kernels: sm_90a only, 64 rows of the split side per warpgroup.
+  backward_config wg = c;
+  wg.wgmma = true, wg.kv_block_n = 64, wg.kv_warps = 4, wg.q_block_m = 64, wg.q_warps = 4;
+  EXPECT_FALSE(backward_reject(wg, backward_problem(128, true), limits));
+  EXPECT_NE(backward_reject(wg, backward_problem(128, true), limits_for_arch("sm_80")).value_or("").find("sm_90a"),
+            std::string::npos);
+  wg.kv_block_n = 32;
+  EXPECT_NE(backward_reject(wg, backward_problem(64, false), limits).value_or("").find("64 keys"), std::string::npos);
+  EXPECT_EQ(name(parse_backward_config("wg_kv_m64_n128_w8_s2-q_m64_n64_w4_s2")), "wg_kv_m64_n128_w8_s2-q_m64_n64_w4_s2");
 }
 
 }  // namespace

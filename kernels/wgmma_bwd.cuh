@@ -1,0 +1,291 @@
+#pragma once
+// wgmma_bwd: attention's backward pass on Hopper's warpgroup MMA (sm_90a only), fa2_bwd.cuh's three
+// kernels with each product a wgmma: bwd_delta is fa2_bwd's; wg_bwd_dkdv gives each warpgroup 64
+// keys of the block (dK and dV in its registers over every query tile of the group's heads), and
+// wg_bwd_dq each warpgroup 64 query rows (dQ in its registers over the K/V tiles).
+//
+// Every product reads its B operand from shared memory and its A operand from shared memory or
+// registers, in the forward's two forms (kernels/hopper/mma.cuh): K-major B (S^T = K Q^T,
+// dP^T = V dO^T, S = Q K^T, dP = dO V^T: both operands' rows run along D) and MN-major B from
+// registers' A (dV += P^T dO, dK += dS^T Q, dQ += dS K: the k index runs along the tile's rows, as V's
+// keys do in O += P V). So no tile is ever transposed in shared memory, and P^T and dS^T go from the
+// accumulators to the A operand in registers, as P does in the forward. Tiles are in the tensor
+// cores' swizzled layout (common/swizzle.cuh), filled by cp.async through a STAGES-deep ring that
+// every thread loads; the products of a step run in order (issue, wait), the next step's tiles
+// landing meanwhile. P^T is packed to the element type before dP^T is computed and widened again for
+// dS^T (its fp32 scores die early, as in fa2_bwd). Masks, LSE and delta as in fa2_bwd.cuh.
+#include "common/hopper_ptx.cuh"
+#include "common/swizzle.cuh"
+#include "common/wgmma_ops.cuh"
+#include "fa2_bwd.cuh"
+
+namespace attn_k {
+
+/// BLOCK_M: query rows a step (dK/dV) or a block (dQ); BLOCK_N: keys a block (dK/dV) or a step (dQ).
+/// The side the block's warpgroups split (BLOCK_N for dK/dV, BLOCK_M for dQ) is 64 per warpgroup.
+template <bool BF16_, int D_, int BLOCK_M_, int BLOCK_N_, int WARPS_, int STAGES_, bool CAUSAL_>
+struct wg_bwd_config {
+  static constexpr bool BF16 = BF16_, CAUSAL = CAUSAL_;
+  static constexpr int D = D_, BLOCK_M = BLOCK_M_, BLOCK_N = BLOCK_N_, WARPS = WARPS_, STAGES = STAGES_;
+  static constexpr int THREADS = WARPS * 32, GROUPS = WARPS / 4;
+  static constexpr int W = swizzle<D>::W;  ///< bytes of a swizzled piece of a row
+  static_assert(WARPS % 4 == 0, "whole warpgroups");
+  static_assert(D % 16 == 0 && D >= 32 && D <= 256, "head dim: a multiple of 16 in [32, 256]");
+  static_assert(BLOCK_M % 16 == 0 && BLOCK_N % 16 == 0 && BLOCK_M <= 256 && BLOCK_N <= 256, "tiles");
+  static_assert(STAGES >= 1 && STAGES <= 4, "STAGES in [1, 4]");
+};
+
+/// Rows [row0, row0 + rows) of a [*, D] tensor into a swizzled tile (zero past row_end), by all threads.
+template <class C>
+__device__ __forceinline__ void wg_load_rows(unsigned smem, const elem_bits* base, long long row_stride, int row0,
+                                             int row_end, int rows) {
+  constexpr int CHUNKS = C::D / 8;
+  for (int i = threadIdx.x; i < rows * CHUNKS; i += C::THREADS) {
+    const int r = i / CHUNKS, c = i % CHUNKS;
+    const bool valid = row0 + r < row_end;
+    cp_async_16(smem + tile_offset<C::D>(r, c, rows), base + (valid ? (row0 + r) * row_stride + c * 8 : 0), valid);
+  }
+}
+
+/// acc = A B^T over D: A is this warpgroup's 64 rows (from row a_row0) of a tile of A_ROWS rows, B
+/// the N rows of a tile of N rows, both K-major (their rows run along D). Issued and committed.
+template <class C, int N, int A_ROWS>
+__device__ __forceinline__ void wg_rows_rows(float (&acc)[N / 2], unsigned a_tile, int a_row0, unsigned b_tile) {
+  wg_fence();
+#pragma unroll
+  for (int kk = 0; kk < C::D / 16; ++kk) {
+    const unsigned piece = kk * 32 / C::W, within = kk * 32 % C::W;
+    const unsigned long long a = wg_desc<C::D>(a_tile + piece * A_ROWS * C::W + a_row0 * C::W + within, 0, 8 * C::W);
+    const unsigned long long b = wg_desc<C::D>(b_tile + piece * N * C::W + within, 0, 8 * C::W);
+    wgmma_op<C::BF16, N>::ss(acc, a, b, kk > 0);
+  }
+  wg_commit();
+}
+
+/// acc += A B: A in registers (K_ROWS / 16 fragments), B the K_ROWS rows of a tile read MN-major
+/// (its rows are the k index, D the N dimension). Issued and committed.
+template <class C, int K_ROWS>
+__device__ __forceinline__ void wg_regs_rows(float (&acc)[C::D / 2], const unsigned (&a)[K_ROWS / 16][4], unsigned b_tile) {
+  wg_fence_operand(acc);
+  wg_fence();
+#pragma unroll
+  for (int kk = 0; kk < K_ROWS / 16; ++kk) {
+    const unsigned long long b = wg_desc<C::D>(b_tile + kk * 16 * C::W, K_ROWS * C::W, 8 * C::W);
+    wgmma_op<C::BF16, C::D>::rs(acc, a[kk], b, 1);
+  }
+  wg_commit();
+}
+
+/// Keeps packed operands alive (unmoved, unreused) until the products reading them have completed.
+template <int K>
+__device__ __forceinline__ void wg_hold(unsigned (&a)[K][4]) {
+#pragma unroll
+  for (int k = 0; k < K; ++k)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) asm volatile("" : "+r"(a[k][e])::"memory");
+}
+
+/// Accumulator element i of an m64nN tile: row (warp % 4) * 16 + g + 8 (i / 2 % 2), column
+/// 8 (i / 4) + 2 t + i % 2. Packing two adjacent 8-column chunks makes one 16-wide A fragment.
+template <bool BF16, int N>
+__device__ __forceinline__ void wg_pack(unsigned (&a)[N / 16][4], const float (&x)[N / 2]) {
+#pragma unroll
+  for (int kk = 0; kk < N / 16; ++kk)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) a[kk][e] = pack2<BF16>(x[8 * kk + 2 * e], x[8 * kk + 2 * e + 1]);
+}
+template <bool BF16, int N>
+__device__ __forceinline__ float wg_unpacked(const unsigned (&a)[N / 16][4], int i) {
+  const unsigned w = a[i / 8][(i % 8) / 2];
+  return to_float<BF16>(static_cast<elem_bits>(i % 2 ? w >> 16 : w & 0xffffu));
+}
+
+/// Writes this warpgroup's 64 accumulator rows (from global row row0) times `scale`, rows at or past
+/// row_end left alone.
+template <class C>
+__device__ __forceinline__ void wg_store_rows(elem_bits* base, long long row_stride, int row0, int row_end,
+                                              const float (&acc)[C::D / 2], float scale) {
+  const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4, w = (threadIdx.x / 32) % 4;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int row = row0 + w * 16 + g + h * 8;
+    if (row >= row_end) continue;
+    elem_bits* out = base + row * row_stride;
+#pragma unroll
+    for (int df = 0; df < C::D / 8; ++df)
+      *reinterpret_cast<unsigned*>(out + df * 8 + t * 2) =
+          pack2<C::BF16>(acc[4 * df + 2 * h] * scale, acc[4 * df + 2 * h + 1] * scale);
+  }
+}
+
+template <class C>
+__device__ void wg_bwd_dkdv(const bwd_params& p) {
+  static_assert(C::BLOCK_N == 64 * C::GROUPS, "64 keys per warpgroup");
+  constexpr int M = C::BLOCK_M, KV_TILE = C::BLOCK_N * C::D * 2, Q_TILE = M * C::D * 2;
+  extern __shared__ __align__(128) unsigned char shared_raw[];
+  unsigned char* tiles = shared_raw + ((1024u - (smem_addr(shared_raw) & 1023u)) & 1023u);
+  const unsigned k_smem = smem_addr(tiles), v_smem = k_smem + KV_TILE, stage0 = v_smem + KV_TILE;
+  auto q_stage = [&](int s) { return stage0 + 2 * s * Q_TILE; };
+  auto do_stage = [&](int s) { return stage0 + (2 * s + 1) * Q_TILE; };
+  float* row_terms = reinterpret_cast<float*>(tiles + 2 * KV_TILE + 2 * C::STAGES * Q_TILE);
+  auto lse_stage = [&](int s) { return row_terms + 2 * s * M; };
+  auto delta_stage = [&](int s) { return row_terms + (2 * s + 1) * M; };
+
+  const int n_block = blockIdx.x, kv_head = blockIdx.y, batch = blockIdx.z;
+  const int n0 = n_block * C::BLOCK_N, offset = p.kv_len - p.q_len;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, wg = warp / 4, g = lane / 4, t = lane % 4;
+  const int key0 = n0 + wg * 64 + (warp % 4) * 16 + g;  // this thread's first key (and key0 + 8)
+  const long long kv_at = batch * p.kv_batch_stride + kv_head * p.kv_head_stride;
+  wg_load_rows<C>(k_smem, static_cast<const elem_bits*>(p.k) + kv_at, p.kv_row_stride, n0, p.kv_len, C::BLOCK_N);
+  wg_load_rows<C>(v_smem, static_cast<const elem_bits*>(p.v) + kv_at, p.kv_row_stride, n0, p.kv_len, C::BLOCK_N);
+
+  const int m_blocks = (p.q_len + M - 1) / M;
+  const int m_start = C::CAUSAL ? min(m_blocks, max(0, n0 - offset) / M) : 0;
+  const int per_head = m_blocks - m_start, steps = per_head * p.group;
+  auto load = [&](int it) {
+    const int head = kv_head * p.group + it / per_head, m0 = (m_start + it % per_head) * M, s = it % C::STAGES;
+    const long long q_at = batch * p.q_batch_stride + head * p.q_head_stride;
+    wg_load_rows<C>(q_stage(s), static_cast<const elem_bits*>(p.q) + q_at, p.q_row_stride, m0, p.q_len, M);
+    wg_load_rows<C>(do_stage(s), static_cast<const elem_bits*>(p.d_o) + q_at, p.q_row_stride, m0, p.q_len, M);
+    const long long row0 = ((long long)batch * p.heads + head) * p.q_len;
+    for (int r = threadIdx.x; r < M; r += C::THREADS) {
+      lse_stage(s)[r] = lse_log2(p.lse + row0, m0 + r, p.q_len);
+      delta_stage(s)[r] = m0 + r < p.q_len ? p.delta[row0 + m0 + r] : 0.f;
+    }
+  };
+
+  float dk[C::D / 2], dv[C::D / 2];
+#pragma unroll
+  for (int i = 0; i < C::D / 2; ++i) dk[i] = dv[i] = 0.f;
+#pragma unroll
+  for (int s = 0; s < C::STAGES - 1; ++s) {
+    if (s < steps) load(s);
+    cp_async_commit();
+  }
+  for (int it = 0; it < steps; ++it) {
+    if (it + C::STAGES - 1 < steps) load(it + C::STAGES - 1);
+    cp_async_commit();
+    cp_async_wait<C::STAGES - 1>();
+    fence_proxy_async();  // the copies are visible to the tensor cores' (async proxy) reads
+    __syncthreads();
+    const int s = it % C::STAGES, m0 = (m_start + it % per_head) * M;
+    const float* lse2 = lse_stage(s);
+    const float* delta = delta_stage(s);
+
+    float x[M / 2];  // S^T: this warpgroup's 64 keys by the step's M queries
+    wg_rows_rows<C, M, C::BLOCK_N>(x, k_smem, wg * 64, q_stage(s));
+    wg_wait<0>();
+    wg_fence_operand(x);
+    const bool masked = C::CAUSAL && m0 + offset < n0 + C::BLOCK_N - 1;
+#pragma unroll
+    for (int i = 0; i < M / 2; ++i) {
+      const int col = 8 * (i / 4) + 2 * t + i % 2, key = key0 + 8 * (i / 2 % 2);
+      float v = exp2f(x[i] * p.scale_log2 - lse2[col]);
+      if (masked && key > m0 + col + offset) v = 0.f;
+      x[i] = v;
+    }
+    unsigned pa[M / 16][4], ds[M / 16][4];
+    wg_pack<C::BF16, M>(pa, x);
+    wg_regs_rows<C, M>(dv, pa, do_stage(s));                      // dV += P^T dO
+    wg_rows_rows<C, M, C::BLOCK_N>(x, v_smem, wg * 64, do_stage(s));  // dP^T = V dO^T
+    wg_wait<0>();
+    wg_fence_operand(x);
+    wg_fence_operand(dv);
+    wg_hold(pa);
+#pragma unroll
+    for (int i = 0; i < M / 2; ++i) x[i] = wg_unpacked<C::BF16, M>(pa, i) * (x[i] - delta[8 * (i / 4) + 2 * t + i % 2]);
+    wg_pack<C::BF16, M>(ds, x);
+    wg_regs_rows<C, M>(dk, ds, q_stage(s));  // dK += dS^T Q
+    wg_wait<0>();
+    wg_fence_operand(dk);
+    wg_hold(ds);
+    __syncthreads();  // every warpgroup is done with stage s before it is loaded again
+  }
+  cp_async_commit();  // no query tile sees these keys: K's and V's copies are still uncommitted
+  cp_async_wait<0>();
+
+  const long long out_at = batch * p.kv_batch_stride + kv_head * p.kv_head_stride;
+  wg_store_rows<C>(static_cast<elem_bits*>(p.dk) + out_at, p.kv_row_stride, n0 + wg * 64, p.kv_len, dk, p.softmax_scale);
+  wg_store_rows<C>(static_cast<elem_bits*>(p.dv) + out_at, p.kv_row_stride, n0 + wg * 64, p.kv_len, dv, 1.f);
+}
+
+template <class C>
+__device__ void wg_bwd_dq(const bwd_params& p) {
+  static_assert(C::BLOCK_M == 64 * C::GROUPS, "64 query rows per warpgroup");
+  constexpr int N = C::BLOCK_N, Q_TILE = C::BLOCK_M * C::D * 2, KV_TILE = N * C::D * 2;
+  extern __shared__ __align__(128) unsigned char shared_raw[];
+  unsigned char* tiles = shared_raw + ((1024u - (smem_addr(shared_raw) & 1023u)) & 1023u);
+  const unsigned q_smem = smem_addr(tiles), do_smem = q_smem + Q_TILE, stage0 = do_smem + Q_TILE;
+  auto k_stage = [&](int s) { return stage0 + 2 * s * KV_TILE; };
+  auto v_stage = [&](int s) { return stage0 + (2 * s + 1) * KV_TILE; };
+
+  const int m_block = C::CAUSAL ? gridDim.x - 1 - blockIdx.x : blockIdx.x;  // the longest rows first
+  const int head = blockIdx.y, batch = blockIdx.z, m0 = m_block * C::BLOCK_M, offset = p.kv_len - p.q_len;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, wg = warp / 4, g = lane / 4, t = lane % 4;
+  const long long q_at = batch * p.q_batch_stride + head * p.q_head_stride;
+  const long long kv_at = batch * p.kv_batch_stride + (head / p.group) * p.kv_head_stride;
+  wg_load_rows<C>(q_smem, static_cast<const elem_bits*>(p.q) + q_at, p.q_row_stride, m0, p.q_len, C::BLOCK_M);
+  wg_load_rows<C>(do_smem, static_cast<const elem_bits*>(p.d_o) + q_at, p.q_row_stride, m0, p.q_len, C::BLOCK_M);
+  cp_async_commit();
+
+  const long long row0 = ((long long)batch * p.heads + head) * p.q_len;
+  const int i0 = m0 + wg * 64 + (warp % 4) * 16 + g;  // this thread's rows: i0 and i0 + 8
+  float lse2[2], delta[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    lse2[h] = lse_log2(p.lse + row0, i0 + 8 * h, p.q_len);
+    delta[h] = i0 + 8 * h < p.q_len ? p.delta[row0 + i0 + 8 * h] : 0.f;
+  }
+  const int last_row = min(m0 + C::BLOCK_M, p.q_len) - 1;
+  const int key_end = C::CAUSAL ? max(0, min(p.kv_len, last_row + offset + 1)) : p.kv_len;
+  const int tiles_n = (key_end + N - 1) / N;
+  const elem_bits* k = static_cast<const elem_bits*>(p.k) + kv_at;
+  const elem_bits* v = static_cast<const elem_bits*>(p.v) + kv_at;
+  auto load = [&](int j) {
+    wg_load_rows<C>(k_stage(j % C::STAGES), k, p.kv_row_stride, j * N, p.kv_len, N);
+    wg_load_rows<C>(v_stage(j % C::STAGES), v, p.kv_row_stride, j * N, p.kv_len, N);
+  };
+
+  float dq[C::D / 2];
+#pragma unroll
+  for (int i = 0; i < C::D / 2; ++i) dq[i] = 0.f;
+#pragma unroll
+  for (int s = 0; s < C::STAGES - 1; ++s) {
+    if (s < tiles_n) load(s);
+    cp_async_commit();
+  }
+  for (int j = 0; j < tiles_n; ++j) {
+    if (j + C::STAGES - 1 < tiles_n) load(j + C::STAGES - 1);
+    cp_async_commit();
+    cp_async_wait<C::STAGES - 1>();
+    fence_proxy_async();
+    __syncthreads();
+    const int s = j % C::STAGES, n0 = j * N;
+    float x[N / 2], dp[N / 2];
+    wg_rows_rows<C, N, C::BLOCK_M>(x, q_smem, wg * 64, k_stage(s));    // S = Q K^T
+    wg_rows_rows<C, N, C::BLOCK_M>(dp, do_smem, wg * 64, v_stage(s));  // dP = dO V^T
+    wg_wait<0>();
+    wg_fence_operand(x);
+    wg_fence_operand(dp);
+    const bool masked = n0 + N > p.kv_len || (C::CAUSAL && n0 + N - 1 > m0 + offset);
+#pragma unroll
+    for (int i = 0; i < N / 2; ++i) {
+      const int h = i / 2 % 2, n = n0 + 8 * (i / 4) + 2 * t + i % 2;
+      float pv = exp2f(x[i] * p.scale_log2 - lse2[h]);
+      if (masked && (n >= p.kv_len || (C::CAUSAL && n > i0 + 8 * h + offset))) pv = 0.f;
+      x[i] = pv * (dp[i] - delta[h]);
+    }
+    unsigned ds[N / 16][4];
+    wg_pack<C::BF16, N>(ds, x);
+    wg_regs_rows<C, N>(dq, ds, k_stage(s));  // dQ += dS K
+    wg_wait<0>();
+    wg_fence_operand(dq);
+    wg_hold(ds);
+    __syncthreads();
+  }
+  cp_async_wait<0>();
+  __syncthreads();
+  wg_store_rows<C>(static_cast<elem_bits*>(p.dq) + q_at, p.q_row_stride, m0 + wg * 64, p.q_len, dq, p.softmax_scale);
+}
+
+}  // namespace attn_k
