@@ -27,6 +27,7 @@
 // Head dims: multiples of 8 up to 256 (the loops run over D rounded up to 16, the extra columns zero).
 #include "common/bwd_params.cuh"
 #include "common/device.cuh"
+#include "common/hopper_ptx.cuh"
 #include "common/resources.cuh"
 
 namespace attn_k {
@@ -161,6 +162,69 @@ __device__ __forceinline__ void store_rows(elem_bits* base, long long row_stride
     }
 }
 
+/// The K/V ring of a backward kernel (both families): `count` steps, step it's tiles landing in
+/// stage it % STAGES, loaded STAGES - 1 steps ahead. load(it) issues step it's copies; step(it, s)
+/// runs step it on stage s. Every step commits one group (maybe empty), so "step it has landed" is
+/// "at most STAGES - 1 groups pending" once step it + STAGES - 1's copies are issued. ASYNC_PROXY:
+/// the tensor cores (wgmma) read the tiles, so the copies are fenced into the async proxy.
+template <int STAGES, bool ASYNC_PROXY, class Load, class Step>
+__device__ __forceinline__ void bwd_ring(int count, Load&& load, Step&& step) {
+#pragma unroll
+  for (int s = 0; s < STAGES - 1; ++s) {
+    if (s < count) load(s);
+    cp_async_commit();
+  }
+  for (int it = 0; it < count; ++it) {
+    if (it + STAGES - 1 < count) load(it + STAGES - 1);
+    cp_async_commit();
+    cp_async_wait<STAGES - 1>();
+    if constexpr (ASYNC_PROXY) fence_proxy_async();
+    __syncthreads();
+    step(it, it % STAGES);
+    __syncthreads();  // every warp is done with the stage before it is loaded again
+  }
+  cp_async_commit();  // copies issued before the ring (none of its steps may have committed them)
+  cp_async_wait<0>();
+}
+
+/// The dK/dV kernel's steps for the keys from n0 of K/V head kv_head: every query tile of BLOCK_M
+/// rows that sees any of them (causal: from the first row whose diagonal reaches n0) of every query
+/// head of the group, head by head.
+template <int BLOCK_M, bool CAUSAL>
+struct dkdv_steps {
+  int m_start, per_head, count, first_head;
+  __device__ __forceinline__ dkdv_steps(const bwd_params& p, int kv_head, int n0) {
+    const int m_blocks = (p.q_len + BLOCK_M - 1) / BLOCK_M;
+    m_start = CAUSAL ? min(m_blocks, max(0, n0 - (p.kv_len - p.q_len)) / BLOCK_M) : 0;
+    per_head = m_blocks - m_start;
+    count = per_head * p.group;
+    first_head = kv_head * p.group;
+  }
+  __device__ __forceinline__ int head(int it) const { return first_head + it / per_head; }
+  __device__ __forceinline__ int m0(int it) const { return (m_start + it % per_head) * BLOCK_M; }
+};
+
+/// A dK/dV step's row terms in shared memory: rows [m0, m0 + ROWS) of (batch, head)'s LSE (log2
+/// units, +inf where P is 0: lse_log2) and delta (0 past the queries), by all THREADS.
+template <int ROWS, int THREADS>
+__device__ __forceinline__ void load_row_terms(const bwd_params& p, int batch, int head, int m0, float* lse2,
+                                               float* delta) {
+  const long long row0 = ((long long)batch * p.heads + head) * p.q_len;
+  for (int r = threadIdx.x; r < ROWS; r += THREADS) {
+    lse2[r] = lse_log2(p.lse + row0, m0 + r, p.q_len);
+    delta[r] = m0 + r < p.q_len ? p.delta[row0 + m0 + r] : 0.f;
+  }
+}
+
+/// The dQ kernel's K/V tiles of BLOCK_N keys for query rows [m0, m0 + BLOCK_M): up to the last
+/// row's diagonal when causal.
+template <int BLOCK_M, int BLOCK_N, bool CAUSAL>
+__device__ __forceinline__ int dq_key_tiles(const bwd_params& p, int m0) {
+  const int last_row = min(m0 + BLOCK_M, p.q_len) - 1;
+  const int key_end = CAUSAL ? max(0, min(p.kv_len, last_row + p.kv_len - p.q_len + 1)) : p.kv_len;
+  return (key_end + BLOCK_N - 1) / BLOCK_N;
+}
+
 /// delta = rowsum(dO * O): one warp a row of [B, H, Nq].
 template <bool BF16, int D>
 __device__ void bwd_delta(const bwd_params& p) {
@@ -202,38 +266,20 @@ __device__ void bwd_dkdv(const bwd_params& p) {
   bwd_load_rows<C>(k_smem, static_cast<const elem_bits*>(p.k) + kv_at, p.kv_row_stride, n0, p.kv_len, C::BLOCK_N);
   bwd_load_rows<C>(v_smem, static_cast<const elem_bits*>(p.v) + kv_at, p.kv_row_stride, n0, p.kv_len, C::BLOCK_N);
 
-  // The query tiles that see any of these keys: causal, from the first row whose diagonal reaches n0.
-  const int m_blocks = (p.q_len + C::BLOCK_M - 1) / C::BLOCK_M;
-  const int m_start = C::CAUSAL ? min(m_blocks, max(0, n0 - offset) / C::BLOCK_M) : 0;
-  const int per_head = m_blocks - m_start, steps = per_head * p.group;
+  const dkdv_steps<C::BLOCK_M, C::CAUSAL> steps(p, kv_head, n0);
   auto load = [&](int it) {
-    const int head = kv_head * p.group + it / per_head, m0 = (m_start + it % per_head) * C::BLOCK_M, s = it % C::STAGES;
+    const int head = steps.head(it), m0 = steps.m0(it), s = it % C::STAGES;
     const long long q_at = batch * p.q_batch_stride + head * p.q_head_stride;
     bwd_load_rows<C>(q_stage(s), static_cast<const elem_bits*>(p.q) + q_at, p.q_row_stride, m0, p.q_len, C::BLOCK_M);
     bwd_load_rows<C>(do_stage(s), static_cast<const elem_bits*>(p.d_o) + q_at, p.q_row_stride, m0, p.q_len, C::BLOCK_M);
-    const long long row0 = ((long long)batch * p.heads + head) * p.q_len;
-    for (int r = threadIdx.x; r < C::BLOCK_M; r += C::THREADS) {
-      lse_stage(s)[r] = lse_log2(p.lse + row0, m0 + r, p.q_len);
-      delta_stage(s)[r] = m0 + r < p.q_len ? p.delta[row0 + m0 + r] : 0.f;
-    }
+    load_row_terms<C::BLOCK_M, C::THREADS>(p, batch, head, m0, lse_stage(s), delta_stage(s));
   };
 
   float dk[NI][C::DK / 8][4], dv[NI][C::DK / 8][4];
   zero(dk);
   zero(dv);
-  // Every step commits one group (maybe empty): "step it has landed" is "at most STAGES-1 pending"
-  // after step it + STAGES - 1's loads were issued.
-#pragma unroll
-  for (int s = 0; s < C::STAGES - 1; ++s) {
-    if (s < steps) load(s);
-    cp_async_commit();
-  }
-  for (int it = 0; it < steps; ++it) {
-    if (it + C::STAGES - 1 < steps) load(it + C::STAGES - 1);
-    cp_async_commit();
-    cp_async_wait<C::STAGES - 1>();
-    __syncthreads();
-    const int s = it % C::STAGES, m0 = (m_start + it % per_head) * C::BLOCK_M;
+  bwd_ring<C::STAGES, false>(steps.count, load, [&](int it, int s) {
+    const int m0 = steps.m0(it);
     const float* lse2 = lse_stage(s);
     const float* delta = delta_stage(s);
 
@@ -270,10 +316,7 @@ __device__ void bwd_dkdv(const bwd_params& p) {
           dpt[ni][nf][e] = unpacked<C::BF16>(pa, ni, nf, e) * (dpt[ni][nf][e] - delta[nf * 8 + t * 2 + e % 2]);
     pack_a<C::BF16>(pa, dpt);
     mma_regs_rows<C, NI, MF / 2>(dk, pa, q_stage(s));  // dK += dS^T Q
-    __syncthreads();  // every warp is done with stage s before it is loaded again
-  }
-  cp_async_commit();  // no query tile sees these keys: K's and V's copies are still uncommitted
-  cp_async_wait<0>();
+  });
 
   const long long out_at = batch * p.kv_batch_stride + kv_head * p.kv_head_stride;
   const int row0 = n0 + warp * WARP_N;
@@ -312,9 +355,6 @@ __device__ void bwd_dq(const bwd_params& p) {
       delta[mi][h] = i < p.q_len ? p.delta[row0 + i] : 0.f;
     }
 
-  const int last_row = min(m0 + C::BLOCK_M, p.q_len) - 1;
-  const int key_end = C::CAUSAL ? max(0, min(p.kv_len, last_row + offset + 1)) : p.kv_len;
-  const int tiles = (key_end + C::BLOCK_N - 1) / C::BLOCK_N;
   const elem_bits* k = static_cast<const elem_bits*>(p.k) + kv_at;
   const elem_bits* v = static_cast<const elem_bits*>(p.v) + kv_at;
   auto load = [&](int j) {
@@ -324,17 +364,8 @@ __device__ void bwd_dq(const bwd_params& p) {
 
   float dq[MI][C::DK / 8][4];
   zero(dq);
-#pragma unroll
-  for (int s = 0; s < C::STAGES - 1; ++s) {
-    if (s < tiles) load(s);
-    cp_async_commit();
-  }
-  for (int j = 0; j < tiles; ++j) {
-    if (j + C::STAGES - 1 < tiles) load(j + C::STAGES - 1);
-    cp_async_commit();
-    cp_async_wait<C::STAGES - 1>();
-    __syncthreads();
-    const int s = j % C::STAGES, n0 = j * C::BLOCK_N;
+  bwd_ring<C::STAGES, false>(dq_key_tiles<C::BLOCK_M, C::BLOCK_N, C::CAUSAL>(p, m0), load, [&](int j, int s) {
+    const int n0 = j * C::BLOCK_N;
     float sc[MI][NF][4];  // S, then P
     zero(sc);
     mma_rows_rows<C, MI, NF / 2, C::DK / 16>(sc, q_smem, warp * WARP_M, k_stage(s));
@@ -363,9 +394,7 @@ __device__ void bwd_dq(const bwd_params& p) {
     unsigned ds[MI][NF / 2][4];
     pack_a<C::BF16>(ds, dp);
     mma_regs_rows<C, MI, NF / 2>(dq, ds, k_stage(s));  // dQ += dS K
-    __syncthreads();
-  }
-  cp_async_wait<0>();
+  });
   store_rows<C, MI>(static_cast<elem_bits*>(p.dq) + q_at, p.q_row_stride, m0 + warp * WARP_M, p.q_len, dq,
                     p.softmax_scale);
 }

@@ -11,8 +11,8 @@
 // keys do in O += P V). So no tile is ever transposed in shared memory, and P^T and dS^T go from the
 // accumulators to the A operand in registers, as P does in the forward. Tiles are in the tensor
 // cores' swizzled layout (common/swizzle.cuh), filled by cp.async through a STAGES-deep ring that
-// every thread loads; the products of a step run in order (issue, wait), the next step's tiles
-// landing meanwhile. P^T is packed to the element type before dP^T is computed and widened again for
+// every thread loads (fa2_bwd.cuh's bwd_ring, dkdv_steps); the products of a step run in order
+// (issue, wait), the next step's tiles landing meanwhile. P^T is packed to the element type before dP^T is computed and widened again for
 // dS^T (its fp32 scores die early, as in fa2_bwd). Masks, LSE and delta as in fa2_bwd.cuh.
 #include "common/hopper_ptx.cuh"
 #include "common/swizzle.cuh"
@@ -139,36 +139,20 @@ __device__ void wg_bwd_dkdv(const bwd_params& p) {
   wg_load_rows<C>(k_smem, static_cast<const elem_bits*>(p.k) + kv_at, p.kv_row_stride, n0, p.kv_len, C::BLOCK_N);
   wg_load_rows<C>(v_smem, static_cast<const elem_bits*>(p.v) + kv_at, p.kv_row_stride, n0, p.kv_len, C::BLOCK_N);
 
-  const int m_blocks = (p.q_len + M - 1) / M;
-  const int m_start = C::CAUSAL ? min(m_blocks, max(0, n0 - offset) / M) : 0;
-  const int per_head = m_blocks - m_start, steps = per_head * p.group;
+  const dkdv_steps<M, C::CAUSAL> steps(p, kv_head, n0);
   auto load = [&](int it) {
-    const int head = kv_head * p.group + it / per_head, m0 = (m_start + it % per_head) * M, s = it % C::STAGES;
+    const int head = steps.head(it), m0 = steps.m0(it), s = it % C::STAGES;
     const long long q_at = batch * p.q_batch_stride + head * p.q_head_stride;
     wg_load_rows<C>(q_stage(s), static_cast<const elem_bits*>(p.q) + q_at, p.q_row_stride, m0, p.q_len, M);
     wg_load_rows<C>(do_stage(s), static_cast<const elem_bits*>(p.d_o) + q_at, p.q_row_stride, m0, p.q_len, M);
-    const long long row0 = ((long long)batch * p.heads + head) * p.q_len;
-    for (int r = threadIdx.x; r < M; r += C::THREADS) {
-      lse_stage(s)[r] = lse_log2(p.lse + row0, m0 + r, p.q_len);
-      delta_stage(s)[r] = m0 + r < p.q_len ? p.delta[row0 + m0 + r] : 0.f;
-    }
+    load_row_terms<M, C::THREADS>(p, batch, head, m0, lse_stage(s), delta_stage(s));
   };
 
   float dk[C::D / 2], dv[C::D / 2];
 #pragma unroll
   for (int i = 0; i < C::D / 2; ++i) dk[i] = dv[i] = 0.f;
-#pragma unroll
-  for (int s = 0; s < C::STAGES - 1; ++s) {
-    if (s < steps) load(s);
-    cp_async_commit();
-  }
-  for (int it = 0; it < steps; ++it) {
-    if (it + C::STAGES - 1 < steps) load(it + C::STAGES - 1);
-    cp_async_commit();
-    cp_async_wait<C::STAGES - 1>();
-    fence_proxy_async();  // the copies are visible to the tensor cores' (async proxy) reads
-    __syncthreads();
-    const int s = it % C::STAGES, m0 = (m_start + it % per_head) * M;
+  bwd_ring<C::STAGES, true>(steps.count, load, [&](int it, int s) {
+    const int m0 = steps.m0(it);
     const float* lse2 = lse_stage(s);
     const float* delta = delta_stage(s);
 
@@ -199,10 +183,7 @@ __device__ void wg_bwd_dkdv(const bwd_params& p) {
     wg_wait<0>();
     wg_fence_operand(dk);
     wg_hold(ds);
-    __syncthreads();  // every warpgroup is done with stage s before it is loaded again
-  }
-  cp_async_commit();  // no query tile sees these keys: K's and V's copies are still uncommitted
-  cp_async_wait<0>();
+  });
 
   const long long out_at = batch * p.kv_batch_stride + kv_head * p.kv_head_stride;
   wg_store_rows<C>(static_cast<elem_bits*>(p.dk) + out_at, p.kv_row_stride, n0 + wg * 64, p.kv_len, dk, p.softmax_scale);
@@ -236,9 +217,6 @@ __device__ void wg_bwd_dq(const bwd_params& p) {
     lse2[h] = lse_log2(p.lse + row0, i0 + 8 * h, p.q_len);
     delta[h] = i0 + 8 * h < p.q_len ? p.delta[row0 + i0 + 8 * h] : 0.f;
   }
-  const int last_row = min(m0 + C::BLOCK_M, p.q_len) - 1;
-  const int key_end = C::CAUSAL ? max(0, min(p.kv_len, last_row + offset + 1)) : p.kv_len;
-  const int tiles_n = (key_end + N - 1) / N;
   const elem_bits* k = static_cast<const elem_bits*>(p.k) + kv_at;
   const elem_bits* v = static_cast<const elem_bits*>(p.v) + kv_at;
   auto load = [&](int j) {
@@ -249,18 +227,8 @@ __device__ void wg_bwd_dq(const bwd_params& p) {
   float dq[C::D / 2];
 #pragma unroll
   for (int i = 0; i < C::D / 2; ++i) dq[i] = 0.f;
-#pragma unroll
-  for (int s = 0; s < C::STAGES - 1; ++s) {
-    if (s < tiles_n) load(s);
-    cp_async_commit();
-  }
-  for (int j = 0; j < tiles_n; ++j) {
-    if (j + C::STAGES - 1 < tiles_n) load(j + C::STAGES - 1);
-    cp_async_commit();
-    cp_async_wait<C::STAGES - 1>();
-    fence_proxy_async();
-    __syncthreads();
-    const int s = j % C::STAGES, n0 = j * N;
+  bwd_ring<C::STAGES, true>(dq_key_tiles<C::BLOCK_M, N, C::CAUSAL>(p, m0), load, [&](int j, int s) {
+    const int n0 = j * N;
     float x[N / 2], dp[N / 2];
     wg_rows_rows<C, N, C::BLOCK_M>(x, q_smem, wg * 64, k_stage(s));    // S = Q K^T
     wg_rows_rows<C, N, C::BLOCK_M>(dp, do_smem, wg * 64, v_stage(s));  // dP = dO V^T
@@ -281,10 +249,7 @@ __device__ void wg_bwd_dq(const bwd_params& p) {
     wg_wait<0>();
     wg_fence_operand(dq);
     wg_hold(ds);
-    __syncthreads();
-  }
-  cp_async_wait<0>();
-  __syncthreads();
+  });
   wg_store_rows<C>(static_cast<elem_bits*>(p.dq) + q_at, p.q_row_stride, m0 + wg * 64, p.q_len, dq, p.softmax_scale);
 }
 
