@@ -72,7 +72,7 @@ int run(int argc, char** argv) {
   attn::validate(s);
   std::vector<attn::backward_config> configs;
   for (const auto& n : names) configs.push_back(attn::parse_backward_config(n));
-  if (configs.empty()) configs = attn::backward_default_configs();
+  if (configs.empty()) configs = attn::backward_default_configs(s);
   std::filesystem::create_directories(out);
   const attn::compile_cache cache(attn::default_cache_dir());
   const attn::resource_limits limits = attn::limits_for_arch(arch);

@@ -24,7 +24,8 @@
 // Masks: causal is bottom-right aligned (key n is hidden from query i when n > i + kv_len - q_len);
 // query rows past q_len and rows that see no key (LSE -inf) get P = 0 through an LSE of +inf;
 // keys past kv_len are zero rows of K and V, hidden from dQ by the mask and never written to dK, dV.
-// Head dims: multiples of 8 up to 256 (the loops run over D rounded up to 16, the extra columns zero).
+// Head dims: multiples of 8 up to 256 (the loops run over D rounded up to 16, the extra columns zero);
+// above 128 dK and dV are computed by two launches of the dK/dV kernel (bwd_config's PART).
 #include "common/bwd_params.cuh"
 #include "common/device.cuh"
 #include "common/hopper_ptx.cuh"
@@ -32,9 +33,15 @@
 
 namespace attn_k {
 
-template <bool BF16_, int D_, int BLOCK_M_, int BLOCK_N_, int WARPS_, int STAGES_, bool CAUSAL_>
+/// PART (the dK/dV kernel): 0 computes dK and dV; 1 dV only and 2 dK only, two launches that each
+/// recompute P^T, for head dims whose dK and dV together do not fit a warp's registers (D > 128:
+/// one product more, 8 instead of 7).
+template <bool BF16_, int D_, int BLOCK_M_, int BLOCK_N_, int WARPS_, int STAGES_, bool CAUSAL_, int PART_ = 0>
 struct bwd_config {
   static constexpr bool BF16 = BF16_, CAUSAL = CAUSAL_;
+  static constexpr int PART = PART_;
+  static constexpr bool DO_DV = PART != 2, DO_DK = PART != 1;
+  static_assert(PART >= 0 && PART <= 2, "PART: 0 both, 1 dV, 2 dK");
   static constexpr int D = D_, DK = mma_head_dim(D_), BLOCK_M = BLOCK_M_, BLOCK_N = BLOCK_N_;
   static constexpr int WARPS = WARPS_, STAGES = STAGES_, THREADS = WARPS * 32;
   static constexpr int PITCH = DK + 8;  ///< shared row pitch, elements
@@ -302,7 +309,8 @@ __device__ void bwd_dkdv(const bwd_params& p) {
     // die here and dP^T takes their registers (what a framework's backward does in bf16 too).
     unsigned pa[NI][MF / 2][4];
     pack_a<C::BF16>(pa, st);
-    mma_regs_rows<C, NI, MF / 2>(dv, pa, do_stage(s));  // dV += P^T dO
+    if constexpr (C::DO_DV) mma_regs_rows<C, NI, MF / 2>(dv, pa, do_stage(s));  // dV += P^T dO
+    if constexpr (!C::DO_DK) return;
 
     float dpt[NI][MF][4];  // dP^T = V dO^T
     zero(dpt);
@@ -320,8 +328,9 @@ __device__ void bwd_dkdv(const bwd_params& p) {
 
   const long long out_at = batch * p.kv_batch_stride + kv_head * p.kv_head_stride;
   const int row0 = n0 + warp * WARP_N;
-  store_rows<C, NI>(static_cast<elem_bits*>(p.dk) + out_at, p.kv_row_stride, row0, p.kv_len, dk, p.softmax_scale);
-  store_rows<C, NI>(static_cast<elem_bits*>(p.dv) + out_at, p.kv_row_stride, row0, p.kv_len, dv, 1.f);
+  if constexpr (C::DO_DK)
+    store_rows<C, NI>(static_cast<elem_bits*>(p.dk) + out_at, p.kv_row_stride, row0, p.kv_len, dk, p.softmax_scale);
+  if constexpr (C::DO_DV) store_rows<C, NI>(static_cast<elem_bits*>(p.dv) + out_at, p.kv_row_stride, row0, p.kv_len, dv, 1.f);
 }
 
 template <class C>

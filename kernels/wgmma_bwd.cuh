@@ -23,9 +23,13 @@ namespace attn_k {
 
 /// BLOCK_M: query rows a step (dK/dV) or a block (dQ); BLOCK_N: keys a block (dK/dV) or a step (dQ).
 /// The side the block's warpgroups split (BLOCK_N for dK/dV, BLOCK_M for dQ) is 64 per warpgroup.
-template <bool BF16_, int D_, int BLOCK_M_, int BLOCK_N_, int WARPS_, int STAGES_, bool CAUSAL_>
+/// PART: as fa2_bwd.cuh's bwd_config (0 dK and dV, 1 dV only, 2 dK only).
+template <bool BF16_, int D_, int BLOCK_M_, int BLOCK_N_, int WARPS_, int STAGES_, bool CAUSAL_, int PART_ = 0>
 struct wg_bwd_config {
   static constexpr bool BF16 = BF16_, CAUSAL = CAUSAL_;
+  static constexpr int PART = PART_;
+  static constexpr bool DO_DV = PART != 2, DO_DK = PART != 1;
+  static_assert(PART >= 0 && PART <= 2, "PART: 0 both, 1 dV, 2 dK");
   static constexpr int D = D_, BLOCK_M = BLOCK_M_, BLOCK_N = BLOCK_N_, WARPS = WARPS_, STAGES = STAGES_;
   static constexpr int THREADS = WARPS * 32, GROUPS = WARPS / 4;
   static constexpr int W = swizzle<D>::W;  ///< bytes of a swizzled piece of a row
@@ -170,12 +174,13 @@ __device__ void wg_bwd_dkdv(const bwd_params& p) {
     }
     unsigned pa[M / 16][4], ds[M / 16][4];
     wg_pack<C::BF16, M>(pa, x);
-    wg_regs_rows<C, M>(dv, pa, do_stage(s));                      // dV += P^T dO
-    wg_rows_rows<C, M, C::BLOCK_N>(x, v_smem, wg * 64, do_stage(s));  // dP^T = V dO^T
+    if constexpr (C::DO_DV) wg_regs_rows<C, M>(dv, pa, do_stage(s));  // dV += P^T dO
+    if constexpr (C::DO_DK) wg_rows_rows<C, M, C::BLOCK_N>(x, v_smem, wg * 64, do_stage(s));  // dP^T = V dO^T
     wg_wait<0>();
     wg_fence_operand(x);
     wg_fence_operand(dv);
     wg_hold(pa);
+    if constexpr (!C::DO_DK) return;
 #pragma unroll
     for (int i = 0; i < M / 2; ++i) x[i] = wg_unpacked<C::BF16, M>(pa, i) * (x[i] - delta[8 * (i / 4) + 2 * t + i % 2]);
     wg_pack<C::BF16, M>(ds, x);
@@ -186,8 +191,10 @@ __device__ void wg_bwd_dkdv(const bwd_params& p) {
   });
 
   const long long out_at = batch * p.kv_batch_stride + kv_head * p.kv_head_stride;
-  wg_store_rows<C>(static_cast<elem_bits*>(p.dk) + out_at, p.kv_row_stride, n0 + wg * 64, p.kv_len, dk, p.softmax_scale);
-  wg_store_rows<C>(static_cast<elem_bits*>(p.dv) + out_at, p.kv_row_stride, n0 + wg * 64, p.kv_len, dv, 1.f);
+  if constexpr (C::DO_DK)
+    wg_store_rows<C>(static_cast<elem_bits*>(p.dk) + out_at, p.kv_row_stride, n0 + wg * 64, p.kv_len, dk, p.softmax_scale);
+  if constexpr (C::DO_DV)
+    wg_store_rows<C>(static_cast<elem_bits*>(p.dv) + out_at, p.kv_row_stride, n0 + wg * 64, p.kv_len, dv, 1.f);
 }
 
 template <class C>

@@ -1,5 +1,6 @@
 #include "codegen/backward.hpp"
 
+#include <array>
 #include <cmath>
 #include <regex>
 
@@ -17,7 +18,7 @@ namespace {
 // and S and dP (rows x block_n).
 int dkdv_registers(const backward_config& c, int64_t d) {
   const int rows = c.kv_block_n / c.kv_warps, dk = attn_k::mma_head_dim(static_cast<int>(d));
-  return rows * (4 * dk + 3 * c.kv_block_m) / 64;
+  return rows * ((c.split_dkdv ? 2 : 4) * dk + 3 * c.kv_block_m) / 64;  // split: dK or dV, not both
 }
 int dq_registers(const backward_config& c, int64_t d) {
   const int rows = c.q_block_m / c.q_warps, dk = attn_k::mma_head_dim(static_cast<int>(d));
@@ -33,30 +34,37 @@ constexpr int64_t max_wgmma_dkdv_registers = 192, max_wgmma_dq_registers = 224;
 }  // namespace
 
 std::string name(const backward_config& c) {
-  return fmt::format("{}kv_m{}_n{}_w{}_s{}-q_m{}_n{}_w{}_s{}", c.wgmma ? "wg_" : "", c.kv_block_m, c.kv_block_n,
-                     c.kv_warps, c.kv_stages, c.q_block_m, c.q_block_n, c.q_warps, c.q_stages);
+  return fmt::format("{}kv_m{}_n{}_w{}_s{}{}-q_m{}_n{}_w{}_s{}", c.wgmma ? "wg_" : "", c.kv_block_m, c.kv_block_n,
+                     c.kv_warps, c.kv_stages, c.split_dkdv ? "_x2" : "", c.q_block_m, c.q_block_n, c.q_warps,
+                     c.q_stages);
 }
 
 backward_config parse_backward_config(const std::string& text) {
-  static const std::regex form(R"((wg_)?kv_m(\d+)_n(\d+)_w(\d+)_s(\d+)-q_m(\d+)_n(\d+)_w(\d+)_s(\d+))");
+  static const std::regex form(R"((wg_)?kv_m(\d+)_n(\d+)_w(\d+)_s(\d+)(_x2)?-q_m(\d+)_n(\d+)_w(\d+)_s(\d+))");
   std::smatch m;
   if (text.size() > 80 || !std::regex_match(text, m, form))
     throw invalid_input(
-        fmt::format("backward config '{}' is not of the form [wg_]kv_m64_n64_w4_s2-q_m64_n64_w4_s2", text));
+        fmt::format("backward config '{}' is not of the form [wg_]kv_m64_n64_w4_s2[_x2]-q_m64_n64_w4_s2", text));
   auto at = [&](int i) { return std::stoi(m[i].str()); };
-  return {at(2), at(3), at(4), at(5), at(6), at(7), at(8), at(9), m[1].matched};
+  return {at(2), at(3), at(4), at(5), at(7), at(8), at(9), at(10), m[1].matched, m[6].matched};
 }
 
-std::vector<backward_config> backward_default_configs() {
+std::vector<backward_config> backward_default_configs(const problem& s) {
+  const bool wide = s.head_dim > 128;  // dK and dV in two launches; the dQ kernel's steps narrower
   std::vector<backward_config> out;
   const int kv_tiles[][3] = {{32, 64, 4}, {64, 64, 4}, {32, 128, 8}, {64, 128, 8}};  // block_m, block_n, warps
-  const int q_tiles[][3] = {{64, 64, 4}, {64, 128, 4}, {128, 64, 8}};
+  const std::vector<std::array<int, 3>> q_tiles =
+      wide ? std::vector<std::array<int, 3>>{{64, 32, 4}, {128, 32, 8}}
+           : std::vector<std::array<int, 3>>{{64, 64, 4}, {64, 128, 4}, {128, 64, 8}};
   for (const auto& kv : kv_tiles)
-    for (const auto& q : q_tiles) out.push_back({kv[0], kv[1], kv[2], 2, q[0], q[1], q[2], 2});
+    for (const auto& q : q_tiles)
+      for (const int q_stages : wide ? std::vector<int>{1, 2} : std::vector<int>{2})
+        out.push_back({kv[0], kv[1], kv[2], 2, q[0], q[1], q[2], q_stages, false, wide});
   for (const int kv_m : {32, 64})
     for (const int kv_n : {64, 128})
       for (const int q_m : {64, 128})
-        for (const int q_n : {64, 128}) out.push_back({kv_m, kv_n, kv_n / 16, 2, q_m, q_n, q_m / 16, 2, true});
+        for (const int q_n : wide ? std::vector<int>{64} : std::vector<int>{64, 128})
+          out.push_back({kv_m, kv_n, kv_n / 16, 2, q_m, q_n, q_m / 16, 2, true, wide});
   return out;
 }
 
@@ -74,8 +82,8 @@ int64_t backward_dq_shared_bytes(const backward_config& c, const problem& s) {
 namespace {
 
 // The wgmma kernels' own rules: sm_90a, head dims multiples of 16, 64 rows of the split side per
-// warpgroup, and their registers (per thread: dK and dV D, the step's S^T/dP^T and packed P^T and
-// dS^T block_m; dQ D / 2, S, dP and dS 1.25 block_n).
+// warpgroup, and their registers (per thread: dK and dV D (split: D / 2), the step's S^T/dP^T and
+// packed P^T and dS^T block_m; dQ D / 2, S, dP and dS 1.25 block_n).
 std::optional<std::string> wgmma_reject(const backward_config& c, const problem& s, const resource_limits& limits) {
   if (limits.cc_major != 9 || limits.cc_minor != 0)
     return std::string("the wgmma backward runs on sm_90a only (Hopper's warpgroup MMA)");
@@ -87,7 +95,7 @@ std::optional<std::string> wgmma_reject(const backward_config& c, const problem&
     return fmt::format("dQ kernel: {} rows over {} warps: the wgmma backward gives each warpgroup 64 rows",
                        c.q_block_m, c.q_warps);
   if (c.kv_block_m > 256 || c.q_block_n > 256) return std::string("wgmma's N is at most 256");
-  if (const int64_t r = s.head_dim + c.kv_block_m; r > max_wgmma_dkdv_registers)
+  if (const int64_t r = (c.split_dkdv ? s.head_dim / 2 : s.head_dim) + c.kv_block_m; r > max_wgmma_dkdv_registers)
     return fmt::format("dK/dV accumulators exceed the register budget: {} float registers per thread > {}", r,
                        max_wgmma_dkdv_registers);
   if (const int64_t r = s.head_dim / 2 + c.q_block_n * 5 / 4; r > max_wgmma_dq_registers)
@@ -151,9 +159,18 @@ std::string backward_instantiation(const backward_config& c, const problem& s) {
       "extern \"C\" __global__ void __launch_bounds__({dt}) {delta}(const attn_k::bwd_params p) {{\n"
       "  attn_k::bwd_delta<{bf16}, {d}>(p);\n}}\n"
       "extern \"C\" __global__ void __launch_bounds__({kt}, 1) {dkdv}(const attn_k::bwd_params p) {{\n"
-      "  attn_k::{dkdv_fn}<attn_k::{config}<{bf16}, {d}, {km}, {kn}, {kw}, {ks}, {causal}>>(p);\n}}\n"
+      "  attn_k::{dkdv_fn}<attn_k::{config}<{bf16}, {d}, {km}, {kn}, {kw}, {ks}, {causal}{part}>>(p);\n}}\n"
       "extern \"C\" __global__ void __launch_bounds__({qt}, 1) {dq}(const attn_k::bwd_params p) {{\n"
-      "  attn_k::{dq_fn}<attn_k::{config}<{bf16}, {d}, {qm}, {qn}, {qw}, {qs}, {causal}>>(p);\n}}\n",
+      "  attn_k::{dq_fn}<attn_k::{config}<{bf16}, {d}, {qm}, {qn}, {qw}, {qs}, {causal}>>(p);\n}}\n"
+      "{dk_entry}",
+      fmt::arg("part", c.split_dkdv ? ", 1" : ""),
+      fmt::arg("dk_entry",
+               c.split_dkdv ? fmt::format("extern \"C\" __global__ void __launch_bounds__({}, 1) {}(const attn_k::bwd_params p) {{\n"
+                                          "  attn_k::{}<attn_k::{}<{}, {}, {}, {}, {}, {}, {}, 2>>(p);\n}}\n",
+                                          c.kv_warps * 32, backward_dk_symbol, c.wgmma ? "wg_bwd_dkdv" : "bwd_dkdv",
+                                          c.wgmma ? "wg_bwd_config" : "bwd_config", bf16, s.head_dim, c.kv_block_m,
+                                          c.kv_block_n, c.kv_warps, c.kv_stages, s.causal)
+                            : std::string()),
       fmt::arg("header", c.wgmma ? "wgmma_bwd.cuh" : "fa2_bwd.cuh"),
       fmt::arg("config", c.wgmma ? "wg_bwd_config" : "bwd_config"),
       fmt::arg("dkdv_fn", c.wgmma ? "wg_bwd_dkdv" : "bwd_dkdv"), fmt::arg("dq_fn", c.wgmma ? "wg_bwd_dq" : "bwd_dq"),
@@ -194,19 +211,24 @@ attn_k::bwd_params make_bwd_params(const problem& s, const backward_tensors& t, 
   return p;
 }
 
-std::array<backward_launch, 3> backward_launches(const backward_config& c, const problem& s) {
+std::vector<backward_launch> backward_launches(const backward_config& c, const problem& s) {
   const int64_t rows = s.batch * s.heads * s.q_len, per_block = backward_delta_threads / 32;
   const auto blocks = [](int64_t n, int64_t per) { return static_cast<unsigned>((n + per - 1) / per); };
-  return {backward_launch{backward_delta_symbol, {blocks(rows, per_block)}, {backward_delta_threads}, 0},
-          backward_launch{backward_dkdv_symbol,
-                          {blocks(s.kv_len, c.kv_block_n), static_cast<unsigned>(s.kv_heads),
-                           static_cast<unsigned>(s.batch)},
-                          {static_cast<unsigned>(c.kv_warps * 32)},
-                          static_cast<int>(backward_dkdv_shared_bytes(c, s))},
-          backward_launch{backward_dq_symbol,
-                          {blocks(s.q_len, c.q_block_m), static_cast<unsigned>(s.heads), static_cast<unsigned>(s.batch)},
-                          {static_cast<unsigned>(c.q_warps * 32)},
-                          static_cast<int>(backward_dq_shared_bytes(c, s))}};
+  const backward_launch dkdv{backward_dkdv_symbol,
+                             {blocks(s.kv_len, c.kv_block_n), static_cast<unsigned>(s.kv_heads),
+                              static_cast<unsigned>(s.batch)},
+                             {static_cast<unsigned>(c.kv_warps * 32)},
+                             static_cast<int>(backward_dkdv_shared_bytes(c, s))};
+  std::vector<backward_launch> out{{backward_delta_symbol, {blocks(rows, per_block)}, {backward_delta_threads}, 0}, dkdv};
+  if (c.split_dkdv) {
+    out.push_back(dkdv);
+    out.back().symbol = backward_dk_symbol;
+  }
+  out.push_back({backward_dq_symbol,
+                 {blocks(s.q_len, c.q_block_m), static_cast<unsigned>(s.heads), static_cast<unsigned>(s.batch)},
+                 {static_cast<unsigned>(c.q_warps * 32)},
+                 static_cast<int>(backward_dq_shared_bytes(c, s))});
+  return out;
 }
 
 loaded_backward load_backward(const device_runtime& rt, const std::string& cubin, const backward_config& c,
@@ -215,7 +237,7 @@ loaded_backward load_backward(const device_runtime& rt, const std::string& cubin
   b.module = rt.load_module(cubin);
   b.launches = backward_launches(c, s);
   for (size_t i = 0; i < b.launches.size(); ++i) {
-    b.kernels[i] = rt.kernel(b.module, b.launches[i].symbol);
+    b.kernels.push_back(rt.kernel(b.module, b.launches[i].symbol));
     if (b.launches[i].shared_bytes > 0) rt.set_dynamic_shared_memory(b.kernels[i], b.launches[i].shared_bytes, device);
   }
   return b;

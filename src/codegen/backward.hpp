@@ -3,7 +3,6 @@
 // translation unit NVRTC compiles, its three launches and their parameter block. Issue 22's first
 // family, on mma.sync (sm_80+); the tuner does not search it yet (tests/gpu/test_backward_gpu.cpp and
 // bench/backward_bench.cpp run it).
-#include <array>
 #include <optional>
 #include <string>
 #include <vector>
@@ -20,13 +19,17 @@ namespace attn {
 /// block, split over q_warps; q_block_n keys a step through a ring of q_stages).
 /// wgmma: the kernels of kernels/wgmma_bwd.cuh (sm_90a: each warpgroup 64 keys of the dK/dV
 /// kernel's block, 64 rows of the dQ kernel's), else kernels/fa2_bwd.cuh's (mma.sync, sm_80+).
+/// split_dkdv: dK and dV by two launches of the dK/dV kernel (dV, then dK, each recomputing P^T),
+/// for head dims whose dK and dV together do not fit the registers (D > 128).
 struct backward_config {
   int kv_block_m = 32, kv_block_n = 64, kv_warps = 4, kv_stages = 2;
   int q_block_m = 64, q_block_n = 64, q_warps = 4, q_stages = 2;
   bool wgmma = false;
+  bool split_dkdv = false;
   bool operator==(const backward_config&) const = default;
 };
-/// "kv_m64_n64_w4_s2-q_m64_n64_w4_s2", with "wg_" before it for the wgmma kernels.
+/// "kv_m64_n64_w4_s2-q_m64_n64_w4_s2", with "wg_" before it for the wgmma kernels and "_x2" after
+/// the dK/dV kernel's tile when it is split.
 std::string name(const backward_config& c);
 /// Parses name()'s text; throws invalid_input naming the text.
 backward_config parse_backward_config(const std::string& text);
@@ -34,12 +37,15 @@ backward_config parse_backward_config(const std::string& text);
 /// kernel's 16 or 32 keys a warp, 32 or 64 queries a step; the dQ kernel's 16 rows a warp, 64 or 128
 /// keys a step), and wgmma's with one or two warpgroups a kernel (32 or 64 queries a dK/dV step,
 /// 64 or 128 keys a dQ step). The pruner keeps those the device and the head dim allow.
-std::vector<backward_config> backward_default_configs();
+/// Above D = 128: split dK/dV kernels and the dQ kernel's narrower steps (and one stage too).
+std::vector<backward_config> backward_default_configs(const problem& s);
 
 /// The extern "C" entry points of an instantiation.
 inline constexpr const char* backward_delta_symbol = "attn_bwd_delta";
 inline constexpr const char* backward_dkdv_symbol = "attn_bwd_dkdv";
 inline constexpr const char* backward_dq_symbol = "attn_bwd_dq";
+/// split_dkdv's second dK/dV launch (dK; the first, backward_dkdv_symbol, computes dV).
+inline constexpr const char* backward_dk_symbol = "attn_bwd_dk";
 /// Threads of the delta kernel's blocks (a warp a row).
 inline constexpr int backward_delta_threads = 128;
 
@@ -74,19 +80,19 @@ struct backward_tensors {
 /// invalid_input for a null or misaligned pointer.
 attn_k::bwd_params make_bwd_params(const problem& s, const backward_tensors& t, float softmax_scale = 0);
 
-/// One launch of the three, in order: delta, then dK/dV and dQ (which both read delta).
+/// One launch, in order: delta, then dK/dV (split: dV, then dK) and dQ, which all read delta.
 struct backward_launch {
   const char* symbol;
   dims3 grid, block;
   int shared_bytes;
 };
-std::array<backward_launch, 3> backward_launches(const backward_config& c, const problem& s);
+std::vector<backward_launch> backward_launches(const backward_config& c, const problem& s);
 
-/// A compiled variant loaded on the device: its three kernels, dynamic shared memory raised.
+/// A compiled variant loaded on the device: its kernels, dynamic shared memory raised.
 struct loaded_backward {
   module_t module = nullptr;
-  std::array<kernel_t, 3> kernels{};
-  std::array<backward_launch, 3> launches{};
+  std::vector<kernel_t> kernels;
+  std::vector<backward_launch> launches;
 };
 loaded_backward load_backward(const device_runtime& rt, const std::string& cubin, const backward_config& c,
                               const problem& s, int device);

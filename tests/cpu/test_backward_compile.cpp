@@ -1,5 +1,6 @@
-// The backward pass's kernels (kernels/fa2_bwd.cuh) compile with NVRTC for sm_80 and sm_90a at the
-// head dims it takes, causal and not, without spills, and its pruning and names say what they should.
+// The backward pass's kernels (kernels/fa2_bwd.cuh, and wgmma_bwd.cuh for sm_90a) compile with NVRTC
+// for sm_80 and sm_90a at head dims 64 to 256, causal and not, without spills or serialized wgmmas,
+// and the pruning and names say what they should.
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
@@ -37,7 +38,7 @@ TEST_P(backward_compiles, every_default_variant_compiles_without_spills) {
   const compile_cache cache(dir.path().string());
   const resource_limits limits = limits_for_arch(arch);
   int compiled = 0;
-  for (const backward_config& c : backward_default_configs()) {
+  for (const backward_config& c : backward_default_configs(s)) {
     if (backward_reject(c, s, limits)) continue;
     const cached_compile r = compile_with_cache(cache, backward_instantiation(c, s), arch, backward_compile_options());
     ASSERT_TRUE(r.result.ok) << name(c) << ":\n" << r.result.log;
@@ -53,14 +54,18 @@ INSTANTIATE_TEST_SUITE_P(
     archs, backward_compiles,
     ::testing::Values(backward_compile_case{"sm_90a", 64, false}, backward_compile_case{"sm_90a", 64, true},
                       backward_compile_case{"sm_90a", 128, false}, backward_compile_case{"sm_90a", 128, true},
-                      backward_compile_case{"sm_90a", 96, true}, backward_compile_case{"sm_80", 64, true},
-                      backward_compile_case{"sm_80", 128, false}),
+                      backward_compile_case{"sm_90a", 96, true}, backward_compile_case{"sm_90a", 192, false},
+                      backward_compile_case{"sm_90a", 256, false}, backward_compile_case{"sm_90a", 256, true},
+                      backward_compile_case{"sm_80", 64, true}, backward_compile_case{"sm_80", 128, false},
+                      backward_compile_case{"sm_80", 256, true}),
     [](const auto& info) {
       return fmt::format("{}_d{}_{}", info.param.arch, info.param.head_dim, info.param.causal ? "causal" : "full");
     });
 
 TEST(backward_config, names_round_trip_and_bad_text_is_named) {
-  for (const backward_config& c : backward_default_configs()) EXPECT_EQ(parse_backward_config(name(c)), c);
+  for (const int64_t d : {64, 256})
+    for (const backward_config& c : backward_default_configs(backward_problem(d, false)))
+      EXPECT_EQ(parse_backward_config(name(c)), c);
   const std::string why = testing::invalid_input_message([] { parse_backward_config("kv_m64_n64_w4"); });
   EXPECT_NE(why.find("'kv_m64_n64_w4'"), std::string::npos) << why;
 }

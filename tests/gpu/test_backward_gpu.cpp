@@ -137,7 +137,9 @@ std::vector<backward_case> cases() {
           {"causal_mqa_more_queries_fp16_bshd", shape(2, 4, 1, 300, 100, 64, true, dtype::fp16, layout::bshd)},
           {"one_by_one", shape(3, 2, 2, 1, 1, 64, false)},
           {"ragged_d96_causal", shape(1, 2, 1, 77, 129, 96, true)},
-          {"ragged_fp16_full_d128", shape(1, 2, 2, 130, 67, 128, false, dtype::fp16)}};
+          {"ragged_fp16_full_d128", shape(1, 2, 2, 130, 67, 128, false, dtype::fp16)},
+          {"d256_causal_gqa_split_dkdv", shape(1, 4, 2, 150, 170, 256, true)},
+          {"d192_fp16_split_dkdv", shape(1, 2, 2, 97, 90, 192, false, dtype::fp16)}};
 }
 
 // One problem's inputs, float64 gradients and tolerance, and the device buffers of a run.
@@ -243,7 +245,7 @@ TEST_F(backward_gpu, every_default_variant_matches_the_float64_gradients) {
   int checked = 0;
   for (const backward_case& bc : cases()) {
     const backward_run run(rt(), bc.s, 1234 + checked);
-    for (const backward_config& c : backward_default_configs()) {
+    for (const backward_config& c : backward_default_configs(bc.s)) {
       if (backward_reject(c, bc.s, m_gpu.limits)) continue;
       const loaded_backward b = build(m_cache, c, bc.s);
       const std::string why = run.check(run.run(b));
