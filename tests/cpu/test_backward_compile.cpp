@@ -56,8 +56,9 @@ INSTANTIATE_TEST_SUITE_P(
                       backward_compile_case{"sm_90a", 128, false}, backward_compile_case{"sm_90a", 128, true},
                       backward_compile_case{"sm_90a", 96, true}, backward_compile_case{"sm_90a", 192, false},
                       backward_compile_case{"sm_90a", 256, false}, backward_compile_case{"sm_90a", 256, true},
-                      backward_compile_case{"sm_80", 64, true}, backward_compile_case{"sm_80", 128, false},
-                      backward_compile_case{"sm_80", 256, true}),
+                      backward_compile_case{"sm_80", 64, false}, backward_compile_case{"sm_80", 64, true},
+                      backward_compile_case{"sm_80", 128, false}, backward_compile_case{"sm_80", 128, true},
+                      backward_compile_case{"sm_80", 256, false}, backward_compile_case{"sm_80", 256, true}),
     [](const auto& info) {
       return fmt::format("{}_d{}_{}", info.param.arch, info.param.head_dim, info.param.causal ? "causal" : "full");
     });
