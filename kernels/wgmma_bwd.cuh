@@ -180,14 +180,15 @@ __device__ void wg_bwd_dkdv(const bwd_params& p) {
     wg_fence_operand(x);
     wg_fence_operand(dv);
     wg_hold(pa);
-    if constexpr (!C::DO_DK) return;
+    if constexpr (C::DO_DK) {
 #pragma unroll
-    for (int i = 0; i < M / 2; ++i) x[i] = wg_unpacked<C::BF16, M>(pa, i) * (x[i] - delta[8 * (i / 4) + 2 * t + i % 2]);
-    wg_pack<C::BF16, M>(ds, x);
-    wg_regs_rows<C, M>(dk, ds, q_stage(s));  // dK += dS^T Q
-    wg_wait<0>();
-    wg_fence_operand(dk);
-    wg_hold(ds);
+      for (int i = 0; i < M / 2; ++i) x[i] = wg_unpacked<C::BF16, M>(pa, i) * (x[i] - delta[8 * (i / 4) + 2 * t + i % 2]);
+      wg_pack<C::BF16, M>(ds, x);
+      wg_regs_rows<C, M>(dk, ds, q_stage(s));  // dK += dS^T Q
+      wg_wait<0>();
+      wg_fence_operand(dk);
+      wg_hold(ds);
+    }
   });
 
   const long long out_at = batch * p.kv_batch_stride + kv_head * p.kv_head_stride;

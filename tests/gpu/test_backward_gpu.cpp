@@ -3,8 +3,8 @@
 // MQA, both layouts, both dtypes, causal and not), with FlashAttention's rule: the error at most
 // twice that of the same math done in the input precision, plus a small absolute term. Outputs are
 // poisoned (NaN) before each run, so a gradient never written fails. Reruns are bit-identical, and
-// planted defects (a dropped GQA reduction, a missing dO.O term, an off-by-one causal mask) come out
-// wrong.
+// planted defects (a dropped GQA reduction, a missing dO.O term, off-by-one causal masks, dS without
+// delta; in both families) come out wrong.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -228,7 +228,10 @@ class backward_run {
 };
 
 class backward_gpu : public gpu_test {
- protected:
+ public:
+  using gpu_test::m_cache;
+  using gpu_test::m_gpu;
+  using gpu_test::rt;
   void SetUp() override {
     gpu_test::SetUp();
     if (m_gpu.backend != backend::cuda) GTEST_SKIP() << "the backward runs on CUDA (mma.sync)";
@@ -241,20 +244,14 @@ class backward_gpu : public gpu_test {
   }
 };
 
-TEST_F(backward_gpu, every_default_variant_matches_the_float64_gradients) {
-  int checked = 0;
-  for (const backward_case& bc : cases()) {
-    const backward_run run(rt(), bc.s, 1234 + checked);
-    for (const backward_config& c : backward_default_configs(bc.s)) {
-      if (backward_reject(c, bc.s, m_gpu.limits)) continue;
-      const loaded_backward b = build(m_cache, c, bc.s);
-      const std::string why = run.check(run.run(b));
-      EXPECT_EQ(why, "") << bc.what << " " << describe(bc.s) << " " << name(c);
-      rt().unload_module(b.module);
-      ++checked;
-    }
-  }
-  EXPECT_GE(checked, 30);
+// Every default variant of one family (wgmma: kernels/wgmma_bwd.cuh, else fa2_bwd.cuh) on every case.
+void check_every_variant(backward_gpu& t, bool wgmma, int at_least);
+
+TEST_F(backward_gpu, every_fa2_variant_matches_the_float64_gradients) { check_every_variant(*this, false, 30); }
+
+TEST_F(backward_gpu, every_wgmma_variant_matches_the_float64_gradients) {
+  if (m_gpu.desc.cc_major != 9) GTEST_SKIP() << "the wgmma backward runs on sm_90 only";
+  check_every_variant(*this, true, 30);
 }
 
 TEST_F(backward_gpu, reruns_are_bit_identical) {
@@ -267,35 +264,64 @@ TEST_F(backward_gpu, reruns_are_bit_identical) {
   rt().unload_module(b.module);
 }
 
+void check_every_variant(backward_gpu& t, bool wgmma, int at_least) {
+  int checked = 0, seed = 1234;
+  for (const backward_case& bc : cases()) {
+    const backward_run run(t.rt(), bc.s, seed++);
+    for (const backward_config& c : backward_default_configs(bc.s)) {
+      if (c.wgmma != wgmma || backward_reject(c, bc.s, t.m_gpu.limits)) continue;
+      const loaded_backward b = t.build(t.m_cache, c, bc.s);
+      const std::string why = run.check(run.run(b));
+      EXPECT_EQ(why, "") << bc.what << " " << describe(bc.s) << " " << name(c);
+      t.rt().unload_module(b.module);
+      ++checked;
+    }
+  }
+  EXPECT_GE(checked, at_least);
+}
+
 struct backward_defect {
   const char* name;
-  const char* from;
+  const char* file;  ///< relative to kernels/
+  const char* from;  ///< must occur in the file
   const char* to;
+  const char* config;  ///< the variant it is checked with
 };
 
 TEST_F(backward_gpu, planted_defects_come_out_wrong) {
+  const char* fa2 = "kv_m32_n64_w4_s2-q_m64_n64_w4_s2";
+  const char* wg = "wg_kv_m64_n64_w4_s2-q_m64_n64_w4_s2";
   const backward_defect defects[] = {
-      {"dropped GQA reduction", "steps = per_head * p.group;", "steps = per_head;"},
-      {"missing dO.O term", "if (lane == 0) p.delta[row] = x;", "if (lane == 0) p.delta[row] = 0.f * x;"},
-      {"off-by-one causal mask (dK/dV)", "if (masked && key > m0 + col + offset) x = 0.f;",
-       "if (masked && key > m0 + col + offset + 1) x = 0.f;"},
-      {"off-by-one causal mask (dQ)", "(C::CAUSAL && n > i + offset))) x = 0.f;",
-       "(C::CAUSAL && n > i + offset + 1))) x = 0.f;"},
+      {"dropped GQA reduction", "fa2_bwd.cuh", "count = per_head * p.group;", "count = per_head;", fa2},
+      {"missing dO.O term", "fa2_bwd.cuh", "if (lane == 0) p.delta[row] = x;", "if (lane == 0) p.delta[row] = 0.f * x;", fa2},
+      {"off-by-one causal mask (dK/dV)", "fa2_bwd.cuh", "if (masked && key > m0 + col + offset) x = 0.f;",
+       "if (masked && key > m0 + col + offset + 1) x = 0.f;", fa2},
+      {"off-by-one causal mask (dQ)", "fa2_bwd.cuh", "(C::CAUSAL && n > i + offset))) x = 0.f;",
+       "(C::CAUSAL && n > i + offset + 1))) x = 0.f;", fa2},
+      {"wgmma: off-by-one causal mask (dK/dV)", "wgmma_bwd.cuh", "if (masked && key > m0 + col + offset) v = 0.f;",
+       "if (masked && key > m0 + col + offset + 1) v = 0.f;", wg},
+      {"wgmma: off-by-one causal mask (dQ)", "wgmma_bwd.cuh", "(C::CAUSAL && n > i0 + 8 * h + offset))) pv = 0.f;",
+       "(C::CAUSAL && n > i0 + 8 * h + offset + 1))) pv = 0.f;", wg},
+      {"wgmma: dS^T without delta", "wgmma_bwd.cuh", "(x[i] - delta[8 * (i / 4) + 2 * t + i % 2])",
+       "(x[i] - 0.f * delta[8 * (i / 4) + 2 * t + i % 2])", wg},
   };
   const problem s = shape(1, 4, 2, 150, 150, 64, true);
   const backward_run run(rt(), s, 7);
-  const loaded_backward good = build(m_cache, backward_config{}, s);
-  ASSERT_EQ(run.check(run.run(good)), "") << "the unplanted kernel must pass first";
   for (const backward_defect& d : defects) {
+    const backward_config c = parse_backward_config(d.config);
+    if (backward_reject(c, s, m_gpu.limits)) continue;  // wgmma off sm_90
+    const loaded_backward good = build(m_cache, c, s);
+    ASSERT_EQ(run.check(run.run(good)), "") << d.config << ": the unplanted kernel must pass first";
+    rt().unload_module(good.module);
     auto files = m_cache.kernels().files();
     bool found = false;
     for (auto& f : files)
-      if (f.name == "fa2_bwd.cuh" && f.text.find(d.from) != std::string::npos)
+      if (f.name == d.file && f.text.find(d.from) != std::string::npos)
         f.text.replace(f.text.find(d.from), std::string(d.from).size(), d.to), found = true;
-    ASSERT_TRUE(found) << d.name << ": the anchor is gone from fa2_bwd.cuh";
+    ASSERT_TRUE(found) << d.name << ": the anchor is gone from " << d.file;
     const temp_dir dir("attn-tune-backward-planted");
     const compile_cache planted(dir.path().string(), kernel_sources::from_files(files, "planted"));
-    const loaded_backward b = build(planted, backward_config{}, s);
+    const loaded_backward b = build(planted, c, s);
     EXPECT_NE(run.check(run.run(b)), "") << d.name << " passed the check";
     rt().unload_module(b.module);
   }
