@@ -9,6 +9,7 @@
 #include "codegen/cache.hpp"
 #include "codegen/compile_pool.hpp"
 #include "codegen/nvrtc.hpp"
+#include "../backward_defects.hpp"
 #include "invalid_input_message.hpp"
 #include "temp_dir.hpp"
 
@@ -96,6 +97,31 @@ TEST(backward_config, refuses_what_it_does_not_take_naming_it) {
   wg.kv_block_n = 32;
   EXPECT_NE(backward_reject(wg, backward_problem(64, false), limits).value_or("").find("64 keys"), std::string::npos);
   EXPECT_EQ(name(parse_backward_config("wg_kv_m64_n128_w8_s2-q_m64_n64_w4_s2")), "wg_kv_m64_n128_w8_s2-q_m64_n64_w4_s2");
+}
+
+TEST(backward_planted_defects, each_anchor_is_there_once_and_the_planted_kernels_compile) {
+  const problem s = [] {
+    problem p = backward_problem(64, true);
+    p.batch = 1, p.heads = 4, p.kv_heads = 2, p.q_len = p.kv_len = 150;
+    return p;
+  }();
+  const kernel_sources embedded = kernel_sources::embedded();
+  for (const auto& d : testing::backward_defects()) {
+    auto files = embedded.files();
+    int found = 0;
+    for (auto& f : files) {
+      if (f.name != d.file) continue;
+      for (size_t at = f.text.find(d.from); at != std::string::npos; at = f.text.find(d.from, at + 1)) ++found;
+      if (found == 1) f.text.replace(f.text.find(d.from), std::string(d.from).size(), d.to);
+    }
+    ASSERT_EQ(found, 1) << d.name << ": its anchor must occur once in " << d.file;
+    const temp_dir dir("attn-tune-backward-planted");
+    const compile_cache planted(dir.path().string(), kernel_sources::from_files(files, "planted"));
+    const backward_config c = parse_backward_config(d.config);
+    ASSERT_FALSE(backward_reject(c, s, limits_for_arch("sm_90a"))) << d.config;
+    const cached_compile r = compile_with_cache(planted, backward_instantiation(c, s), "sm_90a", backward_compile_options());
+    EXPECT_TRUE(r.result.ok) << d.name << ":\n" << r.result.log;
+  }
 }
 
 }  // namespace

@@ -16,6 +16,7 @@
 #include "codegen/backward.hpp"
 #include "codegen/compile_pool.hpp"
 #include "core/numeric.hpp"
+#include "../backward_defects.hpp"
 #include "gpu_fixture.hpp"
 #include "../cpu/temp_dir.hpp"
 #include "verify/cpu_gradients.hpp"
@@ -280,34 +281,10 @@ void check_every_variant(backward_gpu& t, bool wgmma, int at_least) {
   EXPECT_GE(checked, at_least);
 }
 
-struct backward_defect {
-  const char* name;
-  const char* file;  ///< relative to kernels/
-  const char* from;  ///< must occur in the file
-  const char* to;
-  const char* config;  ///< the variant it is checked with
-};
-
 TEST_F(backward_gpu, planted_defects_come_out_wrong) {
-  const char* fa2 = "kv_m32_n64_w4_s2-q_m64_n64_w4_s2";
-  const char* wg = "wg_kv_m64_n64_w4_s2-q_m64_n64_w4_s2";
-  const backward_defect defects[] = {
-      {"dropped GQA reduction", "fa2_bwd.cuh", "count = per_head * p.group;", "count = per_head;", fa2},
-      {"missing dO.O term", "fa2_bwd.cuh", "if (lane == 0) p.delta[row] = x;", "if (lane == 0) p.delta[row] = 0.f * x;", fa2},
-      {"off-by-one causal mask (dK/dV)", "fa2_bwd.cuh", "if (masked && key > m0 + col + offset) x = 0.f;",
-       "if (masked && key > m0 + col + offset + 1) x = 0.f;", fa2},
-      {"off-by-one causal mask (dQ)", "fa2_bwd.cuh", "(C::CAUSAL && n > i + offset))) x = 0.f;",
-       "(C::CAUSAL && n > i + offset + 1))) x = 0.f;", fa2},
-      {"wgmma: off-by-one causal mask (dK/dV)", "wgmma_bwd.cuh", "if (masked && key > m0 + col + offset) v = 0.f;",
-       "if (masked && key > m0 + col + offset + 1) v = 0.f;", wg},
-      {"wgmma: off-by-one causal mask (dQ)", "wgmma_bwd.cuh", "(C::CAUSAL && n > i0 + 8 * h + offset))) pv = 0.f;",
-       "(C::CAUSAL && n > i0 + 8 * h + offset + 1))) pv = 0.f;", wg},
-      {"wgmma: dS^T without delta", "wgmma_bwd.cuh", "(x[i] - delta[8 * (i / 4) + 2 * t + i % 2])",
-       "(x[i] - 0.f * delta[8 * (i / 4) + 2 * t + i % 2])", wg},
-  };
   const problem s = shape(1, 4, 2, 150, 150, 64, true);
   const backward_run run(rt(), s, 7);
-  for (const backward_defect& d : defects) {
+  for (const testing::backward_defect& d : testing::backward_defects()) {
     const backward_config c = parse_backward_config(d.config);
     if (backward_reject(c, s, m_gpu.limits)) continue;  // wgmma off sm_90
     const loaded_backward good = build(m_cache, c, s);

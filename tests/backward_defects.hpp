@@ -1,0 +1,38 @@
+#pragma once
+// The backward kernels' planted defects (issue 22): each one text substitution in a copy of kernels/.
+// The GPU test (tests/gpu/test_backward_gpu.cpp) checks that each comes out wrong; the CPU test
+// (tests/cpu/test_backward_compile.cpp) that each anchor is still there, once, and that the planted
+// source still compiles, so a refactor cannot quietly retire one.
+#include <vector>
+
+namespace attn::testing {
+
+struct backward_defect {
+  const char* name;
+  const char* file;    ///< relative to kernels/
+  const char* from;    ///< occurs once in the file
+  const char* to;
+  const char* config;  ///< the variant it is checked with (codegen/backward.hpp's name)
+};
+
+inline const std::vector<backward_defect>& backward_defects() {
+  static const char* fa2 = "kv_m32_n64_w4_s2-q_m64_n64_w4_s2";
+  static const char* wg = "wg_kv_m64_n64_w4_s2-q_m64_n64_w4_s2";
+  static const std::vector<backward_defect> all = {
+      {"dropped GQA reduction", "fa2_bwd.cuh", "count = per_head * p.group;", "count = per_head;", fa2},
+      {"missing dO.O term", "fa2_bwd.cuh", "if (lane == 0) p.delta[row] = x;", "if (lane == 0) p.delta[row] = 0.f * x;", fa2},
+      {"off-by-one causal mask (dK/dV)", "fa2_bwd.cuh", "if (masked && key > m0 + col + offset) x = 0.f;",
+       "if (masked && key > m0 + col + offset + 1) x = 0.f;", fa2},
+      {"off-by-one causal mask (dQ)", "fa2_bwd.cuh", "(C::CAUSAL && n > i + offset))) x = 0.f;",
+       "(C::CAUSAL && n > i + offset + 1))) x = 0.f;", fa2},
+      {"wgmma: off-by-one causal mask (dK/dV)", "wgmma_bwd.cuh", "if (masked && key > m0 + col + offset) v = 0.f;",
+       "if (masked && key > m0 + col + offset + 1) v = 0.f;", wg},
+      {"wgmma: off-by-one causal mask (dQ)", "wgmma_bwd.cuh", "(C::CAUSAL && n > i0 + 8 * h + offset))) pv = 0.f;",
+       "(C::CAUSAL && n > i0 + 8 * h + offset + 1))) pv = 0.f;", wg},
+      {"wgmma: dS^T without delta", "wgmma_bwd.cuh", "(x[i] - delta[8 * (i / 4) + 2 * t + i % 2])",
+       "(x[i] - 0.f * delta[8 * (i / 4) + 2 * t + i % 2])", wg},
+  };
+  return all;
+}
+
+}  // namespace attn::testing
