@@ -335,8 +335,8 @@ def read_sweep(path):
     """A sweep file's rows as Shapes, read as the tool reads it (src/sweep/sweep_file.cpp): '#' lines
     (after blanks too) are comments; name,B,H,kv_heads,N,kv_len,D,causal,dtype,layout, where a blank
     kv_heads is H, kv_len N, dtype bf16, layout bhsd (bshd with seqlens), causal 0; the window,
-    softcap, dv and seqlens columns as the words; a row with kv_seqlens, page_size or kv_lens other
-    than their defaults is read with its refusal, which parse_args raises when it is selected."""
+    softcap, dv and seqlens columns as the words; a row with kv_seqlens, page_size, kv_lens or pass
+    other than their defaults is read with its refusal, which parse_args raises when it is selected."""
     try:
         with open(path, newline="") as f:
             numbered = [(i + 1, line) for i, line in enumerate(f) if line.strip() and not line.lstrip().startswith("#")]
@@ -363,6 +363,9 @@ def read_sweep(path):
                         "K/V cache and cross-attention packed batches are the tool's own: bench/decode.py)"
                         for column, empty in (("kv_seqlens", ""), ("page_size", "0"), ("kv_lens", ""))
                         if (get(column) or empty) != empty), "")
+        if not refusal and (get("pass") or "fwd") != "fwd":  # the peers are timed on the forward only
+            refusal = (f"{where}: column 'pass': '{get('pass')}' is not timed here (the peers are timed on the "
+                       "forward pass, pass fwd)")
         seqlens = get("seqlens")
         if seqlens and not variant_word(f"seqlens:{seqlens}"):
             raise BadInput(f"{where}: column 'seqlens': '{seqlens}' is not L1/L2/... or uniform:LO:HI")

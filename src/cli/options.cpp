@@ -100,6 +100,7 @@ std::string default_out_path(const std::string& device_name, const problem& s) {
   if (has_value_dim(s)) variant += fmt::format("-dv{}", value_dim(s));
   // A packed batch's lengths may be long: a digest of them names the file.
   if (is_varlen(s)) variant += fmt::format("-varlen{:08x}", xxh3_64(s.seqlens + "|" + s.kv_seqlens) & 0xffffffffu);
+  if (has_backward(s)) variant += "-" + to_string(s.pass);  // nothing for the forward: its names stay
   return fmt::format("results/{}-{}x{}x{}x{}x{}-{}-{}{}{}.csv", device_slug(device_name),
                      s.batch, s.heads, s.q_len, s.kv_len, s.head_dim, to_string(s.dtype),
                      to_string(s.layout), s.causal ? "-causal" : "", variant);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 namespace attn {
 
@@ -106,6 +107,11 @@ constexpr problem_field varlen_field(problem_field f) {
   return f;
 }
 
+constexpr problem_field pass_field(problem_field f) {
+  f.since_schema = pass_schema;
+  return f;
+}
+
 // A real number's text: the shortest that reads back to the same double ("50", "30.5").
 std::string real_text(double value) { return fmt::format("{}", value); }
 
@@ -187,6 +193,11 @@ constexpr std::array<problem_field, problem_field_count> field_list{{
      [](const problem& p) { return p.kv_seqlens; },
      [](problem& p, std::string_view t) { p.kv_seqlens = lengths_text("kv_seqlens", t); },
      [](const problem& p) { return p.kv_seqlens.empty() ? field_tag{} : field_tag{"kv_seqlens=" + p.kv_seqlens}; }}),
+    // Nothing in describe() for the forward: every name from before the field stays the same.
+    pass_field({"pass", "pass", field_type::text, 8, false, false, -1,
+     [](const problem& p) { return to_string(p.pass); },
+     [](problem& p, std::string_view t) { p.pass = parse_pass(std::string(t)); },
+     [](const problem& p) { return has_backward(p) ? field_tag{to_string(p.pass)} : field_tag{}; }}),
 }};
 // clang-format on
 
@@ -217,8 +228,10 @@ problem parse_problem_key(std::string_view key) {
     }
     seen[i] = true;
   }
+  // A key written before the pass field lacks it (and any field after it): it reads with the default.
   for (size_t i = 0; i < problem_field_count; ++i)
-    if (!seen[i]) throw invalid_input(fmt::format("invalid problem '{}': no {}", key, problem_fields()[i].name));
+    if (!seen[i] && problem_fields()[i].since_schema < pass_schema)
+      throw invalid_input(fmt::format("invalid problem '{}': no {}", key, problem_fields()[i].name));
   try {
     validate(p);
   } catch (const invalid_input& e) {
@@ -254,6 +267,15 @@ std::string to_string(layout l) {
   throw std::logic_error("to_string: unknown layout");
 }
 
+std::string to_string(attention_pass p) {
+  switch (p) {
+    case attention_pass::fwd: return "fwd";
+    case attention_pass::bwd: return "bwd";
+    case attention_pass::fwdbwd: return "fwdbwd";
+  }
+  throw std::logic_error("to_string: unknown attention pass");
+}
+
 dtype parse_dtype(const std::string& text) {
   if (text == "bf16") return dtype::bf16;
   if (text == "fp16") return dtype::fp16;
@@ -264,6 +286,12 @@ layout parse_layout(const std::string& text) {
   if (text == "bhsd") return layout::bhsd;
   if (text == "bshd") return layout::bshd;
   throw invalid_input(fmt::format("invalid layout '{}': expected bhsd or bshd", text));
+}
+
+attention_pass parse_pass(const std::string& text) {
+  for (attention_pass p : {attention_pass::fwd, attention_pass::bwd, attention_pass::fwdbwd})
+    if (text == to_string(p)) return p;
+  throw invalid_input(fmt::format("invalid pass '{}': expected fwd, bwd or fwdbwd", text));
 }
 
 problem parse_shape(const std::string& text) {
@@ -316,13 +344,15 @@ void validate(const problem& s) {
     throw invalid_input(fmt::format("page size {} is not 0 (contiguous K/V) or a power of two in [1, {}]",
                                     s.page_size, max_page_size));
   // The largest byte count derived from a shape is the materialized score matrix; if that and
-  // the largest tensor fit in int64, every formula in this file does too.
+  // the largest tensor fit in int64, every formula in this file does too. A backward's moved bytes
+  // sum a dozen tensors (and the LSE and delta): under 32 times the largest one's elements.
   const int64_t max_len = std::max(s.q_len, s.kv_len);
   int64_t scores = 0, tensor = 0;
   bool fits = multiply(s.batch, s.heads, scores) && multiply(scores, s.q_len, scores) &&
               multiply(scores, s.kv_len, scores) && multiply(scores, 8, scores) &&
               multiply(s.batch, s.heads, tensor) && multiply(tensor, max_len, tensor) &&
-              multiply(tensor, std::max(s.head_dim, value_dim(s)), tensor) && multiply(tensor, 8, tensor);
+              multiply(tensor, std::max(s.head_dim, value_dim(s)), tensor) &&
+              multiply(tensor, has_backward(s) ? 32 : 8, tensor);
   if (!fits) throw invalid_input(fmt::format("shape {} is too large", describe(s)));
   for (const auto& [side, n] : {std::pair{"left", s.window_left}, std::pair{"right", s.window_right}})
     if (n < -1)
@@ -368,6 +398,21 @@ void validate(const problem& s) {
         throw invalid_input(fmt::format("kv_seqlens '{}' has no keys: every sequence's keys are empty", s.kv_seqlens));
     }
   }
+}
+
+std::optional<std::string> backward_refusal(const problem& p) {
+  if (!has_backward(p)) return std::nullopt;
+  std::vector<std::string> what;
+  if (has_window(p))
+    what.push_back(fmt::format("a sliding window (window_left {}, window_right {})", p.window_left, p.window_right));
+  if (has_softcap(p)) what.push_back(fmt::format("softcap {}", real_text(p.softcap)));
+  if (has_value_dim(p)) what.push_back(fmt::format("dv {} != head dim {}", value_dim(p), p.head_dim));
+  if (has_kv_lens(p)) what.push_back(fmt::format("per-sequence K/V lengths (kv_lens '{}')", p.kv_lens));
+  if (p.page_size > 0) what.push_back(fmt::format("a paged K/V cache (page_size {})", p.page_size));
+  if (is_varlen(p)) what.push_back(fmt::format("a packed batch (seqlens '{}')", p.seqlens));
+  if (p.head_dim % 8 != 0) what.push_back(fmt::format("head dim {} (not a multiple of 8)", p.head_dim));
+  if (what.empty()) return std::nullopt;
+  return fmt::format("pass {}: the backward does not take {} yet", to_string(p.pass), fmt::join(what, ", "));
 }
 
 std::string describe(const problem& s) {
@@ -557,7 +602,10 @@ int64_t visible_keys(const problem& p, int64_t q_len, int64_t kv_len) {
   return std::min(kv_len, last + c2) - std::max<int64_t>(0, first + c1);
 }
 
-double attention_flops(const problem& s) {
+namespace {
+
+// The forward's count (attention_flops' rules); the backward's is a multiple of it.
+double forward_flops(const problem& s) {
   // In double from the start: the integer product overflows int64 for long sequences. Per (query,
   // key) pair: 2 D for Q K^T and 2 dv for P V (4 D when dv = d).
   const double per_pair = 2.0 * static_cast<double>(s.head_dim + value_dim(s));
@@ -570,6 +618,20 @@ double attention_flops(const problem& s) {
   const double flops =
       per_pair * heads * per_sequence_sum<double>(s, [](int64_t q, int64_t n) { return double(q) * double(n); });
   return s.causal ? flops / 2 : flops;
+}
+
+}  // namespace
+
+double attention_flops(const problem& s) {
+  // FlashAttention's convention (its benchmarks' flops(..., mode="bwd")): the backward's five
+  // matrix products (S = Q K^T recomputed, dV = P^T dO, dP = dO V^T, dQ = dS K, dK = dS^T Q) are
+  // counted as 2.5 times the forward's two.
+  switch (s.pass) {
+    case attention_pass::fwd: return forward_flops(s);
+    case attention_pass::bwd: return 2.5 * forward_flops(s);
+    case attention_pass::fwdbwd: return 3.5 * forward_flops(s);
+  }
+  throw std::logic_error("attention_flops: unknown attention pass");
 }
 
 double tflops(const problem& s, double milliseconds) {
@@ -619,8 +681,33 @@ int64_t materialized_extra_bytes(const problem& s) {
 
 int64_t lse_bytes(const problem& s) { return q_rows(s) * s.heads * 4; }
 
-int64_t moved_bytes(const problem& s) {
+namespace {
+
+// Q, K and V read; O and its LSE written.
+int64_t forward_bytes(const problem& s) {
   return q_bytes(s) + o_bytes(s) + kv_read_bytes(s) + v_read_bytes(s) + lse_bytes(s);
+}
+
+// Read: Q, K and V (the keys some query sees), O and dO (for delta = rowsum(dO * O)), the forward's
+// LSE. Written: dQ, and dK and dV whole (as allocated: a key no query sees gets a zero gradient,
+// which is written too). delta, 4 bytes a query row and head like the LSE, is written by the
+// preprocessing and read again by the gradients' kernel.
+int64_t backward_bytes(const problem& s) {
+  const int64_t read = q_bytes(s) + kv_read_bytes(s) + v_read_bytes(s) + 2 * o_bytes(s) + lse_bytes(s);
+  const int64_t written = q_bytes(s) + kv_bytes(s) + v_bytes(s);
+  const int64_t delta = 2 * lse_bytes(s);
+  return read + written + delta;
+}
+
+}  // namespace
+
+int64_t moved_bytes(const problem& s) {
+  switch (s.pass) {
+    case attention_pass::fwd: return forward_bytes(s);
+    case attention_pass::bwd: return backward_bytes(s);
+    case attention_pass::fwdbwd: return forward_bytes(s) + backward_bytes(s);
+  }
+  throw std::logic_error("moved_bytes: unknown attention pass");
 }
 
 int64_t element_offset(layout l, int64_t h_count, int64_t n, int64_t d, int64_t b, int64_t h,

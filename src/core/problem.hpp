@@ -8,6 +8,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -22,6 +23,9 @@ struct invalid_input : std::runtime_error {
 
 enum class dtype { bf16, fp16 };
 enum class layout { bhsd, bshd };  ///< [B,H,N,D] (default) or [B,N,H,D]
+/// Which attention pass is tuned: the forward (O and its LSE), the backward (dQ, dK, dV from dO,
+/// O and the LSE), or both (their times summed).
+enum class attention_pass { fwd, bwd, fwdbwd };
 
 struct problem {
   int64_t batch = 1;
@@ -62,6 +66,9 @@ struct problem {
   /// The keys' lengths of a packed batch (cu_seqlens_k), each in [0, kv_len]; "" = seqlens (self-
   /// attention: kv_len = q_len). Only with seqlens.
   std::string kv_seqlens;
+  /// The pass tuned (fwd: the forward, as before the field; bwd: the backward; fwdbwd: both, their
+  /// times summed). What a backward cannot run yet: backward_refusal().
+  attention_pass pass = attention_pass::fwd;
 
   bool operator==(const problem&) const = default;
 };
@@ -107,13 +114,16 @@ struct problem_field {
 inline constexpr int value_dim_schema = 8;
 /// The first schema with seqlens and kv_seqlens (packed variable-length batches).
 inline constexpr int varlen_schema = 9;
+/// The first schema with pass (fwd, bwd, fwdbwd); files, sweep files, databases and problem keys
+/// without it read as fwd.
+inline constexpr int pass_schema = 10;
 
 /// Whether every file has the field's column (it dates from first_field_schema).
 inline bool in_first_schema(const problem_field& f) { return f.since_schema <= first_field_schema; }
 
-inline constexpr size_t problem_field_count = 17;
+inline constexpr size_t problem_field_count = 18;
 /// How many of them have an export_key (the export's readers need the count at compile time).
-inline constexpr size_t export_key_field_count = 7;
+inline constexpr size_t export_key_field_count = 8;
 /// Every field, in the order files list them.
 const std::array<problem_field, problem_field_count>& problem_fields();
 
@@ -158,15 +168,20 @@ int64_t pages_per_sequence(const problem& p);
 
 /// "batch=4,heads=32,kv_heads=8,...": every field, stable, read back by parse_problem_key.
 std::string problem_key(const problem& p);
-/// Throws invalid_input naming the key and the bad or missing field; validates the problem.
+/// Throws invalid_input naming the key and the bad or missing field; validates the problem. A field
+/// from pass_schema on may be left out (a key written before it): it takes its default (pass fwd).
 problem parse_problem_key(std::string_view key);
 size_t hash_value(const problem& p);
 
 int element_size(dtype t);
 std::string to_string(dtype t);  ///< "bf16" / "fp16"
 std::string to_string(layout l);  ///< "bhsd" / "bshd"
+std::string to_string(attention_pass p);  ///< "fwd" / "bwd" / "fwdbwd"
 dtype parse_dtype(const std::string& text);  ///< throws invalid_input naming the text
 layout parse_layout(const std::string& text);
+attention_pass parse_pass(const std::string& text);  ///< throws invalid_input naming the text
+/// Whether the pass includes the backward (bwd or fwdbwd).
+inline bool has_backward(const problem& p) { return p.pass != attention_pass::fwd; }
 
 /// Parses "B,H,N,D" into batch, heads (= kv_heads), q_len (= kv_len), head_dim.
 problem parse_shape(const std::string& text);
@@ -175,13 +190,22 @@ problem parse_shape(const std::string& text);
 /// multiple of 16: problem_refusal), a page size not accepted, kv_lens that do not parse, do not
 /// give B lengths or exceed kv_len, a head_dim_v not 0 or in [32, 256], or equal to head_dim (give 0).
 void validate(const problem& s);
-/// "B4 H32 N4096 D128 bf16 bhsd causal"; shows "/kv" and "xNkv" only when they differ.
+/// Why a backward (pass bwd or fwdbwd) cannot run this problem yet, naming the values: a sliding
+/// window, softcap, dv != d, kv_lens, a paged cache, a packed batch (seqlens), a head dim that is
+/// not a multiple of 8. nullopt for a forward problem and for a backward it takes. validate()
+/// accepts every pass: the tool asks this where it would run a backward.
+std::optional<std::string> backward_refusal(const problem& p);
+/// "B4 H32 N4096 D128 bf16 bhsd causal"; shows "/kv" and "xNkv" only when they differ, and the pass
+/// only when it is not fwd ("... causal bwd").
 std::string describe(const problem& s);
 
 /// 4*B*H*Nq*Nkv*D, halved when causal (FlashAttention/Triton convention); with kv_lens, each
 /// sequence's own length in place of Nkv. With a sliding window, 4*H*D times the visible (query,
 /// key) pairs of every sequence, counted exactly (no halving: a causal window counts its pairs).
 /// With dv != d, 2*(D + dv) in place of 4*D (Q K^T over D, P V over dv).
+/// That is the forward's count. The backward counts 2.5 times it (FlashAttention's convention: five
+/// matrix products, Q K^T again, dV, dP, dQ and dK, to the forward's two), so pass bwd is 2.5x and
+/// fwdbwd 3.5x the forward's count, after every rule above (causal halving, windows, dv, lengths).
 double attention_flops(const problem& s);
 double tflops(const problem& s, double milliseconds);
 
@@ -203,8 +227,13 @@ int64_t visible_keys(const problem& p, int64_t q_len, int64_t kv_len);
 int64_t materialized_extra_bytes(const problem& s);
 /// What the fused kernel needs beyond Q, K, V and O: its LSE, B*H*Nq*4.
 int64_t lse_bytes(const problem& s);
-/// The memory one forward call moves at the least: Q, K and V read, O and its LSE written
-/// (q_bytes + o_bytes + kv_read_bytes + v_read_bytes + lse_bytes; K and V have kv_heads heads, each sequence its own length).
+/// The memory one call of the problem's pass moves at the least. The forward: Q, K and V read, O and
+/// its LSE written (q_bytes + o_bytes + kv_read_bytes + v_read_bytes + lse_bytes; K and V have
+/// kv_heads heads, each sequence its own length). The backward: Q, K, V, O and dO read, dQ, dK and
+/// dV written (dK and dV whole, as allocated: a key no query sees gets a zero gradient), the LSE
+/// read, and delta (rowsum(dO * O), 4 bytes a query row and head) written and read again:
+/// 2 q_bytes + 2 o_bytes + kv_read_bytes + v_read_bytes + kv_bytes + v_bytes + 3 lse_bytes.
+/// fwdbwd: the forward's and the backward's.
 int64_t moved_bytes(const problem& s);
 
 /// Element offset of (b, h, i, 0) for a tensor with `h_count` heads and `n` rows in layout l.

@@ -16,8 +16,10 @@ namespace attn {
 // then the decode fields "page_size" and "kv_lens" after them (problem_fields(): since_schema 6).
 // Version 3, 4 and 5 files are still read (their inputs were standard normal before 5; the columns
 // added since read as 0 and burst, their problems contiguous with one K/V length); 7: the variant
-// fields "window_left", "window_right", "softcap" at the end; 8: "head_dim_v" (dv) at the end.
-constexpr int csv_schema_version = 9;
+// fields "window_left", "window_right", "softcap" at the end; 8: "head_dim_v" (dv) at the end;
+// 9: "seqlens" and "kv_seqlens" (a packed batch) at the end; 10: "pass" (fwd, bwd or fwdbwd) at the
+// end (an older file's rows read as fwd).
+constexpr int csv_schema_version = 10;
 /// The columns before version 4, written before the "#end" line existed: read with a warning.
 constexpr int csv_schema_version_without_end_line = 3;
 

@@ -17,14 +17,14 @@ void append(std::string& key, const T& value) {
 
 std::string plan_key(const problem& s, const attn_k::fwd_params& params, const void* stream, bool capturing) {
   // A new field of attn::problem changes its size: it must be appended below too (a field left
-  // out would let two problems that differ in it share a plan).
-  static_assert(sizeof(problem) == 104 + 3 * sizeof(std::string), "attn::problem has a new field: append it to plan_key");
+  // out would let two problems that differ in it share a plan). The 8: pass (an enum, padded).
+  static_assert(sizeof(problem) == 104 + 3 * sizeof(std::string) + 8, "attn::problem has a new field: append it to plan_key");
   // fwd_params has no padding (its bytes are the key); a new field must keep it so.
   static_assert(sizeof(attn_k::fwd_params) == 256, "attn_k::fwd_params changed: check that plan_key still sees "
                                                    "every byte of it (no padding)");
   std::string key;
   key.reserve(13 * sizeof(int64_t) + s.kv_lens.size() + s.seqlens.size() + s.kv_seqlens.size() + 4 + sizeof params +
-              sizeof stream + 1);
+              sizeof stream + 2);
   for (int64_t v : {s.batch, s.heads, s.kv_heads, s.q_len, s.kv_len, s.head_dim, s.page_size, s.window_left,
                     s.window_right, s.head_dim_v})
     append(key, v);
@@ -32,6 +32,7 @@ std::string plan_key(const problem& s, const attn_k::fwd_params& params, const v
   key += static_cast<char>(s.causal);
   key += static_cast<char>(s.dtype);
   key += static_cast<char>(s.layout);
+  key += static_cast<char>(s.pass);
   append(key, static_cast<int64_t>(s.kv_lens.size()));
   key += s.kv_lens;
   for (const std::string* text : {&s.seqlens, &s.kv_seqlens}) {

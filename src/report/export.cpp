@@ -187,8 +187,8 @@ std::string cpp_escaped(const std::string& text) {
 // The header's pieces for the key fields: each field's member of `entry`, its value in a row and
 // in the end marker, lookup()'s parameter, its test, and its part of the warning.
 // older: the lookups of the key fields as they stood before the later ones (the first fields;
-// then a window and softcap), which pass the later fields' defaults, so code written against an
-// older header keeps its meaning.
+// then a window and softcap; then dv; then the pass), which pass the later fields' defaults, so
+// code written against an older header keeps its meaning.
 struct header_parts {
   std::string members, end_values, parameters, arguments, tests, warn_format, warn_arguments;
   std::string older;
@@ -202,6 +202,14 @@ const char* cpp_type(field_type t) {
     case field_type::integer: break;
   }
   return "int";
+}
+
+// A key field's value in p as a C++ literal: "bf16" (escaped), true, 128.
+std::string cpp_literal(const problem_field& f, const problem& p) {
+  const std::string text = f.get(p);
+  return f.type == field_type::text   ? fmt::format("\"{}\"", cpp_escaped(text))
+         : f.type == field_type::flag ? std::string(text == "1" ? "true" : "false")
+                                      : text;
 }
 
 header_parts key_parts() {
@@ -232,7 +240,7 @@ header_parts key_parts() {
         parameters += fmt::format("{} {}, ", cpp_type(f->type), f->name);
         arguments += fmt::format("{}, ", f->name);
       } else {
-        arguments += f->get(problem{}) + ", ";
+        arguments += cpp_literal(*f, problem{}) + ", ";
         defaults += fmt::format("{}{} {}", defaults.empty() ? "" : ", ", f->name, f->get(problem{}));
       }
     }
@@ -258,12 +266,7 @@ inline config lookup(const char* device, int cc_major, int cc_minor, int sm_coun
 
 std::string row_values(const export_entry& e) {
   std::string out;
-  for (const problem_field* f : export_key_fields()) {
-    const std::string text = f->get(e.key);
-    out += f->type == field_type::text   ? fmt::format("\"{}\", ", cpp_escaped(text))
-           : f->type == field_type::flag ? std::string(text == "1" ? "true, " : "false, ")
-                                         : text + ", ";
-  }
+  for (const problem_field* f : export_key_fields()) out += cpp_literal(*f, e.key) + ", ";
   return out;
 }
 

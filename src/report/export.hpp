@@ -1,7 +1,8 @@
 #pragma once
 // Tuned configs as a lookup table for a runtime's kernel dispatcher: keyed by device (name,
 // compute capability, SM count), the problem's export-key fields (core/problem.hpp: dtype, head
-// dim, causal) and the sequence-length bucket, with a documented fallback for anything not tuned.
+// dim, causal, the window, softcap, dv, the pass) and the sequence-length buckets, with a
+// documented fallback for anything not tuned.
 // Formats: csv, json, and a self-contained C++ header with lookup().
 #include <cstdint>
 #include <string>

@@ -180,11 +180,13 @@ class sweeps(unittest.TestCase):
                                            "u,2,4,,512,,64,0,,bshd,uniform:1:512,,,\n"))
         self.assertEqual(rows[0], Shape(3, 4, 4, 512, 512, 64, True, layout="bshd", name="p", seqlens="512/0/77"))
         self.assertEqual(rows[1].seqlens, "uniform:1:512")
-        for body, message in [("a,3,4,,512,,64,0,,,512/0/77,1/1/1,,\n", r"column 'kv_seqlens': '1/1/1' is not timed"),
-                              ("a,1,4,,512,,64,0,,,,,64,\n", r"column 'page_size': '64' is not timed"),
-                              ("a,1,4,,512,,64,0,,,,,,100\n", r"column 'kv_lens': '100' is not timed")]:
+        with_pass = header[:-1] + ",pass\n"
+        for body, message in [("a,3,4,,512,,64,0,,,512/0/77,1/1/1,,,\n", r"column 'kv_seqlens': '1/1/1' is not timed"),
+                              ("a,1,4,,512,,64,0,,,,,64,,\n", r"column 'page_size': '64' is not timed"),
+                              ("a,1,4,,512,,64,0,,,,,,100,\n", r"column 'kv_lens': '100' is not timed"),
+                              ("a,1,4,,512,,64,0,,,,,,,bwd\n", r"column 'pass': 'bwd' is not timed")]:
             with self.subTest(body=body):
-                path = self.write(header + "d,1,4,,512,,64,0,,,,,,\n" + body)
+                path = self.write(with_pass + "d,1,4,,512,,64,0,,,,,,,fwd\n" + body)
                 self.assertRegex(peers.read_sweep(path)[1].refusal, message)
                 self.assertEqual(peers.parse_args(["--sweep", path, "--rows", "0", "--table", path, "--out", path + ".out"]).shape_list[0].name, "d")
                 with self.assertRaisesRegex(BadInput, message + r".*--rows picks the others"):

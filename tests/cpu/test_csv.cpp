@@ -218,7 +218,7 @@ TEST(csv, columns_are_the_documented_ones) {
       "noise", "measured", "sm_clock_before_mhz", "sm_clock_after_mhz", "temperature_c", "power_w",
       "throttle", "tied", "inputs", "bound", "gbps", "copy_fraction", "copy_gbps",
       "joules_per_call", "tflops_per_watt", "regime", "settle_ms", "page_size", "kv_lens",
-      "window_left", "window_right", "softcap", "head_dim_v", "seqlens", "kv_seqlens"};
+      "window_left", "window_right", "softcap", "head_dim_v", "seqlens", "kv_seqlens", "pass"};
   // clang-format on
   EXPECT_EQ(csv_columns(), expected);
 }
@@ -244,8 +244,9 @@ TEST(csv, row_format) {
   EXPECT_NE(row.find(",1,normal,naive,"), std::string::npos) << row;  // (schema 5) inputs, bound
   r.copy_fraction = 0.75, r.tflops_per_watt = 1.25;
   // (schema 6) gbps, copy_fraction, copy_gbps, joules_per_call, tflops_per_watt, regime, settle_ms,
-  // page_size, kv_lens; (schema 7) window_left, window_right, softcap; (schema 8) head_dim_v; (schema 9) seqlens, kv_seqlens
-  const std::string rates = csv_row(r), tail = ",naive,3141.5,0.75,4267.25,0.7,1.25,burst,212.5,0,,-1,-1,0,0,,";
+  // page_size, kv_lens; (schema 7) window_left, window_right, softcap; (schema 8) head_dim_v; (schema 9) seqlens,
+  // kv_seqlens; (schema 10) pass
+  const std::string rates = csv_row(r), tail = ",naive,3141.5,0.75,4267.25,0.7,1.25,burst,212.5,0,,-1,-1,0,0,,,fwd";
   EXPECT_EQ(rates.substr(rates.size() - tail.size()), tail) << rates;
   EXPECT_NE(row.find(",bf16,bshd,0,m128_n64_w4_s2,128,64,4,2,"), std::string::npos) << row;
   EXPECT_NE(row.find(",\"a,b\","), std::string::npos) << row;

@@ -116,7 +116,7 @@ std::string schema_3_text(const std::string& current_text, size_t lines) {
     size_t cut = 0;
     for (size_t k = 0; k < keep; ++k) cut = line.find(',', cut) + 1;
     line.resize(cut - 1);
-    if (!out.empty()) line[0] = '3';
+    if (!out.empty()) line = "3" + line.substr(line.find(','));  // the version, of one digit or more
     out += line + "\n";
   }
   return out;
@@ -145,7 +145,7 @@ TEST(csv_end_line, a_header_alone_is_refused) {
   std::string rows_as_3 = head(slurp(d / "r.csv"), 3);  // today's header, rows claiming schema 3
   const std::string current = "\n" + std::to_string(csv_schema_version) + ",";
   for (size_t at = rows_as_3.find(current); at != std::string::npos; at = rows_as_3.find(current, at + 1))
-    rows_as_3[at + 1] = '3';
+    rows_as_3.replace(at, current.size(), "\n3,");
   spit(d / "mixed.csv", rows_as_3);
   EXPECT_NE(error_of(d / "mixed.csv").find("there is no '#end' line"), std::string::npos) << error_of(d / "mixed.csv");
 }

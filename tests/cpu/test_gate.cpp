@@ -57,14 +57,14 @@ TEST(export, one_entry_per_key_majority_config) {
   EXPECT_EQ(e[0].shapes, 3);
   EXPECT_EQ(e[1].config, (tile_config{256, 64, 8, 2}));
   const std::string csv = export_csv(e), json = export_json(e), header = export_header(e, "x.csv");
-  EXPECT_NE(csv.find("\"NVIDIA H200\",9.0,132,bf16,128,0,-1,-1,0,0,512,1024,512,1024,fa2,128,64,4,2"), std::string::npos) << csv;
+  EXPECT_NE(csv.find("\"NVIDIA H200\",9.0,132,bf16,128,0,-1,-1,0,0,fwd,512,1024,512,1024,fa2,128,64,4,2"), std::string::npos) << csv;
   const auto doc = nlohmann::json::parse(json);  // real JSON
   bool found = false;
   for (const auto& entry : doc["entries"])
     found |= entry["seq_max"] == 2048 && entry["config"]["family"] == "fa2" && entry["config"]["block_m"] == 256;
   EXPECT_TRUE(found) << json;
   EXPECT_NE(header.find("inline config lookup("), std::string::npos);
-  EXPECT_NE(header.find("{\"NVIDIA H200\", 9, 0, 132, \"bf16\", 128, false, -1, -1, 0, 0, 512, 1024, 512, 1024LL, {\"fa2\", 128, 64, 4, 2}}"),
+  EXPECT_NE(header.find("{\"NVIDIA H200\", 9, 0, 132, \"bf16\", 128, false, -1, -1, 0, 0, \"fwd\", 512, 1024, 512, 1024LL, {\"fa2\", 128, 64, 4, 2}}"),
             std::string::npos)
       << header;
 }

@@ -9,7 +9,7 @@ namespace attn {
 
 // `base` with field f changed to another valid value: integers doubled (0 and -1 become 16, or 64
 // or 128 where 16 is not valid), reals doubled (0 becomes 50), flags flipped, text fields to the
-// first of a few known words the field takes and that differs.
+// first of a few known words the field takes and that differs (a dtype, a layout, lengths, a pass).
 inline problem varied(const problem_field& f, problem base) {
   const std::string now = f.get(base);
   switch (f.type) {
@@ -46,7 +46,7 @@ inline problem varied(const problem_field& f, problem base) {
         }
         break;
       }
-      for (const char* word : {"fp16", "bf16", "bshd", "bhsd", "uniform:1:100"}) {
+      for (const char* word : {"fp16", "bf16", "bshd", "bhsd", "uniform:1:100", "bwd", "fwd"}) {
         try {
           f.set(base, word);
         } catch (const invalid_input&) {

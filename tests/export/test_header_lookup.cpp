@@ -1,6 +1,7 @@
 // The header written by `attn-tune export --format header` (from tests/data/export_fixture.csv,
-// real H200 results) compiles on its own, and lookup() returns exactly the tuned configs for
-// tuned shapes and the documented fallback, with its flag set, for everything else.
+// real H200 results, merged with tests/data/export_pass_fixture.csv, made-up backward rows of one of
+// its shapes) compiles on its own, and lookup() returns exactly the tuned configs for tuned shapes
+// and the documented fallback, with its flag set, for everything else.
 #include "attn_tuned_fixture.hpp"  // generated at build time; includes nothing of attn-tune
 
 #include <gtest/gtest.h>
@@ -73,6 +74,38 @@ TEST(exported_header, value_dim_is_a_key) {
   EXPECT_TRUE(same(attn_tuned::lookup("NVIDIA H200", 9, 0, 132, "bf16", 128, false, -1, -1, 0.0, 64, 4096, 4096, &fell_back),
                    {"fa2", 128, 64, 4, 2}));
   EXPECT_TRUE(fell_back);
+}
+
+// The pass (schema 10) is the last key, after dv: the full lookup takes it and both lengths. The fixture
+// has 4,32,4096,128 bf16 non-causal tuned three times: fwd m256_n64_w8_s2 (the H200's), bwd
+// m64_n128_w8_s2 and fwdbwd m128_n128_w8_s1 (made up); each pass finds its own, and a pass nothing
+// was tuned for at a shape falls back. The older calls, without the pass, mean fwd: the tests above
+// find that shape's forward config through each of them.
+TEST(exported_header, the_pass_is_a_key) {
+  struct probe {
+    const char* pass;
+    int head_dim;
+    bool causal;
+    long long n;  // N_q and N_kv
+    attn_tuned::config want;
+    bool tuned;
+  };
+  const probe probes[] = {
+      {"fwd", 128, false, 4096, {"fa2", 256, 64, 8, 2}, true},
+      {"bwd", 128, false, 4096, {"fa2", 64, 128, 8, 2}, true},
+      {"fwdbwd", 128, false, 2049, {"fa2", 128, 128, 8, 1}, true},
+      // Another shape, whose forward was tuned: its backward falls back.
+      {"fwd", 64, true, 1024, {"fa2", 64, 64, 4, 2}, true},
+      {"bwd", 64, true, 1024, {"fa2", 128, 64, 4, 2}, false},
+  };
+  for (const probe& p : probes) {
+    bool fell_back = p.tuned;
+    EXPECT_TRUE(same(attn_tuned::lookup("NVIDIA H200", 9, 0, 132, "bf16", p.head_dim, p.causal, -1, -1, 0.0, 0, p.pass,
+                                        p.n, p.n, &fell_back),
+                     p.want))
+        << p.pass << " D=" << p.head_dim;
+    EXPECT_EQ(fell_back, !p.tuned) << p.pass << " D=" << p.head_dim;
+  }
 }
 
 TEST(exported_header, untuned_shapes_get_the_documented_fallback) {
