@@ -107,13 +107,9 @@ std::optional<std::string> wgmma_reject(const backward_config& c, const problem&
 }  // namespace
 
 std::optional<std::string> backward_reject(const backward_config& c, const problem& s, const resource_limits& limits) {
-  if (has_window(s)) return std::string("the backward does not take a sliding window yet");
-  if (has_softcap(s)) return std::string("the backward does not take softcap yet");
-  if (has_value_dim(s)) return std::string("the backward does not take dv != d yet");
-  if (has_kv_lens(s) || s.page_size > 0) return std::string("the backward does not take kv_lens or a paged cache");
-  if (is_varlen(s)) return std::string("the backward does not take a packed batch (seqlens) yet");
-  if (s.head_dim % 8 != 0)
-    return fmt::format("head dim {}: the backward takes multiples of 8 (16-byte rows)", s.head_dim);
+  problem as_backward = s;  // what the backward takes, whatever pass s names (core/problem's rule)
+  as_backward.pass = attention_pass::bwd;
+  if (auto why = backward_refusal(as_backward)) return why;
   if (limits.cc_major < 8) return std::string("mma.sync bf16/fp16 m16n8k16 needs sm_80 or newer");
   if (c.wgmma)
     if (auto why = wgmma_reject(c, s, limits)) return why;
