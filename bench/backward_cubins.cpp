@@ -3,14 +3,15 @@
 // bench/backward_peers.py can run ours beside PyTorch's backward in one process (the driver API
 // through ctypes) until the tool tunes the backward itself (issue 22).
 //
-//   attn-backward-cubins --shape B,H[/KV],NQ[,NKV],D [--causal] [--dtype bf16|fp16] [--arch sm_90a]
-//                        [--config NAME ...] --out DIR
+//   attn-backward-cubins --shape B,H,N,D [--kv-heads H] [--kv-len N] [--causal] [--dtype bf16|fp16]
+//                        [--arch sm_90a] [--config NAME ...] --out DIR
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
 
+#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "codegen/backward.hpp"
@@ -19,54 +20,29 @@
 
 namespace {
 
-// "B,H[/KV],NQ[,NKV],D": the forward's --shape with the K/V heads after a slash and an optional NKV.
-attn::problem parse_bench_shape(const std::string& text) {
-  std::vector<std::string> parts;
-  size_t at = 0;
-  while (at <= text.size()) {
-    const size_t comma = text.find(',', at);
-    parts.push_back(text.substr(at, comma == std::string::npos ? std::string::npos : comma - at));
-    if (comma == std::string::npos) break;
-    at = comma + 1;
-  }
-  if (parts.size() != 4 && parts.size() != 5)
-    throw attn::invalid_input(fmt::format("--shape '{}' is not B,H[/KV],NQ[,NKV],D", text));
-  attn::problem s;
-  try {
-    s.batch = std::stoll(parts[0]);
-    const size_t slash = parts[1].find('/');
-    s.heads = std::stoll(parts[1].substr(0, slash));
-    s.kv_heads = slash == std::string::npos ? s.heads : std::stoll(parts[1].substr(slash + 1));
-    s.q_len = std::stoll(parts[2]);
-    s.kv_len = parts.size() == 5 ? std::stoll(parts[3]) : s.q_len;
-    s.head_dim = std::stoll(parts.back());
-  } catch (const std::exception&) {
-    throw attn::invalid_input(fmt::format("--shape '{}' is not B,H[/KV],NQ[,NKV],D", text));
-  }
-  return s;
-}
-
 int run(int argc, char** argv) {
+  CLI::App app{"Compiles the backward pass's variants for one problem, writes each cubin to --out and prints a JSON "
+               "line per variant with its launches (bench/backward_peers.py reads them)."};
   std::string shape, out, arch = "sm_90a", dtype = "bf16";
+  int64_t kv_heads = 0, kv_len = 0;
   bool causal = false;
   std::vector<std::string> names;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto value = [&]() -> std::string {
-      if (i + 1 >= argc) throw attn::invalid_input(fmt::format("{} needs a value", a));
-      return argv[++i];
-    };
-    if (a == "--shape") shape = value();
-    else if (a == "--out") out = value();
-    else if (a == "--arch") arch = value();
-    else if (a == "--dtype") dtype = value();
-    else if (a == "--causal") causal = true;
-    else if (a == "--config") names.push_back(value());
-    else throw attn::invalid_input(fmt::format("unknown argument '{}' (usage: --shape B,H[/KV],NQ[,NKV],D "
-                                               "[--causal] [--dtype bf16|fp16] [--arch sm_90a] [--config NAME] --out DIR)", a));
+  app.add_option("--shape", shape, "B,H,N,D (the tool's --shape)")->required();
+  app.add_option("--kv-heads", kv_heads, "K/V heads (default: H)");
+  app.add_option("--kv-len", kv_len, "K/V length (default: N)");
+  app.add_flag("--causal", causal, "bottom-right aligned causal mask");
+  app.add_option("--dtype", dtype, "bf16 or fp16")->capture_default_str();
+  app.add_option("--arch", arch, "the architecture to compile for")->capture_default_str();
+  app.add_option("--config", names, "variant names (default: every default variant the pruner keeps)");
+  app.add_option("--out", out, "the folder the cubins go to")->required();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
   }
-  if (shape.empty() || out.empty()) throw attn::invalid_input("--shape and --out are required");
-  attn::problem s = parse_bench_shape(shape);
+  attn::problem s = attn::parse_shape(shape);
+  if (kv_heads > 0) s.kv_heads = kv_heads;
+  if (kv_len > 0) s.kv_len = kv_len;
   s.causal = causal;
   s.dtype = attn::parse_dtype(dtype);
   attn::validate(s);

@@ -39,6 +39,12 @@ struct wg_bwd_config {
   static_assert(STAGES >= 1 && STAGES <= 4, "STAGES in [1, 4]");
 };
 
+/// The first 1024-byte boundary of the dynamic shared memory, where the swizzle pattern starts
+/// (the layouts' sizes leave 1024 bytes for it).
+__device__ __forceinline__ unsigned char* aligned_tiles(unsigned char* shared_raw) {
+  return shared_raw + ((1024u - (smem_addr(shared_raw) & 1023u)) & 1023u);
+}
+
 /// Rows [row0, row0 + rows) of a [*, D] tensor into a swizzled tile (zero past row_end), by all threads.
 template <class C>
 __device__ __forceinline__ void wg_load_rows(unsigned smem, const elem_bits* base, long long row_stride, int row0,
@@ -127,7 +133,7 @@ __device__ void wg_bwd_dkdv(const bwd_params& p) {
   static_assert(C::BLOCK_N == 64 * C::GROUPS, "64 keys per warpgroup");
   constexpr int M = C::BLOCK_M, KV_TILE = C::BLOCK_N * C::D * 2, Q_TILE = M * C::D * 2;
   extern __shared__ __align__(128) unsigned char shared_raw[];
-  unsigned char* tiles = shared_raw + ((1024u - (smem_addr(shared_raw) & 1023u)) & 1023u);
+  unsigned char* tiles = aligned_tiles(shared_raw);
   const unsigned k_smem = smem_addr(tiles), v_smem = k_smem + KV_TILE, stage0 = v_smem + KV_TILE;
   auto q_stage = [&](int s) { return stage0 + 2 * s * Q_TILE; };
   auto do_stage = [&](int s) { return stage0 + (2 * s + 1) * Q_TILE; };
@@ -203,7 +209,7 @@ __device__ void wg_bwd_dq(const bwd_params& p) {
   static_assert(C::BLOCK_M == 64 * C::GROUPS, "64 query rows per warpgroup");
   constexpr int N = C::BLOCK_N, Q_TILE = C::BLOCK_M * C::D * 2, KV_TILE = N * C::D * 2;
   extern __shared__ __align__(128) unsigned char shared_raw[];
-  unsigned char* tiles = shared_raw + ((1024u - (smem_addr(shared_raw) & 1023u)) & 1023u);
+  unsigned char* tiles = aligned_tiles(shared_raw);
   const unsigned q_smem = smem_addr(tiles), do_smem = q_smem + Q_TILE, stage0 = do_smem + Q_TILE;
   auto k_stage = [&](int s) { return stage0 + 2 * s * KV_TILE; };
   auto v_stage = [&](int s) { return stage0 + (2 * s + 1) * KV_TILE; };

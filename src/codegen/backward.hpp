@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "backend/runtime.hpp"
+#include "codegen/kernel_args.hpp"  // make_bwd_params
 #include "common/bwd_params.cuh"  // kernels/common, shared with the device code
 #include "core/device.hpp"
 #include "core/problem.hpp"
@@ -61,24 +62,6 @@ int64_t backward_dq_shared_bytes(const backward_config& c, const problem& s);
 std::string backward_instantiation(const backward_config& c, const problem& s);
 /// NVRTC's options for it.
 std::vector<std::string> backward_compile_options();
-
-/// The tensors of one backward call. Q, O, dO and dQ have the problem's Q layout, K, V, dK and dV
-/// its K/V layout (contiguous); lse and delta are [B, H, Nq] floats (delta is written).
-struct backward_tensors {
-  const void* q = nullptr;
-  const void* k = nullptr;
-  const void* v = nullptr;
-  const void* o = nullptr;
-  const void* d_o = nullptr;
-  const float* lse = nullptr;
-  float* delta = nullptr;
-  void* dq = nullptr;
-  void* dk = nullptr;
-  void* dv = nullptr;
-};
-/// The kernels' parameters, contiguous strides of s.layout; scale 0 = 1/sqrt(D). Throws
-/// invalid_input for a null or misaligned pointer.
-attn_k::bwd_params make_bwd_params(const problem& s, const backward_tensors& t, float softmax_scale = 0);
 
 /// One launch, in order: delta, then dK/dV (split: dV, then dK) and dQ, which all read delta.
 struct backward_launch {

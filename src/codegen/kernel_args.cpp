@@ -191,4 +191,27 @@ attn_k::fwd_params make_fwd_params(const problem& s, const forward_tensors& t, t
   return p;
 }
 
+attn_k::bwd_params make_bwd_params(const problem& s, const backward_tensors& t, float softmax_scale) {
+  validate(s);
+  const std::pair<const void*, const char*> pointers[] = {{t.q, "q"},   {t.k, "k"},   {t.v, "v"},   {t.o, "o"},
+                                                          {t.d_o, "dout"}, {t.dq, "dq"}, {t.dk, "dk"}, {t.dv, "dv"}};
+  for (const auto& [p, what] : pointers) check_pointer(p, what, tensor_alignment);
+  check_pointer(t.lse, "lse", 4);
+  check_pointer(t.delta, "delta", 4);
+  if (!(softmax_scale >= 0) || !std::isfinite(softmax_scale))
+    throw invalid_input(fmt::format("softmax scale {} is not finite and positive", softmax_scale));
+  const tensor_strides qs = contiguous_strides(s, false), ks = contiguous_strides(s, true);
+  attn_k::bwd_params p{};
+  p.q = t.q, p.k = t.k, p.v = t.v, p.o = t.o, p.d_o = t.d_o, p.lse = t.lse, p.delta = t.delta;
+  p.dq = t.dq, p.dk = t.dk, p.dv = t.dv;
+  p.q_batch_stride = qs.batch, p.q_head_stride = qs.head, p.q_row_stride = qs.row;
+  p.kv_batch_stride = ks.batch, p.kv_head_stride = ks.head, p.kv_row_stride = ks.row;
+  p.q_len = static_cast<int>(s.q_len), p.kv_len = static_cast<int>(s.kv_len);
+  p.heads = static_cast<int>(s.heads), p.group = static_cast<int>(s.heads / s.kv_heads);
+  p.batch = static_cast<int>(s.batch);
+  p.softmax_scale = softmax_scale > 0 ? softmax_scale : static_cast<float>(1.0 / std::sqrt(double(s.head_dim)));
+  p.scale_log2 = static_cast<float>(p.softmax_scale * 1.4426950408889634);
+  return p;
+}
+
 }  // namespace attn

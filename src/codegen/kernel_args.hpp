@@ -1,11 +1,12 @@
 #pragma once
-// The one place the kernels' fwd_params are built: from the problem and the tensors' pointers and
+// The one place the kernels' fwd_params (and the backward's bwd_params) are built: from the problem and the tensors' pointers and
 // strides, checked (invalid_input naming the bad value). The tool's verification and timing and
 // the library's forward all go through make_fwd_params; a family's own parameter (the hopper
 // family's) is built from it by the family's plan_launch (codegen/family.hpp).
 #include <cstdint>
 
-#include "common/params.cuh"  // kernels/common, shared with the device code
+#include "common/bwd_params.cuh"  // kernels/common, shared with the device code
+#include "common/params.cuh"
 #include "core/problem.hpp"
 
 namespace attn {
@@ -75,5 +76,23 @@ inline int64_t tensor_alignment_of(const problem& s) {
 attn_k::fwd_params make_fwd_params(const problem& s, const forward_tensors& t, tensor_strides q_strides,
                                    tensor_strides kv_strides, float softmax_scale, tensor_strides v_strides = {},
                                    tensor_strides o_strides = {});
+
+/// The tensors of one backward call. Q, O, dO and dQ have the problem's Q layout, K, V, dK and dV
+/// its K/V layout (contiguous); lse and delta are [B, H, Nq] floats (delta is written).
+struct backward_tensors {
+  const void* q = nullptr;
+  const void* k = nullptr;
+  const void* v = nullptr;
+  const void* o = nullptr;
+  const void* d_o = nullptr;
+  const float* lse = nullptr;
+  float* delta = nullptr;
+  void* dq = nullptr;
+  void* dk = nullptr;
+  void* dv = nullptr;
+};
+/// The kernels' parameters, contiguous strides of s.layout; scale 0 = 1/sqrt(D). Throws
+/// invalid_input for a null or misaligned pointer.
+attn_k::bwd_params make_bwd_params(const problem& s, const backward_tensors& t, float softmax_scale = 0);
 
 }  // namespace attn
