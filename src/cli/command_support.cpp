@@ -147,7 +147,7 @@ std::string hang_report(const record& hung, const std::string& kept) {
   return fmt::format(
       "error: {} {} on {} hung ({}); the run stopped there and {}. Leave that config out (--space, or "
       "--family {} --configs with the others) and run again; if it is only slow, raise --kernel-timeout-s",
-      hung.family, name(hung.config), describe(hung.shape), hung.message, kept, hung.family);
+      hung.family, config_name(hung), describe(hung.shape), hung.message, kept, hung.family);
 }
 
 std::string energy_note_of(const gpu_info& gpu, const nvml_monitor& nvml) {

@@ -109,14 +109,14 @@ int run_check(const options& opt) {
     const std::string shp = describe(l.base->shape);
     const std::string now = l.now && l.now->status == status::ok ? fmt::format("{:.4f}", l.now->median_ms) : "-";
     const std::string ratio = l.j.ratio > 0 ? fmt::format("{:.3f}", l.j.ratio) : "-";
-    fmt::print("{:<40} {:<16} {:>11.4f} {:>11} {:>7}  {}{}\n", shp, name(l.base->config), l.base->median_ms, now,
+    fmt::print("{:<40} {:<16} {:>11.4f} {:>11} {:>7}  {}{}\n", shp, config_name(*l.base), l.base->median_ms, now,
                ratio, to_string(l.j.v), l.j.why.empty() ? "" : ": " + l.j.why);
-    md += fmt::format("| {} | {} | {:.4f} | {} | {} | {} | {} |\n", shp, name(l.base->config), l.base->median_ms,
+    md += fmt::format("| {} | {} | {:.4f} | {} | {} | {} | {} |\n", shp, config_name(*l.base), l.base->median_ms,
                       now, ratio, to_string(l.j.v), l.j.why);
-    json_lines.push_back({shp, l.base->family, name(l.base->config), to_string(l.j.v), l.j.why, l.base->median_ms,
+    json_lines.push_back({shp, l.base->family, config_name(*l.base), to_string(l.j.v), l.j.why, l.base->median_ms,
                           l.now && l.now->status == status::ok ? std::optional(l.now->median_ms) : std::nullopt,
                           l.j.ratio > 0 ? std::optional(l.j.ratio) : std::nullopt});
-    csv += fmt::format("{},{},{:.6f},{},{},{},{}\n", csv_field(shp, true), name(l.base->config), l.base->median_ms,
+    csv += fmt::format("{},{},{:.6f},{},{},{},{}\n", csv_field(shp, true), config_name(*l.base), l.base->median_ms,
                        now, ratio, to_string(l.j.v), csv_field(l.j.why, true));
   }
   if (change) fmt::print("note: {}\n", *change);

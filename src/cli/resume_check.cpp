@@ -50,7 +50,7 @@ std::string resume_mismatch(const options& opt, const std::vector<record>& kept,
     if (!shapes.count(key)) order.push_back(key);
     shapes[key].shape = r.shape;
     shapes[key].sm_count = r.device.sm_count;
-    shapes[key].families[r.family].insert(name(r.config));
+    shapes[key].families[r.family].insert(config_name(r));
   }
   const bool sampled = parse_search(opt.search) == search_kind::random;
   for (const std::string& key : order) {

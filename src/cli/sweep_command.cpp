@@ -237,7 +237,7 @@ int run_sweep(const options& opt) {
       if (r->best) {
         const record& b = r->records[*r->best];
         fmt::print("{} ({}): {} {} {:.1f} TFLOPS, {:.4f} ms\n", where, describe(row.problem), b.family,
-                   name(b.config), b.tflops, b.median_ms);
+                   config_name(b), b.tflops, b.median_ms);
       } else {
         ++failed;
         fmt::print("{}: no variant passed\n", where);

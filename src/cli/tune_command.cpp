@@ -161,7 +161,7 @@ int run_tune(const options& opt) {
                          "the best is the fastest, by time\n");
     fmt::print("{} {} {}  {:.4f} ms (+-{:.1f}%, IQR {:.4f}, {} reps)  {:.1f} TFLOPS  max error {:.2e}{}\n",
                styled(colour_for(stdout), fmt::emphasis::bold | fg(fmt::terminal_color::green), "best:"), b.family,
-               name(b.config), b.median_ms, 100 * b.noise, b.iqr_ms, b.reps, b.tflops, b.max_error,
+               config_name(b), b.median_ms, 100 * b.noise, b.iqr_ms, b.reps, b.tflops, b.max_error,
                b.tied ? "  (tied: within the noise of a faster one, and simpler)" : "");
     if (!quiet)
       fmt::print("memory: a materializing attention needs {} extra (fp32 scores + {} probabilities); "

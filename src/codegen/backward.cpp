@@ -2,7 +2,6 @@
 
 #include <array>
 #include <cmath>
-#include <regex>
 
 #include <fmt/format.h>
 
@@ -31,22 +30,6 @@ constexpr int max_dkdv_accumulator_registers = 168, max_dq_accumulator_registers
 constexpr int64_t max_wgmma_dkdv_registers = 192, max_wgmma_dq_registers = 224;
 
 }  // namespace
-
-std::string name(const backward_config& c) {
-  return fmt::format("{}kv_m{}_n{}_w{}_s{}{}-q_m{}_n{}_w{}_s{}", c.wgmma ? "wg_" : "", c.kv_block_m, c.kv_block_n,
-                     c.kv_warps, c.kv_stages, c.split_dkdv ? "_x2" : "", c.q_block_m, c.q_block_n, c.q_warps,
-                     c.q_stages);
-}
-
-backward_config parse_backward_config(const std::string& text) {
-  static const std::regex form(R"((wg_)?kv_m(\d+)_n(\d+)_w(\d+)_s(\d+)(_x2)?-q_m(\d+)_n(\d+)_w(\d+)_s(\d+))");
-  std::smatch m;
-  if (text.size() > 80 || !std::regex_match(text, m, form))
-    throw invalid_input(
-        fmt::format("backward config '{}' is not of the form [wg_]kv_m64_n64_w4_s2[_x2]-q_m64_n64_w4_s2", text));
-  auto at = [&](int i) { return std::stoi(m[i].str()); };
-  return {at(2), at(3), at(4), at(5), at(7), at(8), at(9), at(10), m[1].matched, m[6].matched};
-}
 
 std::vector<backward_config> backward_default_configs(const problem& s) {
   const bool wide = s.head_dim > 128;  // dK and dV in two launches; the dQ kernel's steps narrower

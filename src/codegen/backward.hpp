@@ -10,30 +10,12 @@
 #include "backend/runtime.hpp"
 #include "codegen/kernel_args.hpp"  // make_bwd_params
 #include "common/bwd_params.cuh"  // kernels/common, shared with the device code
+#include "core/backward_config.hpp"
 #include "core/device.hpp"
 #include "core/problem.hpp"
 
 namespace attn {
 
-/// One backward variant: the dK/dV kernel's tile (kv_block_n keys a block, split over kv_warps;
-/// kv_block_m queries a step through a ring of kv_stages) and the dQ kernel's (q_block_m rows a
-/// block, split over q_warps; q_block_n keys a step through a ring of q_stages).
-/// wgmma: the kernels of kernels/wgmma_bwd.cuh (sm_90a: each warpgroup 64 keys of the dK/dV
-/// kernel's block, 64 rows of the dQ kernel's), else kernels/fa2_bwd.cuh's (mma.sync, sm_80+).
-/// split_dkdv: dK and dV by two launches of the dK/dV kernel (dV, then dK, each recomputing P^T),
-/// for head dims whose dK and dV together do not fit the registers (D > 128).
-struct backward_config {
-  int kv_block_m = 32, kv_block_n = 64, kv_warps = 4, kv_stages = 2;
-  int q_block_m = 64, q_block_n = 64, q_warps = 4, q_stages = 2;
-  bool wgmma = false;
-  bool split_dkdv = false;
-  bool operator==(const backward_config&) const = default;
-};
-/// "kv_m64_n64_w4_s2-q_m64_n64_w4_s2", with "wg_" before it for the wgmma kernels and "_x2" after
-/// the dK/dV kernel's tile when it is split.
-std::string name(const backward_config& c);
-/// Parses name()'s text; throws invalid_input naming the text.
-backward_config parse_backward_config(const std::string& text);
 /// The variants a backward run tries, two stages each: fa2's tiles at 4 and 8 warps (the dK/dV
 /// kernel's 16 or 32 keys a warp, 32 or 64 queries a step; the dQ kernel's 16 rows a warp, 64 or 128
 /// keys a step), and wgmma's with one or two warpgroups a kernel (32 or 64 queries a dK/dV step,

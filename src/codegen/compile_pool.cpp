@@ -145,7 +145,7 @@ std::string pruning_summary(const std::vector<variant>& variants) {
                                  variants.size() - pruned, pruned);
   for (const auto& [kind, seen] : reasons) {
     text += fmt::format("\n  pruned {:3} x {}", seen.first, kind);
-    if (kind != seen.second->message) text += fmt::format("; e.g. {}: {}", name(seen.second->config), seen.second->message);
+    if (kind != seen.second->message) text += fmt::format("; e.g. {}: {}", config_name(*seen.second), seen.second->message);
   }
   return text;
 }

@@ -51,4 +51,13 @@ status parse_status(const std::string& text) {
                       "' (expected ok, wrong, compile_error, pruned, launch_error or compiled)");
 }
 
+std::string config_name(const record& r) {
+  return r.shape.pass == attention_pass::bwd ? name(r.backward) : name(r.config);
+}
+
+void set_backward_config(record& r, const backward_config& c) {
+  r.backward = c;
+  r.config = dkdv_tile(c);
+}
+
 }  // namespace attn

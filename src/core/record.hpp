@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <string>
 
+#include "core/backward_config.hpp"
 #include "core/config.hpp"
 #include "core/input_kind.hpp"
 #include "core/problem.hpp"
@@ -64,7 +65,11 @@ struct record {
   device_desc device;
   attn::problem shape;
   std::string family = "fa2";
+  /// The forward's config; a backward record's (shape.pass bwd) holds its dK/dV kernel's tile
+  /// (kv_block_m, kv_block_n, kv_warps, kv_stages): the CSV's block_m ... stages columns.
   tile_config config;
+  /// shape.pass bwd: the backward variant (config_name() writes it).
+  backward_config backward;
   attn::status status = status::pruned;
   std::string message;  ///< why pruned / compile error / launch error / error vs allowed
   double compile_ms = 0;  ///< 0 when it came from the cache
@@ -102,5 +107,11 @@ struct record {
   /// sustained: how long the kernel ran back to back before its timing; 0 for burst.
   double settle_ms = 0;
 };
+
+/// The variant's name as tables, CSV, JSON and databases write it: the backward's
+/// (kv_m32_n64_w4_s2-q_m64_n64_w4_s2) for a backward record, the forward config's (m128_n64_w4_s2) else.
+std::string config_name(const record& r);
+/// A backward record's config: the backward variant, its dK/dV kernel's tile in config.
+void set_backward_config(record& r, const backward_config& c);
 
 }  // namespace attn

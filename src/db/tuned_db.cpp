@@ -393,9 +393,9 @@ int64_t tuned_db::put(const tuning_key& key, const std::vector<record>& records,
                                             rate_columns, places));
   bind_key(q, key);
   int i = key_column_count + 1;
-  q.bind(i++, best->family).bind(i++, name(best->config)).bind(i++, best->tflops).bind(i++, best->median_ms);
+  q.bind(i++, best->family).bind(i++, config_name(*best)).bind(i++, best->tflops).bind(i++, best->median_ms);
   q.bind(i++, best->noise).bind(i++, best->max_error);
-  q.bind(i++, second ? second->family + " " + name(second->config) : std::string());
+  q.bind(i++, second ? second->family + " " + config_name(*second) : std::string());
   q.bind(i++, tuned_at).bind(i++, std::string(ATTN_TUNE_VERSION)).bind(i++, csv_text(records));
   q.bind(i++, int64_t{clock_min}).bind(i++, int64_t{clock_max}).bind(i++, int64_t{throttled});
   for (const double rate : {best->gbps, best->copy_fraction, best->copy_gbps, best->joules_per_call,

@@ -19,7 +19,7 @@ std::string benchmark_name(const record& r) {
     text += t.text;
     first = false;
   }
-  return text + '.' + name(r.config);
+  return text + '.' + config_name(r);
 }
 
 const char* const bench_usage =

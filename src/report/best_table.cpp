@@ -50,12 +50,12 @@ void write_best_csv(const std::string& path, const std::vector<best_row>& rows) 
     for (const auto& f : problem_fields()) out += csv_field(f.get(b.shape)) + ',';
     out += fmt::format("{},{}.{},{},{},{},{:.2f},{:.6f},{:.3e},{:.1f},{},{},{}\n",
                        csv_field(b.device.name, true), b.device.cc_major,
-                       b.device.cc_minor, b.device.sm_count, csv_field(b.family), name(b.config), b.tflops,
+                       b.device.cc_minor, b.device.sm_count, csv_field(b.family), config_name(b), b.tflops,
                        b.median_ms, b.max_error, b.memory_saving_ratio,
                        // The runner-up's family is named when it is not the winner's.
                        !row.runner_up                      ? ""
-                       : row.runner_up->family == b.family ? name(row.runner_up->config)
-                                                           : row.runner_up->family + " " + name(row.runner_up->config),
+                       : row.runner_up->family == b.family ? config_name(*row.runner_up)
+                                                           : row.runner_up->family + " " + config_name(*row.runner_up),
                        row.runner_up ? fmt::format("{:.4f}", row.runner_up_gap) : "", csv_field(b.kernel_hash));
   }
   write_file_atomically(path, out);

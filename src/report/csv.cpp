@@ -109,6 +109,29 @@ bool parse_flag(std::string_view text, const char* column) {
   throw invalid_input(fmt::format("column '{}': expected 0 or 1, got '{}'", column, text));
 }
 
+// The config column's name against the block_m/block_n/warps/stages columns: a family's own axis
+// and the decode axes live in the name only; a backward record's name is the whole variant, the
+// columns its dK/dV kernel's tile. The name is redundant with the four numbers; a disagreement
+// means the file was edited by hand, and silently preferring one of them would hide that.
+record settle_config(record& r, const std::string& config_text) {
+  const tile_config columns = r.config;
+  if (r.shape.pass == attention_pass::bwd) {
+    try {
+      set_backward_config(r, parse_backward_config(config_text));
+    } catch (const invalid_input& e) {
+      throw invalid_input(fmt::format("column 'config' of a pass bwd row: {}", e.what()));
+    }
+  } else {
+    r.config = parse_config_name(config_text);
+  }
+  const tile_config& named = r.config;
+  if (named.block_m != columns.block_m || named.block_n != columns.block_n || named.warps != columns.warps ||
+      named.stages != columns.stages)
+    throw invalid_input(fmt::format("column 'config': '{}' disagrees with block_m/block_n/warps/stages ({})",
+                                    config_text, name(columns)));
+  return r;
+}
+
 // Fields in csv_columns() order, each already unquoted by fccp.
 record parse_record(const std::array<std::string, column_count>& f) {
   size_t i = 0;
@@ -151,24 +174,11 @@ record parse_record(const std::array<std::string, column_count>& f) {
   r.device.nvrtc_version = next();
   r.family = next();
   for (size_t k = 0; k < first_schema_field_count; ++k) read_field(r, *fields_in_order[k], next(), version);
-  const std::string& config_text = next();
+  const std::string config_text = next();
   r.config.block_m = integer();
   r.config.block_n = integer();
   r.config.warps = integer();
   r.config.stages = integer();
-  {  // a family's own axis and the decode axes live in the name only
-    const tile_config named = parse_config_name(config_text);
-    r.config.knob = named.knob;
-    r.config.splits = named.splits;
-    r.config.pack_gqa = named.pack_gqa;
-  }
-  // The name is redundant with the four numbers; a disagreement means the file was edited
-  // by hand, and silently preferring one of them would hide that.
-  if (parse_config_name(config_text) != r.config)
-    throw invalid_input(
-        fmt::format("column 'config': '{}' disagrees with block_m/block_n/"
-                    "warps/stages ({})",
-                    config_text, name(r.config)));
   r.status = parse_status(next());
   r.message = next();
   r.compile_ms = real();
@@ -187,7 +197,7 @@ record parse_record(const std::array<std::string, column_count>& f) {
   r.memory_saving_ratio = real();
   r.rank = integer();
   r.kernel_hash = next();
-  if (version == 3) return r;
+  if (version == 3) return settle_config(r, config_text);
   r.noise = real();
   r.measured = parse_measurement(next());
   r.clocks.sm_clock_before_mhz = integer();
@@ -196,7 +206,7 @@ record parse_record(const std::array<std::string, column_count>& f) {
   r.clocks.power_w = real();
   r.clocks.throttle = parse_number<uint64_t>(next(), column());
   r.tied = flag();
-  if (version == 4) return r;
+  if (version == 4) return settle_config(r, config_text);
   // A named value: its parser's own message speaks of the option, so the column's is given instead.
   auto named = [&](auto parse, const char* expected) {
     const std::string& text = next();
@@ -223,7 +233,7 @@ record parse_record(const std::array<std::string, column_count>& f) {
   }
   for (size_t k = first_schema_field_count; k < problem_field_count; ++k)
     read_field(r, *fields_in_order[k], next(), version);
-  return r;
+  return settle_config(r, config_text);  // a backward's name is known by the pass, the last column
 }
 
 }  // namespace
@@ -255,7 +265,8 @@ const std::vector<std::string>& csv_columns() {
 
 std::string csv_row(const record& r) {
   const auto& d = r.device;
-  const auto& c = r.config;
+  // A backward record's columns: its dK/dV kernel's tile (config_name() writes the whole variant).
+  const tile_config c = r.shape.pass == attention_pass::bwd ? dkdv_tile(r.backward) : r.config;
   std::string fields, later_fields;
   for (size_t k = 0; k < problem_field_count; ++k)
     (k < first_schema_field_count ? fields : later_fields) += csv_field(fields_in_order[k]->get(r.shape)) + ',';
@@ -263,7 +274,7 @@ std::string csv_row(const record& r) {
       "{},{},{},{}.{},{},{},{},{},{}{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}{}",
       csv_schema_version, csv_field(d.name), csv_field(d.arch), d.cc_major, d.cc_minor, d.sm_count,
       csv_field(d.cuda_version), csv_field(d.nvrtc_version), csv_field(r.family), fields,
-      name(c), c.block_m, c.block_n, c.warps, c.stages, to_string(r.status),
+      config_name(r), c.block_m, c.block_n, c.warps, c.stages, to_string(r.status),
       csv_field(r.message), r.compile_ms, r.cached ? 1 : 0, r.registers, r.spill_bytes,
       r.shared_memory_bytes, r.reps, r.median_ms, r.iqr_ms, r.tflops, r.max_error, r.allowed_error,
       r.materialized_bytes, r.fused_extra_bytes, r.memory_saving_ratio, r.rank, csv_field(r.kernel_hash),

@@ -69,7 +69,7 @@ std::vector<export_entry> export_entries(const std::vector<best_row>& rows) {
     const auto& group = groups[key];
     // (family, config) -> (wins, best TFLOPS)
     std::map<std::string, std::pair<int, double>> votes;
-    auto id = [](const record* r) { return r->family + " " + name(r->config); };
+    auto id = [](const record* r) { return r->family + " " + config_name(*r); };
     for (const record* r : group) {
       auto& v = votes[id(r)];
       ++v.first;

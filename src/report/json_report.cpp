@@ -39,7 +39,7 @@ ordered_json shape_json(const problem& s) {
 ordered_json record_json(const record& r) {
   return {{"family", r.family},
           {"shape", shape_json(r.shape)},
-          {"config", name(r.config)},
+          {"config", config_name(r)},
           {"block_m", r.config.block_m},
           {"block_n", r.config.block_n},
           {"warps", r.config.warps},
@@ -122,7 +122,7 @@ std::string results_json(const run_metadata& meta, const std::vector<record>& ro
   for (const auto& r : rows) variants.push_back(record_json(r));
   for (const auto& b : best_table(rows)) {
     ordered_json row = record_json(b.best);
-    row["runner_up"] = b.runner_up ? ordered_json(b.runner_up->family + " " + name(b.runner_up->config))
+    row["runner_up"] = b.runner_up ? ordered_json(b.runner_up->family + " " + config_name(*b.runner_up))
                                    : ordered_json(nullptr);
     row["runner_up_gap"] = b.runner_up ? number(b.runner_up_gap) : ordered_json(nullptr);
     best.push_back(std::move(row));

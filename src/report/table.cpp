@@ -90,7 +90,7 @@ cells make_cells(const record& r, size_t ok_rank) {
   const bool built = r.registers > 0;
   return {
       ok_rank ? fmt::format("{}", ok_rank) : "-",
-      r.family + " " + name(r.config),
+      r.family + " " + config_name(r),
       timed ? fmt::format("{:.4f}", r.median_ms) : "-",
       timed && r.noise > 0 ? fmt::format("{:.1f}", 100 * r.noise) : "-",
       timed ? fmt::format("{:.4f}", r.iqr_ms) : "-",

@@ -23,7 +23,7 @@ std::string indented(const std::string& text) {
 }  // namespace
 
 std::string variant_line(variant_event event, const record& r, const std::string& log) {
-  const std::string who = fmt::format("{} {}", r.family, name(r.config));
+  const std::string who = fmt::format("{} {}", r.family, config_name(r));
   switch (event) {
     case variant_event::compiled:
       if (r.status == status::compile_error) return fmt::format("compile error {}:{}", who, indented(log));

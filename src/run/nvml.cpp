@@ -173,7 +173,7 @@ std::string throttle_warning(const std::vector<record>& rows) {
   uint64_t bits = 0;
   for (const record& r : rows) {
     if (r.status != status::ok || !measured_under_throttling(r.clocks)) continue;
-    named.push_back(fmt::format("{} {} ({}->{} MHz{}{})", r.family, name(r.config), r.clocks.sm_clock_before_mhz,
+    named.push_back(fmt::format("{} {} ({}->{} MHz{}{})", r.family, config_name(r), r.clocks.sm_clock_before_mhz,
                                 r.clocks.sm_clock_after_mhz, (r.clocks.throttle & ~throttle_idle) ? ", " : "",
                                 throttle_reasons(r.clocks.throttle & ~throttle_idle)));
     bits |= r.clocks.throttle & ~throttle_idle;

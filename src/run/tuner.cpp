@@ -368,7 +368,7 @@ tune_result tune(const problem& s, const gpu_info& gpu, const compile_cache& cac
       r.message = "not verified: the --budget-s budget was spent first";
       continue;
     }
-    say(fmt::format("verifying {}/{}: {}", ++ran, to_run, name(r.config)));
+    say(fmt::format("verifying {}/{}: {}", ++ran, to_run, config_name(r)));
     try {
       verify_variant(v, *state->pr, state->ref, state->samples, *state->support, gpu, options.timing,
                      bound, state->stream->get());
@@ -394,7 +394,7 @@ tune_result tune(const problem& s, const gpu_info& gpu, const compile_cache& cac
       return std::nullopt;
     }
     const bool full = &timing == &settings.full;
-    say(fmt::format("timing {} ({}): {}", ++timed, full ? "full" : "screen", name(v.rec.config)));
+    say(fmt::format("timing {} ({}): {}", ++timed, full ? "full" : "screen", config_name(v.rec)));
     const variant_event event = full ? variant_event::measured : variant_event::screened;
     try {
       time_variant(v, *state->pr, *state->support, gpu, *state->flusher, timing, options.clocks,

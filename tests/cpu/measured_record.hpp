@@ -20,4 +20,11 @@ inline record measured_record(const problem& p, const tile_config& config = {64,
   return r;
 }
 
+/// The same of a backward variant (p.pass bwd).
+inline record measured_record(const problem& p, const backward_config& config) {
+  record r = measured_record(p);
+  set_backward_config(r, config);
+  return r;
+}
+
 }  // namespace attn

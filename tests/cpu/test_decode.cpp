@@ -38,10 +38,10 @@ problem decode(int64_t b, int64_t h, int64_t hk, int64_t nq, int64_t nk, int64_t
 }
 
 TEST(DecodeConfig, NamesCarryTheDecodeAxesOnlyWhenSet) {
-  EXPECT_EQ(name({64, 64, 4, 2}), "m64_n64_w4_s2");
-  EXPECT_EQ(name({16, 128, 1, 3, 0, 16, 1}), "m16_n128_w1_s3_p16_g1");
-  EXPECT_EQ(name({16, 128, 1, 3, 0, 1, 1}), "m16_n128_w1_s3_g1");
-  EXPECT_EQ(name({128, 128, 12, 2, 13, 4, 0}), "m128_n128_w12_s2_k13_p4");
+  EXPECT_EQ(name(tile_config{64, 64, 4, 2}), "m64_n64_w4_s2");
+  EXPECT_EQ(name(tile_config{16, 128, 1, 3, 0, 16, 1}), "m16_n128_w1_s3_p16_g1");
+  EXPECT_EQ(name(tile_config{16, 128, 1, 3, 0, 1, 1}), "m16_n128_w1_s3_g1");
+  EXPECT_EQ(name(tile_config{128, 128, 12, 2, 13, 4, 0}), "m128_n128_w12_s2_k13_p4");
   for (const char* text : {"m16_n128_w1_s3_p16_g1", "m16_n64_w1_s2_p2", "m64_n64_w4_s2_g1", "m128_n64_w12_s2_k3_p8"})
     EXPECT_EQ(name(parse_config_name(text)), text);
   for (const char* bad : {"m16_n64_w1_s2_g1_p2", "m16_n64_w1_s2_p1", "m16_n64_w1_s2_g0", "m16_n64_w1_s2_g2",

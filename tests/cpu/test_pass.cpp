@@ -38,8 +38,11 @@ problem shape(attention_pass pass = attention_pass::fwd) {
   return p;
 }
 
-record record_of(const problem& p, const char* config = "m128_n64_w4_s2") {
-  return measured_record(p, parse_config_name(config));
+// A forward config's name, or a backward variant's for a pass bwd problem.
+record record_of(const problem& p, const char* config = nullptr) {
+  if (p.pass == attention_pass::bwd)
+    return measured_record(p, parse_backward_config(config ? config : "kv_m64_n128_w8_s2-q_m64_n64_w4_s2"));
+  return measured_record(p, parse_config_name(config ? config : "m128_n64_w4_s2"));
 }
 
 std::string message_of(const std::function<void()>& f) {
@@ -108,7 +111,7 @@ TEST(pass, the_forward_keeps_every_name_and_the_backward_says_its_pass) {
   EXPECT_EQ(benchmark_name(record_of(p)), "fa2.B4_H32-8_N2048_D128_bf16_bhsd_causal.m128_n64_w4_s2");
   p.pass = attention_pass::bwd;
   EXPECT_EQ(describe(p), "B4 H32/8 N2048 D128 bf16 bhsd causal bwd");
-  EXPECT_EQ(benchmark_name(record_of(p)), "fa2.B4_H32-8_N2048_D128_bf16_bhsd_causal_bwd.m128_n64_w4_s2");
+  EXPECT_EQ(benchmark_name(record_of(p)), "fa2.B4_H32-8_N2048_D128_bf16_bhsd_causal_bwd.kv_m64_n128_w8_s2-q_m64_n64_w4_s2");
   p.pass = attention_pass::fwdbwd;
   EXPECT_EQ(describe(p), "B4 H32/8 N2048 D128 bf16 bhsd causal fwdbwd");
   // The default results file: the forward's as before, a backward's beside it.
@@ -208,11 +211,45 @@ TEST(pass, a_schema_10_row_carries_it_and_needs_it) {
   EXPECT_NE(msg.find("column 'pass'"), std::string::npos) << msg;
 }
 
+TEST(pass, a_backward_records_variant_round_trips_and_a_forward_name_there_is_refused) {
+  temp_dir dir;
+  const problem b = shape(attention_pass::bwd);
+  const std::vector<record> rows{record_of(b, "wg_kv_m64_n128_w8_s2_x2-q_m128_n64_w8_s1"), record_of(b)};
+  EXPECT_EQ(config_name(rows[0]), "wg_kv_m64_n128_w8_s2_x2-q_m128_n64_w8_s1");
+  EXPECT_EQ(rows[0].config, (tile_config{64, 128, 8, 2}));  // the dK/dV kernel's tile: the table's columns
+  EXPECT_EQ(config_name(record_of(shape())), "m128_n64_w4_s2");
+  write_csv(dir / "b.csv", rows);
+  const std::string text = slurp(dir / "b.csv");
+  EXPECT_NE(text.find(",wg_kv_m64_n128_w8_s2_x2-q_m128_n64_w8_s1,64,128,8,2,"), std::string::npos) << text;
+  const auto back = read_csv(dir / "b.csv");
+  ASSERT_EQ(back.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(back[i].backward, rows[i].backward);
+    EXPECT_EQ(back[i].config, rows[i].config);
+  }
+  const auto doc = nlohmann::json::parse(results_json({}, rows));
+  EXPECT_EQ(doc.at("variants").at(0).at("config"), "wg_kv_m64_n128_w8_s2_x2-q_m128_n64_w8_s1");
+  // A pass bwd row whose name is a forward config's, or whose name and columns disagree: refused.
+  auto refused = [&](const std::string& from, const std::string& to) {
+    std::string body = csv_text({rows[0]});
+    const size_t at = body.find(from);
+    EXPECT_NE(at, std::string::npos) << body;
+    body.replace(at, from.size(), to);
+    std::ofstream(dir / "bad.csv") << body << csv_trailer(body, 1);
+    return message_of([&] { read_csv(dir / "bad.csv"); });
+  };
+  const std::string forward_name = refused(",wg_kv_m64_n128_w8_s2_x2-q_m128_n64_w8_s1,", ",m64_n128_w8_s2,");
+  EXPECT_NE(forward_name.find("pass bwd"), std::string::npos) << forward_name;
+  EXPECT_NE(forward_name.find("'m64_n128_w8_s2'"), std::string::npos) << forward_name;
+  const std::string columns = refused(",64,128,8,2,", ",64,64,8,2,");
+  EXPECT_NE(columns.find("disagrees"), std::string::npos) << columns;
+}
+
 TEST(pass, the_json_and_the_best_table_carry_it) {
   const auto doc = nlohmann::json::parse(results_json({}, {record_of(shape(attention_pass::bwd))}));
   EXPECT_EQ(doc.at("variants").at(0).at("shape").at("pass"), "bwd");
   // The same shape's passes are two shapes to the best table.
-  const auto best = best_table({record_of(shape()), record_of(shape(attention_pass::bwd), "m64_n128_w8_s2")});
+  const auto best = best_table({record_of(shape()), record_of(shape(attention_pass::bwd), "wg_kv_m64_n128_w8_s2-q_m64_n64_w4_s2")});
   ASSERT_EQ(best.size(), 2u);
   EXPECT_EQ(best[1].best.shape.pass, attention_pass::bwd);
 }
@@ -244,7 +281,7 @@ TEST(pass, a_sweep_file_reads_it_blank_or_missing_as_fwd) {
 
 TEST(pass, the_export_keys_on_it) {
   const problem f = shape(), b = shape(attention_pass::bwd);
-  const auto entries = export_entries(best_table({record_of(f), record_of(b, "m64_n128_w8_s2")}));
+  const auto entries = export_entries(best_table({record_of(f), record_of(b, "kv_m64_n128_w8_s2-q_m64_n64_w4_s2")}));
   ASSERT_EQ(entries.size(), 2u);
   EXPECT_EQ(entries[0].key.pass, attention_pass::fwd);
   EXPECT_EQ(entries[1].key.pass, attention_pass::bwd);
@@ -311,11 +348,12 @@ TEST(pass, a_database_without_the_column_reads_as_fwd) {
   tuning_key bwd_key = fwd_key;
   bwd_key.shape.pass = attention_pass::bwd;
   EXPECT_FALSE(db.find(bwd_key).has_value());
-  db.put(bwd_key, {record_of(bwd_key.shape, "m64_n128_w8_s2")}, "2026-12-04 00:00:01");
+  db.put(bwd_key, {record_of(bwd_key.shape, "wg_kv_m64_n128_w8_s2-q_m64_n64_w4_s2")}, "2026-12-04 00:00:01");
   EXPECT_EQ(db.list().size(), 2u);
   const auto bwd_hit = db.find(bwd_key);
   ASSERT_TRUE(bwd_hit.has_value());
-  EXPECT_EQ(bwd_hit->best_config, "m64_n128_w8_s2");
+  EXPECT_EQ(bwd_hit->best_config, "wg_kv_m64_n128_w8_s2-q_m64_n64_w4_s2");  // the backward variant's name
+  EXPECT_EQ(bwd_hit->records.at(0).backward, parse_backward_config("wg_kv_m64_n128_w8_s2-q_m64_n64_w4_s2"));
   EXPECT_EQ(bwd_hit->records.at(0).shape.pass, attention_pass::bwd);
   EXPECT_EQ(db.find(fwd_key)->best_config, "m128_n64_w4_s2");
   EXPECT_NO_THROW(tuned_db::open_read_only(path));

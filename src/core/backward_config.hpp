@@ -1,0 +1,34 @@
+#pragma once
+// A variant of the backward pass's kernels (codegen/backward.hpp builds and launches them): its
+// name, as tables, CSV, databases and --configs write it.
+#include <string>
+
+namespace attn {
+
+/// One backward variant: the dK/dV kernel's tile (kv_block_n keys a block, split over kv_warps;
+/// kv_block_m queries a step through a ring of kv_stages) and the dQ kernel's (q_block_m rows a
+/// block, split over q_warps; q_block_n keys a step through a ring of q_stages).
+/// wgmma: the kernels of kernels/wgmma_bwd.cuh (sm_90a: each warpgroup 64 keys of the dK/dV
+/// kernel's block, 64 rows of the dQ kernel's), else kernels/fa2_bwd.cuh's (mma.sync, sm_80+).
+/// split_dkdv: dK and dV by two launches of the dK/dV kernel (dV, then dK, each recomputing P^T),
+/// for head dims whose dK and dV together do not fit the registers (D > 128).
+struct backward_config {
+  int kv_block_m = 32, kv_block_n = 64, kv_warps = 4, kv_stages = 2;
+  int q_block_m = 64, q_block_n = 64, q_warps = 4, q_stages = 2;
+  bool wgmma = false;
+  bool split_dkdv = false;
+  bool operator==(const backward_config&) const = default;
+};
+/// "kv_m64_n64_w4_s2-q_m64_n64_w4_s2", with "wg_" before it for the wgmma kernels and "_x2" after
+/// the dK/dV kernel's tile when it is split.
+std::string name(const backward_config& c);
+/// Parses name()'s text; throws invalid_input naming the text.
+backward_config parse_backward_config(const std::string& text);
+/// The dK/dV kernel's tile as a forward config's fields (block_m = kv_block_m, block_n, warps,
+/// stages): a backward record's block_m ... stages columns.
+struct tile_config;
+tile_config dkdv_tile(const backward_config& c);
+/// Whether the text has name()'s form (a backward variant's name, not a forward config's).
+bool is_backward_config_name(const std::string& text);
+
+}  // namespace attn
