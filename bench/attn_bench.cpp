@@ -26,7 +26,7 @@ using namespace attn;
 void run_one(benchmark::State& state, const record& tuned, const gpu_info& gpu, const compile_cache& cache) {
   std::unique_ptr<variant_runner> runner;
   try {
-    runner = std::make_unique<variant_runner>(tuned.family, tuned.shape, tuned.config, gpu, cache, 20261130);
+    runner = std::make_unique<variant_runner>(tuned, gpu, cache, 20261130);
   } catch (const std::exception& e) {
     state.SkipWithError(e.what());
     return;
@@ -97,8 +97,15 @@ int main(int argc, char** argv) {
     benchmark::AddCustomContext(hip ? "hiprtc" : "nvrtc", gpu.desc.nvrtc_version);
     benchmark::AddCustomContext("results", args.results);
     static std::vector<record> tuned;
-    for (const auto& row : table)
-      if (find_family(row.best.family).backend == gpu.backend) tuned.push_back(row.best);
+    bool any_of_pass = false;
+    for (const auto& row : table) {
+      const attention_pass pass = row.best.shape.pass;
+      const bool wanted = args.pass == attention_pass::fwdbwd ? pass != attention_pass::fwdbwd : pass == args.pass;
+      any_of_pass |= wanted;
+      if (wanted && find_family(row.best.family).backend == gpu.backend) tuned.push_back(row.best);
+    }
+    if (!any_of_pass)
+      throw invalid_input(fmt::format("'{}' has no shape of pass {} (--pass)", args.results, to_string(args.pass)));
     for (const record& r : tuned) {
       if (r.device.name != gpu.desc.name)
         std::fprintf(stderr, "note: %s was tuned on %s, running on %s\n", describe(r.shape).c_str(),

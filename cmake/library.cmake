@@ -81,7 +81,8 @@ if(ATTN_TUNE_TESTS)
   add_executable(attn_library_gpu_tests ${CMAKE_SOURCE_DIR}/tests/library/test_forward_gpu.cpp
                                         ${CMAKE_SOURCE_DIR}/tests/library/test_forward_args_gpu.cpp
                                         ${CMAKE_SOURCE_DIR}/tests/library/test_graph_gpu.cpp
-                                        ${CMAKE_SOURCE_DIR}/tests/library/test_varlen_gpu.cpp)
+                                        ${CMAKE_SOURCE_DIR}/tests/library/test_varlen_gpu.cpp
+                                        ${CMAKE_SOURCE_DIR}/tests/library/test_backward_gpu.cpp)
   target_link_libraries(attn_library_gpu_tests PRIVATE attn_tune GTest::gtest_main ${CUDART_STATIC}
                         Threads::Threads ${CMAKE_DL_LIBS} rt)
   target_include_directories(attn_library_gpu_tests SYSTEM PRIVATE ${CUDA_INCLUDE_DIR})

@@ -167,6 +167,125 @@ __device__ void ref_pv(const fwd_params& p, int bh0, int head_dim, const void* p
     static_cast<float*>(out)[o_index(p, bh, i) + d] = acc;
 }
 
+// The backward's reference (issue 22): the gradients of the materialized attention, in the same
+// two modes. Per chunk of (batch, head) pairs, with S and P of the forward's kernels above: dP =
+// dO V^T (over the scores' buffer), then dS = P (dP - delta) in place, delta = rowsum(P dP); then
+// dQ = scale dS K, dK = scale dS^T Q and dV = P^T dO, dK and dV summed over a K/V head's query
+// heads by atomics into fp32 (the reference need not be deterministic). LOWP rounds where a
+// framework's autograd in the input type would: dP, delta, dS, and each gradient once at the end
+// (round_f32). dO has O's layout and strides (o_index, dv elements a row).
+
+/// dP[z][i][j] = dO_i . V_j (masked like S: 0 where S is -inf is taken care of by P = 0). Block
+/// 16x16, grid (Nkv/16, Nq/16, heads); head_dim is V's (dv).
+template <bool BF16, bool LOWP>
+__device__ void ref_dp(const fwd_params& p, int bh0, int head_dim, const elem_bits* d_o, float* dp) {
+  __shared__ float os[16][17], vs[16][17];
+  const int tx = threadIdx.x, ty = threadIdx.y, z = blockIdx.z, bh = bh0 + z;
+  const int i = blockIdx.y * 16 + ty, j = blockIdx.x * 16 + tx, vj = blockIdx.x * 16 + ty;
+  const elem_bits* v = static_cast<const elem_bits*>(p.v);
+  const ref_sequence seq = sequence_of(p, bh / p.heads);
+  float acc = 0.f;
+  for (int d0 = 0; d0 < head_dim; d0 += 16) {
+    const bool in_d = d0 + tx < head_dim;
+    os[ty][tx] = i < seq.q_len && in_d ? to_float<BF16>(d_o[o_index(p, bh, i) + d0 + tx]) : 0.f;
+    vs[ty][tx] = vj < seq.kv_len && in_d ? to_float<BF16>(v[v_index(p, bh, vj) + d0 + tx]) : 0.f;
+    __syncthreads();
+#pragma unroll
+    for (int e = 0; e < 16; ++e) acc = fmaf(os[ty][e], vs[tx][e], acc);
+    __syncthreads();
+  }
+  if (i >= p.q_len || j >= p.kv_len) return;
+  dp[((long long)z * p.q_len + i) * p.kv_len + j] = LOWP ? round_to_elem<BF16>(acc) : acc;
+}
+
+/// dS = P (dP - delta) in place of dP, delta = sum_j P dP over the row. Block 256, grid (Nq, 1,
+/// heads). P is float (full) or the element type (LOWP, as bits).
+template <bool BF16, bool LOWP>
+__device__ void ref_ds(const fwd_params& p, const void* probs, float* dp_ds) {
+  const int z = blockIdx.z, i = blockIdx.x;
+  const long long row = ((long long)z * p.q_len + i) * p.kv_len;
+  auto prob = [&](int j) {
+    return LOWP ? to_float<BF16>(static_cast<const elem_bits*>(probs)[row + j]) : static_cast<const float*>(probs)[row + j];
+  };
+  float delta = 0.f;
+  for (int j = threadIdx.x; j < p.kv_len; j += blockDim.x) delta += prob(j) * dp_ds[row + j];
+  delta = block_reduce(delta, false);
+  if (LOWP) delta = round_to_elem<BF16>(delta);
+  for (int j = threadIdx.x; j < p.kv_len; j += blockDim.x) {
+    const float ds = prob(j) * (dp_ds[row + j] - delta);
+    dp_ds[row + j] = LOWP ? round_to_elem<BF16>(ds) : ds;
+  }
+}
+
+/// dQ_i = scale sum_j dS_ij K_j, into fp32 in Q's layout. Block 16x16, grid (ceil(D/16), Nq/16,
+/// heads).
+template <bool BF16>
+__device__ void ref_dq(const fwd_params& p, int bh0, int head_dim, const float* ds, float* dq) {
+  __shared__ float ss[16][17], ks[16][17];
+  const int tx = threadIdx.x, ty = threadIdx.y, z = blockIdx.z, bh = bh0 + z;
+  const int i = blockIdx.y * 16 + ty, d = blockIdx.x * 16 + tx;
+  const elem_bits* k = static_cast<const elem_bits*>(p.k);
+  const long long row = ((long long)z * p.q_len + i) * p.kv_len;
+  const ref_sequence seq = sequence_of(p, bh / p.heads);
+  float acc = 0.f;
+  for (int j0 = 0; j0 < p.kv_len; j0 += 16) {
+    ss[ty][tx] = i < seq.q_len && j0 + tx < p.kv_len ? ds[row + j0 + tx] : 0.f;
+    ks[ty][tx] = j0 + ty < seq.kv_len && d < head_dim ? to_float<BF16>(k[kv_index(p, bh, j0 + ty) + d]) : 0.f;
+    __syncthreads();
+#pragma unroll
+    for (int e = 0; e < 16; ++e) acc = fmaf(ss[ty][e], ks[e][tx], acc);
+    __syncthreads();
+  }
+  if (i >= seq.q_len || d >= head_dim) return;
+  dq[q_index(p, bh, i) + d] = acc * p.softmax_scale;
+}
+
+/// The K/V side: out_j += scale sum_i M_ij X_i over the pair's query rows, M = dS and X = Q for
+/// dK (X_IS_DO false: Q's index, D), M = P and X = dO for dV (O's index, dv); out in K's or V's
+/// layout, fp32, by atomics (a K/V head's query heads add to it). M is float, or the element type
+/// (M_BITS: LOWP's P). Block 16x16, grid (ceil(dim/16), Nkv/16, heads).
+template <bool BF16, bool M_BITS, bool X_IS_DO>
+__device__ void ref_dkv(const fwd_params& p, int bh0, int head_dim, const void* m, const elem_bits* x, float scale,
+                        float* out) {
+  __shared__ float ms[16][17], xs[16][17];
+  const int tx = threadIdx.x, ty = threadIdx.y, z = blockIdx.z, bh = bh0 + z;
+  const int j0 = blockIdx.y * 16, j = j0 + ty, d = blockIdx.x * 16 + tx;
+  const ref_sequence seq = sequence_of(p, bh / p.heads);
+  const long long base = (long long)z * p.q_len * p.kv_len;
+  float acc = 0.f;
+  for (int i0 = 0; i0 < seq.q_len; i0 += 16) {
+    const int mi = i0 + ty, mj = j0 + tx;  // ms[row i][column j]
+    float mv = 0.f;
+    if (mi < seq.q_len && mj < seq.kv_len) {
+      const long long at = base + (long long)mi * p.kv_len + mj;
+      mv = M_BITS ? to_float<BF16>(static_cast<const elem_bits*>(m)[at]) : static_cast<const float*>(m)[at];
+    }
+    ms[ty][tx] = mv;
+    xs[ty][tx] = mi < seq.q_len && d < head_dim
+                     ? to_float<BF16>(x[(X_IS_DO ? o_index(p, bh, mi) : q_index(p, bh, mi)) + d]) : 0.f;
+    __syncthreads();
+#pragma unroll
+    for (int e = 0; e < 16; ++e) acc = fmaf(ms[e][ty], xs[e][tx], acc);
+    __syncthreads();
+  }
+  if (j >= seq.kv_len || d >= head_dim) return;
+  atomicAdd(out + (X_IS_DO ? v_index(p, bh, j) : kv_index(p, bh, j)) + d, acc * scale);
+}
+
+/// Rounds each element to the element type (LOWP's gradients, once summed).
+template <bool BF16>
+__device__ void round_f32(float* x, long long n) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
+    x[i] = round_to_elem<BF16>(x[i]);
+}
+
+/// fp32 to the element type (the reference's O, the backward's input).
+template <bool BF16>
+__device__ void to_elem(const float* x, elem_bits* out, long long n) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n; i += (long long)gridDim.x * blockDim.x)
+    out[i] = from_float<BF16>(x[i]);
+}
+
 /// Standard-normal draws from a counter-based hash (Box-Muller), shaped by `f` (common/inputs.cuh:
 /// --inputs) and rounded to the element type.
 __device__ __forceinline__ unsigned long long mix64(unsigned long long x) {
@@ -279,6 +398,36 @@ extern "C" __global__ void ref_pv_full(fwd_params p, int bh0, int d, const void*
 }
 extern "C" __global__ void ref_pv_lowp(fwd_params p, int bh0, int d, const void* pr, void* o) {
   attn_k::ref_pv<ATTN_B, true>(p, bh0, d, pr, o);
+}
+extern "C" __global__ void ref_dp_full(fwd_params p, int bh0, int dv, const attn_k::elem_bits* d_o, float* dp) {
+  attn_k::ref_dp<ATTN_B, false>(p, bh0, dv, d_o, dp);
+}
+extern "C" __global__ void ref_dp_lowp(fwd_params p, int bh0, int dv, const attn_k::elem_bits* d_o, float* dp) {
+  attn_k::ref_dp<ATTN_B, true>(p, bh0, dv, d_o, dp);
+}
+extern "C" __global__ void ref_ds_full(fwd_params p, const void* pr, float* dp_ds) {
+  attn_k::ref_ds<ATTN_B, false>(p, pr, dp_ds);
+}
+extern "C" __global__ void ref_ds_lowp(fwd_params p, const void* pr, float* dp_ds) {
+  attn_k::ref_ds<ATTN_B, true>(p, pr, dp_ds);
+}
+extern "C" __global__ void ref_dq(fwd_params p, int bh0, int d, const float* ds, float* dq) {
+  attn_k::ref_dq<ATTN_B>(p, bh0, d, ds, dq);
+}
+extern "C" __global__ void ref_dk(fwd_params p, int bh0, int d, const float* ds, float* dk) {
+  attn_k::ref_dkv<ATTN_B, false, false>(p, bh0, d, ds, static_cast<const attn_k::elem_bits*>(p.q), p.softmax_scale, dk);
+}
+extern "C" __global__ void ref_dv_full(fwd_params p, int bh0, int dv, const void* pr, const attn_k::elem_bits* d_o,
+                                       float* out) {
+  attn_k::ref_dkv<ATTN_B, false, true>(p, bh0, dv, pr, d_o, 1.f, out);
+}
+extern "C" __global__ void ref_dv_lowp(fwd_params p, int bh0, int dv, const void* pr, const attn_k::elem_bits* d_o,
+                                       float* out) {
+  attn_k::ref_dkv<ATTN_B, true, true>(p, bh0, dv, pr, d_o, 1.f, out);
+}
+extern "C" __global__ void round_f32(float* x, long long n) { attn_k::round_f32<ATTN_B>(x, n); }
+extern "C" __global__ void to_elem(const float* x, attn_k::elem_bits* out, long long n) {
+  attn_k::to_elem<ATTN_B>(x, out, n);
 }
 extern "C" __global__ void fill_inputs(attn_k::elem_bits* x, long long n, unsigned long long seed,
                                        attn_k::input_fill f) {

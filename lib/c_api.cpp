@@ -17,6 +17,7 @@
 #include "library/engine.hpp"
 #include "library/errors.hpp"
 #include "codegen/kernel_args.hpp"
+#include "core/problem.hpp"
 
 struct attn_tune_context {
   std::unique_ptr<attn::engine> engine;
@@ -76,6 +77,7 @@ void require(const void* p, const char* name) {
 template <class S>
 constexpr size_t oldest_size() {
   if constexpr (std::is_same_v<S, attn_tune_problem>) return offsetof(attn_tune_problem, cache_seqlens);  // version 2
+  if constexpr (std::is_same_v<S, attn_tune_choice>) return offsetof(attn_tune_choice, variant);  // version 6
   return sizeof(S);
 }
 
@@ -252,7 +254,7 @@ attn_k::fwd_params to_params(const attn::problem& s, const void* q, const void* 
   return params;
 }
 
-void fill_choice(attn_tune_choice* out, const attn::tuned_choice& c, bool from_bundle) {
+void fill_choice(attn_tune_choice* out, const attn::tuned_choice& c, bool from_bundle, bool backward = false) {
   if (out == nullptr) return;
   require_struct(out, "choice");
   out->source = c.source == attn::choice_source::tuned    ? ATTN_TUNE_SOURCE_TUNED
@@ -261,6 +263,38 @@ void fill_choice(attn_tune_choice* out, const attn::tuned_choice& c, bool from_b
   std::snprintf(out->family, sizeof out->family, "%s", c.family.c_str());
   std::snprintf(out->config, sizeof out->config, "%s", attn::name(c.config).c_str());
   out->from_bundle = from_bundle ? 1 : 0;
+  if (out->struct_size >= offsetof(attn_tune_choice, variant) + sizeof out->variant)  // version 7 on
+    std::snprintf(out->variant, sizeof out->variant, "%s", backward ? attn::name(c.backward).c_str() : attn::name(c.config).c_str());
+}
+
+// The backward's tensors: each contiguous in the problem's layout (its strides all 0, or the
+// contiguous ones), the problem one the backward takes. Throws invalid_input / unsupported_problem.
+attn_k::bwd_params to_backward_params(const attn::problem& s, const attn_tune_problem& p, const void* q, const void* k,
+                                      const void* v, const void* o, const float* lse, const void* d_o, void* dq,
+                                      void* dk, void* dv, float* delta) {
+  attn::problem b = s;
+  b.pass = attn::attention_pass::bwd;
+  if (auto why = attn::backward_refusal(b)) throw attn::unsupported_problem(*why);
+  const attn_k::fwd_params contiguous =
+      attn::make_fwd_params(s, {q, k, v, const_cast<void*>(o), const_cast<float*>(lse)}, {}, {}, 0);
+  const std::pair<const char*, const int64_t*> given[] = {{"q_strides", p.q_strides}, {"kv_strides", p.kv_strides},
+                                                          {"v_strides", p.v_strides}, {"o_strides", p.o_strides}};
+  const int64_t want[4][3] = {
+      {contiguous.q_batch_stride, contiguous.q_head_stride, contiguous.q_row_stride},
+      {contiguous.kv_batch_stride, contiguous.kv_head_stride, contiguous.kv_row_stride},
+      {contiguous.v_batch_stride, contiguous.v_head_stride, contiguous.v_row_stride},
+      {contiguous.o_batch_stride, contiguous.o_head_stride, contiguous.o_row_stride}};
+  for (int i = 0; i < 4; ++i) {
+    const int64_t* g = given[i].second;
+    const bool unset = g[0] == 0 && g[1] == 0 && g[2] == 0;
+    if (!unset && !(g[0] == want[i][0] && g[1] == want[i][1] && g[2] == want[i][2]))
+      throw attn::unsupported_problem(fmt::format(
+          "the backward takes tensors contiguous in the layout so far: {} ({}, {}, {}) are not ({}, {}, {})",
+          given[i].first, g[0], g[1], g[2], want[i][0], want[i][1], want[i][2]));
+  }
+  attn::backward_tensors t;
+  t.q = q, t.k = k, t.v = v, t.o = o, t.d_o = d_o, t.lse = lse, t.delta = delta, t.dq = dq, t.dk = dk, t.dv = dv;
+  return attn::make_bwd_params(s, t, p.softmax_scale);  // each pointer checked
 }
 
 }  // namespace
@@ -335,6 +369,20 @@ attn_tune_status attn_tune_forward(attn_tune_context* ctx, const void* q, const 
     const attn_k::fwd_params params = to_params(s, q, k, v, o, lse, p);
     const attn::forward_choice c = ctx->engine->forward(s, params, stream);
     fill_choice(choice, c.choice, c.from_bundle);
+  });
+}
+
+attn_tune_status attn_tune_backward(attn_tune_context* ctx, const void* q, const void* k, const void* v, const void* o,
+                                    const float* lse, const void* d_o, void* dq, void* dk, void* dv, float* delta,
+                                    const attn_tune_problem* problem, void* stream, attn_tune_choice* choice) {
+  return guarded([&] {
+    require(ctx, "ctx");
+    require_struct(problem, "problem");
+    if (choice) require_struct(choice, "choice");
+    const attn_tune_problem p = current(*problem);
+    const attn::problem s = to_shape(p);
+    const attn_k::bwd_params params = to_backward_params(s, p, q, k, v, o, lse, d_o, dq, dk, dv, delta);
+    fill_choice(choice, ctx->engine->backward(s, params, stream), false, true);
   });
 }
 

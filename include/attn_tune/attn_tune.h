@@ -26,10 +26,10 @@ extern "C" {
 #define ATTN_TUNE_API
 #endif
 
-#define ATTN_TUNE_API_VERSION 6 /* bumped when a struct gains a field or a call is added (2: last_warning;
+#define ATTN_TUNE_API_VERSION 7 /* bumped when a struct gains a field or a call is added (2: last_warning;
                                   3: the problem's KV-cache fields; 4: its window and softcap;
                                   5: V's own head dim, V's and O's strides; 6: packed variable-length
-                                  batches) */
+                                  batches; 7: attn_tune_backward, the choice's variant) */
 
 typedef enum attn_tune_status {
   ATTN_TUNE_OK = 0,
@@ -128,6 +128,10 @@ typedef struct attn_tune_choice {
   char family[16];      /* "fa2", "wgmma", "hopper" */
   char config[32];      /* "m128_n64_w4_s2" */
   int32_t from_bundle;  /* 1: the kernel came from the bundle, 0: compiled (or the disk cache) */
+  /* Since ATTN_TUNE_API_VERSION 7 (an older struct_size leaves it unwritten): the variant's whole
+   * name; a backward's is "kv_m32_n64_w4_s2-q_m64_n64_w4_s2" (config is then its dK/dV kernel's tile,
+   * "m32_n64_w4_s2"). */
+  char variant[64];
 } attn_tune_choice;
 
 typedef struct attn_tune_context_options {
@@ -172,6 +176,24 @@ ATTN_TUNE_API attn_tune_status attn_tune_forward(attn_tune_context* ctx, const v
                                                  const void* v, void* o, float* lse,
                                                  const attn_tune_problem* problem, void* stream,
                                                  attn_tune_choice* choice);
+/* Since ATTN_TUNE_API_VERSION 7. The backward of attn_tune_forward's attention: dq, dk and dv from
+ * d_o, given the forward's o and lse (as attn_tune_forward left them). dq and d_o are shaped like q
+ * and o, dk and dv like k and v (dK and dV summed over the query heads of each K/V head: GQA, MQA);
+ * each of q, k, v, o, d_o, dq, dk, dv contiguous in the problem's layout (its strides all 0, or the
+ * contiguous ones) and 16-byte aligned. delta: float32 [B, H, N_q] scratch (the row sums of dO.O),
+ * 4-byte aligned. The problem takes what the backward takes so far: not cache_seqlens, block_table,
+ * a window, softcap, head_dim_v or a packed batch, and head dims multiples of 8 up to 256
+ * (ATTN_TUNE_ERROR_UNSUPPORTED, naming it). Deterministic: a rerun gives bit-identical gradients
+ * (dQ has a pass of its own, no atomics). The variant: the table's pass bwd entry for the exact shape
+ * (a results CSV or tuned-results database of `attn-tune --pass bwd`), else the fallback, fa2's
+ * kv_m32_n64_w4_s2-q_m64_n64_w4_s2 (kv_m32_n64_w4_s2_x2-q_m64_n32_w4_s1 above D = 128; single-stage
+ * tiles where their shared memory does not fit the device).
+ * Enqueued on `stream`; `choice` may be NULL. On any error nothing is launched. */
+ATTN_TUNE_API attn_tune_status attn_tune_backward(attn_tune_context* ctx, const void* q, const void* k,
+                                                  const void* v, const void* o, const float* lse, const void* d_o,
+                                                  void* dq, void* dk, void* dv, float* delta,
+                                                  const attn_tune_problem* problem, void* stream,
+                                                  attn_tune_choice* choice);
 /* Only the choice, without launching or compiling. */
 ATTN_TUNE_API attn_tune_status attn_tune_choose(attn_tune_context* ctx, const attn_tune_problem* problem,
                                                 attn_tune_choice* choice);

@@ -76,6 +76,15 @@ class context {
     check(attn_tune_forward(m_ctx, q, k, v, o, lse, &p, stream, &c));
     return c;
   }
+  /// The backward (attn_tune_backward): dq, dk, dv from d_o and the forward's o and lse; delta is
+  /// float32 [B, H, N_q] scratch. Launches on `stream`; returns what ran. Never synchronizes.
+  choice backward(const void* q, const void* k, const void* v, const void* o, const float* lse, const void* d_o,
+                  void* dq, void* dk, void* dv, float* delta, const problem& p, void* stream = nullptr) {
+    choice c{};
+    c.struct_size = sizeof c;
+    check(attn_tune_backward(m_ctx, q, k, v, o, lse, d_o, dq, dk, dv, delta, &p, stream, &c));
+    return c;
+  }
   choice choose(const problem& p) const {
     choice c{};
     c.struct_size = sizeof c;

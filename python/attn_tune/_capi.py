@@ -2,7 +2,8 @@
 
 The library is looked for, in order: $ATTN_TUNE_LIBRARY, next to this package, in the prefix's
 lib/ folder when the package was installed by `cmake --install`, and by the system's loader.
-Importing the package never loads it; the first call that needs it does.
+Importing the package never loads it; the first call that needs it does. A library of API
+version 6 still loads and runs the forward; the backward (attn_tune_backward) needs version 7.
 """
 import ctypes
 import ctypes.util
@@ -10,7 +11,9 @@ import os
 import threading
 import warnings
 
-API_VERSION = 6  # ATTN_TUNE_API_VERSION this package speaks
+API_VERSION = 7  # ATTN_TUNE_API_VERSION this package speaks
+OLDEST_API_VERSION = 6  # the oldest library it loads: the forward is the same, only the backward is missing
+BACKWARD_API_VERSION = 7  # attn_tune_backward and the choice's variant
 
 OK, INVALID_ARGUMENT, UNSUPPORTED, TABLE, BUNDLE, NO_DEVICE, COMPILE, DEVICE, INTERNAL = range(9)
 BF16, FP16 = 0, 1
@@ -54,11 +57,15 @@ class Problem(ctypes.Structure):
 class Choice(ctypes.Structure):
     _fields_ = [("struct_size", ctypes.c_uint32), ("source", ctypes.c_int32),
                 ("family", ctypes.c_char * 16), ("config", ctypes.c_char * 32),
-                ("from_bundle", ctypes.c_int32)]
+                ("from_bundle", ctypes.c_int32),
+                # API version 7: the variant's whole name (a backward's: "kv_m32_n64_w4_s2-q_m64_n64_w4_s2").
+                # An older library leaves it as new_choice made it, zeroed: "".
+                ("variant", ctypes.c_char * 64)]
 
     def as_dict(self):
         return {"source": SOURCES.get(self.source, str(self.source)), "family": self.family.decode(),
-                "config": self.config.decode(), "from_bundle": bool(self.from_bundle)}
+                "config": self.config.decode(), "from_bundle": bool(self.from_bundle),
+                "variant": self.variant.decode()}
 
 
 class ContextOptions(ctypes.Structure):
@@ -112,6 +119,22 @@ def _declare(lib):
     for name in ("attn_tune_context_create", "attn_tune_check", "attn_tune_forward", "attn_tune_choose",
                  "attn_tune_synchronize", "attn_tune_table_load", "attn_tune_table_lookup"):
         getattr(lib, name).restype = ctypes.c_int
+    # A library older than version 7 has no backward (ctypes raises AttributeError on a missing
+    # symbol): it still loads for the forward, and backward_function says what is missing.
+    if hasattr(lib, "attn_tune_backward"):
+        lib.attn_tune_backward.argtypes = [p] * 11 + [ctypes.POINTER(Problem), p, ctypes.POINTER(Choice)]
+        lib.attn_tune_backward.restype = ctypes.c_int
+
+
+def backward_function(lib):
+    """lib's attn_tune_backward; AttnTuneError (UNSUPPORTED) naming the library's API version when
+    it is older than 7, which has none."""
+    version = lib.attn_tune_api_version()
+    call = getattr(lib, "attn_tune_backward", None) if version >= BACKWARD_API_VERSION else None
+    if call is None:
+        raise AttnTuneError(UNSUPPORTED, f"libattn_tune API {version} has no attn_tune_backward: rebuild it "
+                                         f"(this package needs API {BACKWARD_API_VERSION} for the backward)")
+    return call
 
 
 def library():
@@ -131,8 +154,9 @@ def library():
                 tried.append(f"{path} ({e})")
                 continue
             _declare(lib)
-            if lib.attn_tune_api_version() != API_VERSION:
-                tried.append(f"{path} (API version {lib.attn_tune_api_version()}, this package needs {API_VERSION})")
+            if not OLDEST_API_VERSION <= lib.attn_tune_api_version() <= API_VERSION:
+                tried.append(f"{path} (API version {lib.attn_tune_api_version()}, this package needs "
+                             f"{OLDEST_API_VERSION} to {API_VERSION})")
                 continue
             _library = lib
             return lib

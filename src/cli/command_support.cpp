@@ -83,7 +83,10 @@ tune_options make_tune_options(const options& opt, progress_line& progress) {
     t.on_variant = [&progress](variant_event event, const record& r, const std::string& log) {
       progress.variant(event, r, log);
     };
-  for (const auto& c : opt.configs) t.configs.push_back(parse_config_name(c));
+  for (const auto& c : opt.configs) {  // each to its pass (check_config_names checked them)
+    if (is_backward_config_name(c)) t.backward_configs.push_back(parse_backward_config(c));
+    else t.configs.push_back(parse_config_name(c));
+  }
   return t;
 }
 

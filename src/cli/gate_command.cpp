@@ -8,6 +8,7 @@
 #include "cli/commands.hpp"
 #include "cli/db_support.hpp"
 #include "check/verdict.hpp"
+#include "codegen/backward.hpp"
 #include "report/best_table.hpp"
 #include "report/csv.hpp"
 #include "report/export.hpp"
@@ -41,8 +42,18 @@ int run_check(const options& opt) {
   if (!std::filesystem::exists(opt.baseline))
     throw invalid_input(fmt::format("check: no such baseline '{}'", opt.baseline));
   refuse_best_table(opt.baseline);
-  const auto baseline = best_table(read_results_noting(opt.baseline, opt.device_name));
-  if (baseline.empty()) throw invalid_input(fmt::format("baseline '{}' has no shape with an ok variant", opt.baseline));
+  std::vector<best_row> baseline;  // the shapes of the pass(es) --pass names
+  {
+    const auto all = best_table(read_results_noting(opt.baseline, opt.device_name));
+    if (all.empty()) throw invalid_input(fmt::format("baseline '{}' has no shape with an ok variant", opt.baseline));
+    const attention_pass pass = opt.problem.pass;
+    for (const best_row& row : all)
+      if (pass == attention_pass::fwdbwd ? row.best.shape.pass != attention_pass::fwdbwd : row.best.shape.pass == pass)
+        baseline.push_back(row);
+    if (baseline.empty())
+      throw invalid_input(fmt::format("baseline '{}' has no shape of pass {} (--pass; its shapes are of other passes)",
+                                      opt.baseline, to_string(pass)));
+  }
   prepare_json(opt);
   for (const auto* report : {&opt.csv_report, &opt.markdown_report}) {
     if (*report == "-") reserve_stdout_for_data();
@@ -72,11 +83,14 @@ int run_check(const options& opt) {
       continue;
     }
     // The hash of the sources of the baseline's own family, as each record carries it.
+    const bool backward = b.shape.pass == attention_pass::bwd;
     if (!change)
-      change = kernel_change(b, fmt::format("{:016x}", cache.kernels().hash_of(find_family(b.family).source_files)));
+      change = kernel_change(b, fmt::format("{:016x}", cache.kernels().hash_of(backward ? backward_sources(b.backward)
+                                                                                       : find_family(b.family).source_files)));
     tune_options t = make_tune_options(opt, progress);
     t.family = b.family;  // the recorded best, whichever family it came from
-    t.space = only(b.config);
+    if (backward) t.backward_configs = {b.backward};
+    else t.space = only(b.config);
     t.progress = [&](const std::string& text) {
       progress(fmt::format("shape {}/{} {}: {}", i + 1, baseline.size(), describe(b.shape), text));
     };

@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "core/backward_config.hpp"
+#include "core/config.hpp"
 #include "core/problem.hpp"
 
 namespace attn {
@@ -100,6 +102,23 @@ int64_t parse_value_dim(const std::string& text) {
                                     "dim's; default: the head dim)",
                                     text));
   return value;
+}
+
+void check_config_names(const std::vector<std::string>& configs, attention_pass pass) {
+  for (const auto& c : configs) {
+    const bool backward = is_backward_config_name(c);
+    if (backward && pass == attention_pass::fwd)
+      throw invalid_input(fmt::format("invalid --configs: {} is a backward variant, but the run tunes pass fwd (give "
+                                      "--pass bwd, or a forward config such as m128_n64_w4_s2)",
+                                      c));
+    if (!backward && pass == attention_pass::bwd) {
+      parse_config_name(c);  // a bad name is named as such first
+      throw invalid_input(fmt::format("invalid --configs: {} is a forward config, but pass bwd runs backward variants "
+                                      "such as kv_m32_n64_w4_s2-q_m64_n64_w4_s2",
+                                      c));
+    }
+    if (!backward) parse_config_name(c);  // throws naming a bad one
+  }
 }
 
 void check_distinct(const std::vector<std::string>& configs) {

@@ -6,6 +6,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/problem.hpp"  // attention_pass
+
 namespace attn {
 
 /// --seed: a decimal integer in [0, 2^64); "-1" and "1e3" are refused, not wrapped or cut.
@@ -31,6 +33,10 @@ double parse_softcap(const std::string& text);
 /// --dv N: V's and O's head dim, in [32, 256] like the head dim's.
 int64_t parse_value_dim(const std::string& text);
 
+/// --configs' names for a run of this pass: forward configs (m128_n64_w4_s2), backward variants
+/// (kv_m32_n64_w4_s2-q_m64_n64_w4_s2) for pass bwd, either for fwdbwd (each goes to its pass).
+/// Throws invalid_input naming a bad one, or one of the other pass.
+void check_config_names(const std::vector<std::string>& configs, attention_pass pass);
 /// --configs naming one config twice.
 void check_distinct(const std::vector<std::string>& configs);
 

@@ -168,7 +168,7 @@ bool parse_options(int argc, char** argv, options& out) {
   app.get_formatter()->column_width(34);
   std::string shape_text = "4,32,4096,128", dtype_text = "bf16", layout_text = "bhsd";
   std::string kv_len_text, kv_heads_text, page_size_text, kv_lens_text;  // parsed by option_checks: CLI11 would clamp huge values
-  std::string window_text, softcap_text, dv_text, seqlens_text, kv_seqlens_text;
+  std::string window_text, softcap_text, dv_text, seqlens_text, kv_seqlens_text, pass_text = "fwd";
   std::string problem_text;  // the whole problem as problem_key() writes it: how a run hands one to its child
   bool causal = false, no_cache = false;
   std::vector<std::string> space_tokens;
@@ -212,6 +212,13 @@ bool parse_options(int argc, char** argv, options& out) {
   app.add_option("--dv", dv_text,
                  "V's and O's head dim when it differs from Q's and K's D (DeepSeek-V3's prefill: --shape "
                  "1,128,4096,192 --dv 128), in [32, 256]; TFLOPS count 2*(D + dv) per visible pair (fa2 family)");
+  app.add_option("--pass", pass_text,
+                 "Which pass to tune: fwd (the forward: O and its LSE), bwd (the backward: dQ, dK, dV from dO, "
+                 "with the reference forward's O and LSE as inputs; its own kernels, fa2's mma.sync and wgmma's, "
+                 "and its own variants such as kv_m64_n128_w8_s2-q_m64_n64_w4_s2), or fwdbwd (both, one after "
+                 "the other, and their sum). Backward TFLOPS count 2.5x the forward's FLOPs (5 matrix products "
+                 "to its 2, FlashAttention's convention)")
+      ->capture_default_str();
   app.add_option("--dtype", dtype_text, "Element type: bf16 or fp16")->capture_default_str();
   app.add_option("--problem", problem_text, "The problem as a key (batch=..,heads=..,...)")->group("");
   app.add_option("--layout", layout_text, "bhsd = [B,H,N,D] contiguous, bshd = [B,N,H,D]")
@@ -372,13 +379,18 @@ bool parse_options(int argc, char** argv, options& out) {
   }
   if (app.count("--softcap")) s.softcap = parse_softcap(softcap_text);
   if (app.count("--dv")) s.head_dim_v = parse_value_dim(dv_text);
+  s.pass = parse_pass(pass_text);  // throws naming a bad one and the choices
+  out.pass_given = app.count("--pass") > 0;
+  if (!out.dump_dir.empty() && s.pass == attention_pass::bwd)
+    throw invalid_input("--dump writes the forward's q, k, v and its best variant's o and lse: give --pass fwd or "
+                        "fwdbwd (whose forward it dumps)");
   canonicalize(s);
   s.dtype = parse_dtype(dtype_text);
   s.layout = parse_layout(layout_text);
   validate(s);
   if (app.count("--problem")) {
     for (const char* o : {"--shape", "--kv-len", "--kv-heads", "--dtype", "--layout", "--causal", "--page-size",
-                          "--kv-lens", "--window", "--softcap", "--dv", "--seqlens", "--kv-seqlens"})
+                          "--kv-lens", "--window", "--softcap", "--dv", "--seqlens", "--kv-seqlens", "--pass"})
       if (app.count(o)) throw invalid_input(fmt::format("--problem gives the whole problem: leave out {}", o));
     s = parse_problem_key(problem_text);
   }
@@ -434,7 +446,7 @@ bool parse_options(int argc, char** argv, options& out) {
     out.spaces.push_back(tokens.empty() ? f.default_space : parse_space(tokens, f.default_space));
     if (out.spaces.back().enumerate().empty()) throw invalid_input("--space is empty");
   }
-  for (const auto& c : out.configs) parse_config_name(c);  // throws naming a bad one
+  check_config_names(out.configs, out.problem.pass);
   check_distinct(out.configs);
   if (!out.configs.empty() && !space_tokens.empty())
     throw invalid_input("--configs and --space exclude each other");

@@ -18,6 +18,8 @@ enum class command { tune, sweep, export_table, check, merge, db };
 struct options {
   attn::command command = command::tune;
   attn::problem problem;
+  /// --pass was given (a sweep then tunes every row in that pass, not the row's own).
+  bool pass_given = false;
   /// --family, split at commas (empty: every family of the backend); after parse_options, the
   /// families of the run.
   std::vector<std::string> families;

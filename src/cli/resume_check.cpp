@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "codegen/backward.hpp"
 #include "run/search.hpp"
 #include "run/tuner.hpp"
 
@@ -20,8 +21,16 @@ std::set<std::string> space_configs(const options& opt, size_t family, const pro
   tune_options t;
   t.family = opt.families[family];
   t.space = opt.spaces[family];
-  for (const auto& c : opt.configs) t.configs.push_back(parse_config_name(c));
   std::set<std::string> out;
+  if (s.pass == attention_pass::bwd) {  // the backward's variants of the family
+    for (const auto& c : opt.configs)
+      if (is_backward_config_name(c)) t.backward_configs.push_back(parse_backward_config(c));
+    if (has_backward_kernels(t.family))
+      for (const auto& c : backward_configs_of(t, s)) out.insert(name(c));
+    return out;
+  }
+  for (const auto& c : opt.configs)
+    if (!is_backward_config_name(c)) t.configs.push_back(parse_config_name(c));
   for (const auto& c : configs_of(t, s, sm_count)) out.insert(name(c));
   return out;
 }
@@ -30,7 +39,9 @@ std::set<std::string> space_configs(const options& opt, size_t family, const pro
 bool refuses(const options& opt, size_t family, const problem& s, int sm_count, const resource_limits& limits) {
   const kernel_family& f = find_family(opt.families[family]);
   for (const auto& c : space_configs(opt, family, s, sm_count))
-    if (!f.reject_reason(parse_config_name(c), s, limits)) return false;
+    if (s.pass == attention_pass::bwd ? !backward_reject(parse_backward_config(c), s, limits)
+                                      : !f.reject_reason(parse_config_name(c), s, limits))
+      return false;
   return true;
 }
 

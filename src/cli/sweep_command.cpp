@@ -116,7 +116,10 @@ int run_sweep(const options& opt) {
   if (opt.out == "-") reserve_stdout_for_data();
   prepare_json(opt);
   std::vector<std::string> repeats;
-  std::vector<sweep_row> rows = distinct_shapes(read_sweep_file(opt.sweep_file), repeats);
+  std::vector<sweep_row> rows = distinct_shapes(
+      with_passes(read_sweep_file(opt.sweep_file),
+                  opt.pass_given ? std::optional<attention_pass>(opt.problem.pass) : std::nullopt),
+      repeats);
   for (const auto& r : repeats) fmt::print("{}: tuned once\n", r);
   const size_t all_rows = rows.size();
   if (!opt.shard.empty()) rows = take_shard(rows, parse_shard(opt.shard, [](const char* n) { return std::getenv(n); }));

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "codegen/family_parts.hpp"  // family_sources
 #include "common/resources.cuh"  // kernels/common, shared with the device code
 
 namespace attn {
@@ -162,6 +163,50 @@ std::string backward_instantiation(const backward_config& c, const problem& s) {
 
 std::vector<std::string> backward_compile_options() { return {"--use_fast_math"}; }
 
+const char* backward_family(const backward_config& c) { return c.wgmma ? "wgmma" : "fa2"; }
+
+bool has_backward_kernels(const std::string& family) { return family == "fa2" || family == "wgmma"; }
+
+std::vector<std::string> backward_sources(const backward_config& c) {
+  return family_sources({c.wgmma ? "wgmma_bwd.cuh" : "fa2_bwd.cuh", "reference.cuh"});
+}
+
+std::vector<variant> build_backward_variants(const problem& shape, const std::vector<backward_config>& configs,
+                                             const device_desc& device, const resource_limits& limits,
+                                             const compile_cache& cache, int jobs, const compile_progress& progress,
+                                             const compiled_variant& compiled) {
+  problem s = shape;
+  s.pass = attention_pass::bwd;
+  if (auto why = backward_refusal(s)) throw invalid_input(*why);
+  std::vector<variant> out;
+  std::vector<size_t> to_compile;
+  std::vector<std::string> sources;
+  for (const backward_config& c : configs) {
+    variant v;
+    v.rec.device = device;
+    v.rec.shape = s;
+    v.rec.family = backward_family(c);
+    set_backward_config(v.rec, c);
+    v.rec.kernel_hash = fmt::format("{:016x}", cache.kernels().hash_of(backward_sources(c)));
+    v.rec.shared_memory_bytes = std::max(backward_dkdv_shared_bytes(c, s), backward_dq_shared_bytes(c, s));
+    v.rec.materialized_bytes = materialized_extra_bytes(s);
+    const auto why = backward_reject(c, s, limits);
+    if (why) {
+      v.rec.status = status::pruned;
+      v.rec.message = *why;
+    } else {
+      to_compile.push_back(out.size());
+    }
+    sources.push_back(why ? std::string() : backward_instantiation(c, s));
+    out.push_back(std::move(v));
+  }
+  if (to_compile.empty())
+    throw invalid_input(fmt::format("no backward variant can run {}:\n{}", describe(s), pruning_summary(out)));
+  compile_variants(out, to_compile, sources, {device.arch, backward_compile_options(), backend::cuda}, cache, jobs,
+                   progress, compiled);
+  return out;
+}
+
 std::vector<backward_launch> backward_launches(const backward_config& c, const problem& s) {
   const int64_t rows = s.batch * s.heads * s.q_len, per_block = backward_delta_threads / 32;
   const auto blocks = [](int64_t n, int64_t per) { return static_cast<unsigned>((n + per - 1) / per); };
@@ -184,21 +229,26 @@ std::vector<backward_launch> backward_launches(const backward_config& c, const p
 
 loaded_backward load_backward(const device_runtime& rt, const std::string& cubin, const backward_config& c,
                               const problem& s, int device) {
-  loaded_backward b;
-  b.module = rt.load_module(cubin);
-  b.launches = backward_launches(c, s);
+  loaded_backward b{loaded_module(rt, cubin), {}, backward_launches(c, s)};
   for (size_t i = 0; i < b.launches.size(); ++i) {
-    b.kernels.push_back(rt.kernel(b.module, b.launches[i].symbol));
+    b.kernels.push_back(b.module.kernel(b.launches[i].symbol));
     if (b.launches[i].shared_bytes > 0) rt.set_dynamic_shared_memory(b.kernels[i], b.launches[i].shared_bytes, device);
   }
   return b;
 }
 
 void run_backward(const device_runtime& rt, const loaded_backward& b, const attn_k::bwd_params& p, stream_t stream) {
+  run_backward(rt, b, b.launches, p, stream);
+}
+
+void run_backward(const device_runtime& rt, const loaded_backward& b, const std::vector<backward_launch>& launches,
+                  const attn_k::bwd_params& p, stream_t stream) {
+  if (launches.size() != b.kernels.size())
+    throw std::logic_error("run_backward: launches of another variant than the kernels loaded");
   attn_k::bwd_params copy = p;
   void* args[] = {&copy};
-  for (size_t i = 0; i < b.launches.size(); ++i)
-    rt.launch(b.kernels[i], b.launches[i].grid, b.launches[i].block, b.launches[i].shared_bytes, stream, args);
+  for (size_t i = 0; i < launches.size(); ++i)
+    rt.launch(b.kernels[i], launches[i].grid, launches[i].block, launches[i].shared_bytes, stream, args);
 }
 
 }  // namespace attn

@@ -7,7 +7,9 @@
 #include <string>
 #include <vector>
 
+#include "backend/resources.hpp"
 #include "backend/runtime.hpp"
+#include "codegen/compile_pool.hpp"
 #include "codegen/kernel_args.hpp"  // make_bwd_params
 #include "common/bwd_params.cuh"  // kernels/common, shared with the device code
 #include "core/backward_config.hpp"
@@ -22,6 +24,22 @@ namespace attn {
 /// 64 or 128 keys a dQ step). The pruner keeps those the device and the head dim allow.
 /// Above D = 128: split dK/dV kernels and the dQ kernel's narrower steps (and one stage too).
 std::vector<backward_config> backward_default_configs(const problem& s);
+
+/// The family a backward variant's record names: "wgmma" for the wgmma kernels, else "fa2" (the
+/// forward families whose mma form each backward kernel shares).
+const char* backward_family(const backward_config& c);
+/// Whether a forward family has backward kernels of its kind (fa2, wgmma).
+bool has_backward_kernels(const std::string& family);
+/// The kernels/ sources of a backward variant (its record's kernel_hash).
+std::vector<std::string> backward_sources(const backward_config& c);
+
+/// The backward's variants of s for a device: their records (s with pass bwd; pruned ones with the
+/// reason, as build_variants does) and the others compiled on `jobs` threads through the cache.
+/// Throws invalid_input naming why when the backward does not take s, or when every variant is pruned.
+std::vector<variant> build_backward_variants(const problem& s, const std::vector<backward_config>& configs,
+                                             const device_desc& device, const resource_limits& limits,
+                                             const compile_cache& cache, int jobs, const compile_progress& progress,
+                                             const compiled_variant& compiled = {});
 
 /// The extern "C" entry points of an instantiation.
 inline constexpr const char* backward_delta_symbol = "attn_bwd_delta";
@@ -55,7 +73,7 @@ std::vector<backward_launch> backward_launches(const backward_config& c, const p
 
 /// A compiled variant loaded on the device: its kernels, dynamic shared memory raised.
 struct loaded_backward {
-  module_t module = nullptr;
+  loaded_module module;  ///< unloaded with it
   std::vector<kernel_t> kernels;
   std::vector<backward_launch> launches;
 };
@@ -63,5 +81,9 @@ loaded_backward load_backward(const device_runtime& rt, const std::string& cubin
                               const problem& s, int device);
 /// Enqueues the three kernels on `stream`.
 void run_backward(const device_runtime& rt, const loaded_backward& b, const attn_k::bwd_params& p, stream_t stream);
+/// The same with the launches (grids) of another problem of the same instantiation (dtype, head
+/// dim, causal, variant): backward_launches(c, s).
+void run_backward(const device_runtime& rt, const loaded_backward& b, const std::vector<backward_launch>& launches,
+                  const attn_k::bwd_params& p, stream_t stream);
 
 }  // namespace attn

@@ -37,46 +37,16 @@ resource_limits limits_for_arch(const std::string& arch) {
   return l;
 }
 
-std::vector<variant> build_variants(const kernel_family& family, const problem& s,
-                                    const std::vector<tile_config>& configs, const device_desc& device,
-                                    const resource_limits& limits, const compile_cache& cache,
-                                    int jobs, const compile_progress& progress,
-                                    const compiled_variant& compiled_one) {
-  if (auto why = problem_refusal(family, s)) throw invalid_input(*why);
-  std::vector<variant> out;
-  std::vector<size_t> to_compile;
-  for (const auto& config : configs) {
-    variant v;
-    v.rec.device = device;
-    v.rec.shape = s;
-    v.rec.family = family.name;
-    v.rec.kernel_hash = fmt::format("{:016x}", cache.kernels().hash_of(family.source_files));
-    v.rec.config = config;
-    v.rec.shared_memory_bytes = family.shared_memory_bytes(config, s);
-    v.rec.materialized_bytes = materialized_extra_bytes(s);
-    if (auto why = missing_axis(family, config)) {  // e.g. --configs m128_n64_w8_s2_k2 on wgmma
-      v.rec.status = status::pruned;
-      v.rec.message = *why;
-    } else if (auto why = family.reject_reason(config, s, limits)) {
-      v.rec.status = status::pruned;
-      v.rec.message = *why;
-    } else {
-      to_compile.push_back(out.size());
-    }
-    out.push_back(std::move(v));
-  }
-  if (to_compile.empty())
-    throw invalid_input(fmt::format("no config of the search space can run {}:\n{}", describe(s),
-                                    pruning_summary(out)));
-  // Configs whose instantiations are the same text (the hopper family's persistent bit only
-  // changes the launch) are compiled once: the first of them compiles, the rest copy its result.
-  std::vector<std::string> sources(out.size());
+void compile_variants(std::vector<variant>& out, std::vector<size_t> to_compile, const std::vector<std::string>& sources,
+                      const compile_target& target, const compile_cache& cache, int jobs,
+                      const compile_progress& progress, const compiled_variant& compiled_one) {
+  // Variants whose sources are the same text (the hopper family's persistent bit only changes the
+  // launch) are compiled once: the first of them compiles, the rest copy its result.
   std::map<std::string, size_t> first_with;
   std::vector<std::pair<size_t, size_t>> copies;  // (variant, the variant it copies)
   {
     std::vector<size_t> unique;
     for (size_t i : to_compile) {
-      sources[i] = family.instantiation(out[i].rec.config, s);
       const auto [it, inserted] = first_with.emplace(sources[i], i);
       if (inserted) unique.push_back(i);
       else copies.emplace_back(i, it->second);
@@ -93,7 +63,7 @@ std::vector<variant> build_variants(const kernel_family& family, const problem& 
     for (size_t i; (i = next++) < to_compile.size();) {
       variant& v = out[to_compile[i]];
       auto compiled =
-          compile_with_cache(cache, sources[to_compile[i]], device.arch, family.compile_options, family.backend);
+          compile_with_cache(cache, sources[to_compile[i]], target.arch, target.options, target.backend);
       v.rec.cached = compiled.cached;
       v.rec.compile_ms = compiled.result.milliseconds;
       v.rec.registers = compiled.result.registers;
@@ -127,6 +97,43 @@ std::vector<variant> build_variants(const kernel_family& family, const problem& 
     v.cubin = out[from].cubin;
     if (compiled_one) compiled_one(v.rec, "");
   }
+}
+
+std::vector<variant> build_variants(const kernel_family& family, const problem& s,
+                                    const std::vector<tile_config>& configs, const device_desc& device,
+                                    const resource_limits& limits, const compile_cache& cache,
+                                    int jobs, const compile_progress& progress,
+                                    const compiled_variant& compiled_one) {
+  if (auto why = problem_refusal(family, s)) throw invalid_input(*why);
+  std::vector<variant> out;
+  std::vector<size_t> to_compile;
+  for (const auto& config : configs) {
+    variant v;
+    v.rec.device = device;
+    v.rec.shape = s;
+    v.rec.family = family.name;
+    v.rec.kernel_hash = fmt::format("{:016x}", cache.kernels().hash_of(family.source_files));
+    v.rec.config = config;
+    v.rec.shared_memory_bytes = family.shared_memory_bytes(config, s);
+    v.rec.materialized_bytes = materialized_extra_bytes(s);
+    if (auto why = missing_axis(family, config)) {  // e.g. --configs m128_n64_w8_s2_k2 on wgmma
+      v.rec.status = status::pruned;
+      v.rec.message = *why;
+    } else if (auto why = family.reject_reason(config, s, limits)) {
+      v.rec.status = status::pruned;
+      v.rec.message = *why;
+    } else {
+      to_compile.push_back(out.size());
+    }
+    out.push_back(std::move(v));
+  }
+  if (to_compile.empty())
+    throw invalid_input(fmt::format("no config of the search space can run {}:\n{}", describe(s),
+                                    pruning_summary(out)));
+  std::vector<std::string> sources(out.size());
+  for (size_t i : to_compile) sources[i] = family.instantiation(out[i].rec.config, s);
+  compile_variants(out, to_compile, sources, {device.arch, family.compile_options, family.backend}, cache, jobs, progress,
+                   compiled_one);
   return out;
 }
 

@@ -25,6 +25,20 @@ using compiled_variant = std::function<void(const record&, const std::string& lo
 /// Opt-in shared memory per block of a known architecture, for --compile-only.
 resource_limits limits_for_arch(const std::string& arch);
 
+/// What a variant's source is compiled for.
+struct compile_target {
+  std::string arch;
+  std::vector<std::string> options;
+  attn::backend backend = backend::cuda;
+};
+/// Compiles out[i] from sources[i] for each i of to_compile on `jobs` threads (0 = all cores),
+/// through the cache; equal sources compile once. Each record gets its status (compiled or
+/// compile_error with the log), registers, spills and compile time, and its cubin. `compiled` is
+/// called before `progress`, one call at a time.
+void compile_variants(std::vector<variant>& out, std::vector<size_t> to_compile, const std::vector<std::string>& sources,
+                      const compile_target& target, const compile_cache& cache, int jobs,
+                      const compile_progress& progress, const compiled_variant& compiled = {});
+
 /// Records of pruned configs carry the reason; the rest are compiled on `jobs` threads
 /// (0 = all cores). The order of the result follows `configs`. `compiled` is called before
 /// `progress`, one call at a time.

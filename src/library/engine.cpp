@@ -150,6 +150,37 @@ forward_choice engine::forward(const problem& s, const attn_k::fwd_params& param
   return cached.choice;
 }
 
+tuned_choice engine::backward(const problem& shape, const attn_k::bwd_params& params, stream_t stream) {
+  device_guard guard(m_gpu.ordinal);
+  problem s = shape;
+  s.pass = attention_pass::bwd;
+  const tuned_choice c = choose_config(*m_table, m_gpu.desc, m_gpu.limits, s);
+  const std::string source = backward_instantiation(c.backward, s);
+  backward_slot* slot = nullptr;
+  {
+    std::lock_guard lock(m_mutex);
+    auto& entry = m_backward[source];
+    if (!entry) entry = std::make_unique<backward_slot>();
+    slot = entry.get();
+  }
+  {
+    std::lock_guard lock(slot->mutex);  // one thread compiles and loads; the others wait for it
+    if (!slot->kernels) {
+      std::optional<relaxed_capture_mode> relaxed;  // a module load is no capture's
+      if (stream_capturing(stream)) relaxed.emplace();
+      const auto compiled =
+          compile_with_cache(m_cache, source, m_gpu.desc.arch, backward_compile_options(), backend::cuda);
+      if (!compiled.result.ok)
+        throw compile_failure(fmt::format("the backward {} for {} does not compile: {}", name(c.backward), describe(s),
+                                          compiled.result.log));
+      slot->kernels.emplace(load_backward(m_rt, compiled.result.cubin, c.backward, s, m_gpu.ordinal));
+    }
+  }
+  // The grids are this call's (the instantiation fixes the kernels, not the lengths or the batch).
+  run_backward(m_rt, *slot->kernels, backward_launches(c.backward, s), params, stream);
+  return c;
+}
+
 void engine::synchronize(stream_t stream) const {
   device_guard guard(m_gpu.ordinal);
   m_rt.synchronize(stream);

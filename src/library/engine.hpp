@@ -12,6 +12,7 @@
 
 #include "backend/resources.hpp"
 #include "backend/runtime.hpp"
+#include "codegen/backward.hpp"
 #include "codegen/cache.hpp"
 #include "library/bundle.hpp"
 #include "library/tuned_table.hpp"
@@ -45,6 +46,11 @@ class engine {
   /// `stream` is capturing: plan_key.hpp), and launches it on `stream`. Throws invalid_input,
   /// unsupported_problem, compile_failure, device_error.
   forward_choice forward(const problem& s, const attn_k::fwd_params& params, stream_t stream);
+  /// The backward of s (pass bwd or not): the table's variant for it or the fallback
+  /// (choose_config), compiled or loaded once per instantiation (dtype, head dim, causal), its
+  /// kernels enqueued on `stream` with s's grids. Throws invalid_input, unsupported_problem,
+  /// compile_failure, device_error.
+  tuned_choice backward(const problem& s, const attn_k::bwd_params& params, stream_t stream);
   void synchronize(stream_t stream) const;
   const gpu_info& gpu() const { return m_gpu; }
 
@@ -62,6 +68,10 @@ class engine {
     std::shared_ptr<device_buffer> workspace;
   };
   kernel_slot& kernel_for(const tuned_choice& c, const kernel_family& f, const problem& s);
+  struct backward_slot {
+    std::mutex mutex;
+    std::optional<loaded_backward> kernels;
+  };
   cached_plan make_plan(const problem& s, const attn_k::fwd_params& params, stream_t stream, bool capturing);
   /// The split-KV workspace of eager calls on `stream` of `floats` floats: calls on one stream run
   /// one after another, so they share it, whatever their tensors.
@@ -74,6 +84,7 @@ class engine {
   std::optional<attn::bundle> m_bundle;
   std::mutex m_mutex;  ///< guards the maps below (a slot's own mutex guards its loading)
   std::map<std::string, std::unique_ptr<kernel_slot>> m_kernels;
+  std::map<std::string, std::unique_ptr<backward_slot>> m_backward;  ///< by instantiation
   std::map<std::string, cached_plan> m_plans;  ///< eager calls' plans: dropped all at once when full
   /// Plans made during a capture: a graph launches them for as long as it lives, so they and
   /// their workspaces are kept for the context's life (nothing is freed while a graph may use it).

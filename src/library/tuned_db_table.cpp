@@ -44,7 +44,8 @@ record winner_of(const tuning_entry& e, const std::string& path) {
   r.shape = e.key.shape;
   r.family = e.best_family;
   try {
-    r.config = parse_config_name(e.best_config);
+    if (r.shape.pass == attention_pass::bwd) set_backward_config(r, parse_backward_config(e.best_config));
+    else r.config = parse_config_name(e.best_config);
   } catch (const invalid_input& x) {
     throw table_error(fmt::format("'{}' entry {}: {}", path, e.id, x.what()));
   }
@@ -84,7 +85,7 @@ tuned_table tuned_table_from_db(const std::string& path, const kernel_sources& k
   std::vector<best_row> rows;
   for (const pair_key& k : order) {
     const record r = winner_of(*chosen[k], path);
-    exact.push_back({r.device, r.shape, r.family, r.config, r.median_ms});
+    exact.push_back({r.device, r.shape, r.family, r.config, r.median_ms, r.backward});
     rows.push_back({r, std::nullopt, 0});
   }
   return tuned_table::from_parts(path, std::move(exact), export_entries(rows));

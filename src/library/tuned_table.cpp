@@ -1,5 +1,7 @@
 #include "library/tuned_table.hpp"
 
+#include "codegen/backward.hpp"  // backward_reject
+
 #include <algorithm>
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -72,7 +74,8 @@ tuned_table tuned_table::parse(const std::string& text, const std::string& what)
   } else if (text.compare(start, 15, "schema_version,") == 0) {
     const auto records = read_results(text, what, t.m_warnings);
     for (const auto& row : best_table(records))
-      t.m_exact.push_back({row.best.device, row.best.shape, row.best.family, row.best.config, row.best.median_ms});
+      t.m_exact.push_back(
+          {row.best.device, row.best.shape, row.best.family, row.best.config, row.best.median_ms, row.best.backward});
     t.m_buckets = export_entries(best_table(records));
   } else if (text.compare(start, 7, "device,") == 0 || text[start] == '#') {
     t.m_buckets = as_table_error([&] { return read_export_csv(text, what); });
@@ -167,9 +170,19 @@ std::vector<tuned_choice> tuned_table::candidates(const device_desc& d, const pr
   };
   for (const auto& e : m_exact)
     if (same_device(e.device, d) && same_shape(e.shape)) {
-      out.push_back({e.family, e.config, choice_source::tuned});
+      out.push_back({e.family, e.config, choice_source::tuned, e.backward});
       break;
     }
+  if (s.pass == attention_pass::bwd) {  // an export's entry with its backward variant, then the fallbacks
+    for (const auto& e : m_buckets)
+      if (e.backward && same_device(e, d) && export_key_matches(e, s)) {
+        out.push_back({e.family, e.config, choice_source::bucket, *e.backward});
+        break;
+      }
+    for (const backward_config& c : fallback_backwards(s.head_dim))
+      out.push_back({"fa2", dkdv_tile(c), choice_source::fallback, c});
+    return out;
+  }
   for (const auto& e : m_buckets)
     if (same_device(e, d) && export_key_matches(e, s)) {
       out.push_back({e.family, e.config, choice_source::bucket});
@@ -189,9 +202,27 @@ std::unique_ptr<tuned_source> open_tuned_source(const std::string& path, const k
   return std::make_unique<tuned_table>(tuned_table::parse(read_file_text(path), path));
 }
 
+std::vector<backward_config> fallback_backwards(int64_t head_dim) {
+  const bool wide = head_dim > 128;
+  std::vector<backward_config> out;
+  for (const char* text : {wide ? "kv_m32_n64_w4_s2_x2-q_m64_n32_w4_s1" : "kv_m32_n64_w4_s2-q_m64_n64_w4_s2",
+                           wide ? "kv_m16_n64_w4_s1_x2-q_m64_n16_w4_s1" : "kv_m16_n64_w4_s1-q_m64_n32_w4_s1"})
+    out.push_back(parse_backward_config(text));
+  return out;
+}
+
 tuned_choice choose_config(const tuned_source& table, const device_desc& d, const resource_limits& limits,
                            const problem& s) {
   std::vector<std::string> reasons;
+  if (s.pass == attention_pass::bwd) {
+    for (const tuned_choice& c : table.candidates(d, s)) {
+      const std::string label = fmt::format("{} {} {}", to_string(c.source), c.family, name(c.backward));
+      if (auto why = backward_reject(c.backward, s, limits)) reasons.push_back(fmt::format("{}: {}", label, *why));
+      else return c;
+    }
+    throw unsupported_problem(fmt::format("no backward kernel can run {} on this device: {}", describe(s),
+                                          fmt::join(reasons, "; ")));
+  }
   for (const tuned_choice& c : table.candidates(d, s)) {
     const std::string label = fmt::format("{} {} {}", to_string(c.source), c.family, name(c.config));
     const kernel_family* f = nullptr;

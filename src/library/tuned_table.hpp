@@ -22,8 +22,9 @@ std::string to_string(choice_source s);  ///< "tuned", "bucket", "fallback"
 
 struct tuned_choice {
   std::string family = "fa2";
-  tile_config config;
+  tile_config config;  ///< a backward's: its dK/dV kernel's tile
   choice_source source = choice_source::fallback;
+  backward_config backward;  ///< pass bwd: the backward variant
 };
 
 /// A tuned shape of a results CSV: the tuner's choice (rank 1) for exactly this problem.
@@ -33,6 +34,7 @@ struct tuned_shape {
   std::string family;
   tile_config config;
   double median_ms = 0;
+  backward_config backward;  ///< shape.pass bwd: the backward variant
 };
 
 class tuned_source {
@@ -86,9 +88,15 @@ std::string read_file_text(const std::string& path);
 std::unique_ptr<tuned_source> open_tuned_source(const std::string& path,
                                                 const kernel_sources& kernels = kernel_sources::embedded());
 
+/// The backward's fallbacks (pass bwd, nothing tuned), in order: fa2's kv_m32_n64_w4_s2-q_m64_n64_w4_s2,
+/// above D = 128 kv_m32_n64_w4_s2_x2-q_m64_n32_w4_s1 (dK and dV in two launches); then, where its
+/// shared memory does not fit (sm_86, sm_89: 99 KiB), single-stage tiles that do.
+std::vector<backward_config> fallback_backwards(int64_t head_dim);
+
 /// The first candidate that a family accepts for this shape on a device with these limits (a
 /// tuned config the device cannot run falls through to the next). Throws unsupported_problem
-/// with every candidate's reason when none can run.
+/// with every candidate's reason when none can run. For pass bwd: the exact tuned shape's backward
+/// variant, the export's bucket (an export written with its variant column), else fallback_backwards.
 tuned_choice choose_config(const tuned_source& table, const device_desc& d, const resource_limits& limits,
                            const problem& s);
 

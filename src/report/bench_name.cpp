@@ -23,10 +23,12 @@ std::string benchmark_name(const record& r) {
 }
 
 const char* const bench_usage =
-    "usage: attn-bench RESULTS.csv [--device N] [--benchmark_* options] (one results CSV)\n"
+    "usage: attn-bench RESULTS.csv [--device N] [--pass fwd|bwd|fwdbwd] [--benchmark_* options] (one results CSV)\n"
     "  Times each shape of RESULTS.csv (from attn-tune, a sweep or merge) with its tuned config: one Google\n"
     "  Benchmark per shape, GPU time from device events (L2 flushed), TFLOPS and the memory saving as counters.\n"
-    "  --device N   the GPU to run on (default 0)";
+    "  --device N   the GPU to run on (default 0)\n"
+    "  --pass P     the shapes of pass P: fwd (default), bwd (the backward's variants: dQ, dK, dV; TFLOPS count\n"
+    "               2.5x the forward's FLOPs) or fwdbwd (both)";
 
 bench_arguments parse_bench_arguments(const std::vector<std::string>& args) {
   bench_arguments out;
@@ -46,6 +48,10 @@ bench_arguments parse_bench_arguments(const std::vector<std::string>& args) {
       if (v.empty() || ec != std::errc() || end != v.data() + v.size() || d < 0)
         throw invalid_input(fmt::format("invalid --device '{}': expected a device ordinal (0, 1, ...)", v));
       out.device = d;
+      continue;
+    }
+    if (a == "--pass" || a.rfind("--pass=", 0) == 0) {
+      out.pass = parse_pass(a == "--pass" ? (i + 1 < args.size() ? args[++i] : "") : a.substr(7));
       continue;
     }
     if (a.rfind("--", 0) == 0) throw invalid_input(fmt::format("unknown option '{}'", a));

@@ -17,6 +17,7 @@ struct bench_arguments {
   int device = 0;           ///< --device N
   bool min_time_given = false;  ///< --benchmark_min_time was given: it is respected
   bool help = false;            ///< -h/--help: print bench_usage() (and Google Benchmark's options)
+  attention_pass pass = attention_pass::fwd;  ///< --pass: the table's shapes of this pass (fwdbwd: both)
 };
 
 /// What attn-bench takes, for --help and for a command line it cannot read.

@@ -93,6 +93,7 @@ std::vector<export_entry> export_entries(const std::vector<best_row>& rows) {
     e.kv_min = e.kv_max / 2;
     e.family = chosen->family;
     e.config = chosen->config;
+    if (chosen->shape.pass == attention_pass::bwd) e.backward = chosen->backward;
     e.tflops = votes[id(chosen)].second;
     e.shapes = static_cast<int>(group.size());
     out.push_back(e);
@@ -100,18 +101,20 @@ std::vector<export_entry> export_entries(const std::vector<best_row>& rows) {
   return out;
 }
 
+std::string variant_name(const export_entry& e) { return e.backward ? name(*e.backward) : name(e.config); }
+
 std::string export_csv(const std::vector<export_entry>& entries) {
   std::string out = "device,cc,sm_count,";
   for (const problem_field* f : export_key_fields()) out += fmt::format("{},", f->name);
   out += "seq_min_exclusive,seq_max,kv_min_exclusive,kv_max,family,block_m,block_n,warps,stages,knob,splits,pack_gqa,"
-         "tflops,tuned_shapes\n";
+         "tflops,tuned_shapes,variant\n";
   for (const auto& e : entries) {
     out += fmt::format("{},{}.{},{},", csv_field(e.device, true), e.cc_major, e.cc_minor, e.sm_count);
     for (const problem_field* f : export_key_fields()) out += csv_field(f->get(e.key)) + ',';
-    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{:.1f},{}\n", e.seq_min, e.seq_max, e.kv_min, e.kv_max,
+    out += fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{:.1f},{},{}\n", e.seq_min, e.seq_max, e.kv_min, e.kv_max,
                        csv_field(e.family),
                        e.config.block_m, e.config.block_n, e.config.warps, e.config.stages, e.config.knob,
-                       e.config.splits, e.config.pack_gqa, e.tflops, e.shapes);
+                       e.config.splits, e.config.pack_gqa, e.tflops, e.shapes, variant_name(e));
   }
   // Lines starting with '#' are comments (fast-cpp-csv-parser: single_line_comment<'#'>).
   return fmt::format("# fallback: head_dim <= 128 fa2 {}, head_dim > 128 fa2 {}\n", name(fallback_config(128)),
@@ -151,6 +154,7 @@ std::string export_json(const std::vector<export_entry>& entries) {
     j["kv_min_exclusive"] = e.kv_min;
     j["kv_max"] = e.kv_max;
     j["config"] = cfg(e.family, e.config);
+    j["config"]["variant"] = variant_name(e);
     j["tflops"] = std::round(e.tflops * 10) / 10;
     j["tuned_shapes"] = e.shapes;
     list.push_back(std::move(j));

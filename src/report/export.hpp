@@ -5,6 +5,7 @@
 // documented fallback for anything not tuned.
 // Formats: csv, json, and a self-contained C++ header with lookup().
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -26,9 +27,11 @@ struct export_entry {
   /// export written before it matches every kv_len.
   int64_t kv_min = 0, kv_max = INT64_MAX;
   std::string family = "fa2";  ///< the kernel family the config belongs to (fa2, wgmma, mfma)
-  tile_config config;
+  tile_config config;  ///< a backward's: its dK/dV kernel's tile
   double tflops = 0;
   int shapes = 0;  ///< tuned shapes that fell in this key
+  /// A pass bwd entry's backward variant (the "variant" column); none in an export from before it.
+  std::optional<backward_config> backward;
 };
 
 /// The power-of-two bucket holding n: (bucket / 2, bucket].
@@ -39,6 +42,9 @@ bool export_key_matches(const export_entry& e, const problem& p);
 std::string export_key_text(const problem& p);
 /// Fallback for shapes not tuned: an fa2 config valid for every head dim fa2 supports on sm_80+.
 tile_config fallback_config(int head_dim);
+
+/// The entry's whole variant: a backward's (kv_m32_n64_w4_s2-q_m64_n64_w4_s2), else the config's name.
+std::string variant_name(const export_entry& e);
 
 /// One entry per key. When several tuned shapes share a key (other B or H), the (family, config)
 /// that won most of them is kept, ties to the one with the higher TFLOPS.

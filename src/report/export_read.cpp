@@ -18,14 +18,17 @@ namespace {
 
 // The columns: the device's, the problem's export-key fields (export_key_fields()), then these.
 constexpr std::array<const char*, 3> device_columns{"device", "cc", "sm_count"};
-constexpr std::array<const char*, 14> entry_columns{"seq_min_exclusive", "seq_max", "kv_min_exclusive", "kv_max",
+constexpr std::array<const char*, 15> entry_columns{"seq_min_exclusive", "seq_max", "kv_min_exclusive", "kv_max",
                                                     "family", "block_m", "block_n", "warps", "stages", "knob",
-                                                    "splits", "pack_gqa", "tflops", "tuned_shapes"};
+                                                    "splits", "pack_gqa", "tflops", "tuned_shapes", "variant"};
+// The variant's whole name (a backward's): added later too, an older export's entries have none.
+constexpr const char* variant_column = "variant";
 // Columns added later: an export from before lacks them, and its entries take the default
 // (every kv_len; knob 0, splits 1, pack_gqa 0).
 constexpr std::array<std::pair<const char*, int64_t>, 5> later_columns{
     {{"kv_min_exclusive", 0}, {"kv_max", INT64_MAX}, {"knob", 0}, {"splits", 1}, {"pack_gqa", 0}}};
 bool is_later_column(std::string_view name) {
+  if (name == variant_column) return true;
   for (const auto& [n, v] : later_columns)
     if (name == n) return true;
   return false;
@@ -68,6 +71,16 @@ T number(const std::string& text, const char* column) {
   return value;
 }
 
+// A pass bwd entry's variant name: a backward's, whose dK/dV tile is the entry's block columns.
+void set_variant(export_entry& e, const std::string& text) {
+  if (text.empty() || e.key.pass != attention_pass::bwd) return;
+  const backward_config b = parse_backward_config(text);
+  if (!(dkdv_tile(b) == tile_config{e.config.block_m, e.config.block_n, e.config.warps, e.config.stages}))
+    throw invalid_input(fmt::format("column 'variant': {} disagrees with block_m/block_n/warps/stages ({})", text,
+                                    name(e.config)));
+  e.backward = b;
+}
+
 export_entry entry_of_fields(const std::array<std::string, export_column_count>& f,
                              const std::array<bool, later_columns.size()>& has) {
   size_t i = 0;
@@ -105,6 +118,7 @@ export_entry entry_of_fields(const std::array<std::string, export_column_count>&
   e.config.pack_gqa = static_cast<int>(later(4));
   e.tflops = number<double>(next(), "tflops");
   e.shapes = integer("tuned_shapes");
+  set_variant(e, next());  // empty when the export lacks the column
   return e;
 }
 
@@ -166,6 +180,7 @@ std::vector<export_entry> read_export_json(const std::string& text, const std::s
                   c.value("pack_gqa", 0)};
       e.tflops = j.value("tflops", 0.0);
       e.shapes = j.value("tuned_shapes", 0);
+      set_variant(e, c.value("variant", std::string()));
       out.push_back(e);
     }
   } catch (const nlohmann::json::exception& e) {

@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "codegen/backward.hpp"  // has_backward_kernels
 #include "codegen/compile_pool.hpp"
 #include "report/csv.hpp"
 
@@ -23,7 +24,7 @@ namespace {
 // Runs `configs` of shape s in a fresh attn-tune process (same seed, so the same inputs and
 // tolerance) and returns its records; empty when the child produced no CSV.
 std::vector<record> run_configs_in_child(const family_run& opt, const tune_options& t, const std::string& family,
-                                         const problem& s, const std::vector<tile_config>& configs, uint64_t seed,
+                                         const problem& s, const std::vector<std::string>& configs, uint64_t seed,
                                          int device) {
   const std::string csv = fmt::format("{}/attn-tune-isolated-{}-{}.csv",
                                       std::filesystem::temp_directory_path().string(), getpid(), seed);
@@ -57,12 +58,17 @@ bool not_run_message(const record& r) { return r.message.rfind("not run:", 0) ==
 // (their pruning then says why). With the default families and `superseding`, only those of them
 // that supersede the others on this device, when there are any; for a decode-sized problem
 // (`decode`), those with the decode axes instead (split-KV and packed GQA are where decode is won).
-std::vector<size_t> runnable(const family_run& opt, int cc_major, int cc_minor, bool superseding, bool decode) {
+// For the backward (`backward`), those with backward kernels (fa2, wgmma).
+std::vector<size_t> runnable(const family_run& opt, int cc_major, int cc_minor, bool superseding, bool decode,
+                             bool backward) {
   std::vector<size_t> out;
   for (size_t i = 0; i < opt.families.size(); ++i)
-    if (runs_on(find_family(opt.families[i]), cc_major, cc_minor)) out.push_back(i);
+    if (runs_on(find_family(opt.families[i]), cc_major, cc_minor) &&
+        (!backward || has_backward_kernels(opt.families[i])))
+      out.push_back(i);
   if (out.empty())
     for (size_t i = 0; i < opt.families.size(); ++i) out.push_back(i);
+  if (backward) return out;  // the backward's families (no forward family supersedes them)
   if (superseding && opt.families_defaulted) {
     std::vector<size_t> best;
     for (size_t i : out) {
@@ -88,11 +94,11 @@ bool decode_like(const problem& s) { return decode_sized(s) || s.page_size > 0 |
 // the others only when it refuses the shape.
 template <class Run>
 tune_result over_families(const family_run& opt, int cc_major, int cc_minor, tune_options t, Run run, bool decode,
-                          bool superseding = true) {
+                          bool backward, bool superseding = true) {
   std::vector<tune_result> parts;
   std::vector<std::string> refusals;  // each family's reason
   std::string named;                  // the same, each after its family's name
-  const std::vector<size_t> families = runnable(opt, cc_major, cc_minor, superseding, decode);
+  const std::vector<size_t> families = runnable(opt, cc_major, cc_minor, superseding, decode, backward);
   for (size_t i : families) {
     t.family = opt.families[i];
     t.space = opt.spaces[i];
@@ -103,8 +109,8 @@ tune_result over_families(const family_run& opt, int cc_major, int cc_minor, tun
       named += fmt::format("{}{}: {}", named.empty() ? "" : "\n", t.family, e.what());
     }
   }
-  if (parts.empty() && families != runnable(opt, cc_major, cc_minor, false, false))
-    return over_families(opt, cc_major, cc_minor, t, run, decode, false);
+  if (parts.empty() && families != runnable(opt, cc_major, cc_minor, false, false, backward))
+    return over_families(opt, cc_major, cc_minor, t, run, decode, backward, false);
   if (parts.empty()) {  // a reason that is not the family's (the shape, the device) is said once
     const bool same = std::all_of(refusals.begin(), refusals.end(), [&](const auto& r) { return r == refusals[0]; });
     throw invalid_input(same ? refusals.front() : named);
@@ -158,7 +164,7 @@ tune_result merge_families(std::vector<tune_result> parts, objective goal) {
 
 std::vector<std::string> child_arguments(const family_run& opt, const tune_options& t, const std::string& family,
                                          const problem& s,
-                                         const std::vector<tile_config>& configs, uint64_t seed, int device,
+                                         const std::vector<std::string>& configs, uint64_t seed, int device,
                                          const std::string& csv) {
   std::vector<std::string> args = {"--problem", problem_key(s),
                                    "--family", family, "--seed", std::to_string(seed),
@@ -177,26 +183,23 @@ std::vector<std::string> child_arguments(const family_run& opt, const tune_optio
   if (opt.cache_dir.empty()) args.push_back("--no-cache");
   else args.insert(args.end(), {"--cache-dir", opt.cache_dir});
   if (!opt.kernels_dir.empty()) args.insert(args.end(), {"--kernels-dir", opt.kernels_dir});
-  std::string list;
-  for (const auto& c : configs) {
-    if (!list.empty()) list += ',';
-    list += name(c);
-  }
-  args.insert(args.end(), {"--configs", list});
+  args.insert(args.end(), {"--configs", fmt::format("{}", fmt::join(configs, ","))});
   return args;
 }
 
 tune_result tune_recovering(const family_run& opt, const problem& s, const gpu_info& gpu, const compile_cache& cache,
                             const tune_options& t, bool& context_dead) {
   tune_result r;
-  std::vector<tile_config> pending;
+  std::vector<std::string> pending;  // config names (config_name: a backward's variant for pass bwd)
   if (!context_dead) {
     r = tune(s, gpu, cache, t);
-    for (size_t i : r.not_run) pending.push_back(r.records[i].config);
+    for (size_t i : r.not_run) pending.push_back(config_name(r.records[i]));
     if (pending.empty()) return r;
     context_dead = true;
+  } else if (s.pass == attention_pass::bwd) {
+    for (const auto& c : backward_configs_of(t, s)) pending.push_back(name(c));
   } else {
-    pending = configs_of(t, s, gpu.desc.sm_count);
+    for (const auto& c : configs_of(t, s, gpu.desc.sm_count)) pending.push_back(name(c));
   }
   const auto rerun_start = std::chrono::steady_clock::now();
   r.rerun = static_cast<int>(pending.size());
@@ -210,10 +213,11 @@ tune_result tune_recovering(const family_run& opt, const problem& s, const gpu_i
     }
     pending.clear();
     for (const auto& c : child) {
-      auto it = std::find_if(r.records.begin(), r.records.end(), [&](const record& x) { return x.config == c.config; });
+      auto it = std::find_if(r.records.begin(), r.records.end(),
+                             [&](const record& x) { return config_name(x) == config_name(c); });
       if (it == r.records.end()) r.records.push_back(c);
       else *it = c;
-      if (not_run_message(c)) pending.push_back(c.config);
+      if (not_run_message(c)) pending.push_back(config_name(c));
     }
   }
   r.rerun_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - rerun_start).count();
@@ -228,7 +232,8 @@ tune_result tune_families(const family_run& opt, const problem& s, const gpu_inf
                           tune_options t, bool& context_dead) {
   return over_families(
       opt, gpu.desc.cc_major, gpu.desc.cc_minor, t,
-      [&](const tune_options& f) { return tune_recovering(opt, s, gpu, cache, f, context_dead); }, decode_like(s));
+      [&](const tune_options& f) { return tune_recovering(opt, s, gpu, cache, f, context_dead); }, decode_like(s),
+      s.pass == attention_pass::bwd);
 }
 
 tune_result compile_families(const family_run& opt, const std::string& arch, const problem& s,
@@ -236,19 +241,21 @@ tune_result compile_families(const family_run& opt, const std::string& arch, con
   const resource_limits limits = limits_for_arch(arch);
   return over_families(
       opt, limits.cc_major, limits.cc_minor, t, [&](const tune_options& f) { return compile_only(s, arch, cache, f); },
-      decode_like(s));
+      decode_like(s), s.pass == attention_pass::bwd);
 }
 
 std::string searched_families(const family_run& opt, int cc_major, int cc_minor, const problem& s) {
   // As over_families runs them: the superseding family, or when it refuses the problem (a head dim,
   // a window it lacks) the others that take it; the refusals are said after the names.
   std::vector<std::string> names, refused;
-  for (size_t i : runnable(opt, cc_major, cc_minor, true, decode_like(s))) {
-    if (auto why = problem_refusal(find_family(opt.families[i]), s)) refused.push_back(*why);
-    else names.push_back(opt.families[i]);
+  const bool backward = s.pass == attention_pass::bwd;
+  for (size_t i : runnable(opt, cc_major, cc_minor, true, decode_like(s), backward)) {
+    const auto why = backward ? backward_refusal(s) : problem_refusal(find_family(opt.families[i]), s);
+    if (!why) names.push_back(opt.families[i]);
+    else if (std::find(refused.begin(), refused.end(), *why) == refused.end()) refused.push_back(*why);
   }
   if (names.empty())
-    for (size_t i : runnable(opt, cc_major, cc_minor, false, false))
+    for (size_t i : runnable(opt, cc_major, cc_minor, false, false, backward))
       if (!problem_refusal(find_family(opt.families[i]), s)) names.push_back(opt.families[i]);
   std::string text = fmt::format("{}", fmt::join(names, ","));
   if (!refused.empty()) text += fmt::format(" ({})", fmt::join(refused, "; "));

@@ -21,11 +21,12 @@ struct family_run {
   std::string kernels_dir;           ///< "" = the embedded kernel sources
 };
 
-/// The arguments (after the program's name) of a fresh attn-tune process that runs `configs` of
+/// The arguments (after the program's name) of a fresh attn-tune process that runs `configs` (their
+/// names: forward configs', or backward variants' for pass bwd) of
 /// `family` on problem s, with t's timing and timeout, the run's cache and kernels, and writes
 /// their records to csv: the isolated re-run after a variant lost the device context.
 std::vector<std::string> child_arguments(const family_run& run, const tune_options& t, const std::string& family,
-                                         const problem& s, const std::vector<tile_config>& configs, uint64_t seed,
+                                         const problem& s, const std::vector<std::string>& configs, uint64_t seed,
                                          int device, const std::string& csv);
 
 /// tune(), and when a variant kills the device context beyond repair in this process, the

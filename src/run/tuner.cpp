@@ -13,6 +13,8 @@
 #include "core/numeric.hpp"
 #include "core/rates.hpp"
 #include "report/npy.hpp"
+#include "codegen/backward.hpp"
+#include "verify/gpu_gradients.hpp"
 #include "verify/gpu_reference.hpp"
 #include "verify/row_sample.hpp"
 #include "verify/tolerance.hpp"
@@ -66,15 +68,11 @@ void verify_variant(variant& v, const device_problem& pr, const reference_output
   }
 }
 
-// Times a verified variant with these options; the record keeps the last measurement.
-void time_variant(variant& v, const device_problem& pr, const support_kernels& support, const gpu_info& gpu,
-                  l2_flusher& flusher, const timing_options& timing, const nvml_monitor* clocks,
-                  double copy_gbps, stream_t stream) {
-  record& r = v.rec;
-  const device_runtime& rt = support.rt;
-  const loaded_variant kernel = load_variant(rt, v.cubin, r, gpu.ordinal);
-  const launch_plan plan = plan_launch(kernel, r, pr, gpu);
-  const auto run_kernel = [&](stream_t st) { launch(rt, plan, st); };
+// Times one verified variant, run by run_kernel on a stream, with these options; the record keeps
+// the last measurement. s: the problem it runs (its pass counts the FLOPs and bytes).
+void measure(record& r, const std::function<void(stream_t)>& run_kernel, const problem& s, const device_runtime& rt,
+             l2_flusher& flusher, const timing_options& timing, const nvml_monitor* clocks, double copy_gbps,
+             stream_t stream) {
   r.regime = timing.regime;
   r.settle_ms = 0;
   if (timing.regime == timing_regime::sustained) {
@@ -108,13 +106,127 @@ void time_variant(variant& v, const device_problem& pr, const support_kernels& s
   r.median_ms = t.median;
   r.iqr_ms = t.iqr;
   r.noise = t.noise;
-  r.tflops = tflops(pr.shp, t.median);
-  r.gbps = gbps(moved_bytes(pr.shp), t.median);
+  r.tflops = tflops(s, t.median);
+  r.gbps = gbps(moved_bytes(s), t.median);
   r.copy_gbps = copy_gbps;
   r.copy_fraction = copy_fraction(r.gbps, copy_gbps);
   r.joules_per_call = joules_per_call(power.watts, t.median);
-  r.tflops_per_watt = tflops_per_watt(pr.shp, r.joules_per_call);
+  r.tflops_per_watt = tflops_per_watt(s, r.joules_per_call);
 }
+
+// What tune() does on the device that differs by pass: the inputs and the reference (made again
+// after a device reset), how a compiled variant is verified (its status left compiled when it
+// passes, else wrong with why) and how a verified one is timed; and the reference's numbers.
+// The base holds what both passes have: the support module, the problem's inputs (fresh random, of
+// the kind asked for), the L2 flush and the stream.
+class pass_checks {
+ public:
+  pass_checks(const problem& s, const gpu_info& gpu, const compile_cache& cache, const tune_options& options)
+      : m_gpu(gpu), m_options(options), rt(runtime_of(gpu)), support(load_support(rt, cache, s.dtype, gpu.desc.arch)),
+        pr(std::make_unique<device_problem>(s, *support, options.seed, options.inputs)),
+        flusher(std::make_unique<l2_flusher>(rt, gpu.l2_bytes)), stream(std::make_unique<device_stream>(rt)) {}
+  virtual ~pass_checks() = default;
+  virtual void verify(variant& v) = 0;
+  virtual void time(variant& v, const timing_options& timing) = 0;
+  double lowp_error = 0, rounding_error = 0, allowed_error = 0;
+  std::string bound;
+  int64_t fused_extra_bytes = 0;  ///< the fused kernel's own extra memory, measured where it can be
+
+ protected:
+  // Times v.rec's variant, run by run_kernel, with these options.
+  void measure_with(record& r, const std::function<void(stream_t)>& run_kernel, const timing_options& timing) {
+    measure(r, run_kernel, pr->shp, rt, *flusher, timing, m_options.clocks, m_options.copy_gbps, stream->get());
+  }
+  const gpu_info& m_gpu;
+  const tune_options& m_options;
+  const device_runtime& rt;
+  std::unique_ptr<support_kernels> support;
+  std::unique_ptr<device_problem> pr;
+  std::unique_ptr<l2_flusher> flusher;
+  std::unique_ptr<device_stream> stream;
+};
+
+// Everything a forward variant's checks need on the device (verify_variant, the CPU-checked rows).
+class forward_checks final : public pass_checks {
+ public:
+  forward_checks(const problem& s, const gpu_info& gpu, const compile_cache& cache, const tune_options& options)
+      : pass_checks(s, gpu, cache, options) {
+    ref = compute_reference(*support, *pr, options.reference_chunk_bytes);
+    samples = cpu_samples(rt, *pr, options.cpu_check_rows, options.seed);
+    m_bound = acceptance_for(ref.lowp_error, ref.rounding_error);
+    lowp_error = ref.lowp_error;
+    rounding_error = ref.rounding_error;
+    allowed_error = m_bound.allowed;
+    bound = to_string(m_bound.decided_by);
+    fused_extra_bytes = pr->lse_measured_bytes > 0 ? pr->lse_measured_bytes : lse_bytes(s);
+  }
+  void verify(variant& v) override {
+    verify_variant(v, *pr, ref, samples, *support, m_gpu, m_options.timing, m_bound, stream->get());
+  }
+  void time(variant& v, const timing_options& timing) override {
+    const loaded_variant kernel = load_variant(rt, v.cubin, v.rec, m_gpu.ordinal);
+    const launch_plan plan = plan_launch(kernel, v.rec, *pr, m_gpu);
+    measure_with(v.rec, [&](stream_t st) { launch(rt, plan, st); }, timing);
+  }
+
+ private:
+  acceptance m_bound;
+  reference_outputs ref;
+  std::vector<cpu_sample> samples;
+};
+
+// The backward's: the forward's problem with the reference forward's O and LSE as inputs, dO, and
+// the reference gradients (verify/gpu_gradients.hpp); a variant passes when dQ, dK and dV each
+// are within FlashAttention's rule of them and nothing was left unwritten.
+class backward_checks final : public pass_checks {
+ public:
+  backward_checks(const problem& s, const gpu_info& gpu, const compile_cache& cache, const tune_options& options)
+      : pass_checks(s, gpu, cache, options) {
+    {
+      const reference_outputs forward = compute_reference(*support, *pr, options.reference_chunk_bytes);
+      ref = compute_backward_reference(*support, *pr, forward, options.seed, options.reference_chunk_bytes);
+    }
+    params = make_bwd_params(s, backward_tensors_of(*pr, ref));
+    lowp_error = std::max({ref.lowp_dq, ref.lowp_dk, ref.lowp_dv});
+    allowed_error = backward_allowed(lowp_error);
+    bound = "naive";
+    fused_extra_bytes = lse_bytes(s);  // delta, the backward's own scratch
+  }
+  void verify(variant& v) override {
+    record& r = v.rec;
+    const loaded_backward kernels = load_backward(rt, v.cubin, r.backward, pr->shp, m_gpu.ordinal);
+    poison_gradients(*support, ref, stream->get());
+    run_backward(rt, kernels, params, stream->get());
+    rt.wait_for_kernels(stream->get(), m_options.timing.kernel_timeout_s);
+    const gradient_errors e = gradient_error(*support, *pr, ref);
+    const std::tuple<const char*, const error_stats*, double> grads[] = {
+        {"dQ", &e.dq, ref.lowp_dq}, {"dK", &e.dk, ref.lowp_dk}, {"dV", &e.dv, ref.lowp_dv}};
+    r.max_error = std::max({e.dq.max_error, e.dk.max_error, e.dv.max_error});
+    r.allowed_error = allowed_error;
+    r.bound = bound;
+    std::string why;
+    for (const auto& [what, err, lowp] : grads) {
+      if (err->bad > 0) why += fmt::format("{}{}: {} elements NaN/inf or never written", why.empty() ? "" : "; ", what, err->bad);
+      else if (!within_tolerance(err->max_error, backward_allowed(lowp)))
+        why += fmt::format("{}{}: max error {:.3e} > allowed {:.3e} (2x the input type's {:.3e} + {:.0e})",
+                           why.empty() ? "" : "; ", what, err->max_error, backward_allowed(lowp), lowp,
+                           backward_absolute_tolerance);
+    }
+    if (!why.empty()) {
+      r.status = status::wrong;
+      r.message = why;
+      if (e.dq.bad + e.dk.bad + e.dv.bad > 0) r.max_error = NAN;
+    }
+  }
+  void time(variant& v, const timing_options& timing) override {
+    const loaded_backward kernels = load_backward(rt, v.cubin, v.rec.backward, pr->shp, m_gpu.ordinal);
+    measure_with(v.rec, [&](stream_t st) { run_backward(rt, kernels, params, st); }, timing);
+  }
+
+ private:
+  backward_reference ref;
+  attn_k::bwd_params params{};
+};
 
 // options.on_variant for each variant the compile pool finishes, or nothing.
 compiled_variant compiled_news(const tune_options& options) {
@@ -124,12 +236,25 @@ compiled_variant compiled_news(const tune_options& options) {
   };
 }
 
-// The tool tunes the forward only so far: a sweep row or key of another pass is refused, not tuned as
-// a forward and recorded as a backward.
-void check_pass(const problem& s) {
-  if (s.pass != attention_pass::fwd)
-    throw invalid_input(fmt::format("pass {}: tuning the backward is not in this build yet (issue 22); it tunes "
-                                    "pass fwd", to_string(s.pass)));
+// tune() and compile_only() take one pass: fwdbwd is two runs (the command line's), each recorded
+// as its own pass. The backward's families are those with backward kernels.
+void check_pass(const problem& s, const std::string& family) {
+  if (s.pass == attention_pass::fwdbwd)
+    throw invalid_input("pass fwdbwd is tuned as two runs, pass fwd and then pass bwd; tune() takes one of them");
+  if (s.pass == attention_pass::bwd && !has_backward_kernels(family))
+    throw invalid_input(fmt::format("family {} has no backward kernels: the backward runs on fa2 (mma.sync, sm_80+) "
+                                    "and wgmma (sm_90a)", family));
+}
+
+// A variant's records as the pool built them: the forward's of the family, or the backward's.
+std::vector<variant> build_pass(const problem& s, const tune_options& options, int sm_count, const device_desc& device,
+                                const resource_limits& limits, const compile_cache& cache,
+                                const compile_progress& progress) {
+  if (s.pass == attention_pass::bwd)
+    return build_backward_variants(s, backward_configs_of(options, s), device, limits, cache, options.jobs, progress,
+                                   compiled_news(options));
+  return build_variants(find_family(options.family), s, configs_of(options, s, sm_count), device, limits, cache,
+                        options.jobs, progress, compiled_news(options));
 }
 
 void check_grid_limits(const problem& s) {
@@ -145,6 +270,14 @@ std::vector<tile_config> configs_of(const tune_options& options, const problem& 
   if (!options.configs.empty()) return options.configs;
   const auto all = for_problem(options.space, s, sm_count).enumerate();
   return options.search == search_kind::random ? sample_configs(all, options.samples, options.seed) : all;
+}
+
+std::vector<backward_config> backward_configs_of(const tune_options& options, const problem& s) {
+  if (!options.backward_configs.empty()) return options.backward_configs;
+  std::vector<backward_config> out;
+  for (const backward_config& c : backward_default_configs(s))
+    if (backward_family(c) == options.family) out.push_back(c);
+  return out;
 }
 
 namespace {
@@ -230,8 +363,9 @@ tune_result tune(const problem& s, const gpu_info& gpu, const compile_cache& cac
                  const tune_options& options) {
   const auto start = clock_type::now();
   validate(s);
-  check_pass(s);
+  check_pass(s, options.family);
   check_grid_limits(s);
+  const bool backward = s.pass == attention_pass::bwd;
   const device_runtime& rt = runtime_of(gpu);
   const kernel_family& family = find_family(options.family);
   if (family.backend != gpu.backend)
@@ -242,7 +376,8 @@ tune_result tune(const problem& s, const gpu_info& gpu, const compile_cache& cac
   // say what pruning and the compiler made of them, but nothing touches the device.
   const bool busy = rt.hung();
   if (!busy) {
-    const int64_t needed = tuning_memory_bytes(s, gpu.l2_bytes, options.reference_chunk_bytes);
+    const int64_t needed = tuning_memory_bytes(s, gpu.l2_bytes, options.reference_chunk_bytes) +
+                           (backward ? backward_reference_memory_bytes(s, options.reference_chunk_bytes) : 0);
     const int64_t free_bytes = rt.free_memory();
     if (needed > free_bytes)
       throw invalid_input(fmt::format(
@@ -261,50 +396,32 @@ tune_result tune(const problem& s, const gpu_info& gpu, const compile_cache& cac
   // device (a cold tune's compile is most of its time; the reference no longer waits for it).
   const auto compile_start = clock_type::now();
   std::future<std::vector<variant>> compiling = std::async(std::launch::async, [&] {
-    auto built = build_variants(family, s, configs_of(options, s, gpu.desc.sm_count), gpu.desc, gpu.limits, cache, options.jobs,
-                                [&](int done, int total, int cached) {
-                                  say(fmt::format("compiling {}/{} ({} from cache)", done, total, cached));
-                                },
-                                compiled_news(options));
+    auto built = build_pass(s, options, gpu.desc.sm_count, gpu.desc, gpu.limits, cache, [&](int done, int total, int cached) {
+      say(fmt::format("compiling {}/{} ({} from cache)", done, total, cached));
+    });
     result.compile_seconds = seconds_since(compile_start);
     return built;
   });
 
   // Everything the checks need on the device. Rebuilt after a variant kills the context (an
   // illegal address is sticky): a device reset, then the same seed gives the same inputs.
-  struct checking_state {
-    std::unique_ptr<support_kernels> support;
-    std::unique_ptr<device_problem> pr;
-    reference_outputs ref;
-    std::vector<cpu_sample> samples;
-    std::unique_ptr<l2_flusher> flusher;
-    std::unique_ptr<device_stream> stream;
+  auto make_state = [&]() -> std::unique_ptr<pass_checks> {
+    if (backward) return std::make_unique<backward_checks>(s, gpu, cache, options);
+    return std::make_unique<forward_checks>(s, gpu, cache, options);
   };
-  auto make_state = [&] {
-    auto st = std::make_unique<checking_state>();
-    st->support = load_support(rt, cache, s.dtype, gpu.desc.arch);
-    st->pr = std::make_unique<device_problem>(s, *st->support, options.seed, options.inputs);
-    st->ref = compute_reference(*st->support, *st->pr, options.reference_chunk_bytes);
-    st->samples = cpu_samples(rt, *st->pr, options.cpu_check_rows, options.seed);
-    st->flusher = std::make_unique<l2_flusher>(rt, gpu.l2_bytes);
-    st->stream = std::make_unique<device_stream>(rt);
-    return st;
-  };
-  std::unique_ptr<checking_state> state;
+  std::unique_ptr<pass_checks> state;
   int64_t fused_extra = lse_bytes(s);
-  acceptance bound;
   if (!busy) {
-    say(fmt::format("reference: fresh random inputs ({}), fp32, naive low-precision and rounded-output attention "
-                    "on the GPU", to_string(options.inputs)));
+    say(fmt::format("reference: fresh random inputs ({}), fp32, naive low-precision and rounded-output {} on the GPU",
+                    to_string(options.inputs), backward ? "attention and its gradients" : "attention"));
     const auto reference_start = clock_type::now();
     state = make_state();
     result.reference_seconds = seconds_since(reference_start);
-    bound = acceptance_for(state->ref.lowp_error, state->ref.rounding_error);
-    result.lowp_error = state->ref.lowp_error;
-    result.rounding_error = state->ref.rounding_error;
-    result.allowed_error = bound.allowed;
-    result.bound = to_string(bound.decided_by);
-    if (state->pr->lse_measured_bytes > 0) fused_extra = state->pr->lse_measured_bytes;
+    result.lowp_error = state->lowp_error;
+    result.rounding_error = state->rounding_error;
+    result.allowed_error = state->allowed_error;
+    result.bound = state->bound;
+    fused_extra = state->fused_extra_bytes;
   }
   auto variants = compiling.get();
   result.pruning = pruning_summary(variants);
@@ -370,8 +487,7 @@ tune_result tune(const problem& s, const gpu_info& gpu, const compile_cache& cac
     }
     say(fmt::format("verifying {}/{}: {}", ++ran, to_run, config_name(r)));
     try {
-      verify_variant(v, *state->pr, state->ref, state->samples, *state->support, gpu, options.timing,
-                     bound, state->stream->get());
+      state->verify(v);
       if (r.status == status::compiled) passed.push_back(static_cast<size_t>(&v - variants.data()));
     } catch (const std::exception& e) {
       fail(v, e);
@@ -397,8 +513,7 @@ tune_result tune(const problem& s, const gpu_info& gpu, const compile_cache& cac
     say(fmt::format("timing {} ({}): {}", ++timed, full ? "full" : "screen", config_name(v.rec)));
     const variant_event event = full ? variant_event::measured : variant_event::screened;
     try {
-      time_variant(v, *state->pr, *state->support, gpu, *state->flusher, timing, options.clocks,
-                   options.copy_gbps, state->stream->get());
+      state->time(v, timing);
     } catch (const std::exception& e) {
       fail(v, e);
       if (options.on_variant) options.on_variant(event, v.rec, "");
@@ -442,7 +557,7 @@ tune_result compile_only(const problem& s, const std::string& arch, const compil
                          const tune_options& options) {
   const auto start = clock_type::now();
   validate(s);
-  check_pass(s);
+  check_pass(s, options.family);
   device_desc device;
   device.name = "(compile-only)";
   device.arch = arch;
@@ -450,14 +565,9 @@ tune_result compile_only(const problem& s, const std::string& arch, const compil
   device.cc_major = limits.cc_major;
   device.cc_minor = limits.cc_minor;
   device.nvrtc_version = nvrtc_version();
-  const kernel_family& family = find_family(options.family);
-  auto variants = build_variants(family, s, configs_of(options, s, 0), device, limits, cache, options.jobs,
-                                 [&](int done, int total, int cached) {
-                                   if (options.progress)
-                                     options.progress(fmt::format("compiling {}/{} ({} from cache)",
-                                                                  done, total, cached));
-                                 },
-                                 compiled_news(options));
+  auto variants = build_pass(s, options, 0, device, limits, cache, [&](int done, int total, int cached) {
+    if (options.progress) options.progress(fmt::format("compiling {}/{} ({} from cache)", done, total, cached));
+  });
   tune_result result;
   result.pruning = pruning_summary(variants);
   for (auto& v : variants) {

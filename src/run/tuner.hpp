@@ -24,6 +24,8 @@ struct tune_options {
   std::string family = "fa2";  ///< must run on the device's backend (mfma on HIP)
   search_space space = default_space();
   std::vector<tile_config> configs;  ///< when not empty: exactly these, instead of `space`
+  /// Pass bwd: when not empty, exactly these backward variants instead of the family's defaults.
+  std::vector<backward_config> backward_configs;
   int jobs = 0;  ///< compile threads; 0 = all cores
   timing_options timing;  ///< the full-precision measurement
   search_kind search = search_kind::screen;
@@ -81,6 +83,10 @@ struct tune_result {
 /// the device is not known), options.samples of them drawn with options.seed for --search random.
 std::vector<tile_config> configs_of(const tune_options& options, const problem& s, int sm_count);
 
+/// The backward variants a tune of s (pass bwd) runs: options.backward_configs, or the defaults
+/// (backward_default_configs) of options.family's kernels.
+std::vector<backward_config> backward_configs_of(const tune_options& options, const problem& s);
+
 /// Whether r is not measurably slower than `fastest`: the 95% confidence intervals of their medians
 /// (median * (1 +- noise), record::noise) overlap, and r's median is within max_tie_gap of it.
 bool within_noise_of(const record& r, const record& fastest);
@@ -100,9 +106,12 @@ void assign_ranks(std::vector<record>& rows, std::optional<size_t> best, objecti
 /// Device memory a tuning run of s needs (inputs, outputs, reference, L2 flush buffer).
 int64_t tuning_memory_bytes(const problem& s, int64_t l2_bytes, int64_t reference_chunk_bytes);
 
+/// Tunes s's pass: the forward (options.family's kernels), or the backward (pass bwd: the family's
+/// backward kernels, checked against the gradients of the materialized attention with the
+/// reference forward's O and LSE as their inputs; TFLOPS count 2.5 times the forward's FLOPs).
 /// Throws invalid_input when the shape cannot run on the device (too large for memory or grid),
-/// or when options.family is not of the device's backend. A variant that hangs ends the run
-/// (tune_result::hung).
+/// when options.family is not of the device's backend or has no backward kernels for pass bwd, or
+/// for pass fwdbwd (two runs: fwd, then bwd). A variant that hangs ends the run (tune_result::hung).
 tune_result tune(const problem& s, const gpu_info& gpu, const compile_cache& cache,
                  const tune_options& options);
 

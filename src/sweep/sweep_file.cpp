@@ -164,6 +164,24 @@ shard_spec parse_shard(const std::string& text, const std::function<const char*(
   return s;
 }
 
+std::vector<sweep_row> with_passes(const std::vector<sweep_row>& rows, std::optional<attention_pass> pass) {
+  std::vector<sweep_row> out;
+  for (sweep_row row : rows) {
+    if (pass) row.problem.pass = *pass;
+    if (row.problem.pass != attention_pass::fwdbwd) {
+      out.push_back(row);
+      continue;
+    }
+    sweep_row fwd = row, bwd = row;
+    fwd.problem.pass = attention_pass::fwd;
+    bwd.problem.pass = attention_pass::bwd;
+    bwd.name += " bwd";
+    out.push_back(fwd);
+    out.push_back(bwd);
+  }
+  return out;
+}
+
 std::vector<sweep_row> distinct_shapes(const std::vector<sweep_row>& rows, std::vector<std::string>& repeats) {
   std::vector<sweep_row> out;
   std::map<std::string, size_t> first;  // shape key -> index in out

@@ -6,6 +6,7 @@
 // cell takes the field's default, or the field it follows (kv_heads = H, kv_len = N); a required
 // field (B, H, N, D) needs a value. `attn-tune sweep --help` lists them all, from the same list.
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,10 @@ struct sweep_row {
 
 /// Throws invalid_input naming the file, the line and the column of a bad row.
 std::vector<sweep_row> read_sweep_file(const std::string& path);
+
+/// The rows in the passes a sweep tunes: each in `pass` when given (--pass), else in its own; a
+/// fwdbwd row becomes two, fwd (its name) and bwd (its name and " bwd"), next to each other.
+std::vector<sweep_row> with_passes(const std::vector<sweep_row>& rows, std::optional<attention_pass> pass);
 
 /// The rows whose shape no earlier row has (a results file holds one tuning per shape: models
 /// often share one, e.g. Mistral-7B's are Llama-3-8B's). Each row left out is appended to

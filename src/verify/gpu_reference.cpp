@@ -20,6 +20,21 @@ dims3 blocks_for(int64_t n) { return {static_cast<unsigned>(std::clamp<int64_t>(
 
 }  // namespace
 
+dims3 fill_blocks(int64_t n) { return blocks_for(n); }
+
+const std::vector<std::pair<const char*, kernel_t support_kernels::*>>& support_kernel_table() {
+  using k = support_kernels;
+  static const std::vector<std::pair<const char*, kernel_t k::*>> table{
+      {"ref_scores_full", &k::scores_full}, {"ref_scores_lowp", &k::scores_lowp}, {"ref_softmax_full", &k::softmax_full},
+      {"ref_softmax_lowp", &k::softmax_lowp}, {"ref_pv_full", &k::pv_full},     {"ref_pv_lowp", &k::pv_lowp},
+      {"fill_inputs", &k::fill_inputs},       {"poison", &k::poison},           {"error_elem", &k::error_elem},
+      {"error_f32", &k::error_f32},           {"gather_pages", &k::gather_pages}, {"ref_dp_full", &k::dp_full},
+      {"ref_dp_lowp", &k::dp_lowp},           {"ref_ds_full", &k::ds_full},     {"ref_ds_lowp", &k::ds_lowp},
+      {"ref_dq", &k::dq},                     {"ref_dk", &k::dk},               {"ref_dv_full", &k::dv_full},
+      {"ref_dv_lowp", &k::dv_lowp},           {"round_f32", &k::round_f32},     {"to_elem", &k::to_elem}};
+  return table;
+}
+
 std::string support_source() { return "#include \"reference.cuh\"\n"; }
 
 std::vector<std::string> support_options(dtype t) {
@@ -33,17 +48,7 @@ std::unique_ptr<support_kernels> load_support(const device_runtime& rt, const co
     throw std::runtime_error("the support module (kernels/reference.cuh) does not compile:\n" +
                              compiled.result.log);
   auto s = std::make_unique<support_kernels>(rt, compiled.result.cubin);
-  s->scores_full = s->module.kernel("ref_scores_full");
-  s->scores_lowp = s->module.kernel("ref_scores_lowp");
-  s->softmax_full = s->module.kernel("ref_softmax_full");
-  s->softmax_lowp = s->module.kernel("ref_softmax_lowp");
-  s->pv_full = s->module.kernel("ref_pv_full");
-  s->pv_lowp = s->module.kernel("ref_pv_lowp");
-  s->fill_inputs = s->module.kernel("fill_inputs");
-  s->poison = s->module.kernel("poison");
-  s->error_elem = s->module.kernel("error_elem");
-  s->error_f32 = s->module.kernel("error_f32");
-  s->gather_pages = s->module.kernel("gather_pages");
+  for (const auto& [symbol, member] : support_kernel_table()) s.get()->*member = s->module.kernel(symbol);
   return s;
 }
 
@@ -147,6 +152,11 @@ void device_problem::reserve_workspace(int64_t floats) const {
   }
 }
 
+int64_t reference_pairs_per_chunk(const problem& s, int64_t chunk_bytes) {
+  const int64_t per_pair = s.q_len * s.kv_len * 8;  // fp32 scores + fp32 probabilities
+  return std::clamp<int64_t>(chunk_bytes / per_pair, 1, std::min<int64_t>(s.batch * s.heads, 65535));
+}
+
 attn_k::fwd_params device_problem::params() const {
   problem contiguous = shp;
   contiguous.page_size = 0;
@@ -169,10 +179,6 @@ attn_k::fwd_params device_problem::kernel_params() const {
 
 namespace {
 
-int64_t pairs_per_chunk(const problem& s, int64_t chunk_bytes) {
-  const int64_t per_pair = s.q_len * s.kv_len * 8;  // fp32 scores + fp32 probabilities
-  return std::clamp<int64_t>(chunk_bytes / per_pair, 1, std::min<int64_t>(s.batch * s.heads, 65535));
-}
 
 // Which computation a materializing pass is: full fp32; naive (scaled Q, scores, P, O in the
 // input type); rounded (fp32 scores and softmax, P and O in the input type).
@@ -234,7 +240,7 @@ error_stats run_error(const device_runtime& rt, kernel_t kernel, const void* out
 
 int64_t reference_memory_bytes(const problem& s, int64_t chunk_bytes) {
   const int64_t o_elems = q_rows(s) * s.heads * value_dim(s);
-  return pairs_per_chunk(s, chunk_bytes) * s.q_len * s.kv_len * 8 + o_elems * 4 + lse_bytes(s) +
+  return reference_pairs_per_chunk(s, chunk_bytes) * s.q_len * s.kv_len * 8 + o_elems * 4 + lse_bytes(s) +
          o_bytes(s);
 }
 
@@ -246,7 +252,7 @@ reference_outputs compute_reference(const support_kernels& support, const device
   r.o_full = device_buffer(rt, pr.o_elements() * 4);
   r.lse_full = device_buffer(rt, lse_bytes(s));
   device_buffer o_low(rt, o_bytes(s));  // the naive run's O, then the rounded run's
-  const int64_t pairs = pairs_per_chunk(s, chunk_bytes);
+  const int64_t pairs = reference_pairs_per_chunk(s, chunk_bytes);
   device_buffer scores(rt, pairs * s.q_len * s.kv_len * 4), probs(rt, pairs * s.q_len * s.kv_len * 4);
   const int total = static_cast<int>(s.batch * s.heads);
   auto run = [&](pass_kind kind, bool with_full) {

@@ -3,6 +3,7 @@
 // poisoning, error reduction) and the reference outputs of one problem.
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "backend/resources.hpp"
@@ -19,6 +20,8 @@ struct support_kernels {
   loaded_module module;
   kernel_t scores_full{}, scores_lowp{}, softmax_full{}, softmax_lowp{}, pv_full{}, pv_lowp{};
   kernel_t fill_inputs{}, poison{}, error_elem{}, error_f32{}, gather_pages{};
+  // The backward's reference (verify/gpu_gradients.hpp).
+  kernel_t dp_full{}, dp_lowp{}, ds_full{}, ds_lowp{}, dq{}, dk{}, dv_full{}, dv_lowp{}, round_f32{}, to_elem{};
 };
 
 /// Compiles (through the cache, with NVRTC or hiprtc as rt's backend needs) and loads the support
@@ -26,6 +29,8 @@ struct support_kernels {
 /// not compile.
 std::unique_ptr<support_kernels> load_support(const device_runtime& rt, const compile_cache& cache, dtype t,
                                               const std::string& arch);
+/// Each kernel's extern "C" name in the support module and its member, as load_support loads them.
+const std::vector<std::pair<const char*, kernel_t support_kernels::*>>& support_kernel_table();
 /// The support module's source and options (also used by the compile-only tests).
 std::string support_source();
 std::vector<std::string> support_options(dtype t);
@@ -79,6 +84,10 @@ struct reference_outputs {
 /// one pair). Throws device_error.
 reference_outputs compute_reference(const support_kernels& support, const device_problem& p,
                                     int64_t chunk_bytes);
+/// (batch, head) pairs whose scores and probabilities fit chunk_bytes (at least one).
+int64_t reference_pairs_per_chunk(const problem& s, int64_t chunk_bytes);
+/// fill_inputs' launch grid for n elements.
+dims3 fill_blocks(int64_t n);
 /// The page table of a paged problem: B * pages_per_sequence pages in a random order (seeded).
 std::vector<int> random_page_table(const problem& s, uint64_t seed);
 /// Device memory a paged problem's copies of K and V, its table and its lengths take.

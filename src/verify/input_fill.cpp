@@ -14,13 +14,13 @@ constexpr double sink_logits[attn_k::max_sink_rows] = {30, 20, 40};
 }  // namespace
 
 attn_k::input_fill input_fill_for(input_kind k, tensor_role t, const problem& s) {
-  const bool query = t == tensor_role::q;
+  const bool query = t == tensor_role::q || t == tensor_role::d_o;
   // A packed batch's rows run on from one sequence to the next: its tensors are one sequence of them all.
   const int64_t heads = query ? s.heads : s.kv_heads;
   const int64_t len = is_varlen(s) ? std::max<int64_t>(1, query ? q_rows(s) : kv_rows(s)) : query ? s.q_len : s.kv_len;
   attn_k::input_fill f{};
   f.scale = 1;
-  const int64_t d = t == tensor_role::v ? value_dim(s) : s.head_dim;  // V's rows have dv
+  const int64_t d = t == tensor_role::v || t == tensor_role::d_o ? value_dim(s) : s.head_dim;  // V's and O's rows have dv
   f.row_elements = s.layout == layout::bhsd ? d : heads * d;
   f.rows = static_cast<int>(len);
   if (k == input_kind::wide && t != tensor_role::v) {

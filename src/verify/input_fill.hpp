@@ -7,7 +7,8 @@
 
 namespace attn {
 
-enum class tensor_role { q, k, v };
+/// d_o: the backward's dO (O's shape), standard normal for every kind.
+enum class tensor_role { q, k, v, d_o };
 
 /// The distribution of one tensor of shape s for inputs of kind k.
 attn_k::input_fill input_fill_for(input_kind k, tensor_role t, const problem& s);

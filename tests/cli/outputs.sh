@@ -54,7 +54,8 @@ e = {(x["head_dim"], x["causal"], x["seq_max"]): x for x in d["entries"]}
 assert len(e) == 3, e.keys()
 c = e[(128, False, 4096)]
 assert (c["seq_min_exclusive"], c["device"], c["cc"], c["sm_count"]) == (2048, "NVIDIA H200", "9.0", 132), c
-assert c["config"] == {"family": "fa2", "block_m": 256, "block_n": 64, "warps": 8, "stages": 2, "knob": 0, "splits": 1, "pack_gqa": 0}, c
+assert c["config"] == {"family": "fa2", "block_m": 256, "block_n": 64, "warps": 8, "stages": 2, "knob": 0, "splits": 1, "pack_gqa": 0,
+                       "variant": "m256_n64_w8_s2"}, c
 assert e[(64, True, 1024)]["seq_min_exclusive"] == 512
 assert d["fallback"]["head_dim_le_128"]["block_m"] == 128
 PY

@@ -137,6 +137,9 @@ TEST(compile_support_module, both_dtypes_both_archs) {
     for (dtype t : {dtype::bf16, dtype::fp16}) {
       const auto r = compile_cubin(support_source(), arch, support_options(t), no_cache.kernels());
       EXPECT_TRUE(r.ok) << arch << " " << to_string(t) << ": " << r.log;
+      // Every kernel load_support asks for is in it (the backward's reference too), by its C name.
+      for (const auto& [symbol, member] : support_kernel_table())
+        EXPECT_NE(r.cubin.find(std::string(symbol) + '\0'), std::string::npos) << arch << " lacks " << symbol;
     }
 }
 

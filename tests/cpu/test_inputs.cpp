@@ -30,7 +30,7 @@ TEST(inputs, the_option_defaults_to_normal_and_reaches_the_tuner_and_the_isolate
   EXPECT_EQ(o.inputs, input_kind::sink);
   progress_line progress;
   EXPECT_EQ(make_tune_options(o, progress).inputs, input_kind::sink);
-  const options child = testing::parsed(child_arguments(family_run_of(o), make_tune_options(o, progress), "fa2", o.problem, {{64, 64, 4, 2}}, 42, 0, "/tmp/c.csv"));
+  const options child = testing::parsed(child_arguments(family_run_of(o), make_tune_options(o, progress), "fa2", o.problem, {"m64_n64_w4_s2"}, 42, 0, "/tmp/c.csv"));
   EXPECT_EQ(child.inputs, input_kind::sink);
   const std::string message =
       testing::invalid_input_message([] { testing::parsed({"--shape", "1,2,128,64", "--inputs", "uniform"}); });

@@ -52,7 +52,7 @@ TEST(kernel_timeout, a_word_is_refused_naming_it) {
 TEST(kernel_timeout, the_isolated_rerun_gets_the_same_timeout) {
   const options o = with_timeout("7.25");
   progress_line progress;
-  const std::vector<tile_config> configs = {{64, 64, 4, 2}, {128, 64, 4, 1}};
+  const std::vector<std::string> configs = {"m64_n64_w4_s2", "m128_n64_w4_s1"};
   const options child = parsed(child_arguments(family_run_of(o), make_tune_options(o, progress), "fa2", o.problem, configs, 42, 0, "/tmp/child.csv"));
   EXPECT_EQ(child.kernel_timeout_s, 7.25);
   EXPECT_EQ(child.configs, (std::vector<std::string>{"m64_n64_w4_s2", "m128_n64_w4_s1"}));

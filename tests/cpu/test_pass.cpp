@@ -409,21 +409,3 @@ TEST(backward_refusal, names_what_the_backward_does_not_take_yet) {
 
 }  // namespace
 }  // namespace attn
-
-namespace attn {
-namespace {
-
-// Until the tool tunes the backward, a problem of another pass is refused, not tuned as a forward.
-TEST(pass_tuning, a_backward_problem_is_refused_naming_the_pass) {
-  problem s;
-  s.batch = 1, s.heads = s.kv_heads = 2, s.q_len = s.kv_len = 128, s.head_dim = 64;
-  s.pass = attention_pass::bwd;
-  const compile_cache cache("");
-  tune_options o;
-  o.configs = {tile_config{}};
-  const std::string why = testing::invalid_input_message([&] { compile_only(s, "sm_80", cache, o); });
-  EXPECT_NE(why.find("pass bwd"), std::string::npos) << why;
-}
-
-}  // namespace
-}  // namespace attn

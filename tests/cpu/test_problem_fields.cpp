@@ -134,7 +134,8 @@ TEST_P(problem_fields_test, the_child_process_gets_it) {
   progress_line progress;
   const options child =
       testing::parsed(child_arguments(family_run_of(o), make_tune_options(o, progress), "fa2", other,
-                                      {{64, 64, 4, 2}}, 1, 0, "/tmp/child.csv"));
+                                      {other.pass == attention_pass::bwd ? "kv_m32_n64_w4_s2-q_m64_n64_w4_s2" : "m64_n64_w4_s2"},
+                                      1, 0, "/tmp/child.csv"));
   EXPECT_EQ(child.problem, other);
 }
 

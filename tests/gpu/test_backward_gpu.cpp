@@ -262,7 +262,6 @@ TEST_F(backward_gpu, reruns_are_bit_identical) {
   const auto first = run.run(b), second = run.run(b);
   EXPECT_EQ(run.check(first), "");
   EXPECT_TRUE(first.dq == second.dq && first.dk == second.dk && first.dv == second.dv);
-  rt().unload_module(b.module);
 }
 
 void check_every_variant(backward_gpu& t, bool wgmma, int at_least) {
@@ -274,7 +273,6 @@ void check_every_variant(backward_gpu& t, bool wgmma, int at_least) {
       const loaded_backward b = t.build(t.m_cache, c, bc.s);
       const std::string why = run.check(run.run(b));
       EXPECT_EQ(why, "") << bc.what << " " << describe(bc.s) << " " << name(c);
-      t.rt().unload_module(b.module);
       ++checked;
     }
   }
@@ -289,7 +287,6 @@ TEST_F(backward_gpu, planted_defects_come_out_wrong) {
     if (backward_reject(c, s, m_gpu.limits)) continue;  // wgmma off sm_90
     const loaded_backward good = build(m_cache, c, s);
     ASSERT_EQ(run.check(run.run(good)), "") << d.config << ": the unplanted kernel must pass first";
-    rt().unload_module(good.module);
     auto files = m_cache.kernels().files();
     bool found = false;
     for (auto& f : files)
@@ -300,7 +297,6 @@ TEST_F(backward_gpu, planted_defects_come_out_wrong) {
     const compile_cache planted(dir.path().string(), kernel_sources::from_files(files, "planted"));
     const loaded_backward b = build(planted, c, s);
     EXPECT_NE(run.check(run.run(b)), "") << d.name << " passed the check";
-    rt().unload_module(b.module);
   }
 }
 

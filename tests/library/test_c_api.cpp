@@ -551,7 +551,7 @@ TEST(LibraryTable, AWarningIsKeptNotPrinted) {
   EXPECT_EQ(attn_tune::last_warning(), "");  // this call's: none
   attn_tune_table_destroy(t);
   EXPECT_EQ(attn_tune_api_version(), ATTN_TUNE_API_VERSION);
-  EXPECT_EQ(ATTN_TUNE_API_VERSION, 6);
+  EXPECT_EQ(ATTN_TUNE_API_VERSION, 7);
 }
 
 TEST(LibraryTable, UnreadableTablesAreNamed) {

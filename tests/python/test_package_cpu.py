@@ -155,7 +155,7 @@ class WindowSoftcapProblems(unittest.TestCase):
 
     def test_the_struct_is_the_c_headers(self):
         self.assertEqual(ctypes.sizeof(_capi.Problem), 264)  # sizeof(attn_tune_problem), API version 6
-        self.assertEqual(_capi.API_VERSION, 6)
+        self.assertEqual(_capi.API_VERSION, 7)  # 7: attn_tune_backward, the choice's variant
         # the fields of version 6 where the C header has them (after o_strides, 8-byte aligned)
         self.assertEqual(_capi.Problem.cu_seqlens_q.offset, _capi.Problem.o_strides.offset + 24)
         self.assertEqual(_capi.Problem.total_k.offset, 256)
@@ -293,7 +293,8 @@ class WithTheLibrary(unittest.TestCase):
     def test_lookup_from_a_table(self):
         c = attn_tune.lookup(os.path.join(DATA, "export_fixture.csv"), "NVIDIA H200", "9.0", 132,
                              batch=4, heads=32, q_len=4096, head_dim=128)
-        self.assertEqual(c, {"source": "tuned", "family": "fa2", "config": "m256_n64_w8_s2", "from_bundle": False})
+        self.assertEqual(c, {"source": "tuned", "family": "fa2", "config": "m256_n64_w8_s2", "from_bundle": False,
+                             "variant": "m256_n64_w8_s2"})
         c = attn_tune.lookup(os.path.join(DATA, "library_export.csv"), "NVIDIA H200", "9.0", 132,
                              batch=1, heads=8, q_len=100, head_dim=128)
         self.assertEqual(c["source"], "fallback")

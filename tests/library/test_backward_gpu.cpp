@@ -1,0 +1,181 @@
+// attn_tune_backward on a GPU (label gpu; skips without one): the library's plumbing of the
+// backward (which variant, which tensors, which grids) against float64 gradients of the same
+// inputs, with GQA, causal masks, cross-attention, both layouts and fp16; bit-identical reruns;
+// what it refuses. The kernels themselves are held to FlashAttention's rule per variant by
+// tests/gpu/test_backward_gpu.cpp; here a plumbing error (a wrong tensor, grid or stride) would be
+// an error of the gradients' own size, so 2% of the largest gradient is the bound.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include <cuda_runtime_api.h>
+
+#include "attn_tune/attn_tune.hpp"
+#include "library_gpu_fixture.hpp"
+#include "reference.hpp"  // examples/cpp
+
+namespace {
+
+struct device_buffer {
+  void* p = nullptr;
+  explicit device_buffer(size_t bytes) { EXPECT_EQ(cudaMalloc(&p, bytes), cudaSuccess); }
+  ~device_buffer() { cudaFree(p); }
+};
+
+struct grads {
+  std::vector<double> dq, dk, dv, o, lse;
+};
+
+// The float64 gradients (and O, LSE) of attention over contiguous tensors of p's layout.
+grads gradients_fp64(const attn_tune_problem& p, const std::vector<float>& q, const std::vector<float>& k,
+                     const std::vector<float>& v, const std::vector<float>& d_o) {
+  const int64_t D = p.head_dim, group = p.heads / p.kv_heads;
+  const double scale = 1.0 / std::sqrt(double(D));
+  grads g{std::vector<double>(q.size()), std::vector<double>(k.size()), std::vector<double>(v.size()),
+          std::vector<double>(q.size()), std::vector<double>(p.batch * p.heads * p.q_len, -INFINITY)};
+  for (int64_t b = 0; b < p.batch; ++b)
+    for (int64_t h = 0; h < p.heads; ++h)
+      for (int64_t i = 0; i < p.q_len; ++i) {
+        const example::key_range keys = example::visible_keys(p, i, p.q_len, p.kv_len);
+        if (keys.first > keys.last) continue;
+        const int64_t qi = example::offset(p, false, b, h, i);
+        std::vector<double> s(static_cast<size_t>(keys.last - keys.first + 1));
+        double mx = -INFINITY, sum = 0;
+        for (int64_t j = keys.first; j <= keys.last; ++j) {
+          const int64_t kj = example::offset(p, true, b, h / group, j);
+          double dot = 0;
+          for (int64_t d = 0; d < D; ++d) dot += double(q[qi + d]) * k[kj + d];
+          mx = std::max(mx, s[j - keys.first] = dot * scale);
+        }
+        for (double& x : s) sum += (x = std::exp(x - mx));
+        g.lse[(b * p.heads + h) * p.q_len + i] = mx + std::log(sum);
+        std::vector<double> dp(s.size());
+        double delta = 0;
+        for (int64_t j = keys.first; j <= keys.last; ++j) {
+          const int64_t kj = example::offset(p, true, b, h / group, j);
+          double& pj = s[j - keys.first];
+          pj /= sum;
+          double dot = 0;
+          for (int64_t d = 0; d < D; ++d) dot += double(d_o[qi + d]) * v[kj + d], g.o[qi + d] += pj * v[kj + d];
+          delta += pj * (dp[j - keys.first] = dot);
+        }
+        for (int64_t j = keys.first; j <= keys.last; ++j) {
+          const int64_t kj = example::offset(p, true, b, h / group, j);
+          const double pj = s[j - keys.first], ds = pj * (dp[j - keys.first] - delta);
+          for (int64_t d = 0; d < D; ++d) {
+            g.dq[qi + d] += scale * ds * k[kj + d];
+            g.dk[kj + d] += scale * ds * q[qi + d];
+            g.dv[kj + d] += pj * d_o[qi + d];
+          }
+        }
+      }
+  return g;
+}
+
+class LibraryBackward : public library_gpu_test {
+ protected:
+  // Uploads random q, k, v, dO and the float64 O and LSE (O rounded), runs the backward, and
+  // returns each gradient's largest error over its largest magnitude.
+  struct outcome {
+    double dq = INFINITY, dk = INFINITY, dv = INFINITY;
+    std::vector<uint16_t> bits;  ///< dq, dk, dv as the kernels wrote them, for reruns
+    attn_tune::choice ran{};
+  };
+  outcome run(const attn_tune_problem& p, uint32_t seed) {
+    const bool bf16 = p.dtype == ATTN_TUNE_BF16;
+    const size_t nq = p.batch * p.heads * p.q_len * p.head_dim, nk = p.batch * p.kv_heads * p.kv_len * p.head_dim;
+    std::mt19937 rng(seed);
+    std::normal_distribution<float> normal;
+    auto make = [&](size_t n) {
+      std::vector<float> x(n);
+      for (auto& e : x) e = example::round_to(normal(rng), bf16);
+      return x;
+    };
+    const auto q = make(nq), k = make(nk), v = make(nk), d_o = make(nq);
+    const grads want = gradients_fp64(p, q, k, v, d_o);
+    std::vector<float> o(nq), lse(want.lse.begin(), want.lse.end());
+    for (size_t i = 0; i < nq; ++i) o[i] = example::round_to(static_cast<float>(want.o[i]), bf16);
+    device_buffer dq_(nq * 2), dk_(nk * 2), dv_(nk * 2), q_(nq * 2), k_(nk * 2), v_(nk * 2), o_(nq * 2), do_(nq * 2),
+        lse_(lse.size() * 4), delta_(lse.size() * 4);
+    auto upload = [&](const std::vector<float>& host, device_buffer& dev) {
+      std::vector<uint16_t> bits(host.size());
+      for (size_t i = 0; i < host.size(); ++i) bits[i] = example::to_bits(host[i], bf16);
+      EXPECT_EQ(cudaMemcpy(dev.p, bits.data(), bits.size() * 2, cudaMemcpyHostToDevice), cudaSuccess);
+    };
+    upload(q, q_), upload(k, k_), upload(v, v_), upload(o, o_), upload(d_o, do_);
+    EXPECT_EQ(cudaMemcpy(lse_.p, lse.data(), lse.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
+    for (device_buffer* b : {&dq_, &dk_, &dv_}) cudaMemset(b->p, 0xff, b == &dq_ ? nq * 2 : nk * 2);  // NaN
+    outcome out;
+    out.ran = m_ctx->backward(q_.p, k_.p, v_.p, o_.p, static_cast<const float*>(lse_.p), do_.p, dq_.p, dk_.p, dv_.p,
+                              static_cast<float*>(delta_.p), p);
+    m_ctx->synchronize();
+    auto relative = [&](device_buffer& dev, const std::vector<double>& ref) {
+      std::vector<uint16_t> bits(ref.size());
+      EXPECT_EQ(cudaMemcpy(bits.data(), dev.p, bits.size() * 2, cudaMemcpyDeviceToHost), cudaSuccess);
+      out.bits.insert(out.bits.end(), bits.begin(), bits.end());
+      double worst = 0, scale = 1e-30;
+      for (size_t i = 0; i < ref.size(); ++i) {
+        const double got = example::from_bits(bits[i], bf16);
+        if (std::isnan(got)) return double(INFINITY);
+        worst = std::max(worst, std::abs(got - ref[i]));
+        scale = std::max(scale, std::abs(ref[i]));
+      }
+      return worst / scale;
+    };
+    out.dq = relative(dq_, want.dq), out.dk = relative(dk_, want.dk), out.dv = relative(dv_, want.dv);
+    return out;
+  }
+  void expect_passes(const attn_tune_problem& p, uint32_t seed) {
+    const outcome r = run(p, seed);
+    EXPECT_LT(r.dq, 0.02) << r.ran.variant;
+    EXPECT_LT(r.dk, 0.02) << r.ran.variant;
+    EXPECT_LT(r.dv, 0.02) << r.ran.variant;
+  }
+};
+
+TEST_F(LibraryBackward, GradientsOfGqaCausalCrossAttentionInBothLayoutsAndDtypes) {
+  auto p = attn_tune::make_problem(2, 4, 2, 130, 200, 64);
+  p.causal = 1;
+  expect_passes(p, 1);
+  p.layout = ATTN_TUNE_BSHD;
+  p.dtype = ATTN_TUNE_FP16;
+  expect_passes(p, 2);
+  auto wide = attn_tune::make_problem(1, 2, 1, 97, 64, 128);  // MQA, more queries than keys
+  wide.causal = 1;
+  expect_passes(wide, 3);
+  expect_passes(attn_tune::make_problem(1, 2, 2, 70, 90, 256), 4);  // the fallback's split dK/dV
+}
+
+TEST_F(LibraryBackward, SaysWhichVariantRanAndRerunsAreBitIdentical) {
+  auto p = attn_tune::make_problem(1, 8, 2, 300, 300, 128);
+  p.causal = 1;
+  const outcome a = run(p, 9), b = run(p, 9);
+  EXPECT_EQ(std::string(a.ran.variant), "kv_m32_n64_w4_s2-q_m64_n64_w4_s2");  // no table: the fallback
+  EXPECT_EQ(a.ran.source, ATTN_TUNE_SOURCE_FALLBACK);
+  EXPECT_EQ(std::string(a.ran.family), "fa2");
+  EXPECT_TRUE(a.bits == b.bits);
+}
+
+TEST_F(LibraryBackward, RefusesWhatItDoesNotTakeNamingIt) {
+  auto p = attn_tune::make_problem(1, 2, 2, 64, 64, 64);
+  device_buffer buf(1 << 20);
+  auto call = [&](const attn_tune_problem& q) {
+    return attn_tune_backward(m_ctx->get(), buf.p, buf.p, buf.p, buf.p, static_cast<float*>(buf.p), buf.p, buf.p,
+                              buf.p, buf.p, static_cast<float*>(buf.p), &q, nullptr, nullptr);
+  };
+  auto softcap = p;
+  softcap.softcap = 30;
+  EXPECT_EQ(call(softcap), ATTN_TUNE_ERROR_UNSUPPORTED);
+  EXPECT_NE(std::string(attn_tune_last_error()).find("softcap"), std::string::npos) << attn_tune_last_error();
+  auto strided = p;
+  strided.q_strides[0] = 64 * 64 * 4, strided.q_strides[1] = 64 * 64, strided.q_strides[2] = 128;  // rows padded
+  EXPECT_EQ(call(strided), ATTN_TUNE_ERROR_UNSUPPORTED);
+  EXPECT_NE(std::string(attn_tune_last_error()).find("q_strides"), std::string::npos) << attn_tune_last_error();
+  EXPECT_EQ(attn_tune_backward(m_ctx->get(), buf.p, buf.p, buf.p, buf.p, static_cast<float*>(buf.p), buf.p, nullptr,
+                               buf.p, buf.p, static_cast<float*>(buf.p), &p, nullptr, nullptr),
+            ATTN_TUNE_ERROR_INVALID_ARGUMENT);
+}
+
+}  // namespace
