@@ -14,9 +14,23 @@ What a call works out from its tensors is kept per key (shapes, strides, dtypes,
 table, scale: attn_tune._call_cache), so a repeated call only allocates O and LSE and calls the C
 library; the call may be captured in a CUDA graph (torch.cuda.graph) after one warm-up call. Importing needs neither PyTorch,
 a GPU nor the library: the first call loads libattn_tune.so (see attn_tune._capi.candidates).
+
+Training (libattn_tune API version 7, attn_tune_backward):
+
+    o = attn_tune.attention(q, k, v, causal=True)  # differentiable w.r.t. q, k and v
+    o.float().square().mean().backward()
+
+attention(q, k, v, causal=False, softmax_scale=None, table=None) takes PyTorch tensors as forward
+does (GQA/MQA through fewer k/v heads; head dims multiples of 8 up to 256) and nothing the backward
+does not take yet (a KV cache, a window, softcap, V's own head dim, packed batches). Its gradients
+come from the custom op torch.ops.attn_tune.backward, registered as the autograd formula of
+torch.ops.attn_tune.forward (torch.library.register_autograd; a torch.autograd.Function where
+PyTorch is older than 2.4), so torch.compile traces the forward and the backward. The backward is
+deterministic (a rerun gives bit-identical gradients) and runs on the current CUDA stream.
 """
 import ctypes
 import math
+import numbers
 import sys
 import typing
 import threading
@@ -25,8 +39,8 @@ from . import _capi
 from ._capi import AttnTuneError, LibraryNotFoundError
 from .tensors import NO_VARIANT, describe, make_problem, max_seqlen_of, out_layout, packed_out_layout, variant_of
 
-__all__ = ["forward", "forward_with_lse", "flash_attn_func", "flash_attn_varlen_func", "lookup", "context",
-           "AttnTuneError", "LibraryNotFoundError", "library_version"]
+__all__ = ["forward", "forward_with_lse", "attention", "flash_attn_func", "flash_attn_varlen_func", "lookup",
+           "context", "AttnTuneError", "LibraryNotFoundError", "library_version"]
 
 _contexts = {}
 _contexts_lock = threading.Lock()
@@ -57,6 +71,16 @@ class Context:
         choice = _capi.new_choice()
         _capi.check(self._lib.attn_tune_forward(self._handle, q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr,
                                                 ctypes.byref(problem), stream or None, ctypes.byref(choice)))
+        return choice.as_dict()
+
+    def backward(self, q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr, d_o_ptr, dq_ptr, dk_ptr, dv_ptr, delta_ptr, problem,
+                 stream=0):
+        """attn_tune_backward (API version 7; AttnTuneError naming an older library's version):
+        dq, dk, dv from d_o, the forward's o and lse; delta is float32 [B, H, N_q] scratch."""
+        call = _capi.backward_function(self._lib)
+        choice = _capi.new_choice()
+        _capi.check(call(self._handle, q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr, d_o_ptr, dq_ptr, dk_ptr, dv_ptr, delta_ptr,
+                         ctypes.byref(problem), stream or None, ctypes.byref(choice)))
         return choice.as_dict()
 
     def choose(self, problem):
@@ -176,6 +200,9 @@ def _forward_cai(q, k, v, causal, table, softmax_scale, out, lse, stream, device
 _torch_op = None
 _torch_varlen_op = None
 _eager_ok = None  # (q, k, v) -> whether a call may skip the op's dispatch (see _register_torch_op)
+_torch_backward_op = None  # torch.ops.attn_tune.backward
+_torch_autograd = False  # whether attn_tune::forward has its autograd formula (torch.library.register_autograd)
+_autograd_function = None  # where it has not: the torch.autograd.Function attention runs instead
 
 
 def _fast_path_check(torch):
@@ -206,8 +233,9 @@ def _fast_path_check(torch):
 
 def _register_torch_op():
     """torch.ops.attn_tune.forward and torch.ops.attn_tune.varlen_forward: custom ops with fake
-    implementations (torch >= 2.4)."""
-    global _torch_op, _torch_varlen_op, _torch_call, _eager_ok
+    implementations (torch >= 2.4); torch.ops.attn_tune.backward, forward's autograd formula
+    (_register_backward)."""
+    global _torch_op, _torch_varlen_op, _torch_call, _eager_ok, _autograd_function
     import torch
 
     from ._call_cache import CallCache, TorchOps
@@ -215,6 +243,8 @@ def _register_torch_op():
     if _torch_call is None:
         _torch_call = CallCache(TorchOps(torch), context)
     if not hasattr(torch, "library") or not hasattr(torch.library, "custom_op"):
+        if _autograd_function is None:
+            _autograd_function = _make_autograd_function(torch)
         return None
 
     @torch.library.custom_op("attn_tune::forward", mutates_args=())
@@ -249,8 +279,141 @@ def _register_torch_op():
         return o, q.new_empty((q.shape[1], q.shape[0]), dtype=torch.float32)
 
     _eager_ok = _fast_path_check(torch)
+    _register_backward(torch)
+    if not _torch_autograd:
+        _autograd_function = _make_autograd_function(torch)
     _torch_op, _torch_varlen_op = _op, _varlen_op
     return _op
+
+
+def _grad_layout(q):
+    """Whether the backward runs in bshd ([B, N, H, D] memory) rather than bhsd: q's layout as
+    make_problem reads it, so that a model's [B, N, H, D] projections are not transposed in memory."""
+    return q.stride(1) < q.stride(2)
+
+
+def _in_layout(t, bshd):
+    """t [B, H, N, D] contiguous in the layout's memory order and 16-byte aligned, the only form the
+    C backward takes: t itself where it is already, else a copy (a view of a fused QKV projection,
+    the broadcast dO of a sum)."""
+    t = t.transpose(1, 2).contiguous().transpose(1, 2) if bshd else t.contiguous()
+    return t if t.data_ptr() % 16 == 0 else t.clone()  # a clone of a dense tensor keeps its strides
+
+
+def _empty_in_layout(torch, shape, bshd, dtype, device):
+    """A new [B, H, N, D] tensor contiguous in the layout: the gradients, in the real op and its fake."""
+    b, h, n, d = shape
+    if bshd:
+        return torch.empty((b, n, h, d), dtype=dtype, device=device).transpose(1, 2)
+    return torch.empty((b, h, n, d), dtype=dtype, device=device)
+
+
+def _contiguous_strides(shape, bshd):
+    b, h, n, d = shape
+    return (n * h * d, d, h * d, 1) if bshd else (h * n * d, n * d, d, 1)
+
+
+def _backward_call(torch, d_o, q, k, v, o, lse, causal, table, softmax_scale):
+    """(dq, dk, dv) of the attention whose forward gave (o, lse): attn_tune_backward on the current
+    CUDA stream, every tensor contiguous in q's layout (copied there where it is not)."""
+    bshd = _grad_layout(q)
+    q, k, v, o = (_in_layout(t, bshd) for t in (q, k, v, o))
+    d_o = _in_layout(d_o.to(q.dtype), bshd)  # autocast or a float32 loss may hand back another dtype
+    for t, name in ((o, "o"), (d_o, "d_o")):
+        if tuple(t.shape) != tuple(q.shape):
+            raise ValueError(f"{name} has shape {list(t.shape)}: expected q's {list(q.shape)}")
+    infos = []
+    for t, name in ((q, "q"), (k, "k"), (v, "v")):
+        info = describe(t, name)
+        # The strides the copies above made, whatever a dimension of one element says.
+        info.strides = _contiguous_strides(info.shape, bshd)
+        infos.append(info)
+    problem = make_problem(*infos, causal, softmax_scale)  # shapes, heads, dtypes, scale: named errors
+    # All strides 0: contiguous in the layout, which the C backward requires (and q's layout is not
+    # read from strides where H or N is 1).
+    problem.layout = _capi.BSHD if bshd else _capi.BHSD
+    problem.q_strides[:] = [0, 0, 0]
+    problem.kv_strides[:] = [0, 0, 0]
+    lse = lse.contiguous()
+    dq, dk, dv = (_empty_in_layout(torch, t.shape, bshd, t.dtype, t.device) for t in (q, k, v))
+    delta = torch.empty(tuple(lse.shape), dtype=torch.float32, device=q.device)
+    stream = torch.cuda.current_stream(q.device).cuda_stream
+    context(infos[0].device, table).backward(q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), lse.data_ptr(),
+                                             d_o.data_ptr(), dq.data_ptr(), dk.data_ptr(), dv.data_ptr(),
+                                             delta.data_ptr(), problem, stream)
+    return dq, dk, dv
+
+
+def _backward_refusal(q, v, cache_seqlens, block_table, window_left, window_right, softcap):
+    """What of a forward call the backward does not take yet, named ("" when nothing)."""
+    refused = (("cache_seqlens", cache_seqlens is not None), ("block_table", block_table is not None),
+               ("window_size", (window_left, window_right) != (-1, -1)), ("softcap", softcap != 0.0),
+               ("a V head dim of its own (dv != d)", v.shape[3] != q.shape[3]))
+    return ", ".join(name for name, used in refused if used)
+
+
+def _register_backward(torch):
+    """torch.ops.attn_tune.backward (with a fake implementation), and attn_tune::forward's autograd
+    formula through it where torch.library.register_autograd exists (torch >= 2.4)."""
+    global _torch_backward_op, _torch_autograd
+
+    @torch.library.custom_op("attn_tune::backward", mutates_args=())
+    def _bwd_op(d_o: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor,
+                lse: torch.Tensor, causal: bool, table: str,
+                softmax_scale: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        return _backward_call(torch, d_o, q, k, v, o, lse, causal, table or None,
+                              softmax_scale if softmax_scale != 0.0 else None)
+
+    @_bwd_op.register_fake
+    def _(d_o, q, k, v, o, lse, causal, table, softmax_scale):
+        bshd = _grad_layout(q)
+        return tuple(_empty_in_layout(torch, t.shape, bshd, t.dtype, t.device) for t in (q, k, v))
+
+    def setup_context(ctx, inputs, output):
+        q, k, v, causal, table, softmax_scale, cache_seqlens, block_table, window_left, window_right, softcap = inputs
+        o, lse = output
+        # The backward takes dO alone: a gradient through the LSE would be dropped without a word,
+        # so the LSE does not require grad.
+        ctx.mark_non_differentiable(lse)
+        ctx.save_for_backward(q, k, v, o, lse)
+        ctx.causal, ctx.table, ctx.softmax_scale = causal, table, softmax_scale
+        # Refused at backward, not here: a forward that works today with inputs requiring grad
+        # (a window, a KV cache) keeps working as long as nothing asks for its gradient.
+        ctx.refused = _backward_refusal(q, v, cache_seqlens, block_table, window_left, window_right, softcap)
+
+    def backward(ctx, d_o, d_lse):
+        if ctx.refused:
+            raise NotImplementedError(f"attn_tune's backward does not take {ctx.refused} yet (the forward ran with it)")
+        q, k, v, o, lse = ctx.saved_tensors
+        dq, dk, dv = _bwd_op(d_o, q, k, v, o, lse, ctx.causal, ctx.table, ctx.softmax_scale)
+        return dq, dk, dv, None, None, None, None, None, None, None, None  # one per input of the forward op
+
+    _torch_backward_op = _bwd_op
+    if hasattr(torch.library, "register_autograd"):
+        torch.library.register_autograd("attn_tune::forward", backward, setup_context=setup_context)
+        _torch_autograd = True
+
+
+def _make_autograd_function(torch):
+    """attention's torch.autograd.Function where attn_tune::forward has no autograd formula (a
+    PyTorch older than 2.4): the forward's and the backward's implementations, without the ops."""
+
+    class AttentionFunction(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, q, k, v, causal, table, softmax_scale):
+            o, lse = _torch_call(q, k, v, causal, table, softmax_scale)
+            ctx.mark_non_differentiable(lse)
+            ctx.save_for_backward(q, k, v, o, lse)
+            ctx.causal, ctx.table, ctx.softmax_scale = causal, table, softmax_scale
+            return o, lse
+
+        @staticmethod
+        def backward(ctx, d_o, d_lse):
+            q, k, v, o, lse = ctx.saved_tensors
+            dq, dk, dv = _backward_call(torch, d_o, q, k, v, o, lse, ctx.causal, ctx.table, ctx.softmax_scale)
+            return dq, dk, dv, None, None, None
+
+    return AttentionFunction
 
 
 def _is_torch(t):
@@ -274,7 +437,11 @@ def forward_with_lse(q, k, v, causal=False, table=None, softmax_scale=None, out=
     A sliding window and softcap, with flash_attn_func's names: window_size=(left, right), query i
     sees key j when i + N_kv - N_q - left <= j <= i + N_kv - N_q + right (-1: no limit on that side;
     with causal=True, right is 0 or -1); softcap=C caps each score to C * tanh(score / C) after the
-    scale (0: off)."""
+    scale (0: off).
+
+    With PyTorch >= 2.4, O is differentiable where the backward takes the call (see attention):
+    a gradient through a KV cache, a window, softcap or V's own head dim raises NotImplementedError
+    when it is asked for; the LSE never requires grad."""
     variant = NO_VARIANT if window_size is _NO_WINDOW and softcap is _NO_SOFTCAP else variant_of(window_size, softcap)
     if _is_torch(q):
         if out is not None or lse is not None:  # refused, never ignored: the op allocates both
@@ -296,6 +463,55 @@ def forward(q, k, v, causal=False, table=None, softmax_scale=None, **kwargs):
     through cache_seqlens= and block_table=, a sliding window through window_size=, softcap=
     (see forward_with_lse)."""
     return forward_with_lse(q, k, v, causal, table, softmax_scale, **kwargs)[0]
+
+
+def _need_torch():
+    """Registers the ops where PyTorch became importable after this package was; ImportError
+    saying so where it is not."""
+    try:
+        import torch  # noqa: F401
+    except ImportError as e:
+        raise ImportError(f"attn_tune.attention needs PyTorch: import torch failed ({e}); attn_tune.forward "
+                          "also takes CuPy arrays, without gradients") from e
+    _register_torch_op()
+
+
+def attention(q, k, v, causal=False, softmax_scale=None, table=None):
+    """O = softmax(Q K^T * scale [+ bottom-right causal mask]) V, differentiable w.r.t. q, k and v.
+
+    PyTorch tensors as forward takes them: q [B, H, N_q, D], k and v [B, kv_heads, N_kv, D] (GQA
+    and MQA when kv_heads < H), bf16 or fp16 on a CUDA device, in either memory layout; D a
+    multiple of 8 up to 256. softmax_scale: None for 1/sqrt(D); table: a tuned table's path (its
+    pass bwd entries choose the backward's variant, its forward entries the forward's). The
+    backward (libattn_tune API version 7) is deterministic: a rerun gives bit-identical gradients.
+    It copies q, k, v, O and dO into one contiguous layout (q's) where they are not. What the
+    backward does not take yet is no parameter here: a KV cache, a window, softcap, V's own head
+    dim, packed batches (forward and flash_attn_varlen_func run those, without gradients).
+    Bad arguments raise TypeError or ValueError naming them; no PyTorch, ImportError."""
+    for t, name in ((q, "q"), (k, "k"), (v, "v")):
+        if not _is_torch(t):
+            raise TypeError(f"{name} is a {type(t).__name__}: attention takes PyTorch tensors [B, H, N, D]")
+        if t.dim() != 4:
+            raise ValueError(f"{name} has shape {list(t.shape)}: expected 4 dimensions [B, H, N, D]")
+    d, dv = q.shape[3], v.shape[3]
+    if dv != d:
+        raise ValueError(f"v's head dim {dv} differs from q's {d}: attention's backward takes no V head dim of its "
+                         "own yet (forward runs it, without gradients)")
+    if d % 8 or d > 256:
+        raise ValueError(f"head dim {d}: attention takes multiples of 8 up to 256 (its backward's)")
+    _flag(causal, "causal")
+    if softmax_scale is not None:
+        if isinstance(softmax_scale, bool) or not isinstance(softmax_scale, numbers.Real):
+            raise TypeError(f"softmax_scale is {softmax_scale!r}: expected a number or None (1/sqrt(D))")
+        if not (math.isfinite(softmax_scale) and softmax_scale > 0):
+            raise ValueError(f"softmax_scale {softmax_scale} is not a positive finite number")
+    if table is not None and not isinstance(table, str):
+        raise TypeError(f"table is {table!r}: expected a path (str) or None")
+    if _torch_call is None:  # no PyTorch at import
+        _need_torch()
+    if _torch_autograd:  # the op, with its autograd formula: torch.compile traces both passes
+        return forward_with_lse(q, k, v, causal, table, softmax_scale)[0]
+    return _autograd_function.apply(q, k, v, *_normalized(causal, table, softmax_scale))[0]
 
 
 def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, window_size=(-1, -1), softcap=0.0,

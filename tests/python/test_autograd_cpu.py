@@ -1,0 +1,347 @@
+"""attn_tune.attention and the backward's C API without a GPU, PyTorch or the library (ctest
+python_package_cpu): the choice struct of API version 7 (the variant at its end), attention in
+__all__ with only the arguments the backward takes and its argument checks, a clear ImportError
+without PyTorch, the API-version guard of attn_tune_backward (a fake library of version 6), and
+what the backward hands the C call: each tensor contiguous in q's layout (copied only where it is
+not), the problem's layout with strides 0, the pointers in the header's order (fake tensors and a
+fake torch stand in). ATTN_TUNE_TEST_LIBRARY names a built libattn_tune.so of version 6 or 7."""
+import ctypes
+import inspect
+import math
+import os
+import subprocess
+import sys
+import types
+import unittest
+
+import attn_tune
+from attn_tune import _capi
+
+LIBRARY = os.environ.get("ATTN_TUNE_TEST_LIBRARY", "")
+BACKWARD_VARIANT = "kv_m32_n64_w4_s2-q_m64_n64_w4_s2"
+
+
+class TorchLike:
+    """What attention's checks read of a torch.Tensor (its type's module says "torch")."""
+    __module__ = "torch"
+
+    def __init__(self, shape):
+        self.shape = tuple(shape)
+
+    def data_ptr(self):
+        return 0x10000
+
+    def dim(self):
+        return len(self.shape)
+
+
+class TheStructs(unittest.TestCase):
+    def test_the_choice_gains_the_variant_at_its_end(self):
+        version6 = type("Choice6", (ctypes.Structure,), {"_fields_": _capi.Choice._fields_[:-1]})
+        self.assertEqual(ctypes.sizeof(version6), 60)  # sizeof(attn_tune_choice) of API version 6
+        self.assertEqual(ctypes.sizeof(_capi.Choice), ctypes.sizeof(version6) + 64)
+        name, kind = _capi.Choice._fields_[-1]
+        self.assertEqual((name, kind), ("variant", ctypes.c_char * 64))
+        self.assertEqual(_capi.Choice.variant.offset, 60)
+        self.assertEqual(_capi.new_choice().struct_size, ctypes.sizeof(_capi.Choice))
+
+    def test_the_problem_is_unchanged(self):
+        self.assertEqual(ctypes.sizeof(_capi.Problem), 264)
+        self.assertEqual((_capi.API_VERSION, _capi.OLDEST_API_VERSION), (7, 6))
+
+    def test_as_dict_names_the_variant(self):
+        c = _capi.new_choice()
+        self.assertEqual(c.as_dict()["variant"], "", "an older library leaves the zeroed field: ''")
+        c.family, c.config, c.variant = b"fa2", b"m32_n64_w4_s2", BACKWARD_VARIANT.encode()
+        self.assertEqual(c.as_dict(), {"source": "tuned", "family": "fa2", "config": "m32_n64_w4_s2",
+                                       "from_bundle": False, "variant": BACKWARD_VARIANT})
+
+
+class FakeLibrary:
+    """A library of `version`: attn_tune_backward only from version 7 (unless `backward` says)."""
+
+    def __init__(self, version, backward=None):
+        self.version, self.calls = version, []
+        if backward if backward is not None else version >= 7:
+            self.attn_tune_backward = self._backward
+
+    def attn_tune_api_version(self):
+        return self.version
+
+    def attn_tune_last_warning(self):
+        return b""
+
+    def attn_tune_last_error(self):
+        return b""
+
+    def attn_tune_context_destroy(self, handle):
+        pass
+
+    def _backward(self, *args):
+        self.calls.append(args)
+        args[-1]._obj.variant = BACKWARD_VARIANT.encode()  # the choice, through ctypes.byref
+        return _capi.OK
+
+
+def a_context(lib):
+    ctx = attn_tune.Context.__new__(attn_tune.Context)  # no library call: a fake's context
+    ctx._lib, ctx._handle, ctx.device = lib, 0xC0, 0
+    return ctx
+
+
+class TheVersionGuard(unittest.TestCase):
+    def setUp(self):
+        self.saved = _capi._library
+
+    def tearDown(self):
+        _capi._library = self.saved
+
+    def test_a_version_6_library_has_no_backward(self):
+        with self.assertRaises(attn_tune.AttnTuneError) as e:
+            _capi.backward_function(FakeLibrary(6))
+        self.assertEqual(e.exception.status, _capi.UNSUPPORTED)
+        self.assertIn("libattn_tune API 6 has no attn_tune_backward: rebuild it", str(e.exception))
+        with self.assertRaisesRegex(attn_tune.AttnTuneError, "libattn_tune API 6 has no attn_tune_backward"):
+            a_context(FakeLibrary(6)).backward(*[0] * 10, _capi.Problem())
+
+    def test_a_version_7_library_without_the_symbol_is_named(self):
+        with self.assertRaisesRegex(attn_tune.AttnTuneError, "libattn_tune API 7 has no attn_tune_backward"):
+            _capi.backward_function(FakeLibrary(7, backward=False))
+
+    def test_context_backward_passes_its_arguments_in_the_headers_order(self):
+        lib = FakeLibrary(7)
+        _capi._library = lib  # check() asks the loaded library for its warnings
+        problem = _capi.Problem()
+        choice = a_context(lib).backward(*range(1, 11), problem, stream=0x5000)
+        (call,) = lib.calls
+        self.assertEqual(call[:11], (0xC0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10))  # ctx, q, k, v, o, lse, dO, dq, dk, dv, delta
+        self.assertIs(call[11]._obj, problem)
+        self.assertEqual(call[12], 0x5000)
+        self.assertEqual(choice["variant"], BACKWARD_VARIANT)
+
+
+class TheAttentionFunction(unittest.TestCase):
+    def test_it_is_public_and_takes_only_what_the_backward_takes(self):
+        self.assertIn("attention", attn_tune.__all__)
+        self.assertIn("attention(q, k, v", attn_tune.__doc__, "the module docstring documents it")
+        params = list(inspect.signature(attn_tune.attention).parameters)
+        self.assertEqual(params, ["q", "k", "v", "causal", "softmax_scale", "table"])
+
+    def test_bad_arguments_are_named(self):
+        q, kv = TorchLike((2, 8, 128, 64)), TorchLike((2, 2, 128, 64))
+        cases = ((TypeError, r"q is a list: attention takes PyTorch tensors", ([1], kv, kv), {}),
+                 (ValueError, r"k has shape \[2, 128, 64\]: expected 4 dimensions", (q, TorchLike((2, 128, 64)), kv),
+                  {}),
+                 (ValueError, r"v's head dim 128 differs from q's 64", (q, kv, TorchLike((2, 2, 128, 128))), {}),
+                 (ValueError, r"head dim 60: attention takes multiples of 8 up to 256",
+                  (TorchLike((1, 1, 8, 60)),) * 3, {}),
+                 (ValueError, r"head dim 264", (TorchLike((1, 1, 8, 264)),) * 3, {}),
+                 (TypeError, r"causal is 'yes': expected True or False", (q, kv, kv), {"causal": "yes"}),
+                 (TypeError, r"softmax_scale is '0.1': expected a number", (q, kv, kv), {"softmax_scale": "0.1"}),
+                 (TypeError, r"softmax_scale is True", (q, kv, kv), {"softmax_scale": True}),
+                 (ValueError, r"softmax_scale -1.0 is not a positive finite number", (q, kv, kv),
+                  {"softmax_scale": -1.0}),
+                 (ValueError, r"softmax_scale nan", (q, kv, kv), {"softmax_scale": math.nan}),
+                 (TypeError, r"table is 3: expected a path", (q, kv, kv), {"table": 3}))
+        for error, message, args, kwargs in cases:
+            with self.subTest(message=message), self.assertRaisesRegex(error, message):
+                attn_tune.attention(*args, **kwargs)
+        with self.assertRaises(TypeError, msg="window_size is not a parameter: Python refuses it"):
+            attn_tune.attention(q, kv, kv, window_size=(128, 0))
+
+    def test_without_pytorch_an_import_error_says_so(self):
+        # PyTorch made unimportable (whether or not it is installed), the arguments otherwise good.
+        code = ("import sys\n"
+                "sys.modules['torch'] = None\n"
+                "import attn_tune\n"
+                "class T:\n"
+                "    __module__ = 'torch'\n"
+                "    shape = (1, 8, 128, 64)\n"
+                "    def data_ptr(self): return 0x10000\n"
+                "    def dim(self): return 4\n"
+                "try:\n"
+                "    attn_tune.attention(T(), T(), T(), causal=True)\n"
+                "except ImportError as e:\n"
+                "    print(e)\n")
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+        self.assertIn("attn_tune.attention needs PyTorch: import torch failed", out.stdout, out.stderr)
+
+    def test_the_refusals_of_the_backward_are_named(self):
+        q, v = TorchLike((1, 8, 64, 192)), TorchLike((1, 2, 64, 128))
+        self.assertEqual(attn_tune._backward_refusal(q, TorchLike((1, 2, 64, 192)), None, None, -1, -1, 0.0), "")
+        self.assertEqual(attn_tune._backward_refusal(q, v, object(), None, 128, 0, 30.0),
+                         "cache_seqlens, window_size, softcap, a V head dim of its own (dv != d)")
+
+
+# A fake torch for the backward's own work (_backward_call): tensors of shape and strides only.
+class Device:
+    def __init__(self, index):
+        self.index, self.type = index, "cuda"
+
+
+class Tensor:
+    next_pointer = 0x100000
+
+    def __init__(self, shape, stride=None, dtype="torch.bfloat16", pointer=None, copied=False):
+        self.shape, self._stride = tuple(shape), tuple(stride or contiguous(shape))
+        self.dtype, self.device, self.is_cuda, self.copied = dtype, Device(0), True, copied
+        if pointer is None:
+            Tensor.next_pointer += 0x100000
+            pointer = Tensor.next_pointer
+        self.pointer = pointer
+
+    def stride(self, dim=None):
+        return self._stride if dim is None else self._stride[dim]
+
+    def data_ptr(self):
+        return self.pointer
+
+    def transpose(self, a, b):
+        shape, stride = list(self.shape), list(self._stride)
+        shape[a], shape[b], stride[a], stride[b] = shape[b], shape[a], stride[b], stride[a]
+        return Tensor(shape, stride, self.dtype, self.pointer, self.copied)
+
+    def is_contiguous(self):
+        return all(s == w for s, w, n in zip(self._stride, contiguous(self.shape), self.shape) if n > 1)
+
+    def contiguous(self):
+        return self if self.is_contiguous() else Tensor(self.shape, None, self.dtype, copied=True)
+
+    def clone(self):
+        return Tensor(self.shape, self._stride, self.dtype, copied=True)
+
+    def to(self, dtype):
+        return self if dtype == self.dtype else Tensor(self.shape, self._stride, dtype, copied=True)
+
+
+def contiguous(shape):
+    strides, run = [], 1
+    for n in reversed(shape):
+        strides.insert(0, run)
+        run *= n
+    return tuple(strides)
+
+
+class FakeTorch:
+    float32 = "torch.float32"
+
+    def __init__(self):
+        self.cuda = types.SimpleNamespace(current_stream=lambda device: types.SimpleNamespace(cuda_stream=0x5000))
+
+    @staticmethod
+    def empty(shape, dtype, device):
+        return Tensor(shape, None, dtype)
+
+
+def bshd(b, h, n, d, **kw):
+    """A [B, H, N, D] view of a contiguous [B, N, H, D] tensor."""
+    return Tensor((b, n, h, d), **kw).transpose(1, 2)
+
+
+class TheBackwardCall(unittest.TestCase):
+    def setUp(self):
+        self.calls, self.saved = [], attn_tune.context
+
+        def context(device, table):
+            self.calls.append({"device": device, "table": table})
+            return types.SimpleNamespace(backward=lambda *args: self.calls[-1].update(args=args))
+
+        attn_tune.context = context
+
+    def tearDown(self):
+        attn_tune.context = self.saved
+
+    def run_backward(self, q, k, v, o, d_o, causal=True):
+        lse = Tensor((q.shape[0], q.shape[1], q.shape[2]), dtype="torch.float32")
+        grads = attn_tune._backward_call(FakeTorch(), d_o, q, k, v, o, lse, causal, "t.csv", 0.5)
+        (call,) = self.calls
+        call["lse"] = lse
+        return grads, call
+
+    def test_a_bshd_model_runs_without_a_copy(self):
+        q, k, v = bshd(2, 8, 300, 64), bshd(2, 2, 300, 64), bshd(2, 2, 300, 64)
+        o, d_o = bshd(2, 8, 300, 64), bshd(2, 8, 300, 64)
+        (dq, dk, dv), call = self.run_backward(q, k, v, o, d_o)
+        ptrs, problem, stream = call["args"][:10], call["args"][10], call["args"][11]
+        self.assertEqual(ptrs[:6], tuple(t.pointer for t in (q, k, v, o, call["lse"], d_o)), "no copy")
+        self.assertEqual(ptrs[6:9], (dq.pointer, dk.pointer, dv.pointer))
+        self.assertNotIn(ptrs[9], ptrs[:9], "delta: scratch of its own")
+        self.assertEqual((call["device"], call["table"], stream), (0, "t.csv", 0x5000))
+        self.assertEqual(problem.layout, _capi.BSHD)
+        self.assertEqual((list(problem.q_strides), list(problem.kv_strides)), ([0, 0, 0], [0, 0, 0]))
+        self.assertEqual((problem.batch, problem.heads, problem.kv_heads, problem.q_len, problem.head_dim),
+                         (2, 8, 2, 300, 64))
+        self.assertEqual((problem.causal, problem.softmax_scale, problem.dtype), (1, 0.5, _capi.BF16))
+        # The gradients are shaped like q, k, v, contiguous in the same layout.
+        self.assertEqual((dq.shape, dq.stride()), ((2, 8, 300, 64), (300 * 8 * 64, 64, 8 * 64, 1)))
+        self.assertEqual((dk.shape, dk.stride()), ((2, 2, 300, 64), (300 * 2 * 64, 64, 2 * 64, 1)))
+
+    def test_views_of_a_fused_projection_and_a_broadcast_grad_are_copied(self):
+        # q, k, v as transformer_block.py makes them: views of one [B, N, H + 2 kv_heads, D] tensor.
+        b, n, h, h_kv, d = 1, 128, 8, 2, 64
+        fused = (n * (h + 2 * h_kv) * d, d, (h + 2 * h_kv) * d, 1)
+        q = Tensor((b, h, n, d), fused)
+        k = Tensor((b, h_kv, n, d), fused, pointer=q.pointer + h * d * 2)
+        v = Tensor((b, h_kv, n, d), fused, pointer=q.pointer + (h + h_kv) * d * 2)
+        o = Tensor((b, h, n, d), fused)  # the forward gives O q's strides
+        d_o = Tensor((b, h, n, d), (0, 0, 0, 0))  # the gradient of o.sum(), expanded
+        _, call = self.run_backward(q, k, v, o, d_o)
+        ptrs, problem = call["args"][:10], call["args"][10]
+        for pointer, t in zip(ptrs, (q, k, v, o)):
+            self.assertNotEqual(pointer, t.pointer, "copied into the bshd layout")
+        self.assertNotEqual(ptrs[5], d_o.pointer)
+        self.assertEqual(problem.layout, _capi.BSHD)
+
+    def test_bhsd_and_a_misaligned_view(self):
+        q, k, v, o = (Tensor((1, 4, 100, 128)) for _ in range(4))
+        d_o = Tensor((1, 4, 100, 128), pointer=0x300008)  # contiguous, but not 16-byte aligned
+        _, call = self.run_backward(q, k, v, o, d_o, causal=False)
+        ptrs, problem = call["args"][:10], call["args"][10]
+        self.assertEqual(ptrs[:4], tuple(t.pointer for t in (q, k, v, o)))
+        self.assertNotEqual(ptrs[5], d_o.pointer, "copied to an aligned buffer")
+        self.assertEqual((problem.layout, problem.causal), (_capi.BHSD, 0))
+
+    def test_mismatches_are_named(self):
+        q, k = Tensor((1, 8, 64, 64)), Tensor((1, 3, 64, 64))
+        with self.assertRaisesRegex(ValueError, r"q has 8 heads, not a multiple of k's and v's 3"):
+            self.run_backward(q, k, k, Tensor((1, 8, 64, 64)), Tensor((1, 8, 64, 64)))
+        with self.assertRaisesRegex(ValueError, r"d_o has shape \[1, 8, 32, 64\]: expected q's \[1, 8, 64, 64\]"):
+            self.run_backward(q, q, q, Tensor((1, 8, 64, 64)), Tensor((1, 8, 32, 64)))
+
+
+@unittest.skipUnless(LIBRARY, "ATTN_TUNE_TEST_LIBRARY is not set")
+class WithTheLibrary(unittest.TestCase):
+    def setUp(self):
+        self.saved = (os.environ.get("ATTN_TUNE_LIBRARY"), _capi._library)
+        os.environ["ATTN_TUNE_LIBRARY"] = LIBRARY
+        _capi._library = None
+
+    def tearDown(self):
+        library, _capi._library = self.saved
+        if library is None:
+            os.environ.pop("ATTN_TUNE_LIBRARY", None)
+        else:
+            os.environ["ATTN_TUNE_LIBRARY"] = library
+
+    def test_a_library_of_version_6_or_7_loads(self):
+        lib = _capi.library()
+        version = lib.attn_tune_api_version()
+        self.assertIn(version, (6, 7))
+        if version >= 7:
+            self.assertIs(_capi.backward_function(lib), lib.attn_tune_backward)
+            self.assertEqual(len(lib.attn_tune_backward.argtypes), 14)
+        else:
+            with self.assertRaisesRegex(attn_tune.AttnTuneError, "libattn_tune API 6 has no attn_tune_backward"):
+                _capi.backward_function(lib)
+
+    def test_lookup_gives_the_variant(self):
+        c = attn_tune.lookup(os.path.join(os.path.dirname(__file__), "..", "data", "export_fixture.csv"),
+                             "NVIDIA H200", "9.0", 132, batch=4, heads=32, q_len=4096, head_dim=128)
+        self.assertEqual(c["config"], "m256_n64_w8_s2")
+        # A forward's variant is its config; a library of version 6 leaves it "".
+        want = "m256_n64_w8_s2" if _capi.library().attn_tune_api_version() >= 7 else ""
+        self.assertEqual(c["variant"], want)
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,239 @@
+"""attn_tune.attention's gradients on a GPU (label gpu; skips without PyTorch, CUDA or a
+libattn_tune with attn_tune_backward, API version 7; under ATTN_TUNE_REQUIRE_GPU=1 a library
+without it fails instead): O, dQ, dK and dV against SDPA's in float32 on the same inputs under
+FlashAttention's rule (the error at most twice that of SDPA run in the inputs' precision, plus
+1e-3), causal (bottom-right) and not, GQA and MQA, cross-attention, fp16 and bf16, N not a
+multiple of 64, both memory layouts, a non-default scale; bit-identical reruns; the choice of the
+C call (the fallback variant); torch.compile of a function calling attention, forward and
+backward, equal to eager; the ops' fake implementations (FakeTensorMode, and torch.library.opcheck
+where this PyTorch has it); what the backward refuses."""
+import os
+import unittest
+
+try:
+    import torch
+    import torch.nn.functional as F
+except ImportError:
+    torch = None
+
+import attn_tune
+from attn_tune import _capi, tensors
+
+HAVE_GPU = torch is not None and torch.cuda.is_available()
+REQUIRE_GPU = os.environ.get("ATTN_TUNE_REQUIRE_GPU") == "1"
+
+
+def backward_missing():
+    """Why the loaded library cannot run the backward, or None."""
+    try:
+        _capi.backward_function(_capi.library())
+    except attn_tune.AttnTuneError as e:  # LibraryNotFoundError too
+        return str(e)
+    return None
+
+
+MISSING = backward_missing() if HAVE_GPU else "no PyTorch with CUDA"
+
+
+class BackwardRequired(unittest.TestCase):
+    @unittest.skipUnless(REQUIRE_GPU and HAVE_GPU, "ATTN_TUNE_REQUIRE_GPU is not 1, or no GPU (test_package_gpu says)")
+    def test_the_library_has_the_backward(self):
+        self.assertIsNone(MISSING, "ATTN_TUNE_REQUIRE_GPU=1 but the backward tests would skip")
+
+
+def sdpa(q, k, v, causal, scale=None):
+    """PyTorch's attention with GQA (k and v repeated) and a bottom-right causal mask."""
+    group = q.shape[1] // k.shape[1]
+    k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
+    n_q, n_kv = q.shape[2], k.shape[2]
+    if causal and n_q != n_kv:  # SDPA's is_causal is top-left: the mask, with True = attend
+        i = torch.arange(n_q, device=q.device)[:, None] + n_kv - n_q
+        mask = torch.arange(n_kv, device=q.device)[None, :] <= i
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale)
+    return F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale)
+
+
+def run(attend, q, k, v, d_o):
+    """(O, dQ, dK, dV) of attend on leaf copies of q, k, v (strides kept) for the output gradient d_o."""
+    q, k, v = (t.detach().clone().requires_grad_() for t in (q, k, v))
+    o = attend(q, k, v)
+    o.backward(d_o)
+    return o.detach(), q.grad, k.grad, v.grad
+
+
+def inputs(b, h, h_kv, n_q, n_kv, d, dtype, bshd=False, seed=0):
+    g = torch.Generator(device="cuda").manual_seed(seed)
+
+    def make(heads, n):
+        if bshd:  # a [B, N, H, D] tensor seen as [B, H, N, D]
+            return torch.randn(b, n, heads, d, device="cuda", dtype=dtype, generator=g).transpose(1, 2)
+        return torch.randn(b, heads, n, d, device="cuda", dtype=dtype, generator=g)
+
+    return make(h, n_q), make(h_kv, n_kv), make(h_kv, n_kv), make(h, n_q)
+
+
+@unittest.skipIf(MISSING, MISSING or "")
+class Gradients(unittest.TestCase):
+    def check(self, b, h, h_kv, n_q, n_kv, d, causal, dtype=None, bshd=False, scale=None):
+        dtype = dtype or torch.bfloat16
+        q, k, v, d_o = inputs(b, h, h_kv, n_q, n_kv, d, dtype, bshd)
+        what = f"B{b} H{h}/{h_kv} N{n_q}x{n_kv} D{d} causal={causal} {dtype} bshd={bshd} scale={scale}"
+        ours = run(lambda q, k, v: attn_tune.attention(q, k, v, causal=causal, softmax_scale=scale), q, k, v, d_o)
+        exact = run(lambda q, k, v: sdpa(q, k, v, causal, scale), q.float(), k.float(), v.float(), d_o.float())
+        low = run(lambda q, k, v: sdpa(q, k, v, causal, scale), q, k, v, d_o)
+        for name, got, want, base, like in zip(("O", "dQ", "dK", "dV"), ours, exact, low, (q, q, k, v)):
+            self.assertEqual((tuple(got.shape), got.dtype), (tuple(like.shape), dtype), f"{what}: {name}")
+            error = (got.float() - want).abs().max().item()
+            allowed = 2 * (base.float() - want).abs().max().item() + 1e-3
+            self.assertLessEqual(error, allowed, f"{what}: {name}")
+
+    def test_causal_and_not(self):
+        self.check(2, 8, 8, 256, 256, 64, causal=False)
+        self.check(2, 8, 8, 256, 256, 64, causal=True)
+
+    def test_n_not_a_multiple_of_64(self):
+        self.check(1, 4, 4, 300, 300, 64, causal=True)
+        self.check(1, 4, 4, 200, 200, 128, causal=False)
+        self.check(2, 4, 2, 77, 77, 64, causal=True)
+
+    def test_gqa_and_mqa(self):
+        self.check(2, 8, 2, 256, 256, 128, causal=True)
+        self.check(1, 8, 1, 190, 190, 64, causal=False)
+
+    def test_fp16(self):
+        self.check(1, 8, 2, 333, 333, 64, causal=True, dtype=torch.float16)
+        self.check(1, 4, 4, 128, 128, 128, causal=False, dtype=torch.float16)
+
+    def test_cross_attention_bottom_right(self):
+        self.check(1, 4, 2, 128, 320, 64, causal=True)
+        self.check(1, 4, 4, 100, 257, 64, causal=False)
+
+    def test_bshd_head_dims_and_a_scale(self):
+        self.check(2, 8, 2, 256, 256, 64, causal=True, bshd=True)
+        self.check(1, 4, 2, 160, 160, 96, causal=True, scale=0.3)
+        self.check(1, 4, 4, 128, 128, 256, causal=True)  # above D = 128: the other fallback
+
+    def test_a_fused_qkv_projection(self):
+        # q, k, v as views of one [B, N, H + 2 kv_heads, D] tensor (examples/python/transformer_block.py):
+        # the gradient reaches that tensor through the views (the backward copies them, not run's clones).
+        b, n, h, h_kv, d = 2, 200, 8, 2, 64
+        g = torch.Generator(device="cuda").manual_seed(5)
+        qkv = torch.randn(b, n, h + 2 * h_kv, d, device="cuda", dtype=torch.bfloat16, generator=g)
+        d_o = torch.randn(b, h, n, d, device="cuda", dtype=torch.bfloat16, generator=g)
+
+        def grads(attend, qkv, d_o):
+            qkv = qkv.detach().clone().requires_grad_()
+            q, k, v = (qkv[:, :, a:z].transpose(1, 2) for a, z in ((0, h), (h, h + h_kv), (h + h_kv, h + 2 * h_kv)))
+            o = attend(q, k, v)
+            o.backward(d_o)
+            return o.detach(), qkv.grad
+
+        ours = grads(lambda q, k, v: attn_tune.attention(q, k, v, causal=True), qkv, d_o)
+        exact = grads(lambda q, k, v: sdpa(q, k, v, True), qkv.float(), d_o.float())
+        low = grads(lambda q, k, v: sdpa(q, k, v, True), qkv, d_o)
+        for name, got, want, base in zip(("O", "dQKV"), ours, exact, low):
+            allowed = 2 * (base.float() - want).abs().max().item() + 1e-3
+            self.assertLessEqual((got.float() - want).abs().max().item(), allowed, name)
+
+    def test_reruns_are_bit_identical(self):
+        q, k, v, d_o = inputs(2, 16, 2, 384, 384, 128, torch.bfloat16, seed=1)  # GQA: dK, dV summed over 8 heads
+        attend = lambda q, k, v: attn_tune.attention(q, k, v, causal=True)  # noqa: E731
+        first = run(attend, q, k, v, d_o)
+        for _ in range(3):
+            for name, a, b in zip(("O", "dQ", "dK", "dV"), first, run(attend, q, k, v, d_o)):
+                self.assertTrue(torch.equal(a, b), f"{name} differs on a rerun")
+
+    def test_forward_is_differentiable_too_and_the_lse_is_not(self):
+        q, k, v, d_o = inputs(1, 4, 2, 128, 128, 64, torch.bfloat16, seed=2)
+        a = run(lambda q, k, v: attn_tune.attention(q, k, v, causal=True), q, k, v, d_o)
+        b = run(lambda q, k, v: attn_tune.forward(q, k, v, causal=True), q, k, v, d_o)
+        for name, x, y in zip(("O", "dQ", "dK", "dV"), a, b):
+            self.assertTrue(torch.equal(x, y), name)
+        o, lse = attn_tune.forward_with_lse(q.requires_grad_(), k, v)
+        self.assertEqual((o.requires_grad, lse.requires_grad), (True, False))
+
+    def test_the_choice_of_the_c_call(self):
+        # The header's fallbacks; config is the dK/dV kernel's tile (the _x2 split is the variant's).
+        for d, variant, config in ((64, "kv_m32_n64_w4_s2-q_m64_n64_w4_s2", "m32_n64_w4_s2"),
+                                   (256, "kv_m32_n64_w4_s2_x2-q_m64_n32_w4_s1", "m32_n64_w4_s2")):
+            q, k, v, d_o = inputs(1, 4, 4, 128, 128, d, torch.bfloat16)
+            o, lse = attn_tune.forward_with_lse(q, k, v)
+            dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
+            delta = torch.empty_like(lse)
+            info = [tensors.describe(t, name) for t, name in ((q, "q"), (k, "k"), (v, "v"))]
+            problem = tensors.make_problem(*info, causal=False)
+            choice = attn_tune.context(0).backward(*(t.data_ptr() for t in (q, k, v, o, lse, d_o, dq, dk, dv, delta)),
+                                                   problem, torch.cuda.current_stream().cuda_stream)
+            self.assertEqual((choice["source"], choice["family"], choice["variant"], choice["config"]),
+                             ("fallback", "fa2", variant, config), f"D={d}")
+            torch.cuda.synchronize()
+
+    def test_what_the_backward_refuses(self):
+        q, k, v, d_o = inputs(1, 4, 4, 256, 256, 64, torch.bfloat16, seed=3)
+        with self.assertRaisesRegex(NotImplementedError, "attn_tune's backward does not take window_size"):
+            run(lambda q, k, v: attn_tune.forward(q, k, v, causal=True, window_size=(64, 0)), q, k, v, d_o)
+        with self.assertRaisesRegex(TypeError, "torch.float32 is not supported"):
+            attn_tune.attention(q.float(), k.float(), v.float())
+        with self.assertRaisesRegex(ValueError, "v's head dim 128 differs from q's 64"):
+            attn_tune.attention(q, k, torch.randn(1, 4, 256, 128, device="cuda", dtype=torch.bfloat16))
+
+
+@unittest.skipIf(MISSING, MISSING or "")
+class Compiled(unittest.TestCase):
+    def test_torch_compile_forward_and_backward_match_eager(self):
+        q, k, v, w = inputs(2, 8, 2, 320, 320, 64, torch.bfloat16, seed=4)
+
+        def step(q, k, v):
+            o = attn_tune.attention(q * 2, k, v, causal=True)
+            return o, (o.float() * w.float()).sum()  # dO = w exactly, compiled or not
+
+        results = []
+        for fn in (step, torch.compile(step)):
+            leaves = [t.detach().clone().requires_grad_() for t in (q, k, v)]
+            o, loss = fn(*leaves)
+            loss.backward()
+            results.append((o.detach(), loss.detach(), *(t.grad for t in leaves)))
+        (o, loss, dq, dk, dv), (o_c, loss_c, dq_c, dk_c, dv_c) = results
+        # The same kernels on the same inputs: equal bit for bit (the loss is a sum whose order may differ).
+        for name, a, b in (("O", o, o_c), ("dQ", dq, dq_c), ("dK", dk, dk_c), ("dV", dv, dv_c)):
+            torch.testing.assert_close(b, a, rtol=0, atol=0, msg=lambda m, name=name: f"{name}: {m}")
+        torch.testing.assert_close(loss_c, loss, rtol=1e-4, atol=1e-2)
+        # ...and they are attention's gradients, not only each other's.
+        exact = run(lambda q, k, v: sdpa(q * 2, k, v, True), q.float(), k.float(), v.float(), w.float())
+        low = run(lambda q, k, v: sdpa(q * 2, k, v, True), q, k, v, w)
+        for name, got, want, base in zip(("O", "dQ", "dK", "dV"), (o_c, dq_c, dk_c, dv_c), exact, low):
+            allowed = 2 * (base.float() - want).abs().max().item() + 1e-3
+            self.assertLessEqual((got.float() - want).abs().max().item(), allowed, name)
+
+
+@unittest.skipIf(MISSING, MISSING or "")
+class FakeImplementations(unittest.TestCase):
+    def test_fake_tensors_get_the_real_ops_shapes_and_strides(self):
+        from torch._subclasses.fake_tensor import FakeTensorMode
+
+        shapes = ((2, 8, 300, 64), (2, 2, 300, 64), (2, 2, 300, 64))
+        for bshd in (False, True):
+            q, k, v, d_o = inputs(2, 8, 2, 300, 300, 64, torch.bfloat16, bshd=bshd)
+            o, lse = torch.ops.attn_tune.forward(q, k, v, True, "", 0.0)
+            real = torch.ops.attn_tune.backward(d_o, q, k, v, o, lse, True, "", 0.0)
+            with FakeTensorMode() as mode:
+                fq, fk, fv, fd_o = (mode.from_tensor(t) for t in (q, k, v, d_o))
+                fo, flse = torch.ops.attn_tune.forward(fq, fk, fv, True, "", 0.0)
+                fake = torch.ops.attn_tune.backward(fd_o, fq, fk, fv, fo, flse, True, "", 0.0)
+            for name, r, f, shape in zip(("dq", "dk", "dv"), real, fake, shapes):
+                self.assertEqual(tuple(f.shape), shape, name)
+                self.assertEqual((f.dtype, f.device), (torch.bfloat16, q.device), name)
+                self.assertEqual((tuple(f.shape), f.stride()), (tuple(r.shape), r.stride()), f"{name} bshd={bshd}")
+
+    @unittest.skipUnless(torch is not None and hasattr(torch.library, "opcheck"), "no torch.library.opcheck")
+    def test_opcheck(self):
+        q, k, v, d_o = inputs(1, 4, 2, 128, 128, 64, torch.bfloat16, seed=6)
+        o, lse = torch.ops.attn_tune.forward(q, k, v, True, "", 0.0)
+        torch.library.opcheck(torch.ops.attn_tune.backward.default, (d_o, q, k, v, o, lse, True, "", 0.0))
+        # The forward with inputs that require grad: its autograd formula (the backward op) too.
+        leaves = tuple(t.detach().clone().requires_grad_() for t in (q, k, v))
+        torch.library.opcheck(torch.ops.attn_tune.forward.default, (*leaves, True, "", 0.0))
+
+
+if __name__ == "__main__":
+    unittest.main()
