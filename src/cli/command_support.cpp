@@ -62,6 +62,7 @@ tune_options make_tune_options(const options& opt, progress_line& progress) {
   t.jobs = opt.jobs;
   t.seed = opt.seed;
   t.inputs = opt.inputs;
+  t.deterministic = opt.deterministic;
   t.timing.min_reps = opt.min_reps;
   t.timing.max_reps = opt.max_reps;
   t.timing.min_total_ms = opt.min_time_ms;

@@ -59,6 +59,7 @@ struct options {
   std::string db_path;  ///< --db, else ATTN_TUNE_DB, else the default (tuned_db.hpp)
   bool no_db = false;   ///< --no-db: neither read nor write it
   bool retune = false;  ///< measure even when the database has the answer, and replace it
+  bool deterministic = false;  ///< --deterministic: each variant's check runs it twice and wants bit-identical outputs
   std::string db_action;             ///< db list|show|forget|path
   std::vector<std::string> db_ids;   ///< db show/forget
   // merge

@@ -180,6 +180,7 @@ std::vector<std::string> child_arguments(const family_run& opt, const tune_optio
                                    "--kernel-timeout-s", fmt::format("{}", t.timing.kernel_timeout_s),
                                    "--device", std::to_string(device),
                                    "--jobs", std::to_string(t.jobs), "--top", "0", "--out", csv, "--no-db"};
+  if (t.deterministic) args.push_back("--deterministic");
   if (opt.cache_dir.empty()) args.push_back("--no-cache");
   else args.insert(args.end(), {"--cache-dir", opt.cache_dir});
   if (!opt.kernels_dir.empty()) args.insert(args.end(), {"--kernels-dir", opt.kernels_dir});

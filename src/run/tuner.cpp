@@ -133,6 +133,26 @@ class pass_checks {
   int64_t fused_extra_bytes = 0;  ///< the fused kernel's own extra memory, measured where it can be
 
  protected:
+  // --deterministic: the outputs as the check's run left them, then those of `rerun` (which poisons
+  // and runs the variant again on the same inputs); any bit that differs makes r wrong, naming the
+  // output and how many of its 32-bit words differ.
+  void rerun_check(record& r, const std::vector<std::pair<const char*, const device_buffer*>>& outputs,
+                   const std::function<void()>& rerun) {
+    std::vector<std::vector<uint32_t>> first;
+    for (const auto& [what, b] : outputs) first.push_back(to_host<uint32_t>(rt, *b));
+    rerun();
+    rt.wait_for_kernels(stream->get(), m_options.timing.kernel_timeout_s);
+    std::string why;
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      const std::vector<uint32_t> again = to_host<uint32_t>(rt, *outputs[i].second);
+      size_t differ = 0;
+      for (size_t w = 0; w < again.size(); ++w) differ += again[w] != first[i][w];
+      if (differ > 0) why += fmt::format("{}{}: {} of {} words", why.empty() ? "" : ", ", outputs[i].first, differ, again.size());
+    }
+    if (why.empty()) return;
+    r.status = status::wrong;
+    r.message = "--deterministic: a rerun on the same inputs differs (" + why + ")";
+  }
   // Times v.rec's variant, run by run_kernel, with these options.
   void measure_with(record& r, const std::function<void(stream_t)>& run_kernel, const timing_options& timing) {
     measure(r, run_kernel, pr->shp, rt, *flusher, timing, m_options.clocks, m_options.copy_gbps, stream->get());
@@ -162,6 +182,13 @@ class forward_checks final : public pass_checks {
   }
   void verify(variant& v) override {
     verify_variant(v, *pr, ref, samples, *support, m_gpu, m_options.timing, m_bound, stream->get());
+    if (!m_options.deterministic || v.rec.status != status::compiled) return;
+    const loaded_variant kernel = load_variant(rt, v.cubin, v.rec, m_gpu.ordinal);
+    const launch_plan plan = plan_launch(kernel, v.rec, *pr, m_gpu);
+    rerun_check(v.rec, {{"O", &pr->o}, {"LSE", &pr->lse}}, [&] {
+      poison_outputs(*support, *pr, stream->get());
+      launch(rt, plan, stream->get());
+    });
   }
   void time(variant& v, const timing_options& timing) override {
     const loaded_variant kernel = load_variant(rt, v.cubin, v.rec, m_gpu.ordinal);
@@ -216,7 +243,13 @@ class backward_checks final : public pass_checks {
       r.status = status::wrong;
       r.message = why;
       if (e.dq.bad + e.dk.bad + e.dv.bad > 0) r.max_error = NAN;
+      return;
     }
+    if (m_options.deterministic)
+      rerun_check(r, {{"dQ", &ref.dq}, {"dK", &ref.dk}, {"dV", &ref.dv}}, [&] {
+        poison_gradients(*support, ref, stream->get());
+        run_backward(rt, kernels, params, stream->get());
+      });
   }
   void time(variant& v, const timing_options& timing) override {
     const loaded_backward kernels = load_backward(rt, v.cubin, v.rec.backward, pr->shp, m_gpu.ordinal);

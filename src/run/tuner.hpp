@@ -42,6 +42,8 @@ struct tune_options {
   double copy_gbps = 0;
   uint64_t seed = 0;
   input_kind inputs = input_kind::normal;  ///< what the variants are checked on
+  /// --deterministic: a variant passes only when a rerun on the same inputs gives bit-identical outputs.
+  bool deterministic = false;
   int64_t reference_chunk_bytes = int64_t(1) << 30;
   int cpu_check_rows = 8;
   std::function<void(const std::string&)> progress;  ///< one status line at a time

@@ -146,6 +146,18 @@ TEST(backward_tuning, a_run_of_the_default_families_searches_those_with_backward
   EXPECT_EQ(text.find("softcap 30"), text.rfind("softcap 30")) << text;  // said once
 }
 
+TEST(pass_option, deterministic_mode_reaches_the_tuner_and_the_child) {
+  const options o = parsed({"--pass", "bwd", "--family", "fa2", "--deterministic"});
+  EXPECT_TRUE(o.deterministic);
+  progress_line progress;
+  const tune_options t = make_tune_options(o, progress);
+  EXPECT_TRUE(t.deterministic);
+  const options child = parsed(
+      child_arguments(family_run_of(o), t, "fa2", o.problem, {"kv_m32_n64_w4_s2-q_m64_n64_w4_s2"}, 7, 0, "/tmp/c.csv"));
+  EXPECT_TRUE(child.deterministic);
+  EXPECT_FALSE(parsed({"--pass", "bwd"}).deterministic);
+}
+
 TEST(backward_tuning, the_isolated_rerun_gets_the_backward_variants_by_name) {
   const options o = parsed({"--pass", "bwd", "--family", "wgmma", "--shape", "1,4,200,64"});
   progress_line progress;
