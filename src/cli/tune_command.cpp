@@ -190,6 +190,13 @@ int run_tune(const options& opt) {
   };
   std::vector<record> all;  // every pass's records, in the order the passes ran
   std::vector<size_t> best_at;  // each pass's best, an index into all
+  auto write_results = [&] {  // the CSV and --json, of every pass so far
+    write_csv(out, all);
+    run_metadata meta = metadata_of(opt, &gpu);
+    if (copy) meta.copy = *copy;
+    meta.energy_note = energy_run_note(opt, energy_note);
+    write_json(opt, results_json(meta, all));
+  };
   bool context_dead = false;
   int status = 0;
   for (const problem& s : passes_of(opt.problem)) {
@@ -223,7 +230,7 @@ int run_tune(const options& opt) {
       print_best(opt, t, r.records[*r.best], s);
     }
     if (r.hung) {
-      write_csv(out, all);
+      write_results();
       fmt::print(stderr, "{}\n", hang_report(r.records[*r.hung], "what it measured is in " + out));
       return exit_hung;
     }
@@ -237,11 +244,7 @@ int run_tune(const options& opt) {
       fmt::print("dumped q, k, v, o, lse (.npy) to {}\n", opt.dump_dir);
     }
   }
-  write_csv(out, all);
-  run_metadata meta = metadata_of(opt, &gpu);
-  if (copy) meta.copy = *copy;
-  meta.energy_note = energy_run_note(opt, energy_note);
-  write_json(opt, results_json(meta, all));
+  write_results();
   if (opt.problem.pass == attention_pass::fwdbwd && status == 0 && best_at.size() == 2)
     fmt::print("{}\n", fwdbwd_line(all[best_at[0]], all[best_at[1]]));
   if (!quiet) fmt::print("wrote {}\n", out);

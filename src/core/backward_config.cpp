@@ -50,4 +50,13 @@ backward_config parse_backward_config(const std::string& text) {
   return {at(2), at(3), at(4), at(5), at(7), at(8), at(9), at(10), m[1].matched, m[6].matched};
 }
 
+std::vector<backward_config> fallback_backwards(int64_t head_dim) {
+  const bool wide = head_dim > 128;
+  std::vector<backward_config> out;
+  for (const char* text : {wide ? "kv_m32_n64_w4_s2_x2-q_m64_n32_w4_s1" : "kv_m32_n64_w4_s2-q_m64_n64_w4_s2",
+                           wide ? "kv_m16_n64_w4_s1_x2-q_m64_n16_w4_s1" : "kv_m16_n64_w4_s1-q_m64_n32_w4_s1"})
+    out.push_back(parse_backward_config(text));
+  return out;
+}
+
 }  // namespace attn

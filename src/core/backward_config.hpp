@@ -1,7 +1,9 @@
 #pragma once
 // A variant of the backward pass's kernels (codegen/backward.hpp builds and launches them): its
 // name, as tables, CSV, databases and --configs write it.
+#include <cstdint>
 #include <string>
+#include <vector>
 
 namespace attn {
 
@@ -28,6 +30,10 @@ backward_config parse_backward_config(const std::string& text);
 /// stages): a backward record's block_m ... stages columns.
 struct tile_config;
 tile_config dkdv_tile(const backward_config& c);
+/// The backward's fallbacks (pass bwd, nothing tuned), in order: fa2's kv_m32_n64_w4_s2-q_m64_n64_w4_s2,
+/// above D = 128 kv_m32_n64_w4_s2_x2-q_m64_n32_w4_s1 (dK and dV in two launches); then, where its
+/// shared memory does not fit (sm_86, sm_89: 99 KiB), single-stage tiles that do.
+std::vector<backward_config> fallback_backwards(int64_t head_dim);
 /// Whether the text has name()'s form (a backward variant's name, not a forward config's).
 bool is_backward_config_name(const std::string& text);
 

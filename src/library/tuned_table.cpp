@@ -202,14 +202,6 @@ std::unique_ptr<tuned_source> open_tuned_source(const std::string& path, const k
   return std::make_unique<tuned_table>(tuned_table::parse(read_file_text(path), path));
 }
 
-std::vector<backward_config> fallback_backwards(int64_t head_dim) {
-  const bool wide = head_dim > 128;
-  std::vector<backward_config> out;
-  for (const char* text : {wide ? "kv_m32_n64_w4_s2_x2-q_m64_n32_w4_s1" : "kv_m32_n64_w4_s2-q_m64_n64_w4_s2",
-                           wide ? "kv_m16_n64_w4_s1_x2-q_m64_n16_w4_s1" : "kv_m16_n64_w4_s1-q_m64_n32_w4_s1"})
-    out.push_back(parse_backward_config(text));
-  return out;
-}
 
 tuned_choice choose_config(const tuned_source& table, const device_desc& d, const resource_limits& limits,
                            const problem& s) {

@@ -88,10 +88,6 @@ std::string read_file_text(const std::string& path);
 std::unique_ptr<tuned_source> open_tuned_source(const std::string& path,
                                                 const kernel_sources& kernels = kernel_sources::embedded());
 
-/// The backward's fallbacks (pass bwd, nothing tuned), in order: fa2's kv_m32_n64_w4_s2-q_m64_n64_w4_s2,
-/// above D = 128 kv_m32_n64_w4_s2_x2-q_m64_n32_w4_s1 (dK and dV in two launches); then, where its
-/// shared memory does not fit (sm_86, sm_89: 99 KiB), single-stage tiles that do.
-std::vector<backward_config> fallback_backwards(int64_t head_dim);
 
 /// The first candidate that a family accepts for this shape on a device with these limits (a
 /// tuned config the device cannot run falls through to the next). Throws unsupported_problem

@@ -85,8 +85,8 @@ struct tune_result {
 /// the device is not known), options.samples of them drawn with options.seed for --search random.
 std::vector<tile_config> configs_of(const tune_options& options, const problem& s, int sm_count);
 
-/// The backward variants a tune of s (pass bwd) runs: options.backward_configs, or the defaults
-/// (backward_default_configs) of options.family's kernels.
+/// The backward variants a tune of s (pass bwd) runs: those of options.family's kernels among
+/// options.backward_configs, or among the defaults (backward_default_configs) when none are given.
 std::vector<backward_config> backward_configs_of(const tune_options& options, const problem& s);
 
 /// Whether r is not measurably slower than `fastest`: the 95% confidence intervals of their medians

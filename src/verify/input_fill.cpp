@@ -23,7 +23,7 @@ attn_k::input_fill input_fill_for(input_kind k, tensor_role t, const problem& s)
   const int64_t d = t == tensor_role::v || t == tensor_role::d_o ? value_dim(s) : s.head_dim;  // V's and O's rows have dv
   f.row_elements = s.layout == layout::bhsd ? d : heads * d;
   f.rows = static_cast<int>(len);
-  if (k == input_kind::wide && t != tensor_role::v) {
+  if (k == input_kind::wide && t != tensor_role::v && t != tensor_role::d_o) {
     // q.k / sqrt(D) has standard deviation 2 * 2 * (1 + 2 * j / (N - 1)) at key j: 4 to 12.
     f.scale = 2;
     if (t == tensor_role::k) f.ramp = 2;

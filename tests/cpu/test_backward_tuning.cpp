@@ -21,6 +21,7 @@
 #include "run/orchestrator.hpp"
 #include "run/tuner.hpp"
 #include "sweep/sweep_file.hpp"
+#include "verify/input_fill.hpp"
 
 namespace attn {
 namespace {
@@ -119,6 +120,28 @@ TEST(backward_tuning, the_family_decides_the_default_variants_and_one_without_ba
   ASSERT_FALSE(fa2.empty());
   for (const auto& c : fa2) EXPECT_FALSE(c.wgmma) << name(c);
   EXPECT_EQ(fa2.size() + wgmma.size(), backward_default_configs(s).size());
+  // Given variants go to their own family's run (a run of the default families runs each once).
+  o.backward_configs = {parse_backward_config("wg_kv_m64_n128_w8_s2-q_m64_n64_w4_s2"),
+                        parse_backward_config("kv_m32_n64_w4_s2-q_m64_n64_w4_s2")};
+  o.family = "fa2";
+  ASSERT_EQ(backward_configs_of(o, s).size(), 1u);
+  EXPECT_FALSE(backward_configs_of(o, s)[0].wgmma);
+  o.family = "wgmma";
+  ASSERT_EQ(backward_configs_of(o, s).size(), 1u);
+  EXPECT_TRUE(backward_configs_of(o, s)[0].wgmma);
+  o.family = "fa2";
+  o.backward_configs.erase(o.backward_configs.begin() + 1);  // wgmma's alone
+  const std::string none = invalid_input_message([&] { compile_only(s, "sm_90a", compile_cache(""), o); });
+  EXPECT_TRUE(contains(none, "no backward variant of family fa2")) << none;
+  o.backward_configs.clear();
+  // dO is standard normal whatever the inputs' kind.
+  for (input_kind k : {input_kind::normal, input_kind::wide, input_kind::sink}) {
+    const attn_k::input_fill f = input_fill_for(k, tensor_role::d_o, s);
+    EXPECT_EQ(f.scale, 1.f);
+    EXPECT_EQ(f.ramp, 0.f);
+    EXPECT_EQ(f.offset, 0.f);
+    EXPECT_EQ(f.sinks, 0);
+  }
   const compile_cache cache("");
   o.family = "hopper";
   const std::string hopper = invalid_input_message([&] { compile_only(s, "sm_90a", cache, o); });

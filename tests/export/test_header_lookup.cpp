@@ -92,11 +92,12 @@ TEST(exported_header, the_pass_is_a_key) {
   };
   const probe probes[] = {
       {"fwd", 128, false, 4096, {"fa2", 256, 64, 8, 2}, true},
-      {"bwd", 128, false, 4096, {"fa2", 64, 128, 8, 2}, true},
+      {"bwd", 128, false, 4096, {"fa2", 64, 128, 8, 2, 0, 1, 0, "kv_m64_n128_w8_s2-q_m64_n64_w4_s2"}, true},
       {"fwdbwd", 128, false, 2049, {"fa2", 128, 128, 8, 1}, true},
-      // Another shape, whose forward was tuned: its backward falls back.
+      // Another shape, whose forward was tuned: its backward falls back, to the backward's fallback.
       {"fwd", 64, true, 1024, {"fa2", 64, 64, 4, 2}, true},
-      {"bwd", 64, true, 1024, {"fa2", 128, 64, 4, 2}, false},
+      {"bwd", 64, true, 1024, {"fa2", 32, 64, 4, 2, 0, 1, 0, "kv_m32_n64_w4_s2-q_m64_n64_w4_s2"}, false},
+      {"bwd", 256, true, 1024, {"fa2", 32, 64, 4, 2, 0, 1, 0, "kv_m32_n64_w4_s2_x2-q_m64_n32_w4_s1"}, false},
   };
   for (const probe& p : probes) {
     bool fell_back = p.tuned;
@@ -105,6 +106,11 @@ TEST(exported_header, the_pass_is_a_key) {
                      p.want))
         << p.pass << " D=" << p.head_dim;
     EXPECT_EQ(fell_back, !p.tuned) << p.pass << " D=" << p.head_dim;
+    // A backward's whole variant (the dQ kernel's tile too); none for the forward.
+    const attn_tuned::config got = attn_tuned::lookup("NVIDIA H200", 9, 0, 132, "bf16", p.head_dim, p.causal, -1, -1,
+                                                      0.0, 0, p.pass, p.n, p.n);
+    EXPECT_EQ(std::string(got.variant ? got.variant : ""), std::string(p.want.variant ? p.want.variant : ""))
+        << p.pass << " D=" << p.head_dim;
   }
 }
 
