@@ -10,6 +10,7 @@
 #include "cli/command_support.hpp"
 #include "codegen/backward.hpp"
 #include "invalid_input_message.hpp"
+#include "library/bundle_builder.hpp"
 #include "library/errors.hpp"
 #include "library/tuned_table.hpp"
 #include "measured_record.hpp"
@@ -309,6 +310,22 @@ TEST(backward_library, an_export_carries_the_backward_variant_and_its_bucket_run
   edited.replace(edited.find("kv_m64_n128_w8_s2-q"), 19, "kv_m32_n128_w8_s2-q");
   const std::string why = invalid_input_message([&] { read_export_csv(edited, "x.csv"); });
   EXPECT_TRUE(contains(why, "kv_m32_n128_w8_s2-q_m128_n64_w8_s2")) << why;
+}
+
+// A bundle holds forward kernels only so far: a table's backward rows are skipped, saying so, and
+// add no forward kernel (nor a forward fallback for their kind).
+TEST(backward_library, a_bundle_skips_backward_variants_saying_so) {
+  record fwd = measured_record(small(attention_pass::fwd), tile_config{128, 64, 4, 2});
+  record bwd = measured_record(small(attention_pass::bwd), parse_backward_config("kv_m64_n128_w8_s2-q_m128_n64_w8_s2"));
+  const tuned_table table = tuned_table::parse(csv_file_text({fwd, bwd}), "t.csv");
+  std::vector<std::string> skipped;
+  const auto targets = bundle_targets(table, "sm_90a", skipped);
+  for (const auto& t : targets) EXPECT_EQ(t.shape.pass, attention_pass::fwd) << t.key;
+  EXPECT_EQ(targets.size(), 1u);  // the tuned forward, which is also its kind's fallback (m128_n64_w4_s2)
+  ASSERT_FALSE(skipped.empty());
+  EXPECT_TRUE(contains(skipped.front(), "kv_m64_n128_w8_s2-q_m128_n64_w8_s2") &&
+              contains(skipped.front(), "not bundled yet"))
+      << skipped.front();
 }
 
 // The fallbacks compile, without spills, where they are chosen.
