@@ -232,6 +232,14 @@ __device__ __forceinline__ int dq_key_tiles(const bwd_params& p, int m0) {
   return (key_end + BLOCK_N - 1) / BLOCK_N;
 }
 
+/// Whether key `key` is hidden from the query whose diagonal (i + kv_len - q_len) is `diagonal`: past
+/// it when causal, or outside the window's sides.
+template <bool CAUSAL>
+__device__ __forceinline__ bool hidden(const bwd_params& p, int diagonal, int key) {
+  return (CAUSAL && key > diagonal) || (p.window_left >= 0 && key < diagonal - p.window_left) ||
+         (p.window_right >= 0 && key > diagonal + p.window_right);
+}
+
 /// delta = rowsum(dO * O): one warp a row of [B, H, Nq].
 template <bool BF16, int D>
 __device__ void bwd_delta(const bwd_params& p) {
@@ -268,6 +276,7 @@ __device__ void bwd_dkdv(const bwd_params& p) {
 
   const int n_block = blockIdx.x, kv_head = blockIdx.y, batch = blockIdx.z;
   const int n0 = n_block * C::BLOCK_N, offset = p.kv_len - p.q_len;
+  const bool windowed = p.window_left >= 0 || p.window_right >= 0;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4, t = lane % 4;
   const long long kv_at = batch * p.kv_batch_stride + kv_head * p.kv_head_stride;
   bwd_load_rows<C>(k_smem, static_cast<const elem_bits*>(p.k) + kv_at, p.kv_row_stride, n0, p.kv_len, C::BLOCK_N);
@@ -293,7 +302,8 @@ __device__ void bwd_dkdv(const bwd_params& p) {
     float st[NI][MF][4];  // S^T, then P^T: this warp's keys by the tile's queries
     zero(st);
     mma_rows_rows<C, NI, MF / 2, C::DK / 16>(st, k_smem, warp * WARP_N, q_stage(s));
-    const bool masked = C::CAUSAL && m0 + offset < n0 + C::BLOCK_N - 1;
+    // A window masks every tile (its sides cut tiles anywhere); else causal masks those the diagonal crosses.
+    const bool masked = windowed || (C::CAUSAL && m0 + offset < n0 + C::BLOCK_N - 1);
 #pragma unroll
     for (int ni = 0; ni < NI; ++ni)
 #pragma unroll
@@ -302,7 +312,7 @@ __device__ void bwd_dkdv(const bwd_params& p) {
         for (int e = 0; e < 4; ++e) {
           const int col = nf * 8 + t * 2 + e % 2, key = n0 + warp * WARP_N + ni * 16 + g + (e / 2) * 8;
           float x = exp2f(st[ni][nf][e] * p.scale_log2 - lse2[col]);
-          if (masked && key > m0 + col + offset) x = 0.f;
+          if (masked && hidden<C::CAUSAL>(p, m0 + col + offset, key)) x = 0.f;
           st[ni][nf][e] = x;
         }
     // P^T in the element type: dV's operand, and (widened again) dS's factor, so the fp32 scores
@@ -345,6 +355,7 @@ __device__ void bwd_dq(const bwd_params& p) {
 
   const int m_block = C::CAUSAL ? gridDim.x - 1 - blockIdx.x : blockIdx.x;  // the longest rows first
   const int head = blockIdx.y, batch = blockIdx.z, m0 = m_block * C::BLOCK_M, offset = p.kv_len - p.q_len;
+  const bool windowed = p.window_left >= 0 || p.window_right >= 0;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4, t = lane % 4;
   const long long q_at = batch * p.q_batch_stride + head * p.q_head_stride;
   const long long kv_at = batch * p.kv_batch_stride + (head / p.group) * p.kv_head_stride;
@@ -379,7 +390,7 @@ __device__ void bwd_dq(const bwd_params& p) {
     zero(sc);
     mma_rows_rows<C, MI, NF / 2, C::DK / 16>(sc, q_smem, warp * WARP_M, k_stage(s));
     // A tile every row sees whole needs no mask: before the keys' end and, causal, the first row's diagonal.
-    const bool masked = n0 + C::BLOCK_N > p.kv_len || (C::CAUSAL && n0 + C::BLOCK_N - 1 > m0 + offset);
+    const bool masked = windowed || n0 + C::BLOCK_N > p.kv_len || (C::CAUSAL && n0 + C::BLOCK_N - 1 > m0 + offset);
 #pragma unroll
     for (int mi = 0; mi < MI; ++mi)
 #pragma unroll
@@ -388,7 +399,7 @@ __device__ void bwd_dq(const bwd_params& p) {
         for (int e = 0; e < 4; ++e) {
           const int i = m0 + warp * WARP_M + mi * 16 + g + (e / 2) * 8, n = n0 + nf * 8 + t * 2 + e % 2;
           float x = exp2f(sc[mi][nf][e] * p.scale_log2 - lse2[mi][e / 2]);
-          if (masked && (n >= p.kv_len || (C::CAUSAL && n > i + offset))) x = 0.f;
+          if (masked && (n >= p.kv_len || hidden<C::CAUSAL>(p, i + offset, n))) x = 0.f;
           sc[mi][nf][e] = x;
         }
     float dp[MI][NF][4];  // dP = dO V^T, then dS

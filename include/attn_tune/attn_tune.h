@@ -181,8 +181,8 @@ ATTN_TUNE_API attn_tune_status attn_tune_forward(attn_tune_context* ctx, const v
  * and o, dk and dv like k and v (dK and dV summed over the query heads of each K/V head: GQA, MQA);
  * each of q, k, v, o, d_o, dq, dk, dv contiguous in the problem's layout (its strides all 0, or the
  * contiguous ones) and 16-byte aligned. delta: float32 [B, H, N_q] scratch (the row sums of dO.O),
- * 4-byte aligned. The problem takes what the backward takes so far: not cache_seqlens, block_table,
- * a window, softcap, head_dim_v or a packed batch, and head dims multiples of 8 up to 256
+ * 4-byte aligned. The problem takes what the backward takes so far: a window (fa2's variants), not
+ * cache_seqlens, block_table, softcap, head_dim_v or a packed batch, and head dims multiples of 8 up to 256
  * (ATTN_TUNE_ERROR_UNSUPPORTED, naming it). Deterministic: a rerun gives bit-identical gradients
  * (dQ has a pass of its own, no atomics). The variant: the table's pass bwd entry for the exact shape
  * (a results CSV or tuned-results database of `attn-tune --pass bwd`), else the fallback, fa2's

@@ -211,6 +211,10 @@ attn_k::bwd_params make_bwd_params(const problem& s, const backward_tensors& t, 
   p.batch = static_cast<int>(s.batch);
   p.softmax_scale = softmax_scale > 0 ? softmax_scale : static_cast<float>(1.0 / std::sqrt(double(s.head_dim)));
   p.scale_log2 = static_cast<float>(p.softmax_scale * 1.4426950408889634);
+  // As the forward's: a side at or past every key limits nothing.
+  auto side = [&](int64_t n) { return n < 0 || n >= s.q_len + s.kv_len ? -1 : static_cast<int>(n); };
+  p.window_left = side(s.window_left);
+  p.window_right = s.causal ? 0 : side(s.window_right);
   return p;
 }
 

@@ -185,14 +185,14 @@ std::vector<tuned_choice> tuned_table::candidates(const device_desc& d, const pr
   }
   for (const auto& e : m_buckets)
     if (same_device(e, d) && export_key_matches(e, s)) {
-      out.push_back({e.family, e.config, choice_source::bucket});
+      out.push_back({e.family, e.config, choice_source::bucket, {}});
       break;
     }
   // The export's fallback; where its shared memory does not fit (sm_86, sm_89: 99 KiB), the
   // smallest fa2 tile, which fits every head dim on every sm_80+ device.
   const tile_config fallback = fallback_config(static_cast<int>(s.head_dim)), smallest{64, 64, 4, 1};
-  out.push_back({"fa2", fallback, choice_source::fallback});
-  if (!(fallback == smallest)) out.push_back({"fa2", smallest, choice_source::fallback});
+  out.push_back({"fa2", fallback, choice_source::fallback, {}});
+  if (!(fallback == smallest)) out.push_back({"fa2", smallest, choice_source::fallback, {}});
   return out;
 }
 

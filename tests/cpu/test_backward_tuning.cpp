@@ -109,6 +109,25 @@ TEST(backward_tuning, compile_only_builds_the_backwards_variants_as_backward_rec
   EXPECT_EQ(r.compiled, 2);
 }
 
+// A sliding window: fa2's backward variants take it, wgmma's are pruned naming it.
+TEST(backward_tuning, a_window_runs_on_fa2s_backward_and_wgmma_prunes_it) {
+  problem s = small(attention_pass::bwd);
+  s.window_left = 48, s.window_right = -1;  // causal: the right side is the diagonal
+  EXPECT_FALSE(backward_refusal(s).has_value());
+  const compile_cache cache("");
+  tune_options o;
+  o.family = "fa2";
+  o.backward_configs = {parse_backward_config("kv_m32_n64_w4_s2-q_m64_n64_w4_s2")};
+  const tune_result fa2 = compile_only(s, "sm_90a", cache, o);
+  ASSERT_EQ(fa2.records.size(), 1u);
+  EXPECT_EQ(fa2.records[0].status, status::compiled) << fa2.records[0].message;
+  EXPECT_EQ(fa2.records[0].shape.window_left, 48);
+  o.family = "wgmma";
+  o.backward_configs = {parse_backward_config("wg_kv_m64_n64_w4_s2-q_m64_n64_w4_s2")};
+  const std::string why = invalid_input_message([&] { compile_only(s, "sm_90a", cache, o); });
+  EXPECT_TRUE(contains(why, "window_left 48") && contains(why, "wgmma backward")) << why;
+}
+
 TEST(backward_tuning, the_family_decides_the_default_variants_and_one_without_backward_kernels_is_refused) {
   const problem s = small(attention_pass::bwd);
   tune_options o;

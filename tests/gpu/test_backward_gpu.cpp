@@ -1,6 +1,6 @@
 // The backward pass (kernels/fa2_bwd.cuh) on the GPU: every default variant's dQ, dK and dV against
 // the float64 gradients on fresh random inputs (ragged lengths, N = 1, N_q != N_kv both ways, GQA,
-// MQA, both layouts, both dtypes, causal and not), with FlashAttention's rule: the error at most
+// MQA, both layouts, both dtypes, causal and not, sliding windows), with FlashAttention's rule: the error at most
 // twice that of the same math done in the input precision, plus a small absolute term. Outputs are
 // poisoned (NaN) before each run, so a gradient never written fails. Reruns are bit-identical, and
 // planted defects (a dropped GQA reduction, a missing dO.O term, off-by-one causal masks, dS without
@@ -74,14 +74,19 @@ lowp_grads gradients_lowp(const problem& s, const std::vector<float>& q, const s
       auto qi = [&](int64_t i) { return element_offset(s.layout, s.heads, s.q_len, D, b, h, i); };
       auto kj = [&](int64_t j) { return element_offset(s.layout, s.kv_heads, s.kv_len, D, b, kh, j); };
       for (int64_t i = 0; i < s.q_len; ++i) {
-        const int64_t last = s.causal ? i + s.kv_len - s.q_len : s.kv_len - 1;
-        if (last < 0) continue;
-        const int64_t n = std::min(last, s.kv_len - 1) + 1;
+        // The keys [first, last] query i sees: causal and a window bottom-right aligned.
+        const int64_t diagonal = i + s.kv_len - s.q_len;
+        int64_t first = 0, last = s.kv_len - 1;
+        if (s.causal) last = std::min(last, diagonal);
+        if (s.window_right >= 0) last = std::min(last, diagonal + s.window_right);
+        if (s.window_left >= 0) first = std::max<int64_t>(0, diagonal - s.window_left);
+        if (last < first) continue;
+        const int64_t n = last - first + 1;
         std::vector<double> p(n), dp(n);
         double mx = -INFINITY;
         for (int64_t j = 0; j < n; ++j) {
           double dot = 0;
-          for (int64_t d = 0; d < D; ++d) dot += r(q[qi(i) + d] * scale) * k[kj(j) + d];
+          for (int64_t d = 0; d < D; ++d) dot += r(q[qi(i) + d] * scale) * k[kj(first + j) + d];
           p[j] = r(dot);
           mx = std::max(mx, p[j]);
         }
@@ -91,7 +96,7 @@ lowp_grads gradients_lowp(const problem& s, const std::vector<float>& q, const s
         for (int64_t j = 0; j < n; ++j) {
           p[j] = r(p[j] / sum);
           double dot = 0;
-          for (int64_t d = 0; d < D; ++d) dot += d_o[qi(i) + d] * v[kj(j) + d];
+          for (int64_t d = 0; d < D; ++d) dot += d_o[qi(i) + d] * v[kj(first + j) + d];
           dp[j] = r(dot);
           delta += p[j] * dp[j];
         }
@@ -99,9 +104,9 @@ lowp_grads gradients_lowp(const problem& s, const std::vector<float>& q, const s
         for (int64_t j = 0; j < n; ++j) {
           const double ds = r(p[j] * (dp[j] - delta));
           for (int64_t d = 0; d < D; ++d) {
-            g.dq[qi(i) + d] += ds * k[kj(j) + d] * scale;
-            dk_acc[kj(j) + d] += ds * q[qi(i) + d] * scale;
-            dv_acc[kj(j) + d] += p[j] * d_o[qi(i) + d];
+            g.dq[qi(i) + d] += ds * k[kj(first + j) + d] * scale;
+            dk_acc[kj(first + j) + d] += ds * q[qi(i) + d] * scale;
+            dv_acc[kj(first + j) + d] += p[j] * d_o[qi(i) + d];
           }
         }
       }
@@ -132,6 +137,11 @@ problem shape(int64_t b, int64_t h, int64_t hkv, int64_t nq, int64_t nkv, int64_
   s.dtype = t, s.layout = l;
   return s;
 }
+// A sliding window (the fa2 backward's; the wgmma backward refuses it).
+problem windowed(problem s, int64_t left, int64_t right) {
+  s.window_left = left, s.window_right = right;
+  return s;
+}
 std::vector<backward_case> cases() {
   return {{"plain", shape(2, 3, 3, 200, 200, 64, false)},
           {"causal_gqa_cross", shape(1, 8, 2, 100, 300, 128, true)},
@@ -140,7 +150,10 @@ std::vector<backward_case> cases() {
           {"ragged_d96_causal", shape(1, 2, 1, 77, 129, 96, true)},
           {"ragged_fp16_full_d128", shape(1, 2, 2, 130, 67, 128, false, dtype::fp16)},
           {"d256_causal_gqa_split_dkdv", shape(1, 4, 2, 150, 170, 256, true)},
-          {"d192_fp16_split_dkdv", shape(1, 2, 2, 97, 90, 192, false, dtype::fp16)}};
+          {"d192_fp16_split_dkdv", shape(1, 2, 2, 97, 90, 192, false, dtype::fp16)},
+          {"causal_window_gqa_cross", windowed(shape(1, 4, 2, 150, 260, 64, true), 40, -1)},
+          {"two_sided_window_fp16_bshd", windowed(shape(2, 2, 1, 130, 130, 128, false, dtype::fp16, layout::bshd), 17, 33)},
+          {"left_window_only", windowed(shape(1, 2, 2, 90, 200, 64, false), 25, -1)}};
 }
 
 // One problem's inputs, float64 gradients and tolerance, and the device buffers of a run.

@@ -60,8 +60,10 @@ double relative_error(const std::vector<float>& a, const std::vector<double>& b)
 }
 
 TEST_F(backward_tune_gpu, the_gradient_reference_is_the_float64_gradients) {
+  problem window = shape(1, 2, 1, 120, 200, 64, false);
+  window.window_left = 30, window.window_right = 10;
   const problem cases[] = {shape(1, 4, 2, 100, 170, 64, true), shape(2, 2, 1, 130, 67, 128, false, dtype::fp16, layout::bshd),
-                           shape(1, 2, 2, 77, 129, 96, true), shape(1, 2, 2, 1, 300, 64, false)};
+                           shape(1, 2, 2, 77, 129, 96, true), shape(1, 2, 2, 1, 300, 64, false), window};
   for (const problem& s : cases) {
     const auto support = load_support(rt(), m_cache, s.dtype, m_gpu.desc.arch);
     const device_problem pr(s, *support, 4242);
