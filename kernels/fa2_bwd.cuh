@@ -30,6 +30,7 @@
 #include "common/device.cuh"
 #include "common/hopper_ptx.cuh"
 #include "common/resources.cuh"
+#include "common/window.cuh"
 
 namespace attn_k {
 
@@ -236,8 +237,8 @@ __device__ __forceinline__ int dq_key_tiles(const bwd_params& p, int m0) {
 /// it when causal, or outside the window's sides.
 template <bool CAUSAL>
 __device__ __forceinline__ bool hidden(const bwd_params& p, int diagonal, int key) {
-  return (CAUSAL && key > diagonal) || (p.window_left >= 0 && key < diagonal - p.window_left) ||
-         (p.window_right >= 0 && key > diagonal + p.window_right);
+  return (CAUSAL && key > diagonal) || key < window_key_begin(diagonal, 0, p.window_left) ||
+         key >= window_key_end(diagonal, 0, p.window_right, p.kv_len);
 }
 
 /// delta = rowsum(dO * O): one warp a row of [B, H, Nq].

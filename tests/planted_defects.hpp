@@ -40,7 +40,7 @@ inline const std::vector<planted_defect>& planted_defects() {
       {"skipped_rescale", "fa2.cuh", "if (__any_sync(0xffffffffu, any_grow))",
        "if (false && __any_sync(0xffffffffu, any_grow))", false, "wide"},
       // A sliding window's left edge one key late: each row loses its first key.
-      {"window_off_by_one", "common/attention.cuh", "max(0, i + causal_offset - left)",
+      {"window_off_by_one", "common/window.cuh", "max(0, i + causal_offset - left)",
        "max(0, i + causal_offset - left + 1)", true, "normal", {"--window", "64,0"}},
       // The cap applied to the raw q.k, before the softmax scale (C tanh(qk / C) scale).
       {"softcap_before_scale", "fa2.cuh", "mask.rows(), p.scale_log2, p.softcap_in, p.softcap_out);",
@@ -49,7 +49,7 @@ inline const std::vector<planted_defect>& planted_defects() {
       // hopper: the window's left edge in common/attention.cuh, as fa2's, and its own two: the tile
       // before a warpgroup's unmasked ones taken unmasked too (keys left of the window leak in),
       // and the cap applied before the scale.
-      {"hopper_window_off_by_one", "common/attention.cuh", "max(0, i + causal_offset - left)",
+      {"hopper_window_off_by_one", "common/window.cuh", "max(0, i + causal_offset - left)",
        "max(0, i + causal_offset - left + 1)", true, "normal", {"--window", "64,0"}, "hopper"},
       {"hopper_window_tile_unmasked", "hopper.cuh", "plain.full_first -= first,", "plain.full_first -= first + 1,",
        true, "normal", {"--window", "64,0"}, "hopper"},

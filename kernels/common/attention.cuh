@@ -5,6 +5,7 @@
 // (common/softmax.cuh). Vendor-neutral: common/vendor.cuh picks the device primitives.
 #include "common/params.cuh"
 #include "common/softmax.cuh"
+#include "common/window.cuh"
 #include "common/vendor.cuh"
 
 namespace attn_k {
@@ -46,15 +47,6 @@ struct kv_full_tiles {
 };
 enum class tile_kind { empty, partial, full };
 
-/// A sliding window's edges for query row i (causal_offset = kv_len - q_len): the first key it
-/// sees, and one past its last; a side of -1 does not limit. Either may fall outside [0, kv_len)
-/// for a row that sees no key (begin >= end then).
-__device__ __forceinline__ int window_key_begin(int i, int causal_offset, int left) {
-  return left < 0 ? 0 : max(0, i + causal_offset - left);
-}
-__device__ __forceinline__ int window_key_end(int i, int causal_offset, int right, int kv_len) {
-  return right < 0 ? kv_len : max(0, min(kv_len, i + causal_offset + right + 1));
-}
 
 /// Which keys each query row sees, and from that which tiles are empty, partial or full. Query
 /// row i sees keys [0, key_end(i)): all kv_len of them (CAUSAL false), or (bottom-right aligned

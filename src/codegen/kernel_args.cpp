@@ -5,10 +5,17 @@
 #include <climits>
 #include <cmath>
 #include <string_view>
+#include <tuple>
 
 #include <fmt/format.h>
 
 namespace attn {
+
+std::pair<int, int> kernel_window(const problem& s) {
+  // A side at or past every key limits nothing; the kernels take the window in 32 bits.
+  auto side = [&](int64_t n) { return n < 0 || n >= s.q_len + s.kv_len ? -1 : static_cast<int>(n); };
+  return {side(s.window_left), s.causal ? 0 : side(s.window_right)};
+}
 
 tensor_strides contiguous_strides(const problem& s, bool kv) { return contiguous_strides(s, kv, s.head_dim); }
 
@@ -180,10 +187,7 @@ attn_k::fwd_params make_fwd_params(const problem& s, const forward_tensors& t, t
     while ((int64_t{1} << p.page_shift) < s.page_size) ++p.page_shift;
   }
   p.scale_log2 = static_cast<float>(scale * M_LOG2E);
-  // A side at or past every key limits nothing; the kernels take the window in 32 bits.
-  auto side = [&](int64_t n) { return n < 0 || n >= s.q_len + s.kv_len ? -1 : static_cast<int>(n); };
-  p.window_left = side(s.window_left);
-  p.window_right = s.causal ? 0 : side(s.window_right);
+  std::tie(p.window_left, p.window_right) = kernel_window(s);
   if (has_softcap(s)) {
     p.softcap_in = static_cast<float>(scale / s.softcap);
     p.softcap_out = static_cast<float>(s.softcap / scale);
@@ -211,10 +215,7 @@ attn_k::bwd_params make_bwd_params(const problem& s, const backward_tensors& t, 
   p.batch = static_cast<int>(s.batch);
   p.softmax_scale = softmax_scale > 0 ? softmax_scale : static_cast<float>(1.0 / std::sqrt(double(s.head_dim)));
   p.scale_log2 = static_cast<float>(p.softmax_scale * 1.4426950408889634);
-  // As the forward's: a side at or past every key limits nothing.
-  auto side = [&](int64_t n) { return n < 0 || n >= s.q_len + s.kv_len ? -1 : static_cast<int>(n); };
-  p.window_left = side(s.window_left);
-  p.window_right = s.causal ? 0 : side(s.window_right);
+  std::tie(p.window_left, p.window_right) = kernel_window(s);  // as the forward's
   return p;
 }
 

@@ -3,6 +3,7 @@
 // strides, checked (invalid_input naming the bad value). The tool's verification and timing and
 // the library's forward all go through make_fwd_params; a family's own parameter (the hopper
 // family's) is built from it by the family's plan_launch (codegen/family.hpp).
+#include <utility>
 #include <cstdint>
 
 #include "common/bwd_params.cuh"  // kernels/common, shared with the device code
@@ -52,6 +53,9 @@ struct tensor_strides {
 /// The contiguous strides of Q/O (kv = false) or K/V (kv = true) in s.layout; a paged cache's K/V:
 /// page, head and row strides of [pages, page_size, kv_heads, D]; a packed batch's: batch stride 0
 /// and the rows of every sequence (q_rows, kv_rows) as one.
+/// The window's sides as the kernels take them (fwd_params' and bwd_params' window_left and
+/// window_right): -1 for a side that limits nothing, and a right side of 0 when causal.
+std::pair<int, int> kernel_window(const problem& s);
 tensor_strides contiguous_strides(const problem& s, bool kv);
 /// The same for rows of `dim` elements: V's and O's with dim = value_dim(s).
 tensor_strides contiguous_strides(const problem& s, bool kv, int64_t dim);
