@@ -277,7 +277,8 @@ __device__ void bwd_dkdv(const bwd_params& p) {
 
   const int n_block = blockIdx.x, kv_head = blockIdx.y, batch = blockIdx.z;
   const int n0 = n_block * C::BLOCK_N, offset = p.kv_len - p.q_len;
-  const bool windowed = p.window_left >= 0 || p.window_right >= 0;
+  // A causal problem's right side is 0 (the diagonal): only a left side, or a right one without causal, is a window.
+  const bool windowed = p.window_left >= 0 || (!C::CAUSAL && p.window_right >= 0);
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4, t = lane % 4;
   const long long kv_at = batch * p.kv_batch_stride + kv_head * p.kv_head_stride;
   bwd_load_rows<C>(k_smem, static_cast<const elem_bits*>(p.k) + kv_at, p.kv_row_stride, n0, p.kv_len, C::BLOCK_N);
@@ -356,7 +357,8 @@ __device__ void bwd_dq(const bwd_params& p) {
 
   const int m_block = C::CAUSAL ? gridDim.x - 1 - blockIdx.x : blockIdx.x;  // the longest rows first
   const int head = blockIdx.y, batch = blockIdx.z, m0 = m_block * C::BLOCK_M, offset = p.kv_len - p.q_len;
-  const bool windowed = p.window_left >= 0 || p.window_right >= 0;
+  // A causal problem's right side is 0 (the diagonal): only a left side, or a right one without causal, is a window.
+  const bool windowed = p.window_left >= 0 || (!C::CAUSAL && p.window_right >= 0);
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4, t = lane % 4;
   const long long q_at = batch * p.q_batch_stride + head * p.q_head_stride;
   const long long kv_at = batch * p.kv_batch_stride + (head / p.group) * p.kv_head_stride;
