@@ -150,10 +150,7 @@ forward_choice engine::forward(const problem& s, const attn_k::fwd_params& param
   return cached.choice;
 }
 
-tuned_choice engine::backward(const problem& shape, const attn_k::bwd_params& params, stream_t stream) {
-  device_guard guard(m_gpu.ordinal);
-  problem s = shape;
-  s.pass = attention_pass::bwd;
+engine::backward_plan engine::make_backward_plan(const problem& s, stream_t stream) {
   const tuned_choice c = choose_config(*m_table, m_gpu.desc, m_gpu.limits, s);
   const std::string source = backward_instantiation(c.backward, s);
   backward_slot* slot = nullptr;
@@ -163,22 +160,40 @@ tuned_choice engine::backward(const problem& shape, const attn_k::bwd_params& pa
     if (!entry) entry = std::make_unique<backward_slot>();
     slot = entry.get();
   }
-  {
-    std::lock_guard lock(slot->mutex);  // one thread compiles and loads; the others wait for it
-    if (!slot->kernels) {
-      std::optional<relaxed_capture_mode> relaxed;  // a module load is no capture's
-      if (stream_capturing(stream)) relaxed.emplace();
-      const auto compiled =
-          compile_with_cache(m_cache, source, m_gpu.desc.arch, backward_compile_options(), backend::cuda);
-      if (!compiled.result.ok)
-        throw compile_failure(fmt::format("the backward {} for {} does not compile: {}", name(c.backward), describe(s),
-                                          compiled.result.log));
-      slot->kernels.emplace(load_backward(m_rt, compiled.result.cubin, c.backward, s, m_gpu.ordinal));
-    }
+  std::lock_guard lock(slot->mutex);  // one thread compiles and loads; the others wait for it
+  if (!slot->kernels) {
+    std::optional<relaxed_capture_mode> relaxed;  // a module load is no capture's
+    if (stream_capturing(stream)) relaxed.emplace();
+    const auto compiled = compile_with_cache(m_cache, source, m_gpu.desc.arch, backward_compile_options(), backend::cuda);
+    if (!compiled.result.ok)
+      throw compile_failure(fmt::format("the backward {} for {} does not compile: {}", name(c.backward), describe(s),
+                                        compiled.result.log));
+    slot->kernels.emplace(load_backward(m_rt, compiled.result.cubin, c.backward, s, m_gpu.ordinal));
   }
-  // The grids are this call's (the instantiation fixes the kernels, not the lengths or the batch).
-  run_backward(m_rt, *slot->kernels, backward_launches(c.backward, s), params, stream);
-  return c;
+  // The grids are this problem's (the instantiation fixes the kernels, not the lengths or the batch).
+  return {c, slot, backward_launches(c.backward, s)};
+}
+
+tuned_choice engine::backward(const problem& shape, const attn_k::bwd_params& params, stream_t stream) {
+  device_guard guard(m_gpu.ordinal);
+  problem s = shape;
+  s.pass = attention_pass::bwd;
+  // The choice, the kernels and the grids depend on the problem alone (the tensors are params):
+  // after a problem's first call, a call looks them up and enqueues.
+  const std::string key = problem_bytes(s);
+  std::shared_ptr<const backward_plan> plan;
+  {
+    std::lock_guard lock(m_mutex);
+    if (auto it = m_backward_plans.find(key); it != m_backward_plans.end()) plan = it->second;
+  }
+  if (!plan) {
+    plan = std::make_shared<const backward_plan>(make_backward_plan(s, stream));
+    std::lock_guard lock(m_mutex);
+    if (m_backward_plans.size() >= max_cached_plans) m_backward_plans.clear();  // the slots stay in m_backward
+    m_backward_plans.emplace(key, plan);
+  }
+  run_backward(m_rt, *plan->slot->kernels, plan->launches, params, stream);
+  return plan->choice;
 }
 
 void engine::synchronize(stream_t stream) const {

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "backend/resources.hpp"
 #include "backend/runtime.hpp"
@@ -48,7 +49,8 @@ class engine {
   forward_choice forward(const problem& s, const attn_k::fwd_params& params, stream_t stream);
   /// The backward of s (pass bwd or not): the table's variant for it or the fallback
   /// (choose_config), compiled or loaded once per instantiation (dtype, head dim, causal), its
-  /// kernels enqueued on `stream` with s's grids. Throws invalid_input, unsupported_problem,
+  /// kernels enqueued on `stream` with s's grids. The choice and grids are made once per problem;
+  /// a later call of it looks them up and enqueues. Throws invalid_input, unsupported_problem,
   /// compile_failure, device_error.
   tuned_choice backward(const problem& s, const attn_k::bwd_params& params, stream_t stream);
   void synchronize(stream_t stream) const;
@@ -72,6 +74,13 @@ class engine {
     std::mutex mutex;
     std::optional<loaded_backward> kernels;
   };
+  /// A problem's backward: its choice, its loaded kernels (a slot of m_backward) and its grids.
+  struct backward_plan {
+    tuned_choice choice;
+    backward_slot* slot = nullptr;
+    std::vector<backward_launch> launches;
+  };
+  backward_plan make_backward_plan(const problem& s, stream_t stream);
   cached_plan make_plan(const problem& s, const attn_k::fwd_params& params, stream_t stream, bool capturing);
   /// The split-KV workspace of eager calls on `stream` of `floats` floats: calls on one stream run
   /// one after another, so they share it, whatever their tensors.
@@ -85,6 +94,8 @@ class engine {
   std::mutex m_mutex;  ///< guards the maps below (a slot's own mutex guards its loading)
   std::map<std::string, std::unique_ptr<kernel_slot>> m_kernels;
   std::map<std::string, std::unique_ptr<backward_slot>> m_backward;  ///< by instantiation
+  /// By problem_bytes(): dropped all at once when full (the slots they point to stay).
+  std::map<std::string, std::shared_ptr<const backward_plan>> m_backward_plans;
   std::map<std::string, cached_plan> m_plans;  ///< eager calls' plans: dropped all at once when full
   /// Plans made during a capture: a graph launches them for as long as it lives, so they and
   /// their workspaces are kept for the context's life (nothing is freed while a graph may use it).

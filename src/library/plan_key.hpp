@@ -12,6 +12,9 @@
 
 namespace attn {
 
+/// The problem's own bytes: every field of attn::problem (the backward's choices are cached by it).
+std::string problem_bytes(const problem& s);
+/// problem_bytes(s), then the tensors (params), the stream and whether it is capturing.
 std::string plan_key(const problem& s, const attn_k::fwd_params& params, const void* stream, bool capturing);
 
 }  // namespace attn

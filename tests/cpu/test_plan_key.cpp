@@ -42,6 +42,16 @@ TEST(plan_key, every_field_of_the_problem_changes_it) {
   }
 }
 
+TEST(plan_key, every_field_of_the_problem_changes_its_bytes) {  // the backward's plans' key
+  const problem s = sample();
+  const std::string base = problem_bytes(s);
+  EXPECT_EQ(problem_bytes(sample()), base);
+  for (const problem_field& f : problem_fields()) {
+    const problem other = varied(f, s);
+    EXPECT_NE(problem_bytes(other), base) << f.name << " is not in problem_bytes";
+  }
+}
+
 TEST(plan_key, every_byte_of_the_parameter_changes_it) {
   const problem s = sample();
   const attn_k::fwd_params params = sample_params(s);
