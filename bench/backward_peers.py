@@ -74,13 +74,15 @@ class driver:
                                                args, None), "cuLaunchKernel")
 
 
-def pack_params(q, k, v, o, d_o, lse, delta, dq, dk, dv, scale):
-    """kernels/common/bwd_params.cuh's bwd_params, [B,H,N,D] contiguous, padded to its 8-byte alignment."""
+def pack_params(q, k, v, o, d_o, lse, delta, dq, dk, dv, dq_accum, scale, causal):
+    """kernels/common/bwd_params.cuh's bwd_params, [B,H,N,D] contiguous, padded to its 8-byte alignment.
+    dq_accum: the atomic-dQ variants' fp32 workspace ([B,H,N,D] floats). No window: causal is a right
+    side of 0 (kernel_window's rule), else both sides -1."""
     b, h, nq, d = q.shape
     hkv, nkv = k.shape[1], k.shape[2]
-    raw = struct.pack("@10P6q5i2f", *(t.data_ptr() for t in (q, k, v, o, d_o, lse, delta, dq, dk, dv)),
+    raw = struct.pack("@11P6q5i2f2i", *(t.data_ptr() for t in (q, k, v, o, d_o, lse, delta, dq, dk, dv, dq_accum)),
                       h * nq * d, nq * d, d, hkv * nkv * d, nkv * d, d, nq, nkv, h, h // hkv, b,
-                      scale * 1.4426950408889634, scale)
+                      scale * 1.4426950408889634, scale, -1, 0 if causal else -1)
     return raw + b"\0" * (-len(raw) % 8)
 
 
@@ -113,7 +115,8 @@ def main():
         assert tuple(lse.shape) == (b, h, n) and lse.dtype == torch.float32, (lse.shape, lse.dtype)
         delta = torch.empty_like(lse)
         dq, dk, dv = torch.empty_like(q), torch.empty_like(k), torch.empty_like(v)
-        params = pack_params(q, k, v, o, d_o, lse, delta, dq, dk, dv, scale)
+        dq_accum = torch.empty(b, h, n, d, device="cuda", dtype=torch.float32)
+        params = pack_params(q, k, v, o, d_o, lse, delta, dq, dk, dv, dq_accum, scale, causal)
         cmd = [args.tool, "--shape", f"{b},{h},{n},{d}", "--arch", "sm_90a", "--out", os.path.join(args.out, "cubins", label)]
         if causal:
             cmd.append("--causal")

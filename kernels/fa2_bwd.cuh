@@ -241,16 +241,29 @@ __device__ __forceinline__ bool hidden(const bwd_params& p, int diagonal, int ke
          key >= window_key_end(diagonal, 0, p.window_right, p.kv_len);
 }
 
-/// delta = rowsum(dO * O): one warp a row of [B, H, Nq].
-template <bool BF16, int D>
+/// The row of [B, H, Nq] of this thread's warp in a kernel of a warp a row: its index (row) and its
+/// element offset in the Q-shaped tensors (at); false past the last row.
+struct warp_row {
+  long long row, at;
+  __device__ __forceinline__ bool find(const bwd_params& p) {
+    row = (long long)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+    if (row >= (long long)p.batch * p.heads * p.q_len) return false;
+    const int i = row % p.q_len;
+    const long long bh = row / p.q_len;
+    const int h = bh % p.heads, b = bh / p.heads;
+    at = b * p.q_batch_stride + h * p.q_head_stride + i * p.q_row_stride;
+    return true;
+  }
+};
+
+/// delta = rowsum(dO * O): one warp a row of [B, H, Nq]. ZERO_DQ: also zeroes the row of
+/// p.dq_accum (the atomic-dQ variants' sum, kernels/wgmma_bwd.cuh).
+template <bool BF16, int D, bool ZERO_DQ = false>
 __device__ void bwd_delta(const bwd_params& p) {
-  const long long rows = (long long)p.batch * p.heads * p.q_len;
-  const long long row = (long long)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
-  if (row >= rows) return;
-  const int lane = threadIdx.x % 32, i = row % p.q_len;
-  const long long bh = row / p.q_len;
-  const int h = bh % p.heads, b = bh / p.heads;
-  const long long at = b * p.q_batch_stride + h * p.q_head_stride + i * p.q_row_stride;
+  warp_row w;
+  if (!w.find(p)) return;
+  const long long row = w.row, at = w.at;
+  const int lane = threadIdx.x % 32;
   const elem_bits* o = static_cast<const elem_bits*>(p.o) + at;
   const elem_bits* d_o = static_cast<const elem_bits*>(p.d_o) + at;
   float x = 0.f;
@@ -259,6 +272,8 @@ __device__ void bwd_delta(const bwd_params& p) {
 #pragma unroll
   for (int m = 16; m > 0; m /= 2) x += __shfl_xor_sync(0xffffffffu, x, m);
   if (lane == 0) p.delta[row] = x;
+  if constexpr (ZERO_DQ)
+    for (int c = lane * 4; c < D; c += 128) *reinterpret_cast<float4*>(p.dq_accum + row * D + c) = float4{0.f, 0.f, 0.f, 0.f};
 }
 
 template <class C>

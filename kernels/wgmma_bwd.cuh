@@ -14,6 +14,13 @@
 // every thread loads (fa2_bwd.cuh's bwd_ring, dkdv_steps); the products of a step run in order
 // (issue, wait), the next step's tiles landing meanwhile. P^T is packed to the element type before dP^T is computed and widened again for
 // dS^T (its fp32 scores die early, as in fa2_bwd). Masks, LSE and delta as in fa2_bwd.cuh.
+//
+// Atomic dQ (wg_bwd_config's ATOMIC_DQ, "-dq_atomic" variants): five products instead of seven. The
+// dK/dV kernel also stores each step's packed dS^T to shared memory and multiplies it (A, MN-major)
+// by the block's K (B, MN-major) into dQ's partial sums, which it adds to an fp32 buffer by vector
+// atomics (wg_add_dq); bwd_delta zeroes the buffer first and bwd_dq_convert scales and rounds it
+// into dQ last. The atomics' order varies, so reruns are not bit-identical (--deterministic leaves
+// these variants out).
 #include "common/hopper_ptx.cuh"
 #include "common/swizzle.cuh"
 #include "common/wgmma_ops.cuh"
@@ -24,9 +31,12 @@ namespace attn_k {
 /// BLOCK_M: query rows a step (dK/dV) or a block (dQ); BLOCK_N: keys a block (dK/dV) or a step (dQ).
 /// The side the block's warpgroups split (BLOCK_N for dK/dV, BLOCK_M for dQ) is 64 per warpgroup.
 /// PART: as fa2_bwd.cuh's bwd_config (0 dK and dV, 1 dV only, 2 dK only).
-template <bool BF16_, int D_, int BLOCK_M_, int BLOCK_N_, int WARPS_, int STAGES_, bool CAUSAL_, int PART_ = 0>
+/// ATOMIC_DQ: the dK/dV kernel adds dQ = dS K too, in fp32 atomics to p.dq_accum (each warpgroup
+/// D / GROUPS of the columns, over the block's keys), and no dQ kernel runs: bwd_dq_convert writes dQ.
+template <bool BF16_, int D_, int BLOCK_M_, int BLOCK_N_, int WARPS_, int STAGES_, bool CAUSAL_, int PART_ = 0,
+          bool ATOMIC_DQ_ = false>
 struct wg_bwd_config {
-  static constexpr bool BF16 = BF16_, CAUSAL = CAUSAL_;
+  static constexpr bool BF16 = BF16_, CAUSAL = CAUSAL_, ATOMIC_DQ = ATOMIC_DQ_;
   static constexpr int PART = PART_;
   static constexpr bool DO_DV = PART != 2, DO_DK = PART != 1;
   static_assert(PART >= 0 && PART <= 2, "PART: 0 both, 1 dV, 2 dK");
@@ -37,6 +47,9 @@ struct wg_bwd_config {
   static_assert(D % 16 == 0 && D >= 32 && D <= 256, "head dim: a multiple of 16 in [32, 256]");
   static_assert(BLOCK_M % 16 == 0 && BLOCK_N % 16 == 0 && BLOCK_M <= 256 && BLOCK_N <= 256, "tiles");
   static_assert(STAGES >= 1 && STAGES <= 4, "STAGES in [1, 4]");
+  static constexpr int DQ_N = D / GROUPS;  ///< atomic dQ: the columns a warpgroup adds
+  static_assert(!ATOMIC_DQ || (PART == 0 && BLOCK_M == 64 && (GROUPS == 1 || DQ_N % 64 == 0)),
+                "atomic dQ: dK and dV in one launch, 64 queries a step, whole 128-byte pieces a warpgroup");
 };
 
 /// The first 1024-byte boundary of the dynamic shared memory, where the swizzle pattern starts
@@ -128,6 +141,64 @@ __device__ __forceinline__ void wg_store_rows(elem_bits* base, long long row_str
   }
 }
 
+/// dQ[m0, m0 + 64) += dS K for the block's keys, into p.dq_accum (fp32, [batch][head][row][D], zeroed
+/// by bwd_delta): every warpgroup stores its packed dS^T (64 keys by the 64 queries) to ds_smem, then
+/// each multiplies all of the block's dS^T (A, MN-major) by its D / GROUPS columns of K (B, MN-major)
+/// and adds the product to dq_accum by red.global.add.v2.f32. A block-wide barrier separates the
+/// stores from the products (bwd_ring's barrier after the step separates the products from the next
+/// step's stores). The dK product may still run: the caller waits for both.
+template <class C>
+__device__ __forceinline__ void wg_add_dq(const bwd_params& p, int batch, int head, int m0, const unsigned (&ds)[4][4],
+                                          unsigned ds_smem, unsigned k_smem) {
+  constexpr int W = swizzle<64>::W, KW = C::W, N = C::DQ_N;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, wg = warp / 4, g = lane / 4, t = lane % 4;
+  // ds[kk][e]: key row (warp % 4) * 16 + g + 8 (e % 2) of this warpgroup's 64, queries 16 kk + 8 (e / 2) + 2 t, + 1
+#pragma unroll
+  for (int kk = 0; kk < 4; ++kk)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) {
+      const int row = wg * 64 + (warp % 4) * 16 + g + 8 * (e % 2);
+      st_shared_u32(ds_smem + tile_offset<64>(row, 2 * kk + e / 2, C::BLOCK_N) + 4 * t, ds[kk][e]);
+    }
+  fence_proxy_async();
+  __syncthreads();
+  float acc[N / 2];
+  wg_fence();
+  const unsigned b_tile = k_smem + (C::GROUPS == 1 ? 0 : wg * (N / (KW / 2))) * C::BLOCK_N * KW;
+#pragma unroll
+  for (int kk = 0; kk < C::BLOCK_N / 16; ++kk) {
+    const unsigned long long a = wg_desc<64>(ds_smem + kk * 16 * W, C::BLOCK_N * W, 8 * W);
+    const unsigned long long b = wg_desc<C::D>(b_tile + kk * 16 * KW, C::BLOCK_N * KW, 8 * KW);
+    wgmma_op<C::BF16, N>::tt(acc, a, b, kk > 0);
+  }
+  wg_commit();
+  wg_wait<0>();
+  wg_fence_operand(acc);
+  float* out = p.dq_accum + ((long long)batch * p.heads + head) * p.q_len * C::D + wg * (C::GROUPS == 1 ? 0 : N);
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int row = m0 + (warp % 4) * 16 + g + 8 * h;
+    if (row >= p.q_len) continue;
+#pragma unroll
+    for (int nf = 0; nf < N / 8; ++nf)
+      red_add_v2(out + (long long)row * C::D + nf * 8 + 2 * t, acc[4 * nf + 2 * h], acc[4 * nf + 2 * h + 1]);
+  }
+}
+
+/// dQ = softmax_scale * dq_accum in the element type at dQ's strides: one warp a row of [B, H, Nq].
+template <bool BF16, int D>
+__device__ void bwd_dq_convert(const bwd_params& p) {
+  warp_row w;
+  if (!w.find(p)) return;
+  const int lane = threadIdx.x % 32;
+  elem_bits* dq = static_cast<elem_bits*>(p.dq) + w.at;
+  const float* acc = p.dq_accum + w.row * D;
+  for (int c = lane * 2; c < D; c += 64) {
+    const float2 x = *reinterpret_cast<const float2*>(acc + c);
+    *reinterpret_cast<unsigned*>(dq + c) = pack2<BF16>(x.x * p.softmax_scale, x.y * p.softmax_scale);
+  }
+}
+
 template <class C>
 __device__ void wg_bwd_dkdv(const bwd_params& p) {
   static_assert(C::BLOCK_N == 64 * C::GROUPS, "64 keys per warpgroup");
@@ -137,7 +208,10 @@ __device__ void wg_bwd_dkdv(const bwd_params& p) {
   const unsigned k_smem = smem_addr(tiles), v_smem = k_smem + KV_TILE, stage0 = v_smem + KV_TILE;
   auto q_stage = [&](int s) { return stage0 + 2 * s * Q_TILE; };
   auto do_stage = [&](int s) { return stage0 + (2 * s + 1) * Q_TILE; };
-  float* row_terms = reinterpret_cast<float*>(tiles + 2 * KV_TILE + 2 * C::STAGES * Q_TILE);
+  // Atomic dQ: dS^T of the step, [keys][queries] in the swizzled layout of 64-wide rows (read MN-major).
+  constexpr int DS_TILE = C::ATOMIC_DQ ? C::BLOCK_N * M * 2 : 0;
+  const unsigned ds_smem = stage0 + 2 * C::STAGES * Q_TILE;
+  float* row_terms = reinterpret_cast<float*>(tiles + 2 * KV_TILE + 2 * C::STAGES * Q_TILE + DS_TILE);
   auto lse_stage = [&](int s) { return row_terms + 2 * s * M; };
   auto delta_stage = [&](int s) { return row_terms + (2 * s + 1) * M; };
 
@@ -191,6 +265,7 @@ __device__ void wg_bwd_dkdv(const bwd_params& p) {
       for (int i = 0; i < M / 2; ++i) x[i] = wg_unpacked<C::BF16, M>(pa, i) * (x[i] - delta[8 * (i / 4) + 2 * t + i % 2]);
       wg_pack<C::BF16, M>(ds, x);
       wg_regs_rows<C, M>(dk, ds, q_stage(s));  // dK += dS^T Q
+      if constexpr (C::ATOMIC_DQ) wg_add_dq<C>(p, batch, steps.head(it), m0, ds, ds_smem, k_smem);
       wg_wait<0>();
       wg_fence_operand(dk);
       wg_hold(ds);

@@ -18,6 +18,7 @@ struct backward_defect {
 inline const std::vector<backward_defect>& backward_defects() {
   static const char* fa2 = "kv_m32_n64_w4_s2-q_m64_n64_w4_s2";
   static const char* wg = "wg_kv_m64_n64_w4_s2-q_m64_n64_w4_s2";
+  static const char* atomic = "wg_kv_m64_n64_w4_s2-dq_atomic";
   static const std::vector<backward_defect> all = {
       {"dropped GQA reduction", "fa2_bwd.cuh", "count = per_head * p.group;", "count = per_head;", fa2},
       {"missing dO.O term", "fa2_bwd.cuh", "if (lane == 0) p.delta[row] = x;", "if (lane == 0) p.delta[row] = 0.f * x;", fa2},
@@ -31,6 +32,12 @@ inline const std::vector<backward_defect>& backward_defects() {
        "(C::CAUSAL && n > i0 + 8 * h + offset + 1))) pv = 0.f;", wg},
       {"wgmma: dS^T without delta", "wgmma_bwd.cuh", "(x[i] - delta[8 * (i / 4) + 2 * t + i % 2])",
        "(x[i] - 0.f * delta[8 * (i / 4) + 2 * t + i % 2])", wg},
+      {"atomic dQ: the sum not zeroed", "fa2_bwd.cuh", "if constexpr (ZERO_DQ)", "if constexpr (false && ZERO_DQ)",
+       atomic},
+      {"atomic dQ: the second 8 rows of each 16 dropped", "wgmma_bwd.cuh", "if (row >= p.q_len) continue;",
+       "if (row >= p.q_len || h == 1) continue;", atomic},
+      {"atomic dQ: the scale left out of even columns", "wgmma_bwd.cuh", "pack2<BF16>(x.x * p.softmax_scale,",
+       "pack2<BF16>(x.x,", atomic},
   };
   return all;
 }

@@ -17,6 +17,9 @@ struct bwd_params {
   void* dq;
   void* dk;
   void* dv;
+  /// fp32 [batch][head][query row][D], the atomic-dQ variants' sum (zeroed by their bwd_delta);
+  /// null for the others.
+  float* dq_accum;
   long long q_batch_stride, q_head_stride, q_row_stride;
   long long kv_batch_stride, kv_head_stride, kv_row_stride;
   int q_len;

@@ -28,6 +28,16 @@ __device__ __forceinline__ void fence_proxy_async() {
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 }
 
+/// A 32-bit store to shared memory at a shared-space address (smem_addr's).
+__device__ __forceinline__ void st_shared_u32(unsigned addr, unsigned value) {
+  asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(addr), "r"(value) : "memory");
+}
+/// *at += (a, b): two adjacent floats added atomically in global memory (sm_90's vector reduction),
+/// unordered against other threads' (the sum's rounding depends on their order).
+__device__ __forceinline__ void red_add_v2(float* at, float a, float b) {
+  asm volatile("red.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(at), "f"(a), "f"(b) : "memory");
+}
+
 // --- registers ---------------------------------------------------------------------------------
 template <int N>
 __device__ __forceinline__ void wg_setmaxnreg_inc() {

@@ -123,8 +123,10 @@ ATTN_HOST_DEVICE constexpr long long bwd_dq_shared_bytes(int block_m, int block_
 
 /// wgmma_bwd.cuh's (swizzled tiles, with 1024 bytes to align them): the dK/dV kernel's K and V tiles, per stage a
 /// Q and a dO tile and their LSE and delta; the dQ kernel's Q and dO tiles and per stage K and V.
-ATTN_HOST_DEVICE constexpr long long wg_bwd_dkdv_shared_bytes(int block_m, int block_n, int stages, int d) {
-  return (2LL * block_n + 2LL * stages * block_m) * d * 2 + 2LL * stages * block_m * 4 + 1024;
+ATTN_HOST_DEVICE constexpr long long wg_bwd_dkdv_shared_bytes(int block_m, int block_n, int stages, int d,
+                                                              bool atomic_dq = false) {
+  return (2LL * block_n + 2LL * stages * block_m) * d * 2 + 2LL * stages * block_m * 4 + 1024 +
+         (atomic_dq ? 2LL * block_n * block_m : 0);  // atomic dQ: the step's dS^T
 }
 ATTN_HOST_DEVICE constexpr long long wg_bwd_dq_shared_bytes(int block_m, int block_n, int stages, int d) {
   return (2LL * block_m + 2LL * stages * block_n) * d * 2 + 1024;

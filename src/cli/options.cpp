@@ -317,9 +317,9 @@ bool parse_options(int argc, char** argv, options& out) {
   app.add_flag("--retune", out.retune, "Measure again even when the database has the answer, and replace it");
   app.add_flag("--deterministic", out.deterministic,
                "Deterministic mode (FlashAttention's): a variant passes its check only when a rerun on the same "
-               "inputs gives bit-identical outputs (the backward's dQ, dK, dV; the forward's O and LSE). Every "
-               "variant of this build is deterministic by construction (the backward's dQ has a pass of its own, "
-               "no atomics); the flag checks it");
+               "inputs gives bit-identical outputs (the backward's dQ, dK, dV; the forward's O and LSE). The "
+               "backward's atomic-dQ variants (-dq_atomic: dQ summed by fp32 atomics) are left out of the search; "
+               "every other variant is deterministic by construction, and the flag checks it");
   app.add_option("--kernel-timeout-s", out.kernel_timeout_s,
                  "Seconds a variant's kernels may take (its verification run, or a batch of up to 10 timed "
                  "launches) before they count as hung: a hung kernel keeps the GPU busy until attn-tune "

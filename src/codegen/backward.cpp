@@ -48,15 +48,20 @@ std::vector<backward_config> backward_default_configs(const problem& s) {
       for (const int q_m : {64, 128})
         for (const int q_n : wide ? std::vector<int>{64} : std::vector<int>{64, 128})
           out.push_back({kv_m, kv_n, kv_n / 16, 2, q_m, q_n, q_m / 16, 2, true, wide});
+  if (!wide)
+    for (const int kv_n : {64, 128}) out.push_back({64, kv_n, kv_n / 16, 2, 0, 0, 0, 0, true, false, true});
   return out;
 }
 
 int64_t backward_dkdv_shared_bytes(const backward_config& c, const problem& s) {
-  if (c.wgmma) return attn_k::wg_bwd_dkdv_shared_bytes(c.kv_block_m, c.kv_block_n, c.kv_stages, static_cast<int>(s.head_dim));
+  if (c.wgmma)
+    return attn_k::wg_bwd_dkdv_shared_bytes(c.kv_block_m, c.kv_block_n, c.kv_stages, static_cast<int>(s.head_dim),
+                                            c.atomic_dq);
   return attn_k::bwd_dkdv_shared_bytes(c.kv_block_m, c.kv_block_n, c.kv_stages, static_cast<int>(s.head_dim),
                                        element_size(s.dtype));
 }
 int64_t backward_dq_shared_bytes(const backward_config& c, const problem& s) {
+  if (c.atomic_dq) return 0;  // its last kernel converts dQ, without shared memory
   if (c.wgmma) return attn_k::wg_bwd_dq_shared_bytes(c.q_block_m, c.q_block_n, c.q_stages, static_cast<int>(s.head_dim));
   return attn_k::bwd_dq_shared_bytes(c.q_block_m, c.q_block_n, c.q_stages, static_cast<int>(s.head_dim),
                                      element_size(s.dtype));
@@ -81,6 +86,18 @@ std::optional<std::string> wgmma_reject(const backward_config& c, const problem&
     return fmt::format("dQ kernel: {} rows over {} warps: the wgmma backward gives each warpgroup 64 rows",
                        c.q_block_m, c.q_warps);
   if (c.kv_block_m > 256 || c.q_block_n > 256) return std::string("wgmma's N is at most 256");
+  if (c.atomic_dq) {
+    const int64_t groups = c.kv_warps / 4, columns = s.head_dim / groups;
+    if (c.kv_block_m != 64 || c.split_dkdv)
+      return fmt::format("atomic dQ: 64 queries a step and dK and dV in one launch (this tile: {} queries{})",
+                         c.kv_block_m, c.split_dkdv ? ", split" : "");
+    if (groups > 1 && columns % 64 != 0)
+      return fmt::format("atomic dQ: head dim {} over {} warpgroups is {} columns each, not whole 64-column pieces",
+                         s.head_dim, groups, columns);
+    if (const int64_t r = s.head_dim + columns / 2; r > max_wgmma_dkdv_registers)
+      return fmt::format("atomic dQ: dK, dV and the dQ product exceed the register budget: {} float registers per "
+                         "thread > {}", r, max_wgmma_dkdv_registers);
+  }
   if (const int64_t r = (c.split_dkdv ? s.head_dim / 2 : s.head_dim) + c.kv_block_m; r > max_wgmma_dkdv_registers)
     return fmt::format("dK/dV accumulators exceed the register budget: {} float registers per thread > {}", r,
                        max_wgmma_dkdv_registers);
@@ -97,6 +114,7 @@ std::optional<std::string> backward_reject(const backward_config& c, const probl
   as_backward.pass = attention_pass::bwd;
   if (auto why = backward_refusal(as_backward)) return why;
   if (limits.cc_major < 8) return std::string("mma.sync bf16/fp16 m16n8k16 needs sm_80 or newer");
+  if (c.atomic_dq && !c.wgmma) return std::string("atomic dQ is the wgmma backward's (fa2's dQ has its own kernel)");
   if (c.wgmma)
     if (auto why = wgmma_reject(c, s, limits)) return why;
   struct kernel_tile {
@@ -106,6 +124,7 @@ std::optional<std::string> backward_reject(const backward_config& c, const probl
   const kernel_tile tiles[] = {{"dK/dV", c.kv_block_m, c.kv_block_n, c.kv_warps, c.kv_stages, c.kv_block_n},
                                {"dQ", c.q_block_m, c.q_block_n, c.q_warps, c.q_stages, c.q_block_m}};
   for (const kernel_tile& k : tiles) {
+    if (c.atomic_dq && &k != &tiles[0]) continue;  // no dQ kernel
     if (k.block_m <= 0 || k.block_n <= 0 || k.block_m % 16 != 0 || k.block_n % 16 != 0)
       return fmt::format("{} tile {}x{}: both sides multiples of 16", k.what, k.block_m, k.block_n);
     if (k.warps <= 0 || k.split % (16 * k.warps) != 0)
@@ -136,6 +155,20 @@ std::optional<std::string> backward_reject(const backward_config& c, const probl
 
 std::string backward_instantiation(const backward_config& c, const problem& s) {
   const bool bf16 = s.dtype == dtype::bf16;
+  if (c.atomic_dq)  // delta zeroes the fp32 dQ sum, dK/dV adds to it, the last kernel converts it
+    return fmt::format(
+        "#include \"wgmma_bwd.cuh\"\n"
+        "extern \"C\" __global__ void __launch_bounds__({dt}) {delta}(const attn_k::bwd_params p) {{\n"
+        "  attn_k::bwd_delta<{bf16}, {d}, true>(p);\n}}\n"
+        "extern \"C\" __global__ void __launch_bounds__({kt}, 1) {dkdv}(const attn_k::bwd_params p) {{\n"
+        "  attn_k::wg_bwd_dkdv<attn_k::wg_bwd_config<{bf16}, {d}, {km}, {kn}, {kw}, {ks}, {causal}, 0, true>>(p);\n}}\n"
+        "extern \"C\" __global__ void __launch_bounds__({dt}) {dq}(const attn_k::bwd_params p) {{\n"
+        "  attn_k::bwd_dq_convert<{bf16}, {d}>(p);\n}}\n",
+        fmt::arg("dt", backward_delta_threads), fmt::arg("delta", backward_delta_symbol),
+        fmt::arg("dkdv", backward_dkdv_symbol), fmt::arg("dq", backward_dq_symbol), fmt::arg("bf16", bf16),
+        fmt::arg("d", s.head_dim), fmt::arg("causal", s.causal), fmt::arg("kt", c.kv_warps * 32),
+        fmt::arg("km", c.kv_block_m), fmt::arg("kn", c.kv_block_n), fmt::arg("kw", c.kv_warps),
+        fmt::arg("ks", c.kv_stages));
   return fmt::format(
       "#include \"{header}\"\n"
       "extern \"C\" __global__ void __launch_bounds__({dt}) {delta}(const attn_k::bwd_params p) {{\n"
@@ -223,6 +256,10 @@ std::vector<backward_launch> backward_launches(const backward_config& c, const p
     out.push_back(dkdv);
     out.back().symbol = backward_dk_symbol;
   }
+  if (c.atomic_dq) {  // dQ from the fp32 sum: a warp a row, as the delta kernel
+    out.push_back({backward_dq_symbol, {blocks(rows, per_block)}, {backward_delta_threads}, 0});
+    return out;
+  }
   out.push_back({backward_dq_symbol,
                  {blocks(s.q_len, c.q_block_m), static_cast<unsigned>(s.heads), static_cast<unsigned>(s.batch)},
                  {static_cast<unsigned>(c.q_warps * 32)},
@@ -232,7 +269,7 @@ std::vector<backward_launch> backward_launches(const backward_config& c, const p
 
 loaded_backward load_backward(const device_runtime& rt, const std::string& cubin, const backward_config& c,
                               const problem& s, int device) {
-  loaded_backward b{loaded_module(rt, cubin), {}, backward_launches(c, s)};
+  loaded_backward b{loaded_module(rt, cubin), {}, backward_launches(c, s), c.atomic_dq};
   for (size_t i = 0; i < b.launches.size(); ++i) {
     b.kernels.push_back(b.module.kernel(b.launches[i].symbol));
     if (b.launches[i].shared_bytes > 0) rt.set_dynamic_shared_memory(b.kernels[i], b.launches[i].shared_bytes, device);
@@ -248,6 +285,9 @@ void run_backward(const device_runtime& rt, const loaded_backward& b, const std:
                   const attn_k::bwd_params& p, stream_t stream) {
   if (launches.size() != b.kernels.size())
     throw std::logic_error("run_backward: launches of another variant than the kernels loaded");
+  if (b.atomic_dq && !p.dq_accum)
+    throw invalid_input("an atomic-dQ backward variant needs its fp32 dQ workspace (backward_tensors' dq_accum, "
+                        "dq_accum_bytes() of the problem), and none was given");
   attn_k::bwd_params copy = p;
   void* args[] = {&copy};
   for (size_t i = 0; i < launches.size(); ++i)

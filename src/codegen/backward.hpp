@@ -76,6 +76,7 @@ struct loaded_backward {
   loaded_module module;  ///< unloaded with it
   std::vector<kernel_t> kernels;
   std::vector<backward_launch> launches;
+  bool atomic_dq = false;  ///< run_backward needs bwd_params' dq_accum
 };
 loaded_backward load_backward(const device_runtime& rt, const std::string& cubin, const backward_config& c,
                               const problem& s, int device);

@@ -195,6 +195,10 @@ attn_k::fwd_params make_fwd_params(const problem& s, const forward_tensors& t, t
   return p;
 }
 
+// bench/backward_peers.py's pack_params packs this layout by hand (11 pointers, 6 strides, 5 ints,
+// 2 floats, the window's 2 ints): change both together.
+static_assert(sizeof(attn_k::bwd_params) == 176, "attn_k::bwd_params changed: update bench/backward_peers.py's pack_params");
+
 attn_k::bwd_params make_bwd_params(const problem& s, const backward_tensors& t, float softmax_scale) {
   validate(s);
   const std::pair<const void*, const char*> pointers[] = {{t.q, "q"},   {t.k, "k"},   {t.v, "v"},   {t.o, "o"},
@@ -202,12 +206,13 @@ attn_k::bwd_params make_bwd_params(const problem& s, const backward_tensors& t, 
   for (const auto& [p, what] : pointers) check_pointer(p, what, tensor_alignment);
   check_pointer(t.lse, "lse", 4);
   check_pointer(t.delta, "delta", 4);
+  if (t.dq_accum) check_pointer(t.dq_accum, "dq_accum", 16);
   if (!(softmax_scale >= 0) || !std::isfinite(softmax_scale))
     throw invalid_input(fmt::format("softmax scale {} is not finite and positive", softmax_scale));
   const tensor_strides qs = contiguous_strides(s, false), ks = contiguous_strides(s, true);
   attn_k::bwd_params p{};
   p.q = t.q, p.k = t.k, p.v = t.v, p.o = t.o, p.d_o = t.d_o, p.lse = t.lse, p.delta = t.delta;
-  p.dq = t.dq, p.dk = t.dk, p.dv = t.dv;
+  p.dq = t.dq, p.dk = t.dk, p.dv = t.dv, p.dq_accum = t.dq_accum;
   p.q_batch_stride = qs.batch, p.q_head_stride = qs.head, p.q_row_stride = qs.row;
   p.kv_batch_stride = ks.batch, p.kv_head_stride = ks.head, p.kv_row_stride = ks.row;
   p.q_len = static_cast<int>(s.q_len), p.kv_len = static_cast<int>(s.kv_len);

@@ -94,7 +94,12 @@ struct backward_tensors {
   void* dq = nullptr;
   void* dk = nullptr;
   void* dv = nullptr;
+  /// fp32, [batch][head][query row][head dim]: the atomic-dQ variants' workspace (they zero it
+  /// themselves); may be null for the others (run_backward refuses an atomic-dQ variant without it).
+  float* dq_accum = nullptr;
 };
+/// Bytes of the atomic-dQ variants' fp32 workspace for s (backward_tensors' dq_accum).
+inline int64_t dq_accum_bytes(const problem& s) { return s.batch * s.heads * s.q_len * s.head_dim * 4; }
 /// The kernels' parameters, contiguous strides of s.layout; scale 0 = 1/sqrt(D). Throws
 /// invalid_input for a null or misaligned pointer.
 attn_k::bwd_params make_bwd_params(const problem& s, const backward_tensors& t, float softmax_scale = 0);

@@ -12,13 +12,16 @@ namespace attn {
 namespace {
 
 const std::regex& name_form() {
-  static const std::regex form(R"((wg_)?kv_m(\d+)_n(\d+)_w(\d+)_s(\d+)(_x2)?-q_m(\d+)_n(\d+)_w(\d+)_s(\d+))");
+  static const std::regex form(R"((wg_)?kv_m(\d+)_n(\d+)_w(\d+)_s(\d+)(_x2)?-(?:q_m(\d+)_n(\d+)_w(\d+)_s(\d+)|(dq_atomic)))");
   return form;
 }
 
 }  // namespace
 
 std::string name(const backward_config& c) {
+  if (c.atomic_dq)
+    return fmt::format("{}kv_m{}_n{}_w{}_s{}{}-dq_atomic", c.wgmma ? "wg_" : "", c.kv_block_m, c.kv_block_n, c.kv_warps,
+                       c.kv_stages, c.split_dkdv ? "_x2" : "");
   return fmt::format("{}kv_m{}_n{}_w{}_s{}{}-q_m{}_n{}_w{}_s{}", c.wgmma ? "wg_" : "", c.kv_block_m, c.kv_block_n,
                      c.kv_warps, c.kv_stages, c.split_dkdv ? "_x2" : "", c.q_block_m, c.q_block_n, c.q_warps,
                      c.q_stages);
@@ -41,12 +44,15 @@ backward_config parse_backward_config(const std::string& text) {
   std::smatch m;
   if (text.size() > 80 || !std::regex_match(text, m, name_form()))
     throw invalid_input(
-        fmt::format("backward config '{}' is not of the form [wg_]kv_m64_n64_w4_s2[_x2]-q_m64_n64_w4_s2", text));
+        fmt::format("backward config '{}' is not of the form [wg_]kv_m64_n64_w4_s2[_x2]-q_m64_n64_w4_s2 or "
+                    "wg_kv_m64_n128_w8_s2-dq_atomic",
+                    text));
   auto at = [&](int i) {
     const std::string digits = m[i].str();
     if (digits.size() > 4) throw invalid_input(fmt::format("backward config '{}': {} is out of range", text, digits));
     return std::stoi(digits);
   };
+  if (m[11].matched) return {at(2), at(3), at(4), at(5), 0, 0, 0, 0, m[1].matched, m[6].matched, true};
   return {at(2), at(3), at(4), at(5), at(7), at(8), at(9), at(10), m[1].matched, m[6].matched};
 }
 

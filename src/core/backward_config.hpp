@@ -14,15 +14,19 @@ namespace attn {
 /// kernel's block, 64 rows of the dQ kernel's), else kernels/fa2_bwd.cuh's (mma.sync, sm_80+).
 /// split_dkdv: dK and dV by two launches of the dK/dV kernel (dV, then dK, each recomputing P^T),
 /// for head dims whose dK and dV together do not fit the registers (D > 128).
+/// atomic_dq: no dQ kernel (its q_* fields are 0): the dK/dV kernel adds dS K to an fp32 sum by
+/// atomics and a last kernel converts it (wgmma only; five products instead of seven, reruns are
+/// not bit-identical).
 struct backward_config {
   int kv_block_m = 32, kv_block_n = 64, kv_warps = 4, kv_stages = 2;
   int q_block_m = 64, q_block_n = 64, q_warps = 4, q_stages = 2;
   bool wgmma = false;
   bool split_dkdv = false;
+  bool atomic_dq = false;
   bool operator==(const backward_config&) const = default;
 };
 /// "kv_m64_n64_w4_s2-q_m64_n64_w4_s2", with "wg_" before it for the wgmma kernels and "_x2" after
-/// the dK/dV kernel's tile when it is split.
+/// the dK/dV kernel's tile when it is split; "-dq_atomic" in place of the dQ kernel's tile.
 std::string name(const backward_config& c);
 /// Parses name()'s text; throws invalid_input naming the text.
 backward_config parse_backward_config(const std::string& text);
@@ -34,6 +38,8 @@ tile_config dkdv_tile(const backward_config& c);
 /// above D = 128 kv_m32_n64_w4_s2_x2-q_m64_n32_w4_s1 (dK and dV in two launches); then, where its
 /// shared memory does not fit (sm_86, sm_89: 99 KiB), single-stage tiles that do.
 std::vector<backward_config> fallback_backwards(int64_t head_dim);
+/// Whether reruns on the same inputs give bit-identical gradients (all but atomic dQ's).
+inline bool deterministic(const backward_config& c) { return !c.atomic_dq; }
 /// Whether the text has name()'s form (a backward variant's name, not a forward config's).
 bool is_backward_config_name(const std::string& text);
 

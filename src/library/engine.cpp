@@ -192,7 +192,25 @@ tuned_choice engine::backward(const problem& shape, const attn_k::bwd_params& pa
     if (m_backward_plans.size() >= max_cached_plans) m_backward_plans.clear();  // the slots stay in m_backward
     m_backward_plans.emplace(key, plan);
   }
-  run_backward(m_rt, *plan->slot->kernels, plan->launches, params, stream);
+  if (!plan->choice.backward.atomic_dq) {
+    run_backward(m_rt, *plan->slot->kernels, plan->launches, params, stream);
+    return plan->choice;
+  }
+  // Atomic dQ's fp32 sum (the variant zeroes it itself): eager calls use the stream's workspace
+  // (calls on one stream run one after another); a captured call gets its own, kept for the
+  // context's life, as a graph may replay it on any stream.
+  std::shared_ptr<device_buffer> workspace;
+  if (stream_capturing(stream)) {
+    relaxed_capture_mode relaxed;  // a cudaMalloc is no capture's
+    workspace = std::make_shared<device_buffer>(m_rt, dq_accum_bytes(s));
+    std::lock_guard lock(m_mutex);
+    m_captured_workspaces.push_back(workspace);
+  } else {
+    workspace = stream_workspace(stream, dq_accum_bytes(s) / 4);
+  }
+  attn_k::bwd_params with_workspace = params;
+  with_workspace.dq_accum = workspace->as<float>();
+  run_backward(m_rt, *plan->slot->kernels, plan->launches, with_workspace, stream);
   return plan->choice;
 }
 

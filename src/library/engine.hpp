@@ -102,6 +102,8 @@ class engine {
   std::map<std::string, cached_plan> m_captured_plans;
   /// stream_workspace's, kept for the context's life (freeing one would synchronize).
   std::map<std::pair<stream_t, int64_t>, std::shared_ptr<device_buffer>> m_workspaces;
+  /// The atomic-dQ workspaces of backward calls made during a capture (kept as m_captured_plans).
+  std::vector<std::shared_ptr<device_buffer>> m_captured_workspaces;
 };
 
 /// RAII: makes `device` current for the calling thread and restores the previous one.

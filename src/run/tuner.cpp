@@ -317,8 +317,17 @@ std::vector<tile_config> configs_of(const tune_options& options, const problem& 
 
 std::vector<backward_config> backward_configs_of(const tune_options& options, const problem& s) {
   std::vector<backward_config> out;
-  for (const backward_config& c : options.backward_configs.empty() ? backward_default_configs(s) : options.backward_configs)
-    if (backward_family(c) == options.family) out.push_back(c);
+  for (const backward_config& c : options.backward_configs.empty() ? backward_default_configs(s) : options.backward_configs) {
+    if (backward_family(c) != options.family) continue;
+    if (options.deterministic && !deterministic(c)) {  // its dQ's rounding depends on the atomics' order
+      if (!options.backward_configs.empty())
+        throw invalid_input(fmt::format("--configs {} with --deterministic: its dQ is summed by fp32 atomics, in no "
+                                        "fixed order, so reruns are not bit-identical",
+                                        name(c)));
+      continue;
+    }
+    out.push_back(c);
+  }
   return out;
 }
 

@@ -85,8 +85,8 @@ void launch_elementwise(const support_kernels& sk, kernel_t kernel, void* a, voi
 int64_t backward_reference_memory_bytes(const problem& s, int64_t chunk_bytes) {
   const int64_t elements = q_rows(s) * s.heads * s.head_dim + kv_rows(s) * s.kv_heads * (s.head_dim + value_dim(s));
   const int64_t chunk = reference_pairs_per_chunk(s, chunk_bytes) * s.q_len * s.kv_len * 8;
-  // dO, delta, dQ dK dV; the full and the naive sums (fp32); the chunk's S/dP and P.
-  return o_bytes(s) + lse_bytes(s) + elements * element_size(s.dtype) + 2 * elements * 4 + chunk;
+  // dO, delta, dQ dK dV; the atomic-dQ workspace; the full and the naive sums (fp32); the chunk's S/dP and P.
+  return o_bytes(s) + lse_bytes(s) + elements * element_size(s.dtype) + dq_accum_bytes(s) + 2 * elements * 4 + chunk;
 }
 
 backward_reference compute_backward_reference(const support_kernels& support, const device_problem& pr,
@@ -99,6 +99,7 @@ backward_reference compute_backward_reference(const support_kernels& support, co
   r.dq = device_buffer(rt, q_bytes(s));
   r.dk = device_buffer(rt, kv_bytes(s));
   r.dv = device_buffer(rt, v_bytes(s));
+  r.dq_accum = device_buffer(rt, dq_accum_bytes(s));
   {
     void* ptr = r.d_o.get();
     long long n = pr.o_elements();
@@ -139,6 +140,7 @@ backward_tensors backward_tensors_of(const device_problem& pr, const backward_re
   t.lse = pr.lse.as<float>();
   t.delta = ref.delta.as<float>();
   t.dq = ref.dq.get(), t.dk = ref.dk.get(), t.dv = ref.dv.get();
+  t.dq_accum = ref.dq_accum.as<float>();
   return t;
 }
 

@@ -14,6 +14,7 @@ namespace attn {
 /// LSE hold the reference forward's (O rounded to the input type), as a correct forward leaves them.
 struct backward_reference {
   device_buffer d_o, delta, dq, dk, dv;
+  device_buffer dq_accum;  ///< the atomic-dQ variants' fp32 workspace (backward_tensors' dq_accum)
   device_buffer dq_full, dk_full, dv_full;
   /// How far the same math done in the input type lands from the fp32 gradients (max |x_naive -
   /// x_full| of each): dP, delta, dS and each gradient rounded where a framework's autograd rounds.

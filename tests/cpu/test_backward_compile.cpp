@@ -101,6 +101,22 @@ TEST(backward_config, refuses_what_it_does_not_take_naming_it) {
   wg.kv_block_n = 32;
   EXPECT_NE(backward_reject(wg, backward_problem(64, false), limits).value_or("").find("64 keys"), std::string::npos);
   EXPECT_EQ(name(parse_backward_config("wg_kv_m64_n128_w8_s2-q_m64_n64_w4_s2")), "wg_kv_m64_n128_w8_s2-q_m64_n64_w4_s2");
+  // Atomic dQ: the wgmma dK/dV kernel's, 64 queries a step, whole 64-column pieces per warpgroup.
+  const backward_config atomic = parse_backward_config("wg_kv_m64_n128_w8_s2-dq_atomic");
+  EXPECT_TRUE(atomic.atomic_dq && atomic.wgmma && atomic.kv_block_n == 128 && atomic.q_block_m == 0);
+  EXPECT_EQ(name(atomic), "wg_kv_m64_n128_w8_s2-dq_atomic");
+  EXPECT_FALSE(deterministic(atomic));
+  EXPECT_TRUE(deterministic(wg));
+  EXPECT_FALSE(backward_reject(atomic, backward_problem(128, true), limits));
+  EXPECT_EQ(backward_dq_shared_bytes(atomic, backward_problem(128, true)), 0);
+  EXPECT_NE(backward_reject(atomic, backward_problem(64, false), limits).value_or("").find("32 columns"), std::string::npos);
+  backward_config fa2_atomic = atomic;
+  fa2_atomic.wgmma = false;
+  EXPECT_NE(backward_reject(fa2_atomic, backward_problem(128, false), limits).value_or("").find("wgmma"), std::string::npos);
+  backward_config wide_step = atomic;
+  wide_step.kv_block_m = 32;
+  EXPECT_NE(backward_reject(wide_step, backward_problem(128, false), limits).value_or("").find("64 queries"), std::string::npos);
+  EXPECT_EQ(backward_launches(atomic, backward_problem(128, false)).size(), 3u);  // delta, dK/dV (+dQ), convert
 }
 
 TEST(backward_planted_defects, each_anchor_is_there_once_and_the_planted_kernels_compile) {

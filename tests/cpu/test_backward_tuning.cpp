@@ -4,6 +4,7 @@
 // --pass. tests/gpu/test_backward_tune_gpu.cpp tunes them on the device.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -126,6 +127,23 @@ TEST(backward_tuning, a_window_runs_on_fa2s_backward_and_wgmma_prunes_it) {
   o.backward_configs = {parse_backward_config("wg_kv_m64_n64_w4_s2-q_m64_n64_w4_s2")};
   const std::string why = invalid_input_message([&] { compile_only(s, "sm_90a", cache, o); });
   EXPECT_TRUE(contains(why, "window_left 48") && contains(why, "wgmma backward")) << why;
+}
+
+// --deterministic leaves the atomic-dQ variants out of the defaults and refuses one given by name.
+TEST(backward_tuning, deterministic_mode_has_no_atomic_dq_variant) {
+  const problem s = small(attention_pass::bwd);
+  tune_options o;
+  o.family = "wgmma";
+  const auto all = backward_configs_of(o, s);
+  EXPECT_TRUE(std::any_of(all.begin(), all.end(), [](const backward_config& c) { return c.atomic_dq; }))
+      << "the defaults have atomic-dQ variants at D " << s.head_dim;
+  o.deterministic = true;
+  const auto kept = backward_configs_of(o, s);
+  EXPECT_FALSE(kept.empty());
+  for (const auto& c : kept) EXPECT_TRUE(deterministic(c)) << name(c);
+  o.backward_configs = {parse_backward_config("wg_kv_m64_n64_w4_s2-dq_atomic")};
+  const std::string why = invalid_input_message([&] { backward_configs_of(o, s); });
+  EXPECT_TRUE(contains(why, "wg_kv_m64_n64_w4_s2-dq_atomic") && contains(why, "atomics")) << why;
 }
 
 TEST(backward_tuning, the_family_decides_the_default_variants_and_one_without_backward_kernels_is_refused) {

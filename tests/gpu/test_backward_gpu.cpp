@@ -184,6 +184,8 @@ class backward_run {
     t.lse = static_cast<const float*>(upload(lse.data(), lse.size() * 4));
     t.delta = static_cast<float*>(upload(lse.data(), lse.size() * 4));
     t.dq = upload(q.bits.data(), nq * 2), t.dk = upload(k.bits.data(), nk * 2), t.dv = upload(k.bits.data(), nk * 2);
+    std::vector<float> poisoned(static_cast<size_t>(dq_accum_bytes(s) / 4), std::nanf(""));  // the variant zeroes it
+    t.dq_accum = static_cast<float*>(upload(poisoned.data(), poisoned.size() * 4));
     m_tensors = t;
     params = make_bwd_params(s, t);
   }

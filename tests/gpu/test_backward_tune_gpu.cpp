@@ -117,20 +117,25 @@ TEST_F(backward_tune_gpu, tuning_the_backward_verifies_and_times_every_variant) 
   }
 }
 
-// --deterministic: each variant's check reruns it and wants the same bits; every variant of this build
-// passes (dQ has a pass of its own).
+// --deterministic: each variant's check reruns it and wants the same bits; every variant the mode
+// searches passes (their dQ has a pass of its own), and it searches no atomic-dQ variant.
 TEST_F(backward_tune_gpu, deterministic_mode_passes_every_variant) {
   const problem s = shape(1, 8, 2, 257, 300, 128, true);
-  tune_options o;
-  o.family = "fa2";
-  o.deterministic = true;
-  o.seed = 21;
-  o.timing.min_reps = o.timing.max_reps = 3;
-  o.timing.min_total_ms = 0;
-  const tune_result r = tune(s, m_gpu, m_cache, o);
-  ASSERT_TRUE(r.best.has_value());
-  for (const record& rec : r.records)
-    if (rec.status != status::pruned) EXPECT_EQ(rec.status, status::ok) << config_name(rec) << ": " << rec.message;
+  for (const char* family : {"fa2", "wgmma"}) {
+    if (std::string(family) == "wgmma" && m_gpu.desc.cc_major != 9) continue;
+    tune_options o;
+    o.family = family;
+    o.deterministic = true;
+    o.seed = 21;
+    o.timing.min_reps = o.timing.max_reps = 3;
+    o.timing.min_total_ms = 0;
+    const tune_result r = tune(s, m_gpu, m_cache, o);
+    ASSERT_TRUE(r.best.has_value()) << family;
+    for (const record& rec : r.records) {
+      EXPECT_TRUE(deterministic(rec.backward)) << config_name(rec);
+      if (rec.status != status::pruned) EXPECT_EQ(rec.status, status::ok) << config_name(rec) << ": " << rec.message;
+    }
+  }
 }
 
 // Each planted defect's variant, tuned alone from the planted sources: wrong, naming a gradient.

@@ -7,7 +7,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
 #include <random>
+#include <string>
 #include <vector>
 
 #include <cuda_runtime_api.h>
@@ -156,6 +158,36 @@ TEST_F(LibraryBackward, SaysWhichVariantRanAndRerunsAreBitIdentical) {
   EXPECT_EQ(a.ran.source, ATTN_TUNE_SOURCE_FALLBACK);
   EXPECT_EQ(std::string(a.ran.family), "fa2");
   EXPECT_TRUE(a.bits == b.bits);
+}
+
+// A table whose bucket names an atomic-dQ variant (sm_90 only): the library gives it its fp32
+// workspace, and its gradients pass; a second call (the plan looked up) too.
+TEST_F(LibraryBackward, RunsTheAtomicDqVariantATableNames) {
+  cudaDeviceProp prop{};
+  ASSERT_EQ(cudaGetDeviceProperties(&prop, 0), cudaSuccess);
+  if (prop.major != 9) GTEST_SKIP() << "the wgmma backward runs on sm_90 only";
+  const std::string path = std::string(ATTN_TUNE_BINARY_DIR) + "/backward-atomic-table.csv";
+  {
+    std::ofstream out(path);
+    out << "device,cc,sm_count,dtype,head_dim,causal,pass,seq_min_exclusive,seq_max,family,block_m,block_n,warps,"
+           "stages,tflops,tuned_shapes,variant\n"
+        << '"' << prop.name << "\"," << prop.major << '.' << prop.minor << ',' << prop.multiProcessorCount
+        << ",bf16,128,1,bwd,0,100000,wgmma,64,128,8,2,1.0,1,wg_kv_m64_n128_w8_s2-dq_atomic\n";
+  }
+  attn_tune::context_options o;
+  o.cache_dir = std::string(ATTN_TUNE_BINARY_DIR) + "/test-cache";
+  o.table = path;
+  m_ctx.emplace(o);
+  auto p = attn_tune::make_problem(2, 4, 2, 300, 333, 128);
+  p.causal = 1;
+  for (uint32_t seed : {11u, 12u}) {
+    const outcome r = run(p, seed);
+    EXPECT_EQ(std::string(r.ran.variant), "wg_kv_m64_n128_w8_s2-dq_atomic");
+    EXPECT_EQ(std::string(r.ran.family), "wgmma");
+    EXPECT_LT(r.dq, 0.02);
+    EXPECT_LT(r.dk, 0.02);
+    EXPECT_LT(r.dv, 0.02);
+  }
 }
 
 TEST_F(LibraryBackward, RefusesWhatItDoesNotTakeNamingIt) {
