@@ -18,7 +18,7 @@
 // Atomic dQ (wg_bwd_config's ATOMIC_DQ, "-dq_atomic" variants): five products instead of seven. The
 // dK/dV kernel also stores each step's packed dS^T to shared memory and multiplies it (A, MN-major)
 // by the block's K (B, MN-major) into dQ's partial sums, which it adds to an fp32 buffer by vector
-// atomics (wg_add_dq); bwd_delta zeroes the buffer first and bwd_dq_convert scales and rounds it
+// atomics (wg_store_ds, wg_issue_dq, wg_add_dq); bwd_delta zeroes the buffer first and bwd_dq_convert scales and rounds it
 // into dQ last. The atomics' order varies, so reruns are not bit-identical (--deterministic leaves
 // these variants out).
 #include "common/hopper_ptx.cuh"
@@ -141,16 +141,12 @@ __device__ __forceinline__ void wg_store_rows(elem_bits* base, long long row_str
   }
 }
 
-/// dQ[m0, m0 + 64) += dS K for the block's keys, into p.dq_accum (fp32, [batch][head][row][D], zeroed
-/// by bwd_delta): every warpgroup stores its packed dS^T (64 keys by the 64 queries) to ds_smem, then
-/// each multiplies all of the block's dS^T (A, MN-major) by its D / GROUPS columns of K (B, MN-major)
-/// and adds the product to dq_accum by red.global.add.v2.f32. A block-wide barrier separates the
-/// stores from the products (bwd_ring's barrier after the step separates the products from the next
-/// step's stores). The dK product may still run: the caller waits for both.
+/// Atomic dQ, dQ[m0, m0 + 64) += dS K for the block's keys in three parts. wg_store_ds: every
+/// warpgroup stores its packed dS^T (its 64 keys by the 64 queries) to ds_smem, before any product
+/// reads those registers; then a block barrier (bwd_ring's barrier after the step keeps the next
+/// step's stores from the products reading this one's).
 template <class C>
-__device__ __forceinline__ void wg_add_dq(const bwd_params& p, int batch, int head, int m0, const unsigned (&ds)[4][4],
-                                          unsigned ds_smem, unsigned k_smem) {
-  constexpr int W = swizzle<64>::W, KW = C::W, N = C::DQ_N;
+__device__ __forceinline__ void wg_store_ds(const unsigned (&ds)[4][4], unsigned ds_smem) {
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, wg = warp / 4, g = lane / 4, t = lane % 4;
   // ds[kk][e]: key row (warp % 4) * 16 + g + 8 (e % 2) of this warpgroup's 64, queries 16 kk + 8 (e / 2) + 2 t, + 1
 #pragma unroll
@@ -162,9 +158,16 @@ __device__ __forceinline__ void wg_add_dq(const bwd_params& p, int batch, int he
     }
   fence_proxy_async();
   __syncthreads();
-  float acc[N / 2];
-  wg_fence();
+}
+
+/// acc = dS K: all of the block's dS^T (A, MN-major: its rows are the k index, keys) by this
+/// warpgroup's D / GROUPS columns of K (B, MN-major). Issued and committed.
+template <class C>
+__device__ __forceinline__ void wg_issue_dq(float (&acc)[C::DQ_N / 2], unsigned ds_smem, unsigned k_smem) {
+  constexpr int W = swizzle<64>::W, KW = C::W, N = C::DQ_N;
+  const int wg = threadIdx.x / 128;
   const unsigned b_tile = k_smem + (C::GROUPS == 1 ? 0 : wg * (N / (KW / 2))) * C::BLOCK_N * KW;
+  wg_fence();
 #pragma unroll
   for (int kk = 0; kk < C::BLOCK_N / 16; ++kk) {
     const unsigned long long a = wg_desc<64>(ds_smem + kk * 16 * W, C::BLOCK_N * W, 8 * W);
@@ -172,16 +175,28 @@ __device__ __forceinline__ void wg_add_dq(const bwd_params& p, int batch, int he
     wgmma_op<C::BF16, N>::tt(acc, a, b, kk > 0);
   }
   wg_commit();
-  wg_wait<0>();
-  wg_fence_operand(acc);
-  float* out = p.dq_accum + ((long long)batch * p.heads + head) * p.q_len * C::D + wg * (C::GROUPS == 1 ? 0 : N);
+}
+
+/// Adds the completed product to p.dq_accum (fp32, [batch][head][row][D], zeroed by bwd_delta) by
+/// red.global.add.v4.f32: lanes t and t ^ 1 swap halves, so the even one adds four columns of row g
+/// and the odd one four of row g + 8.
+template <class C>
+__device__ __forceinline__ void wg_add_dq(const bwd_params& p, int batch, int head, int m0,
+                                          const float (&acc)[C::DQ_N / 2]) {
+  constexpr int N = C::DQ_N;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, wg = warp / 4, g = lane / 4, t = lane % 4;
+  const bool odd = t & 1;
+  const int row = m0 + (warp % 4) * 16 + g + (odd ? 8 : 0);
+  float* out = p.dq_accum + ((long long)batch * p.heads + head) * p.q_len * C::D + wg * (C::GROUPS == 1 ? 0 : N) +
+               (long long)row * C::D + 2 * (t & ~1);
 #pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int row = m0 + (warp % 4) * 16 + g + 8 * h;
+  for (int nf = 0; nf < N / 8; ++nf) {
+    // acc[4 nf + 2 h + j]: row g + 8 h, column 8 nf + 2 t + j
+    const float s0 = odd ? acc[4 * nf] : acc[4 * nf + 2], s1 = odd ? acc[4 * nf + 1] : acc[4 * nf + 3];
+    const float r0 = __shfl_xor_sync(0xffffffffu, s0, 1), r1 = __shfl_xor_sync(0xffffffffu, s1, 1);
     if (row >= p.q_len) continue;
-#pragma unroll
-    for (int nf = 0; nf < N / 8; ++nf)
-      red_add_v2(out + (long long)row * C::D + nf * 8 + 2 * t, acc[4 * nf + 2 * h], acc[4 * nf + 2 * h + 1]);
+    if (odd) red_add_v4(out + nf * 8, r0, r1, acc[4 * nf + 2], acc[4 * nf + 3]);
+    else red_add_v4(out + nf * 8, acc[4 * nf], acc[4 * nf + 1], r0, r1);
   }
 }
 
@@ -245,11 +260,15 @@ __device__ void wg_bwd_dkdv(const bwd_params& p) {
     wg_wait<0>();
     wg_fence_operand(x);
     const bool masked = C::CAUSAL && m0 + offset < n0 + C::BLOCK_N - 1;
+    // Keys past kv_len (zero rows of K and V): their P^T could be inf (exp2 of -LSE), which dQ's
+    // product would turn into NaN (inf x 0); the others never store those keys' rows.
+    const bool tail = C::ATOMIC_DQ && n0 + C::BLOCK_N > p.kv_len;
 #pragma unroll
     for (int i = 0; i < M / 2; ++i) {
       const int col = 8 * (i / 4) + 2 * t + i % 2, key = key0 + 8 * (i / 2 % 2);
       float v = exp2f(x[i] * p.scale_log2 - lse2[col]);
       if (masked && key > m0 + col + offset) v = 0.f;
+      if (tail && key >= p.kv_len) v = 0.f;
       x[i] = v;
     }
     unsigned pa[M / 16][4], ds[M / 16][4];
@@ -264,8 +283,17 @@ __device__ void wg_bwd_dkdv(const bwd_params& p) {
 #pragma unroll
       for (int i = 0; i < M / 2; ++i) x[i] = wg_unpacked<C::BF16, M>(pa, i) * (x[i] - delta[8 * (i / 4) + 2 * t + i % 2]);
       wg_pack<C::BF16, M>(ds, x);
-      wg_regs_rows<C, M>(dk, ds, q_stage(s));  // dK += dS^T Q
-      if constexpr (C::ATOMIC_DQ) wg_add_dq<C>(p, batch, steps.head(it), m0, ds, ds_smem, k_smem);
+      if constexpr (C::ATOMIC_DQ) {  // dQ's product first, its atomics while dK's product runs
+        wg_store_ds<C>(ds, ds_smem);
+        float dq[C::DQ_N / 2];
+        wg_issue_dq<C>(dq, ds_smem, k_smem);
+        wg_regs_rows<C, M>(dk, ds, q_stage(s));  // dK += dS^T Q
+        wg_wait<1>();
+        wg_fence_operand(dq);
+        wg_add_dq<C>(p, batch, steps.head(it), m0, dq);
+      } else {
+        wg_regs_rows<C, M>(dk, ds, q_stage(s));  // dK += dS^T Q
+      }
       wg_wait<0>();
       wg_fence_operand(dk);
       wg_hold(ds);

@@ -34,8 +34,8 @@ inline const std::vector<backward_defect>& backward_defects() {
        "(x[i] - 0.f * delta[8 * (i / 4) + 2 * t + i % 2])", wg},
       {"atomic dQ: the sum not zeroed", "fa2_bwd.cuh", "if constexpr (ZERO_DQ)", "if constexpr (false && ZERO_DQ)",
        atomic},
-      {"atomic dQ: the second 8 rows of each 16 dropped", "wgmma_bwd.cuh", "if (row >= p.q_len) continue;",
-       "if (row >= p.q_len || h == 1) continue;", atomic},
+      {"atomic dQ: the odd lanes' rows dropped", "wgmma_bwd.cuh", "if (row >= p.q_len) continue;",
+       "if (row >= p.q_len || odd) continue;", atomic},
       {"atomic dQ: the scale left out of even columns", "wgmma_bwd.cuh", "pack2<BF16>(x.x * p.softmax_scale,",
        "pack2<BF16>(x.x,", atomic},
   };

@@ -32,10 +32,11 @@ __device__ __forceinline__ void fence_proxy_async() {
 __device__ __forceinline__ void st_shared_u32(unsigned addr, unsigned value) {
   asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(addr), "r"(value) : "memory");
 }
-/// *at += (a, b): two adjacent floats added atomically in global memory (sm_90's vector reduction),
-/// unordered against other threads' (the sum's rounding depends on their order).
-__device__ __forceinline__ void red_add_v2(float* at, float a, float b) {
-  asm volatile("red.global.add.v2.f32 [%0], {%1, %2};\n" ::"l"(at), "f"(a), "f"(b) : "memory");
+/// *at += (a, b, c, d): four adjacent floats (16-byte aligned) added atomically in global memory
+/// (sm_90's vector reduction), unordered against other threads' (the sum's rounding depends on
+/// their order).
+__device__ __forceinline__ void red_add_v4(float* at, float a, float b, float c, float d) {
+  asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(at), "f"(a), "f"(b), "f"(c), "f"(d) : "memory");
 }
 
 // --- registers ---------------------------------------------------------------------------------

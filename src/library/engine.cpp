@@ -105,19 +105,20 @@ engine::cached_plan engine::make_plan(const problem& s, const attn_k::fwd_params
   std::shared_ptr<device_buffer> workspace;
   if (const int64_t floats = split_workspace_floats(s, c.config.splits); floats > 0) {
     // During a capture its own (forward() zeroes its counters in every graph that captures it).
-    workspace = capturing ? std::make_shared<device_buffer>(m_rt, floats * 4) : stream_workspace(stream, floats);
+    workspace = capturing ? std::make_shared<device_buffer>(m_rt, floats * 4) : stream_workspace(stream, floats, workspace_use::split_kv);
     with_workspace.o_partial = workspace->as<float>();
     with_workspace.workspace_floats = floats;
   }
   return {plan_launch(*slot.variant, slot.rec, s, with_workspace, m_gpu), {c, slot.from_bundle}, workspace};
 }
 
-std::shared_ptr<device_buffer> engine::stream_workspace(stream_t stream, int64_t floats) {
+std::shared_ptr<device_buffer> engine::stream_workspace(stream_t stream, int64_t floats, workspace_use use) {
   std::lock_guard lock(m_mutex);
-  auto& w = m_workspaces[{stream, floats}];
-  if (!w) {  // split-KV's counters start at 0 (the kernels leave them 0), ordered before its first use
+  auto& w = m_workspaces[{stream, floats, use}];
+  if (!w) {
     w = std::make_shared<device_buffer>(m_rt, floats * 4);
-    m_rt.memset_async(w->get(), 0, split_counter_bytes(), stream);
+    // split-KV's counters start at 0 (the kernels leave them 0), ordered before its first use
+    if (use == workspace_use::split_kv) m_rt.memset_async(w->get(), 0, split_counter_bytes(), stream);
   }
   return w;
 }
@@ -206,7 +207,7 @@ tuned_choice engine::backward(const problem& shape, const attn_k::bwd_params& pa
     std::lock_guard lock(m_mutex);
     m_captured_workspaces.push_back(workspace);
   } else {
-    workspace = stream_workspace(stream, dq_accum_bytes(s) / 4);
+    workspace = stream_workspace(stream, dq_accum_bytes(s) / 4, workspace_use::dq_sum);
   }
   attn_k::bwd_params with_workspace = params;
   with_workspace.dq_accum = workspace->as<float>();

@@ -9,6 +9,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "backend/resources.hpp"
@@ -82,9 +83,12 @@ class engine {
   };
   backward_plan make_backward_plan(const problem& s, stream_t stream);
   cached_plan make_plan(const problem& s, const attn_k::fwd_params& params, stream_t stream, bool capturing);
-  /// The split-KV workspace of eager calls on `stream` of `floats` floats: calls on one stream run
-  /// one after another, so they share it, whatever their tensors.
-  std::shared_ptr<device_buffer> stream_workspace(stream_t stream, int64_t floats);
+  /// What a stream workspace holds: split-KV's counters and partial outputs (its counters must stay
+  /// zero between calls), or the atomic-dQ backward's fp32 sum (left as the last call summed it).
+  enum class workspace_use { split_kv, dq_sum };
+  /// The workspace of eager calls on `stream` of `floats` floats for one use: calls on one stream
+  /// run one after another, so they share it, whatever their tensors.
+  std::shared_ptr<device_buffer> stream_workspace(stream_t stream, int64_t floats, workspace_use use);
 
   const device_runtime& m_rt;
   gpu_info m_gpu;
@@ -101,7 +105,7 @@ class engine {
   /// their workspaces are kept for the context's life (nothing is freed while a graph may use it).
   std::map<std::string, cached_plan> m_captured_plans;
   /// stream_workspace's, kept for the context's life (freeing one would synchronize).
-  std::map<std::pair<stream_t, int64_t>, std::shared_ptr<device_buffer>> m_workspaces;
+  std::map<std::tuple<stream_t, int64_t, workspace_use>, std::shared_ptr<device_buffer>> m_workspaces;
   /// The atomic-dQ workspaces of backward calls made during a capture (kept as m_captured_plans).
   std::vector<std::shared_ptr<device_buffer>> m_captured_workspaces;
 };
