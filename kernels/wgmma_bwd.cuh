@@ -13,7 +13,8 @@
 // cores' swizzled layout (common/swizzle.cuh), filled by cp.async through a STAGES-deep ring that
 // every thread loads (fa2_bwd.cuh's bwd_ring, dkdv_steps); the products of a step run in order
 // (issue, wait), the next step's tiles landing meanwhile. P^T is packed to the element type before dP^T is computed and widened again for
-// dS^T (its fp32 scores die early, as in fa2_bwd). Masks, LSE and delta as in fa2_bwd.cuh.
+// dS^T (its fp32 scores die early, as in fa2_bwd). Masks (causal, sliding windows: hidden()), LSE
+// and delta as in fa2_bwd.cuh.
 //
 // Atomic dQ (wg_bwd_config's ATOMIC_DQ, "-dq_atomic" variants): five products instead of seven. The
 // dK/dV kernel also stores each step's packed dS^T to shared memory and multiplies it (A, MN-major)
@@ -239,6 +240,10 @@ __device__ void wg_bwd_dkdv(const bwd_params& p) {
   wg_load_rows<C>(v_smem, static_cast<const elem_bits*>(p.v) + kv_at, p.kv_row_stride, n0, p.kv_len, C::BLOCK_N);
 
   const dkdv_steps<M, C::CAUSAL> steps(p, kv_head, n0);
+  // A causal problem's right side is 0 (the diagonal): only a left side, or a right one without
+  // causal, is a window. A window masks every tile (its sides cut tiles anywhere; the loops keep
+  // the causal range, a superset); else causal masks the tiles the diagonal crosses (fa2_bwd's rule).
+  const bool windowed = p.window_left >= 0 || (!C::CAUSAL && p.window_right >= 0);
   auto load = [&](int it) {
     const int head = steps.head(it), m0 = steps.m0(it), s = it % C::STAGES;
     const long long q_at = batch * p.q_batch_stride + head * p.q_head_stride;
@@ -259,7 +264,7 @@ __device__ void wg_bwd_dkdv(const bwd_params& p) {
     wg_rows_rows<C, M, C::BLOCK_N>(x, k_smem, wg * 64, q_stage(s));
     wg_wait<0>();
     wg_fence_operand(x);
-    const bool masked = C::CAUSAL && m0 + offset < n0 + C::BLOCK_N - 1;
+    const bool masked = windowed || (C::CAUSAL && m0 + offset < n0 + C::BLOCK_N - 1);
     // Keys past kv_len (zero rows of K and V): their P^T could be inf (exp2 of -LSE), which dQ's
     // product would turn into NaN (inf x 0); the others never store those keys' rows.
     const bool tail = C::ATOMIC_DQ && n0 + C::BLOCK_N > p.kv_len;
@@ -267,7 +272,7 @@ __device__ void wg_bwd_dkdv(const bwd_params& p) {
     for (int i = 0; i < M / 2; ++i) {
       const int col = 8 * (i / 4) + 2 * t + i % 2, key = key0 + 8 * (i / 2 % 2);
       float v = exp2f(x[i] * p.scale_log2 - lse2[col]);
-      if (masked && key > m0 + col + offset) v = 0.f;
+      if (masked && hidden<C::CAUSAL>(p, m0 + col + offset, key)) v = 0.f;
       if (tail && key >= p.kv_len) v = 0.f;
       x[i] = v;
     }
@@ -344,6 +349,7 @@ __device__ void wg_bwd_dq(const bwd_params& p) {
   float dq[C::D / 2];
 #pragma unroll
   for (int i = 0; i < C::D / 2; ++i) dq[i] = 0.f;
+  const bool windowed = p.window_left >= 0 || (!C::CAUSAL && p.window_right >= 0);  // as in wg_bwd_dkdv
   bwd_ring<C::STAGES, true>(dq_key_tiles<C::BLOCK_M, N, C::CAUSAL>(p, m0), load, [&](int j, int s) {
     const int n0 = j * N;
     float x[N / 2], dp[N / 2];
@@ -352,12 +358,12 @@ __device__ void wg_bwd_dq(const bwd_params& p) {
     wg_wait<0>();
     wg_fence_operand(x);
     wg_fence_operand(dp);
-    const bool masked = n0 + N > p.kv_len || (C::CAUSAL && n0 + N - 1 > m0 + offset);
+    const bool masked = windowed || n0 + N > p.kv_len || (C::CAUSAL && n0 + N - 1 > m0 + offset);
 #pragma unroll
     for (int i = 0; i < N / 2; ++i) {
       const int h = i / 2 % 2, n = n0 + 8 * (i / 4) + 2 * t + i % 2;
       float pv = exp2f(x[i] * p.scale_log2 - lse2[h]);
-      if (masked && (n >= p.kv_len || (C::CAUSAL && n > i0 + 8 * h + offset))) pv = 0.f;
+      if (masked && (n >= p.kv_len || hidden<C::CAUSAL>(p, i0 + 8 * h + offset, n))) pv = 0.f;
       x[i] = pv * (dp[i] - delta[h]);
     }
     unsigned ds[N / 16][4];

@@ -31,7 +31,7 @@ struct bwd_params {
   float softmax_scale;  ///< 1 / sqrt(D) by default
   /// A sliding window, as the forward's (bottom-right: query i sees key j when i + kv_len - q_len -
   /// window_left <= j <= i + kv_len - q_len + window_right); -1 = no limit on that side. Causal
-  /// is a window_right of 0. The fa2 backward takes it; the wgmma backward does not yet.
+  /// is a window_right of 0. Both backward families take it.
   int window_left, window_right;
 };
 

@@ -76,9 +76,6 @@ std::optional<std::string> wgmma_reject(const backward_config& c, const problem&
   if (limits.cc_major != 9 || limits.cc_minor != 0)
     return std::string("the wgmma backward runs on sm_90a only (Hopper's warpgroup MMA)");
   if (s.head_dim % 16 != 0) return fmt::format("head dim {}: the wgmma backward takes multiples of 16", s.head_dim);
-  if (has_window(s))
-    return fmt::format("a sliding window (window_left {}, window_right {}): the wgmma backward takes none yet (fa2's does)",
-                       s.window_left, s.window_right);
   if (c.kv_warps % 4 != 0 || c.kv_block_n != 16 * c.kv_warps)
     return fmt::format("dK/dV kernel: {} keys over {} warps: the wgmma backward gives each warpgroup 64 keys",
                        c.kv_block_n, c.kv_warps);

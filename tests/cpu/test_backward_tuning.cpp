@@ -110,8 +110,8 @@ TEST(backward_tuning, compile_only_builds_the_backwards_variants_as_backward_rec
   EXPECT_EQ(r.compiled, 2);
 }
 
-// A sliding window: fa2's backward variants take it, wgmma's are pruned naming it.
-TEST(backward_tuning, a_window_runs_on_fa2s_backward_and_wgmma_prunes_it) {
+// A sliding window: both families' backward variants take it (the atomic-dQ ones too).
+TEST(backward_tuning, a_window_runs_on_both_families_backward) {
   problem s = small(attention_pass::bwd);
   s.window_left = 48, s.window_right = -1;  // causal: the right side is the diagonal
   EXPECT_FALSE(backward_refusal(s).has_value());
@@ -124,9 +124,11 @@ TEST(backward_tuning, a_window_runs_on_fa2s_backward_and_wgmma_prunes_it) {
   EXPECT_EQ(fa2.records[0].status, status::compiled) << fa2.records[0].message;
   EXPECT_EQ(fa2.records[0].shape.window_left, 48);
   o.family = "wgmma";
-  o.backward_configs = {parse_backward_config("wg_kv_m64_n64_w4_s2-q_m64_n64_w4_s2")};
-  const std::string why = invalid_input_message([&] { compile_only(s, "sm_90a", cache, o); });
-  EXPECT_TRUE(contains(why, "window_left 48") && contains(why, "wgmma backward")) << why;
+  o.backward_configs = {parse_backward_config("wg_kv_m64_n64_w4_s2-q_m64_n64_w4_s2"),
+                        parse_backward_config("wg_kv_m64_n64_w4_s2-dq_atomic")};
+  const tune_result wg = compile_only(s, "sm_90a", cache, o);
+  ASSERT_EQ(wg.records.size(), 2u);
+  for (const record& r : wg.records) EXPECT_EQ(r.status, status::compiled) << config_name(r) << ": " << r.message;
 }
 
 // --deterministic leaves the atomic-dQ variants out of the defaults and refuses one given by name.

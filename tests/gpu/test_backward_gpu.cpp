@@ -137,7 +137,7 @@ problem shape(int64_t b, int64_t h, int64_t hkv, int64_t nq, int64_t nkv, int64_
   s.dtype = t, s.layout = l;
   return s;
 }
-// A sliding window (the fa2 backward's; the wgmma backward refuses it).
+// A sliding window (both families' backward take it).
 problem windowed(problem s, int64_t left, int64_t right) {
   s.window_left = left, s.window_right = right;
   return s;
