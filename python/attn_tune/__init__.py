@@ -22,11 +22,14 @@ Training (libattn_tune API version 7, attn_tune_backward):
 
 attention(q, k, v, causal=False, softmax_scale=None, table=None) takes PyTorch tensors as forward
 does (GQA/MQA through fewer k/v heads; head dims multiples of 8 up to 256) and nothing the backward
-does not take yet (a KV cache, a window, softcap, V's own head dim, packed batches). Its gradients
-come from the custom op torch.ops.attn_tune.backward, registered as the autograd formula of
+does not take yet (a KV cache, softcap, V's own head dim, packed batches). Its gradients come from
+the custom op torch.ops.attn_tune.backward, registered as the autograd formula of
 torch.ops.attn_tune.forward (torch.library.register_autograd; a torch.autograd.Function where
-PyTorch is older than 2.4), so torch.compile traces the forward and the backward. The backward is
-deterministic (a rerun gives bit-identical gradients) and runs on the current CUDA stream.
+PyTorch is older than 2.4), so torch.compile traces the forward and the backward. A sliding window
+has gradients too: forward(q, k, v, window_size=(left, right)) with inputs that require grad (with
+PyTorch >= 2.4). The backward runs on the current CUDA stream; it is deterministic (a rerun gives
+bit-identical gradients) with the library's fallback variants and any tuned variant whose name does
+not end in -dq_atomic (see attention).
 """
 import ctypes
 import math
@@ -313,9 +316,10 @@ def _contiguous_strides(shape, bshd):
     return (n * h * d, d, h * d, 1) if bshd else (h * n * d, n * d, d, 1)
 
 
-def _backward_call(torch, d_o, q, k, v, o, lse, causal, table, softmax_scale):
+def _backward_call(torch, d_o, q, k, v, o, lse, causal, table, softmax_scale, window_left=-1, window_right=-1):
     """(dq, dk, dv) of the attention whose forward gave (o, lse): attn_tune_backward on the current
-    CUDA stream, every tensor contiguous in q's layout (copied there where it is not)."""
+    CUDA stream, every tensor contiguous in q's layout (copied there where it is not). window_left and
+    window_right: the forward's window_size (-1, -1: none), set in the problem as the forward's."""
     bshd = _grad_layout(q)
     q, k, v, o = (_in_layout(t, bshd) for t in (q, k, v, o))
     d_o = _in_layout(d_o.to(q.dtype), bshd)  # autocast or a float32 loss may hand back another dtype
@@ -328,7 +332,8 @@ def _backward_call(torch, d_o, q, k, v, o, lse, causal, table, softmax_scale):
         # The strides the copies above made, whatever a dimension of one element says.
         info.strides = _contiguous_strides(info.shape, bshd)
         infos.append(info)
-    problem = make_problem(*infos, causal, softmax_scale)  # shapes, heads, dtypes, scale: named errors
+    # shapes, heads, dtypes, scale: named errors; the window's fields as the forward sets them (make_problem's)
+    problem = make_problem(*infos, causal, softmax_scale, variant=(window_left, window_right, 0.0))
     # All strides 0: contiguous in the layout, which the C backward requires (and q's layout is not
     # read from strides where H or N is 1).
     problem.layout = _capi.BSHD if bshd else _capi.BHSD
@@ -344,10 +349,10 @@ def _backward_call(torch, d_o, q, k, v, o, lse, causal, table, softmax_scale):
     return dq, dk, dv
 
 
-def _backward_refusal(q, v, cache_seqlens, block_table, window_left, window_right, softcap):
-    """What of a forward call the backward does not take yet, named ("" when nothing)."""
+def _backward_refusal(q, v, cache_seqlens, block_table, softcap):
+    """What of a forward call the backward does not take yet, named ("" when nothing; a window it takes)."""
     refused = (("cache_seqlens", cache_seqlens is not None), ("block_table", block_table is not None),
-               ("window_size", (window_left, window_right) != (-1, -1)), ("softcap", softcap != 0.0),
+               ("softcap", softcap != 0.0),
                ("a V head dim of its own (dv != d)", v.shape[3] != q.shape[3]))
     return ", ".join(name for name, used in refused if used)
 
@@ -359,13 +364,13 @@ def _register_backward(torch):
 
     @torch.library.custom_op("attn_tune::backward", mutates_args=())
     def _bwd_op(d_o: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor,
-                lse: torch.Tensor, causal: bool, table: str,
-                softmax_scale: float) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+                lse: torch.Tensor, causal: bool, table: str, softmax_scale: float, window_left: int = -1,
+                window_right: int = -1) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         return _backward_call(torch, d_o, q, k, v, o, lse, causal, table or None,
-                              softmax_scale if softmax_scale != 0.0 else None)
+                              softmax_scale if softmax_scale != 0.0 else None, window_left, window_right)
 
     @_bwd_op.register_fake
-    def _(d_o, q, k, v, o, lse, causal, table, softmax_scale):
+    def _(d_o, q, k, v, o, lse, causal, table, softmax_scale, window_left=-1, window_right=-1):
         bshd = _grad_layout(q)
         return tuple(_empty_in_layout(torch, t.shape, bshd, t.dtype, t.device) for t in (q, k, v))
 
@@ -377,15 +382,17 @@ def _register_backward(torch):
         ctx.mark_non_differentiable(lse)
         ctx.save_for_backward(q, k, v, o, lse)
         ctx.causal, ctx.table, ctx.softmax_scale = causal, table, softmax_scale
+        ctx.window_left, ctx.window_right = window_left, window_right
         # Refused at backward, not here: a forward that works today with inputs requiring grad
-        # (a window, a KV cache) keeps working as long as nothing asks for its gradient.
-        ctx.refused = _backward_refusal(q, v, cache_seqlens, block_table, window_left, window_right, softcap)
+        # (a KV cache, softcap) keeps working as long as nothing asks for its gradient.
+        ctx.refused = _backward_refusal(q, v, cache_seqlens, block_table, softcap)
 
     def backward(ctx, d_o, d_lse):
         if ctx.refused:
             raise NotImplementedError(f"attn_tune's backward does not take {ctx.refused} yet (the forward ran with it)")
         q, k, v, o, lse = ctx.saved_tensors
-        dq, dk, dv = _bwd_op(d_o, q, k, v, o, lse, ctx.causal, ctx.table, ctx.softmax_scale)
+        dq, dk, dv = _bwd_op(d_o, q, k, v, o, lse, ctx.causal, ctx.table, ctx.softmax_scale, ctx.window_left,
+                             ctx.window_right)
         return dq, dk, dv, None, None, None, None, None, None, None, None  # one per input of the forward op
 
     _torch_backward_op = _bwd_op
@@ -396,7 +403,8 @@ def _register_backward(torch):
 
 def _make_autograd_function(torch):
     """attention's torch.autograd.Function where attn_tune::forward has no autograd formula (a
-    PyTorch older than 2.4): the forward's and the backward's implementations, without the ops."""
+    PyTorch older than 2.4): the forward's and the backward's implementations, without the ops
+    (attention's arguments only: no window, which the backward's defaults leave off)."""
 
     class AttentionFunction(torch.autograd.Function):
         @staticmethod
@@ -439,9 +447,10 @@ def forward_with_lse(q, k, v, causal=False, table=None, softmax_scale=None, out=
     with causal=True, right is 0 or -1); softcap=C caps each score to C * tanh(score / C) after the
     scale (0: off).
 
-    With PyTorch >= 2.4, O is differentiable where the backward takes the call (see attention):
-    a gradient through a KV cache, a window, softcap or V's own head dim raises NotImplementedError
-    when it is asked for; the LSE never requires grad."""
+    With PyTorch >= 2.4, O is differentiable where the backward takes the call (see attention),
+    a sliding window included (its gradients are the windowed attention's): a gradient through a
+    KV cache, softcap or V's own head dim raises NotImplementedError when it is asked for; the LSE
+    never requires grad."""
     variant = NO_VARIANT if window_size is _NO_WINDOW and softcap is _NO_SOFTCAP else variant_of(window_size, softcap)
     if _is_torch(q):
         if out is not None or lse is not None:  # refused, never ignored: the op allocates both
@@ -483,10 +492,14 @@ def attention(q, k, v, causal=False, softmax_scale=None, table=None):
     and MQA when kv_heads < H), bf16 or fp16 on a CUDA device, in either memory layout; D a
     multiple of 8 up to 256. softmax_scale: None for 1/sqrt(D); table: a tuned table's path (its
     pass bwd entries choose the backward's variant, its forward entries the forward's). The
-    backward (libattn_tune API version 7) is deterministic: a rerun gives bit-identical gradients.
-    It copies q, k, v, O and dO into one contiguous layout (q's) where they are not. What the
-    backward does not take yet is no parameter here: a KV cache, a window, softcap, V's own head
-    dim, packed batches (forward and flash_attn_varlen_func run those, without gradients).
+    backward (libattn_tune API version 7) is deterministic (a rerun gives bit-identical gradients)
+    with the library's fallback variants and any variant whose name does not end in -dq_atomic; a
+    table that names an atomic-dQ variant (-dq_atomic: dQ summed with fp32 atomics) gives gradients
+    that can differ in the last bits between reruns. It copies q, k, v, O and dO into one
+    contiguous layout (q's) where they are not. A sliding window is no parameter here: forward(q,
+    k, v, window_size=(left, right)) takes it, with gradients (PyTorch >= 2.4). What the backward
+    does not take yet is no parameter either: a KV cache, softcap, V's own head dim, packed batches
+    (forward and flash_attn_varlen_func run those, without gradients).
     Bad arguments raise TypeError or ValueError naming them; no PyTorch, ImportError."""
     for t, name in ((q, "q"), (k, "k"), (v, "v")):
         if not _is_torch(t):

@@ -9,6 +9,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
+#include <regex>
 #include <random>
 
 #include <fmt/format.h>
@@ -279,12 +281,18 @@ TEST_F(backward_gpu, reruns_are_bit_identical) {
   EXPECT_TRUE(first.dq == second.dq && first.dk == second.dk && first.dv == second.dv);
 }
 
+// ATTN_TUNE_BACKWARD_VARIANTS (a regex over variant names) narrows the check to those variants, for
+// a short device session (the count floor then drops to 1).
 void check_every_variant(backward_gpu& t, bool wgmma, int at_least) {
+  const char* only = std::getenv("ATTN_TUNE_BACKWARD_VARIANTS");
+  const std::regex keep(only ? only : "");
+  if (only) at_least = 1;
   int checked = 0, seed = 1234;
   for (const backward_case& bc : cases()) {
     const backward_run run(t.rt(), bc.s, seed++);
     for (const backward_config& c : backward_default_configs(bc.s)) {
       if (c.wgmma != wgmma || backward_reject(c, bc.s, t.m_gpu.limits)) continue;
+      if (only && !std::regex_search(name(c), keep)) continue;
       const loaded_backward b = t.build(t.m_cache, c, bc.s);
       const std::string why = run.check(run.run(b));
       EXPECT_EQ(why, "") << bc.what << " " << describe(bc.s) << " " << name(c);

@@ -3,8 +3,9 @@ python_package_cpu): the choice struct of API version 7 (the variant at its end)
 __all__ with only the arguments the backward takes and its argument checks, a clear ImportError
 without PyTorch, the API-version guard of attn_tune_backward (a fake library of version 6), and
 what the backward hands the C call: each tensor contiguous in q's layout (copied only where it is
-not), the problem's layout with strides 0, the pointers in the header's order (fake tensors and a
-fake torch stand in). ATTN_TUNE_TEST_LIBRARY names a built libattn_tune.so of version 6 or 7."""
+not), the problem's layout with strides 0, a window's fields as the forward sets them, the
+pointers in the header's order (fake tensors and a fake torch stand in); the backward's refusals
+(a window is none of them). ATTN_TUNE_TEST_LIBRARY names a built libattn_tune.so of version 6 or 7."""
 import ctypes
 import inspect
 import math
@@ -15,7 +16,7 @@ import types
 import unittest
 
 import attn_tune
-from attn_tune import _capi
+from attn_tune import _capi, tensors
 
 LIBRARY = os.environ.get("ATTN_TUNE_TEST_LIBRARY", "")
 BACKWARD_VARIANT = "kv_m32_n64_w4_s2-q_m64_n64_w4_s2"
@@ -168,9 +169,15 @@ class TheAttentionFunction(unittest.TestCase):
 
     def test_the_refusals_of_the_backward_are_named(self):
         q, v = TorchLike((1, 8, 64, 192)), TorchLike((1, 2, 64, 128))
-        self.assertEqual(attn_tune._backward_refusal(q, TorchLike((1, 2, 64, 192)), None, None, -1, -1, 0.0), "")
-        self.assertEqual(attn_tune._backward_refusal(q, v, object(), None, 128, 0, 30.0),
-                         "cache_seqlens, window_size, softcap, a V head dim of its own (dv != d)")
+        self.assertEqual(attn_tune._backward_refusal(q, TorchLike((1, 2, 64, 192)), None, None, 0.0), "")
+        self.assertEqual(attn_tune._backward_refusal(q, v, object(), object(), 30.0),
+                         "cache_seqlens, block_table, softcap, a V head dim of its own (dv != d)")
+
+    def test_a_window_is_no_refusal(self):
+        # The backward takes a window: it has no say in the refusals, and none of them names it.
+        self.assertNotIn("window", list(inspect.signature(attn_tune._backward_refusal).parameters))
+        q, v = TorchLike((1, 8, 64, 192)), TorchLike((1, 2, 64, 128))
+        self.assertNotIn("window", attn_tune._backward_refusal(q, v, object(), object(), 30.0))
 
 
 # A fake torch for the backward's own work (_backward_call): tensors of shape and strides only.
@@ -251,9 +258,9 @@ class TheBackwardCall(unittest.TestCase):
     def tearDown(self):
         attn_tune.context = self.saved
 
-    def run_backward(self, q, k, v, o, d_o, causal=True):
+    def run_backward(self, q, k, v, o, d_o, causal=True, window=None):
         lse = Tensor((q.shape[0], q.shape[1], q.shape[2]), dtype="torch.float32")
-        grads = attn_tune._backward_call(FakeTorch(), d_o, q, k, v, o, lse, causal, "t.csv", 0.5)
+        grads = attn_tune._backward_call(FakeTorch(), d_o, q, k, v, o, lse, causal, "t.csv", 0.5, *(window or ()))
         (call,) = self.calls
         call["lse"] = lse
         return grads, call
@@ -300,6 +307,24 @@ class TheBackwardCall(unittest.TestCase):
         self.assertEqual(ptrs[:4], tuple(t.pointer for t in (q, k, v, o)))
         self.assertNotEqual(ptrs[5], d_o.pointer, "copied to an aligned buffer")
         self.assertEqual((problem.layout, problem.causal), (_capi.BHSD, 0))
+
+    def test_the_window_reaches_the_problem_as_the_forwards(self):
+        q, k, v, o, d_o = (Tensor((1, 4, 256, 64)) for _ in range(5))
+        for causal, window in ((True, None), (False, (-1, -1)), (True, (64, 0)), (True, (64, -1)),
+                               (False, (40, 24)), (False, (-1, 7))):
+            self.calls.clear()
+            _, call = self.run_backward(q, k, v, o, d_o, causal=causal, window=window)
+            problem = call["args"][10]
+            info = [tensors.describe(t, name) for t, name in ((q, "q"), (k, "k"), (v, "v"))]
+            forward = tensors.make_problem(*info, causal, 0.5, variant=(*(window or (-1, -1)), 0.0))
+            with self.subTest(causal=causal, window=window):
+                self.assertEqual((problem.window, problem.window_left, problem.window_right, problem.softcap),
+                                 (forward.window, forward.window_left, forward.window_right, 0.0))
+                self.assertEqual(problem.window, 0 if window in (None, (-1, -1)) else 1)
+                if problem.window:
+                    self.assertEqual((problem.window_left, problem.window_right), window)
+        with self.assertRaisesRegex(ValueError, r"window_size \(64, 8\) with causal=True"):
+            self.run_backward(q, k, v, o, d_o, causal=True, window=(64, 8))
 
     def test_mismatches_are_named(self):
         q, k = Tensor((1, 8, 64, 64)), Tensor((1, 3, 64, 64))

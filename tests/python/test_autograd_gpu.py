@@ -3,10 +3,12 @@ libattn_tune with attn_tune_backward, API version 7; under ATTN_TUNE_REQUIRE_GPU
 without it fails instead): O, dQ, dK and dV against SDPA's in float32 on the same inputs under
 FlashAttention's rule (the error at most twice that of SDPA run in the inputs' precision, plus
 1e-3), causal (bottom-right) and not, GQA and MQA, cross-attention, fp16 and bf16, N not a
-multiple of 64, both memory layouts, a non-default scale; bit-identical reruns; the choice of the
-C call (the fallback variant); torch.compile of a function calling attention, forward and
-backward, equal to eager; the ops' fake implementations (FakeTensorMode, and torch.library.opcheck
-where this PyTorch has it); what the backward refuses."""
+multiple of 64, both memory layouts, a non-default scale; sliding windows through
+forward(window_size=) against SDPA with the window's boolean mask (causal and two-sided,
+cross-attention, GQA); bit-identical reruns; the choice of the C call (the fallback variant);
+torch.compile of a function calling attention, forward and backward, equal to eager; the ops' fake
+implementations (FakeTensorMode, and torch.library.opcheck where this PyTorch has it, a window's
+too); what the backward refuses (softcap)."""
 import os
 import unittest
 
@@ -41,11 +43,32 @@ class BackwardRequired(unittest.TestCase):
         self.assertIsNone(MISSING, "ATTN_TUNE_REQUIRE_GPU=1 but the backward tests would skip")
 
 
-def sdpa(q, k, v, causal, scale=None):
-    """PyTorch's attention with GQA (k and v repeated) and a bottom-right causal mask."""
+def window_mask(n_q, n_kv, causal, window, device):
+    """The boolean mask (True = attend) of window_size=(left, right): query i sees key j when
+    i + N_kv - N_q - left <= j <= i + N_kv - N_q + right (-1: no limit), causal a right of 0."""
+    left, right = window
+    i = torch.arange(n_q, device=device)[:, None] + n_kv - n_q
+    j = torch.arange(n_kv, device=device)[None, :]
+    mask = torch.ones(n_q, n_kv, dtype=torch.bool, device=device)
+    if left >= 0:
+        mask &= j >= i - left
+    if right >= 0:
+        mask &= j <= i + right
+    if causal:
+        mask &= j <= i
+    return mask
+
+
+def sdpa(q, k, v, causal, scale=None, window=None):
+    """PyTorch's attention with GQA (k and v repeated) and a bottom-right causal mask; with window,
+    the window's explicit boolean mask."""
     group = q.shape[1] // k.shape[1]
     k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
     n_q, n_kv = q.shape[2], k.shape[2]
+    if window is not None:
+        mask = window_mask(n_q, n_kv, causal, window, q.device)
+        assert mask.any(dim=1).all(), "every query sees a key (SDPA gives NaN for a row with none)"
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale)
     if causal and n_q != n_kv:  # SDPA's is_causal is top-left: the mask, with True = attend
         i = torch.arange(n_q, device=q.device)[:, None] + n_kv - n_q
         mask = torch.arange(n_kv, device=q.device)[None, :] <= i
@@ -74,13 +97,19 @@ def inputs(b, h, h_kv, n_q, n_kv, d, dtype, bshd=False, seed=0):
 
 @unittest.skipIf(MISSING, MISSING or "")
 class Gradients(unittest.TestCase):
-    def check(self, b, h, h_kv, n_q, n_kv, d, causal, dtype=None, bshd=False, scale=None):
+    def check(self, b, h, h_kv, n_q, n_kv, d, causal, dtype=None, bshd=False, scale=None, window=None):
+        """attention's gradients, or with window forward(window_size=window)'s (attention takes no window)."""
         dtype = dtype or torch.bfloat16
         q, k, v, d_o = inputs(b, h, h_kv, n_q, n_kv, d, dtype, bshd)
-        what = f"B{b} H{h}/{h_kv} N{n_q}x{n_kv} D{d} causal={causal} {dtype} bshd={bshd} scale={scale}"
-        ours = run(lambda q, k, v: attn_tune.attention(q, k, v, causal=causal, softmax_scale=scale), q, k, v, d_o)
-        exact = run(lambda q, k, v: sdpa(q, k, v, causal, scale), q.float(), k.float(), v.float(), d_o.float())
-        low = run(lambda q, k, v: sdpa(q, k, v, causal, scale), q, k, v, d_o)
+        what = f"B{b} H{h}/{h_kv} N{n_q}x{n_kv} D{d} causal={causal} {dtype} bshd={bshd} scale={scale} window={window}"
+        if window is None:
+            attend = lambda q, k, v: attn_tune.attention(q, k, v, causal=causal, softmax_scale=scale)  # noqa: E731
+        else:
+            attend = lambda q, k, v: attn_tune.forward(q, k, v, causal=causal, softmax_scale=scale,  # noqa: E731
+                                                       window_size=window)
+        ours = run(attend, q, k, v, d_o)
+        exact = run(lambda q, k, v: sdpa(q, k, v, causal, scale, window), q.float(), k.float(), v.float(), d_o.float())
+        low = run(lambda q, k, v: sdpa(q, k, v, causal, scale, window), q, k, v, d_o)
         for name, got, want, base, like in zip(("O", "dQ", "dK", "dV"), ours, exact, low, (q, q, k, v)):
             self.assertEqual((tuple(got.shape), got.dtype), (tuple(like.shape), dtype), f"{what}: {name}")
             error = (got.float() - want).abs().max().item()
@@ -112,6 +141,21 @@ class Gradients(unittest.TestCase):
         self.check(2, 8, 2, 256, 256, 64, causal=True, bshd=True)
         self.check(1, 4, 2, 160, 160, 96, causal=True, scale=0.3)
         self.check(1, 4, 4, 128, 128, 256, causal=True)  # above D = 128: the other fallback
+
+    def test_sliding_windows(self):
+        self.check(2, 8, 8, 256, 256, 64, causal=True, window=(64, 0))
+        self.check(2, 8, 8, 256, 256, 64, causal=False, window=(40, 24))
+        self.check(1, 4, 4, 300, 300, 64, causal=True, window=(64, -1))  # causal: a right of -1 is 0
+        self.check(1, 4, 4, 256, 256, 64, causal=False, window=(-1, 24))  # one side only
+        self.check(1, 4, 4, 256, 256, 64, causal=False, window=(40, -1))
+
+    def test_sliding_windows_gqa_cross_attention_layouts_and_dtypes(self):
+        self.check(2, 8, 2, 256, 256, 128, causal=True, window=(64, 0))
+        self.check(1, 4, 2, 128, 320, 64, causal=True, window=(64, 0))  # bottom-right: queries see keys 128..319
+        self.check(1, 4, 2, 200, 333, 64, causal=False, window=(40, 24))
+        self.check(1, 8, 2, 300, 300, 64, causal=False, window=(40, 24), bshd=True, scale=0.3)
+        self.check(1, 8, 2, 333, 333, 64, causal=True, window=(64, 0), dtype=torch.float16)
+        self.check(1, 4, 4, 256, 256, 256, causal=False, window=(40, 24))  # above D = 128: the other fallback
 
     def test_a_fused_qkv_projection(self):
         # q, k, v as views of one [B, N, H + 2 kv_heads, D] tensor (examples/python/transformer_block.py):
@@ -170,8 +214,11 @@ class Gradients(unittest.TestCase):
 
     def test_what_the_backward_refuses(self):
         q, k, v, d_o = inputs(1, 4, 4, 256, 256, 64, torch.bfloat16, seed=3)
-        with self.assertRaisesRegex(NotImplementedError, "attn_tune's backward does not take window_size"):
-            run(lambda q, k, v: attn_tune.forward(q, k, v, causal=True, window_size=(64, 0)), q, k, v, d_o)
+        with self.assertRaisesRegex(NotImplementedError, "attn_tune's backward does not take softcap"):
+            run(lambda q, k, v: attn_tune.forward(q, k, v, causal=True, softcap=30.0), q, k, v, d_o)
+        # ...while the forward alone runs with it, inputs requiring grad or not.
+        o = attn_tune.forward(*(t.detach().clone().requires_grad_() for t in (q, k, v)), causal=True, softcap=30.0)
+        self.assertEqual(tuple(o.shape), tuple(q.shape))
         with self.assertRaisesRegex(TypeError, "torch.float32 is not supported"):
             attn_tune.attention(q.float(), k.float(), v.float())
         with self.assertRaisesRegex(ValueError, "v's head dim 128 differs from q's 64"):
@@ -233,6 +280,10 @@ class FakeImplementations(unittest.TestCase):
         # The forward with inputs that require grad: its autograd formula (the backward op) too.
         leaves = tuple(t.detach().clone().requires_grad_() for t in (q, k, v))
         torch.library.opcheck(torch.ops.attn_tune.forward.default, (*leaves, True, "", 0.0))
+        # A window: the backward op's window_left and window_right, and the forward's formula passing them on.
+        o, lse = torch.ops.attn_tune.forward(q, k, v, False, "", 0.0, None, None, 40, 24)
+        torch.library.opcheck(torch.ops.attn_tune.backward.default, (d_o, q, k, v, o, lse, False, "", 0.0, 40, 24))
+        torch.library.opcheck(torch.ops.attn_tune.forward.default, (*leaves, True, "", 0.0, None, None, 64, 0))
 
 
 if __name__ == "__main__":
