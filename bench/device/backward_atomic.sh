@@ -4,6 +4,8 @@
 # the tuner's backward tests, then each shape's atomic variants beside the last best non-atomic ones
 # and SDPA's backward by one rule in one process (bench/backward_peers.py).
 #   usage: bash bench/device/backward_atomic.sh     SKIP_TESTS=1: the benchmark only
+#   GTEST_FILTER, ATTN_TUNE_BACKWARD_VARIANTS (a regex: the float64 check's variants), SHAPES,
+#   CONFIGS, BUDGET_S; PYTHON_TESTS=1 also runs tests/python/test_autograd_gpu.py
 set -uo pipefail
 source bench/device/build_tree.sh
 export LD_LIBRARY_PATH=$PWD/.deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
@@ -15,6 +17,11 @@ if [ -z "${SKIP_TESTS:-}" ]; then
   ATTN_TUNE_REQUIRE_GPU=1 timeout 120 build-gpu/attn_library_gpu_tests --gtest_filter='LibraryBackward*' \
     > $OUT/gtest_library_backward.log 2>&1
   echo "library rc=$? $(el)"; grep -E "^\[ *(OK|FAILED|PASSED) |Failure|Which" $OUT/gtest_library_backward.log | head -12
+  if [ -n "${PYTHON_TESTS:-}" ]; then
+    ATTN_TUNE_LIBRARY=$(ls $PWD/build-gpu/libattn_tune.so* | head -1) PYTHONPATH=$PWD/python ATTN_TUNE_REQUIRE_GPU=1 \
+      timeout 120 python3 -m unittest -v tests/python/test_autograd_gpu.py > $OUT/python_autograd.log 2>&1
+    echo "python rc=$? $(el)"; grep -E "FAIL|ERROR|^Ran|^OK" $OUT/python_autograd.log | head -12
+  fi
 fi
 shapes="${SHAPES:-4,32,4096,128;4,32,4096,128c;16,16,1024,64;16,16,1024,64c}"
 configs="${CONFIGS:-wg_kv_m64_n64_w4_s2-dq_atomic,wg_kv_m64_n128_w8_s2-dq_atomic,wg_kv_m64_n64_w4_s2-q_m128_n128_w8_s2,wg_kv_m32_n64_w4_s2-q_m64_n64_w4_s2,wg_kv_m64_n64_w4_s2-q_m64_n64_w4_s2}"
