@@ -37,9 +37,12 @@ namespace attn_k {
 /// PART (the dK/dV kernel): 0 computes dK and dV; 1 dV only and 2 dK only, two launches that each
 /// recompute P^T, for head dims whose dK and dV together do not fit a warp's registers (D > 128:
 /// one product more, 8 instead of 7).
-template <bool BF16_, int D_, int BLOCK_M_, int BLOCK_N_, int WARPS_, int STAGES_, bool CAUSAL_, int PART_ = 0>
+/// WINDOW: the problem has a sliding window (bwd_params' sides); without it the masks compile to
+/// causal's alone.
+template <bool BF16_, int D_, int BLOCK_M_, int BLOCK_N_, int WARPS_, int STAGES_, bool CAUSAL_, int PART_ = 0,
+          bool WINDOW_ = false>
 struct bwd_config {
-  static constexpr bool BF16 = BF16_, CAUSAL = CAUSAL_;
+  static constexpr bool BF16 = BF16_, CAUSAL = CAUSAL_, WINDOW = WINDOW_;
   static constexpr int PART = PART_;
   static constexpr bool DO_DV = PART != 2, DO_DK = PART != 1;
   static_assert(PART >= 0 && PART <= 2, "PART: 0 both, 1 dV, 2 dK");
@@ -234,11 +237,17 @@ __device__ __forceinline__ int dq_key_tiles(const bwd_params& p, int m0) {
 }
 
 /// Whether key `key` is hidden from the query whose diagonal (i + kv_len - q_len) is `diagonal`: past
-/// it when causal, or outside the window's sides.
-template <bool CAUSAL>
+/// it when causal, or outside the window's sides (WINDOW: the problem has one).
+template <bool CAUSAL, bool WINDOW>
 __device__ __forceinline__ bool hidden(const bwd_params& p, int diagonal, int key) {
-  return (CAUSAL && key > diagonal) || key < window_key_begin(diagonal, 0, p.window_left) ||
-         key >= window_key_end(diagonal, 0, p.window_right, p.kv_len);
+  return (CAUSAL && key > diagonal) || (WINDOW && (key < window_key_begin(diagonal, 0, p.window_left) ||
+                                                   key >= window_key_end(diagonal, 0, p.window_right, p.kv_len)));
+}
+/// Whether a problem's window masks every tile: a left side, or a right one without causal (a
+/// causal problem's right side is 0, the diagonal); never without WINDOW.
+template <bool CAUSAL, bool WINDOW>
+__device__ __forceinline__ bool windowed(const bwd_params& p) {
+  return WINDOW && (p.window_left >= 0 || (!CAUSAL && p.window_right >= 0));
 }
 
 /// The row of [B, H, Nq] of this thread's warp in a kernel of a warp a row: its index (row) and its
@@ -292,8 +301,7 @@ __device__ void bwd_dkdv(const bwd_params& p) {
 
   const int n_block = blockIdx.x, kv_head = blockIdx.y, batch = blockIdx.z;
   const int n0 = n_block * C::BLOCK_N, offset = p.kv_len - p.q_len;
-  // A causal problem's right side is 0 (the diagonal): only a left side, or a right one without causal, is a window.
-  const bool windowed = p.window_left >= 0 || (!C::CAUSAL && p.window_right >= 0);
+  const bool windowed = attn_k::windowed<C::CAUSAL, C::WINDOW>(p);
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4, t = lane % 4;
   const long long kv_at = batch * p.kv_batch_stride + kv_head * p.kv_head_stride;
   bwd_load_rows<C>(k_smem, static_cast<const elem_bits*>(p.k) + kv_at, p.kv_row_stride, n0, p.kv_len, C::BLOCK_N);
@@ -329,7 +337,7 @@ __device__ void bwd_dkdv(const bwd_params& p) {
         for (int e = 0; e < 4; ++e) {
           const int col = nf * 8 + t * 2 + e % 2, key = n0 + warp * WARP_N + ni * 16 + g + (e / 2) * 8;
           float x = exp2f(st[ni][nf][e] * p.scale_log2 - lse2[col]);
-          if (masked && hidden<C::CAUSAL>(p, m0 + col + offset, key)) x = 0.f;
+          if (masked && hidden<C::CAUSAL, C::WINDOW>(p, m0 + col + offset, key)) x = 0.f;
           st[ni][nf][e] = x;
         }
     // P^T in the element type: dV's operand, and (widened again) dS's factor, so the fp32 scores
@@ -372,8 +380,7 @@ __device__ void bwd_dq(const bwd_params& p) {
 
   const int m_block = C::CAUSAL ? gridDim.x - 1 - blockIdx.x : blockIdx.x;  // the longest rows first
   const int head = blockIdx.y, batch = blockIdx.z, m0 = m_block * C::BLOCK_M, offset = p.kv_len - p.q_len;
-  // A causal problem's right side is 0 (the diagonal): only a left side, or a right one without causal, is a window.
-  const bool windowed = p.window_left >= 0 || (!C::CAUSAL && p.window_right >= 0);
+  const bool windowed = attn_k::windowed<C::CAUSAL, C::WINDOW>(p);
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4, t = lane % 4;
   const long long q_at = batch * p.q_batch_stride + head * p.q_head_stride;
   const long long kv_at = batch * p.kv_batch_stride + (head / p.group) * p.kv_head_stride;
@@ -417,7 +424,7 @@ __device__ void bwd_dq(const bwd_params& p) {
         for (int e = 0; e < 4; ++e) {
           const int i = m0 + warp * WARP_M + mi * 16 + g + (e / 2) * 8, n = n0 + nf * 8 + t * 2 + e % 2;
           float x = exp2f(sc[mi][nf][e] * p.scale_log2 - lse2[mi][e / 2]);
-          if (masked && (n >= p.kv_len || hidden<C::CAUSAL>(p, i + offset, n))) x = 0.f;
+          if (masked && (n >= p.kv_len || hidden<C::CAUSAL, C::WINDOW>(p, i + offset, n))) x = 0.f;
           sc[mi][nf][e] = x;
         }
     float dp[MI][NF][4];  // dP = dO V^T, then dS

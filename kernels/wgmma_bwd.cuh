@@ -34,10 +34,11 @@ namespace attn_k {
 /// PART: as fa2_bwd.cuh's bwd_config (0 dK and dV, 1 dV only, 2 dK only).
 /// ATOMIC_DQ: the dK/dV kernel adds dQ = dS K too, in fp32 atomics to p.dq_accum (each warpgroup
 /// D / GROUPS of the columns, over the block's keys), and no dQ kernel runs: bwd_dq_convert writes dQ.
+/// WINDOW: as fa2_bwd.cuh's bwd_config.
 template <bool BF16_, int D_, int BLOCK_M_, int BLOCK_N_, int WARPS_, int STAGES_, bool CAUSAL_, int PART_ = 0,
-          bool ATOMIC_DQ_ = false>
+          bool ATOMIC_DQ_ = false, bool WINDOW_ = false>
 struct wg_bwd_config {
-  static constexpr bool BF16 = BF16_, CAUSAL = CAUSAL_, ATOMIC_DQ = ATOMIC_DQ_;
+  static constexpr bool BF16 = BF16_, CAUSAL = CAUSAL_, ATOMIC_DQ = ATOMIC_DQ_, WINDOW = WINDOW_;
   static constexpr int PART = PART_;
   static constexpr bool DO_DV = PART != 2, DO_DK = PART != 1;
   static_assert(PART >= 0 && PART <= 2, "PART: 0 both, 1 dV, 2 dK");
@@ -240,10 +241,9 @@ __device__ void wg_bwd_dkdv(const bwd_params& p) {
   wg_load_rows<C>(v_smem, static_cast<const elem_bits*>(p.v) + kv_at, p.kv_row_stride, n0, p.kv_len, C::BLOCK_N);
 
   const dkdv_steps<M, C::CAUSAL> steps(p, kv_head, n0);
-  // A causal problem's right side is 0 (the diagonal): only a left side, or a right one without
-  // causal, is a window. A window masks every tile (its sides cut tiles anywhere; the loops keep
-  // the causal range, a superset); else causal masks the tiles the diagonal crosses (fa2_bwd's rule).
-  const bool windowed = p.window_left >= 0 || (!C::CAUSAL && p.window_right >= 0);
+  // A window masks every tile (its sides cut tiles anywhere; the loops keep the causal range, a
+  // superset); else causal masks the tiles the diagonal crosses (fa2_bwd's rule).
+  const bool windowed = attn_k::windowed<C::CAUSAL, C::WINDOW>(p);
   auto load = [&](int it) {
     const int head = steps.head(it), m0 = steps.m0(it), s = it % C::STAGES;
     const long long q_at = batch * p.q_batch_stride + head * p.q_head_stride;
@@ -272,7 +272,7 @@ __device__ void wg_bwd_dkdv(const bwd_params& p) {
     for (int i = 0; i < M / 2; ++i) {
       const int col = 8 * (i / 4) + 2 * t + i % 2, key = key0 + 8 * (i / 2 % 2);
       float v = exp2f(x[i] * p.scale_log2 - lse2[col]);
-      if (masked && hidden<C::CAUSAL>(p, m0 + col + offset, key)) v = 0.f;
+      if (masked && hidden<C::CAUSAL, C::WINDOW>(p, m0 + col + offset, key)) v = 0.f;
       if (tail && key >= p.kv_len) v = 0.f;
       x[i] = v;
     }
@@ -349,7 +349,7 @@ __device__ void wg_bwd_dq(const bwd_params& p) {
   float dq[C::D / 2];
 #pragma unroll
   for (int i = 0; i < C::D / 2; ++i) dq[i] = 0.f;
-  const bool windowed = p.window_left >= 0 || (!C::CAUSAL && p.window_right >= 0);  // as in wg_bwd_dkdv
+  const bool windowed = attn_k::windowed<C::CAUSAL, C::WINDOW>(p);  // as in wg_bwd_dkdv
   bwd_ring<C::STAGES, true>(dq_key_tiles<C::BLOCK_M, N, C::CAUSAL>(p, m0), load, [&](int j, int s) {
     const int n0 = j * N;
     float x[N / 2], dp[N / 2];
@@ -363,7 +363,7 @@ __device__ void wg_bwd_dq(const bwd_params& p) {
     for (int i = 0; i < N / 2; ++i) {
       const int h = i / 2 % 2, n = n0 + 8 * (i / 4) + 2 * t + i % 2;
       float pv = exp2f(x[i] * p.scale_log2 - lse2[h]);
-      if (masked && (n >= p.kv_len || hidden<C::CAUSAL>(p, i0 + 8 * h + offset, n))) pv = 0.f;
+      if (masked && (n >= p.kv_len || hidden<C::CAUSAL, C::WINDOW>(p, i0 + 8 * h + offset, n))) pv = 0.f;
       x[i] = pv * (dp[i] - delta[h]);
     }
     unsigned ds[N / 16][4];

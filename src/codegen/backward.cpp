@@ -158,30 +158,32 @@ std::string backward_instantiation(const backward_config& c, const problem& s) {
         "extern \"C\" __global__ void __launch_bounds__({dt}) {delta}(const attn_k::bwd_params p) {{\n"
         "  attn_k::bwd_delta<{bf16}, {d}, true>(p);\n}}\n"
         "extern \"C\" __global__ void __launch_bounds__({kt}, 1) {dkdv}(const attn_k::bwd_params p) {{\n"
-        "  attn_k::wg_bwd_dkdv<attn_k::wg_bwd_config<{bf16}, {d}, {km}, {kn}, {kw}, {ks}, {causal}, 0, true>>(p);\n}}\n"
+        "  attn_k::wg_bwd_dkdv<attn_k::wg_bwd_config<{bf16}, {d}, {km}, {kn}, {kw}, {ks}, {causal}, 0, true, {window}>>(p);\n}}\n"
         "extern \"C\" __global__ void __launch_bounds__({dt}) {dq}(const attn_k::bwd_params p) {{\n"
         "  attn_k::bwd_dq_convert<{bf16}, {d}>(p);\n}}\n",
         fmt::arg("dt", backward_delta_threads), fmt::arg("delta", backward_delta_symbol),
         fmt::arg("dkdv", backward_dkdv_symbol), fmt::arg("dq", backward_dq_symbol), fmt::arg("bf16", bf16),
         fmt::arg("d", s.head_dim), fmt::arg("causal", s.causal), fmt::arg("kt", c.kv_warps * 32),
         fmt::arg("km", c.kv_block_m), fmt::arg("kn", c.kv_block_n), fmt::arg("kw", c.kv_warps),
-        fmt::arg("ks", c.kv_stages));
+        fmt::arg("ks", c.kv_stages), fmt::arg("window", has_window(s)));
+  // The config's last arguments: PART, then (wgmma) ATOMIC_DQ, then WINDOW.
+  const std::string tail = fmt::format("{}{}", c.wgmma ? "false, " : "", has_window(s));
   return fmt::format(
       "#include \"{header}\"\n"
       "extern \"C\" __global__ void __launch_bounds__({dt}) {delta}(const attn_k::bwd_params p) {{\n"
       "  attn_k::bwd_delta<{bf16}, {d}>(p);\n}}\n"
       "extern \"C\" __global__ void __launch_bounds__({kt}, 1) {dkdv}(const attn_k::bwd_params p) {{\n"
-      "  attn_k::{dkdv_fn}<attn_k::{config}<{bf16}, {d}, {km}, {kn}, {kw}, {ks}, {causal}{part}>>(p);\n}}\n"
+      "  attn_k::{dkdv_fn}<attn_k::{config}<{bf16}, {d}, {km}, {kn}, {kw}, {ks}, {causal}, {part}, {tail}>>(p);\n}}\n"
       "extern \"C\" __global__ void __launch_bounds__({qt}, 1) {dq}(const attn_k::bwd_params p) {{\n"
-      "  attn_k::{dq_fn}<attn_k::{config}<{bf16}, {d}, {qm}, {qn}, {qw}, {qs}, {causal}>>(p);\n}}\n"
+      "  attn_k::{dq_fn}<attn_k::{config}<{bf16}, {d}, {qm}, {qn}, {qw}, {qs}, {causal}, 0, {tail}>>(p);\n}}\n"
       "{dk_entry}",
-      fmt::arg("part", c.split_dkdv ? ", 1" : ""),
+      fmt::arg("part", c.split_dkdv ? 1 : 0), fmt::arg("tail", tail),
       fmt::arg("dk_entry",
                c.split_dkdv ? fmt::format("extern \"C\" __global__ void __launch_bounds__({}, 1) {}(const attn_k::bwd_params p) {{\n"
-                                          "  attn_k::{}<attn_k::{}<{}, {}, {}, {}, {}, {}, {}, 2>>(p);\n}}\n",
+                                          "  attn_k::{}<attn_k::{}<{}, {}, {}, {}, {}, {}, {}, 2, {}>>(p);\n}}\n",
                                           c.kv_warps * 32, backward_dk_symbol, c.wgmma ? "wg_bwd_dkdv" : "bwd_dkdv",
                                           c.wgmma ? "wg_bwd_config" : "bwd_config", bf16, s.head_dim, c.kv_block_m,
-                                          c.kv_block_n, c.kv_warps, c.kv_stages, s.causal)
+                                          c.kv_block_n, c.kv_warps, c.kv_stages, s.causal, tail)
                             : std::string()),
       fmt::arg("header", c.wgmma ? "wgmma_bwd.cuh" : "fa2_bwd.cuh"),
       fmt::arg("config", c.wgmma ? "wg_bwd_config" : "bwd_config"),
