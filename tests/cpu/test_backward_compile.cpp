@@ -12,6 +12,7 @@
 #include "../backward_defects.hpp"
 #include "invalid_input_message.hpp"
 #include "temp_dir.hpp"
+#include "timing_runtime.hpp"
 
 namespace attn {
 namespace {
@@ -117,6 +118,34 @@ TEST(backward_config, refuses_what_it_does_not_take_naming_it) {
   wide_step.kv_block_m = 32;
   EXPECT_NE(backward_reject(wide_step, backward_problem(128, false), limits).value_or("").find("64 queries"), std::string::npos);
   EXPECT_EQ(backward_launches(atomic, backward_problem(128, false)).size(), 3u);  // delta, dK/dV (+dQ), convert
+}
+
+// run_backward refuses an atomic-dQ variant whose fp32 dQ workspace is missing, before it launches
+// anything (its kernels would add to address 0), and runs the others without one.
+TEST(run_backward, an_atomic_variant_without_its_dq_workspace_is_refused_before_any_launch) {
+  const problem s = backward_problem(128, true);
+  timing_runtime rt;
+  const backward_config atomic = parse_backward_config("wg_kv_m64_n128_w8_s2-dq_atomic");
+  ASSERT_TRUE(atomic.atomic_dq);
+  const loaded_backward b = load_backward(rt, "an image", atomic, s, 0);
+  ASSERT_TRUE(b.atomic_dq);
+  attn_k::bwd_params p{};
+  const std::string why = testing::invalid_input_message([&] { run_backward(rt, b, p, nullptr); });
+  EXPECT_NE(why.find("dq_accum"), std::string::npos) << why;
+  EXPECT_EQ(rt.kernel_launches, 0);
+
+  std::vector<float> workspace(4);
+  p.dq_accum = workspace.data();
+  run_backward(rt, b, p, nullptr);
+  EXPECT_EQ(rt.kernel_launches, static_cast<int>(b.launches.size()));
+
+  rt.kernel_launches = 0;
+  const backward_config plain = parse_backward_config("wg_kv_m64_n64_w4_s2-q_m128_n128_w8_s2");
+  ASSERT_FALSE(plain.atomic_dq);
+  const loaded_backward n = load_backward(rt, "an image", plain, s, 0);
+  p.dq_accum = nullptr;
+  run_backward(rt, n, p, nullptr);
+  EXPECT_EQ(rt.kernel_launches, static_cast<int>(n.launches.size()));
 }
 
 TEST(backward_planted_defects, each_anchor_is_there_once_and_the_planted_kernels_compile) {

@@ -43,11 +43,13 @@ class timing_runtime final : public device_runtime {
     ++timed;
     return static_cast<float>(timed % 2 ? kernel_ms : kernel_ms * spread);
   }
-  module_t load_module(const std::string&) const override { return refuse<module_t>(); }
+  // Modules and kernels are tokens; a launch runs nothing and is counted in `kernel_launches`.
+  mutable int kernel_launches = 0;
+  module_t load_module(const std::string&) const override { return reinterpret_cast<module_t>(++events); }
   void unload_module(module_t) const noexcept override {}
-  kernel_t kernel(module_t, const char*) const override { return refuse<kernel_t>(); }
-  void set_dynamic_shared_memory(kernel_t, int, int) const override { refuse<void>(); }
-  void launch(kernel_t, dims3, dims3, int, stream_t, void**) const override { refuse<void>(); }
+  kernel_t kernel(module_t, const char*) const override { return reinterpret_cast<kernel_t>(++events); }
+  void set_dynamic_shared_memory(kernel_t, int, int) const override {}
+  void launch(kernel_t, dims3, dims3, int, stream_t, void**) const override { ++kernel_launches; }
   bool context_lost() const override { return false; }
   bool reset_device(int) const override { return refuse<bool>(); }
 
