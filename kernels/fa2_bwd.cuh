@@ -24,6 +24,8 @@
 // Masks: causal is bottom-right aligned (key n is hidden from query i when n > i + kv_len - q_len);
 // query rows past q_len and rows that see no key (LSE -inf) get P = 0 through an LSE of +inf;
 // keys past kv_len are zero rows of K and V, hidden from dQ by the mask and never written to dK, dV.
+// Softcap (SOFTCAP): P is recomputed from the capped score, and dS carries the cap's derivative
+// 1 - tanh^2 (bwd_score); the dK/dV kernel packs P^T (1 - tanh^2) beside P^T for dS.
 // Head dims: multiples of 8 up to 256 (the loops run over D rounded up to 16, the extra columns zero);
 // above 128 dK and dV are computed by two launches of the dK/dV kernel (bwd_config's PART).
 #include "common/bwd_params.cuh"
@@ -38,11 +40,11 @@ namespace attn_k {
 /// recompute P^T, for head dims whose dK and dV together do not fit a warp's registers (D > 128:
 /// one product more, 8 instead of 7).
 /// WINDOW: the problem has a sliding window (bwd_params' sides); without it the masks compile to
-/// causal's alone.
+/// causal's alone. SOFTCAP: the scores are capped (bwd_params' softcap_in, softcap_out; see bwd_score).
 template <bool BF16_, int D_, int BLOCK_M_, int BLOCK_N_, int WARPS_, int STAGES_, bool CAUSAL_, int PART_ = 0,
-          bool WINDOW_ = false>
+          bool WINDOW_ = false, bool SOFTCAP_ = false>
 struct bwd_config {
-  static constexpr bool BF16 = BF16_, CAUSAL = CAUSAL_, WINDOW = WINDOW_;
+  static constexpr bool BF16 = BF16_, CAUSAL = CAUSAL_, WINDOW = WINDOW_, SOFTCAP = SOFTCAP_;
   static constexpr int PART = PART_;
   static constexpr bool DO_DV = PART != 2, DO_DK = PART != 1;
   static_assert(PART >= 0 && PART <= 2, "PART: 0 both, 1 dV, 2 dK");
@@ -72,6 +74,19 @@ __device__ __forceinline__ void bwd_load_rows(unsigned smem, const elem_bits* ba
 __device__ __forceinline__ float lse_log2(const float* lse, int i, int q_len) {
   const float l = i < q_len ? lse[i] : neg_inf();
   return l == neg_inf() ? __int_as_float(0x7f800000) : l * 1.4426950408889634f;
+}
+
+/// P of a raw score x (q.k, unscaled) of a row whose LSE in log2 units is lse2, and (SOFTCAP) into
+/// dtanh the cap's derivative 1 - tanh^2: with softcap the score is softcap_out tanh(x softcap_in)
+/// (the forward's), and dS = P (dP - delta) (1 - tanh^2), the gradient of the scaled q.k.
+template <bool SOFTCAP>
+__device__ __forceinline__ float bwd_score(const bwd_params& p, float x, float lse2, float& dtanh) {
+  if constexpr (SOFTCAP) {
+    const float t = fast_tanh(x * p.softcap_in);
+    dtanh = 1.f - t * t;
+    x = t * p.softcap_out;
+  }
+  return exp2f(x * p.scale_log2 - lse2);
 }
 
 /// Pack two adjacent 8-column accumulator tiles per 16-wide k step into A fragments (the forward's
@@ -329,6 +344,9 @@ __device__ void bwd_dkdv(const bwd_params& p) {
     mma_rows_rows<C, NI, MF / 2, C::DK / 16>(st, k_smem, warp * WARP_N, q_stage(s));
     // A window masks every tile (its sides cut tiles anywhere); else causal masks those the diagonal crosses.
     const bool masked = windowed || (C::CAUSAL && m0 + offset < n0 + C::BLOCK_N - 1);
+    // SOFTCAP: dS's factor is P^T (1 - tanh^2), packed apart from dV's P^T (pf; one element otherwise).
+    constexpr int SF = C::SOFTCAP ? NI : 1, SM = C::SOFTCAP ? MF : 2;
+    float pf[SF][SM][4];
 #pragma unroll
     for (int ni = 0; ni < NI; ++ni)
 #pragma unroll
@@ -336,14 +354,17 @@ __device__ void bwd_dkdv(const bwd_params& p) {
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           const int col = nf * 8 + t * 2 + e % 2, key = n0 + warp * WARP_N + ni * 16 + g + (e / 2) * 8;
-          float x = exp2f(st[ni][nf][e] * p.scale_log2 - lse2[col]);
+          float dtanh = 1.f;
+          float x = bwd_score<C::SOFTCAP>(p, st[ni][nf][e], lse2[col], dtanh);
           if (masked && hidden<C::CAUSAL, C::WINDOW>(p, m0 + col + offset, key)) x = 0.f;
           st[ni][nf][e] = x;
+          if constexpr (C::SOFTCAP) pf[ni][nf][e] = x * dtanh;
         }
     // P^T in the element type: dV's operand, and (widened again) dS's factor, so the fp32 scores
     // die here and dP^T takes their registers (what a framework's backward does in bf16 too).
-    unsigned pa[NI][MF / 2][4];
+    unsigned pa[NI][MF / 2][4], pd[SF][SM / 2][4];
     pack_a<C::BF16>(pa, st);
+    if constexpr (C::SOFTCAP) pack_a<C::BF16>(pd, pf);
     if constexpr (C::DO_DV) mma_regs_rows<C, NI, MF / 2>(dv, pa, do_stage(s));  // dV += P^T dO
     if constexpr (!C::DO_DK) return;
 
@@ -356,7 +377,8 @@ __device__ void bwd_dkdv(const bwd_params& p) {
       for (int nf = 0; nf < MF; ++nf)
 #pragma unroll
         for (int e = 0; e < 4; ++e)
-          dpt[ni][nf][e] = unpacked<C::BF16>(pa, ni, nf, e) * (dpt[ni][nf][e] - delta[nf * 8 + t * 2 + e % 2]);
+          dpt[ni][nf][e] = (C::SOFTCAP ? unpacked<C::BF16>(pd, ni, nf, e) : unpacked<C::BF16>(pa, ni, nf, e)) *
+                           (dpt[ni][nf][e] - delta[nf * 8 + t * 2 + e % 2]);
     pack_a<C::BF16>(pa, dpt);
     mma_regs_rows<C, NI, MF / 2>(dk, pa, q_stage(s));  // dK += dS^T Q
   });
@@ -423,9 +445,10 @@ __device__ void bwd_dq(const bwd_params& p) {
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           const int i = m0 + warp * WARP_M + mi * 16 + g + (e / 2) * 8, n = n0 + nf * 8 + t * 2 + e % 2;
-          float x = exp2f(sc[mi][nf][e] * p.scale_log2 - lse2[mi][e / 2]);
+          float dtanh = 1.f;
+          float x = bwd_score<C::SOFTCAP>(p, sc[mi][nf][e], lse2[mi][e / 2], dtanh);
           if (masked && (n >= p.kv_len || hidden<C::CAUSAL, C::WINDOW>(p, i + offset, n))) x = 0.f;
-          sc[mi][nf][e] = x;
+          sc[mi][nf][e] = C::SOFTCAP ? x * dtanh : x;  // only dS reads it: P (1 - tanh^2) with softcap
         }
     float dp[MI][NF][4];  // dP = dO V^T, then dS
     zero(dp);

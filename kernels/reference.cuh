@@ -55,9 +55,11 @@ __device__ __forceinline__ long long lse_index(const fwd_params& p, int bh, int 
   return (long long)h * p.total_q + sequence_of(p, b).q0 + i;
 }
 
-/// S[z][i][j] = scale * q_i . k_j (masked: -inf). Block 16x16, grid (Nkv/16, Nq/16, heads).
+/// S[z][i][j] = scale * q_i . k_j (masked: -inf), softcapped when p has a cap (and then, where
+/// dtanh is not null, its derivative 1 - tanh^2 at the same index). Block 16x16, grid (Nkv/16,
+/// Nq/16, heads).
 template <bool BF16, bool LOWP>
-__device__ void ref_scores(const fwd_params& p, int bh0, int head_dim, bool causal, float* scores) {
+__device__ void ref_scores(const fwd_params& p, int bh0, int head_dim, bool causal, float* scores, float* dtanh) {
   __shared__ float qs[16][17], ks[16][17];
   const int tx = threadIdx.x, ty = threadIdx.y, z = blockIdx.z, bh = bh0 + z;
   const int i = blockIdx.y * 16 + ty, j = blockIdx.x * 16 + tx, kj = blockIdx.x * 16 + ty;
@@ -82,8 +84,15 @@ __device__ void ref_scores(const fwd_params& p, int bh0, int head_dim, bool caus
   float s = LOWP ? round_to_elem<BF16>(acc) : acc * p.softmax_scale;
   if (p.softcap_out != 0.f) {  // softcap C = softcap_out * scale, on the scaled score
     const float cap = p.softcap_out * p.softmax_scale;
-    s = cap * tanhf(s / cap);
+    const float th = tanhf(s / cap);
+    s = cap * th;
     if (LOWP) s = round_to_elem<BF16>(s);
+    // The backward's factor d(score)/d(scaled q.k) = 1 - tanh^2 (ref_ds), where asked for; LOWP
+    // from tanh in the element type, as a framework's autograd keeps it.
+    if (dtanh != nullptr) {
+      const float tr = LOWP ? round_to_elem<BF16>(th) : th;
+      dtanh[((long long)z * p.q_len + i) * p.kv_len + j] = LOWP ? round_to_elem<BF16>(1.f - tr * tr) : 1.f - tr * tr;
+    }
   }
   // The sequence's own length (kv_lens) hides the keys past it; the causal mask and a sliding
   // window are bottom-right aligned to it. A row past a packed sequence's queries is no row.
@@ -198,10 +207,11 @@ __device__ void ref_dp(const fwd_params& p, int bh0, int head_dim, const elem_bi
   dp[((long long)z * p.q_len + i) * p.kv_len + j] = LOWP ? round_to_elem<BF16>(acc) : acc;
 }
 
-/// dS = P (dP - delta) in place of dP, delta = sum_j P dP over the row. Block 256, grid (Nq, 1,
-/// heads). P is float (full) or the element type (LOWP, as bits).
+/// dS = P (dP - delta) in place of dP, delta = sum_j P dP over the row, times softcap's 1 - tanh^2
+/// (dtanh, ref_scores'; null without softcap). Block 256, grid (Nq, 1, heads). P is float (full) or
+/// the element type (LOWP, as bits).
 template <bool BF16, bool LOWP>
-__device__ void ref_ds(const fwd_params& p, const void* probs, float* dp_ds) {
+__device__ void ref_ds(const fwd_params& p, const void* probs, const float* dtanh, float* dp_ds) {
   const int z = blockIdx.z, i = blockIdx.x;
   const long long row = ((long long)z * p.q_len + i) * p.kv_len;
   auto prob = [&](int j) {
@@ -212,7 +222,9 @@ __device__ void ref_ds(const fwd_params& p, const void* probs, float* dp_ds) {
   delta = block_reduce(delta, false);
   if (LOWP) delta = round_to_elem<BF16>(delta);
   for (int j = threadIdx.x; j < p.kv_len; j += blockDim.x) {
-    const float ds = prob(j) * (dp_ds[row + j] - delta);
+    float ds = prob(j) * (dp_ds[row + j] - delta);
+    if (LOWP) ds = round_to_elem<BF16>(ds);
+    if (dtanh != nullptr) ds *= dtanh[row + j];
     dp_ds[row + j] = LOWP ? round_to_elem<BF16>(ds) : ds;
   }
 }
@@ -379,11 +391,11 @@ __device__ void error_f32(const float* out, const float* ref, long long n, unsig
 // Entry points with C names, for one element type (ATTN_BF16 = 1 or 0).
 #define ATTN_B (ATTN_BF16 != 0)
 using attn_k::fwd_params;
-extern "C" __global__ void ref_scores_full(fwd_params p, int bh0, int d, int causal, float* s) {
-  attn_k::ref_scores<ATTN_B, false>(p, bh0, d, causal != 0, s);
+extern "C" __global__ void ref_scores_full(fwd_params p, int bh0, int d, int causal, float* s, float* dtanh) {
+  attn_k::ref_scores<ATTN_B, false>(p, bh0, d, causal != 0, s, dtanh);
 }
-extern "C" __global__ void ref_scores_lowp(fwd_params p, int bh0, int d, int causal, float* s) {
-  attn_k::ref_scores<ATTN_B, true>(p, bh0, d, causal != 0, s);
+extern "C" __global__ void ref_scores_lowp(fwd_params p, int bh0, int d, int causal, float* s, float* dtanh) {
+  attn_k::ref_scores<ATTN_B, true>(p, bh0, d, causal != 0, s, dtanh);
 }
 extern "C" __global__ void ref_softmax_full(fwd_params p, int bh0, const float* s, void* pr,
                                             float* lse) {
@@ -405,11 +417,11 @@ extern "C" __global__ void ref_dp_full(fwd_params p, int bh0, int dv, const attn
 extern "C" __global__ void ref_dp_lowp(fwd_params p, int bh0, int dv, const attn_k::elem_bits* d_o, float* dp) {
   attn_k::ref_dp<ATTN_B, true>(p, bh0, dv, d_o, dp);
 }
-extern "C" __global__ void ref_ds_full(fwd_params p, const void* pr, float* dp_ds) {
-  attn_k::ref_ds<ATTN_B, false>(p, pr, dp_ds);
+extern "C" __global__ void ref_ds_full(fwd_params p, const void* pr, const float* dtanh, float* dp_ds) {
+  attn_k::ref_ds<ATTN_B, false>(p, pr, dtanh, dp_ds);
 }
-extern "C" __global__ void ref_ds_lowp(fwd_params p, const void* pr, float* dp_ds) {
-  attn_k::ref_ds<ATTN_B, true>(p, pr, dp_ds);
+extern "C" __global__ void ref_ds_lowp(fwd_params p, const void* pr, const float* dtanh, float* dp_ds) {
+  attn_k::ref_ds<ATTN_B, true>(p, pr, dtanh, dp_ds);
 }
 extern "C" __global__ void ref_dq(fwd_params p, int bh0, int d, const float* ds, float* dq) {
   attn_k::ref_dq<ATTN_B>(p, bh0, d, ds, dq);

@@ -13,8 +13,8 @@
 // cores' swizzled layout (common/swizzle.cuh), filled by cp.async through a STAGES-deep ring that
 // every thread loads (fa2_bwd.cuh's bwd_ring, dkdv_steps); the products of a step run in order
 // (issue, wait), the next step's tiles landing meanwhile. P^T is packed to the element type before dP^T is computed and widened again for
-// dS^T (its fp32 scores die early, as in fa2_bwd). Masks (causal, sliding windows: hidden()), LSE
-// and delta as in fa2_bwd.cuh.
+// dS^T (its fp32 scores die early, as in fa2_bwd). Masks (causal, sliding windows: hidden()), softcap
+// (bwd_score), LSE and delta as in fa2_bwd.cuh.
 //
 // Atomic dQ (wg_bwd_config's ATOMIC_DQ, "-dq_atomic" variants): five products instead of seven. The
 // dK/dV kernel also stores each step's packed dS^T to shared memory and multiplies it (A, MN-major)
@@ -34,11 +34,11 @@ namespace attn_k {
 /// PART: as fa2_bwd.cuh's bwd_config (0 dK and dV, 1 dV only, 2 dK only).
 /// ATOMIC_DQ: the dK/dV kernel adds dQ = dS K too, in fp32 atomics to p.dq_accum (each warpgroup
 /// D / GROUPS of the columns, over the block's keys), and no dQ kernel runs: bwd_dq_convert writes dQ.
-/// WINDOW: as fa2_bwd.cuh's bwd_config.
+/// WINDOW, SOFTCAP: as fa2_bwd.cuh's bwd_config.
 template <bool BF16_, int D_, int BLOCK_M_, int BLOCK_N_, int WARPS_, int STAGES_, bool CAUSAL_, int PART_ = 0,
-          bool ATOMIC_DQ_ = false, bool WINDOW_ = false>
+          bool ATOMIC_DQ_ = false, bool WINDOW_ = false, bool SOFTCAP_ = false>
 struct wg_bwd_config {
-  static constexpr bool BF16 = BF16_, CAUSAL = CAUSAL_, ATOMIC_DQ = ATOMIC_DQ_, WINDOW = WINDOW_;
+  static constexpr bool BF16 = BF16_, CAUSAL = CAUSAL_, ATOMIC_DQ = ATOMIC_DQ_, WINDOW = WINDOW_, SOFTCAP = SOFTCAP_;
   static constexpr int PART = PART_;
   static constexpr bool DO_DV = PART != 2, DO_DK = PART != 1;
   static_assert(PART >= 0 && PART <= 2, "PART: 0 both, 1 dV, 2 dK");
@@ -268,16 +268,22 @@ __device__ void wg_bwd_dkdv(const bwd_params& p) {
     // Keys past kv_len (zero rows of K and V): their P^T could be inf (exp2 of -LSE), which dQ's
     // product would turn into NaN (inf x 0); the others never store those keys' rows.
     const bool tail = C::ATOMIC_DQ && n0 + C::BLOCK_N > p.kv_len;
+    // SOFTCAP: dS's factor is P^T (1 - tanh^2), packed apart from dV's P^T (pf; one element otherwise).
+    constexpr int PF = C::SOFTCAP ? M : 16;
+    float pf[PF / 2];
 #pragma unroll
     for (int i = 0; i < M / 2; ++i) {
       const int col = 8 * (i / 4) + 2 * t + i % 2, key = key0 + 8 * (i / 2 % 2);
-      float v = exp2f(x[i] * p.scale_log2 - lse2[col]);
+      float dtanh = 1.f;
+      float v = bwd_score<C::SOFTCAP>(p, x[i], lse2[col], dtanh);
       if (masked && hidden<C::CAUSAL, C::WINDOW>(p, m0 + col + offset, key)) v = 0.f;
       if (tail && key >= p.kv_len) v = 0.f;
       x[i] = v;
+      if constexpr (C::SOFTCAP) pf[i] = v * dtanh;
     }
-    unsigned pa[M / 16][4], ds[M / 16][4];
+    unsigned pa[M / 16][4], ds[M / 16][4], pd[PF / 16][4];
     wg_pack<C::BF16, M>(pa, x);
+    if constexpr (C::SOFTCAP) wg_pack<C::BF16, M>(pd, pf);
     if constexpr (C::DO_DV) wg_regs_rows<C, M>(dv, pa, do_stage(s));  // dV += P^T dO
     if constexpr (C::DO_DK) wg_rows_rows<C, M, C::BLOCK_N>(x, v_smem, wg * 64, do_stage(s));  // dP^T = V dO^T
     wg_wait<0>();
@@ -286,7 +292,9 @@ __device__ void wg_bwd_dkdv(const bwd_params& p) {
     wg_hold(pa);
     if constexpr (C::DO_DK) {
 #pragma unroll
-      for (int i = 0; i < M / 2; ++i) x[i] = wg_unpacked<C::BF16, M>(pa, i) * (x[i] - delta[8 * (i / 4) + 2 * t + i % 2]);
+      for (int i = 0; i < M / 2; ++i)
+        x[i] = (C::SOFTCAP ? wg_unpacked<C::BF16, PF>(pd, i) : wg_unpacked<C::BF16, M>(pa, i)) *
+               (x[i] - delta[8 * (i / 4) + 2 * t + i % 2]);
       wg_pack<C::BF16, M>(ds, x);
       if constexpr (C::ATOMIC_DQ) {  // dQ's product first, its atomics while dK's product runs
         wg_store_ds<C>(ds, ds_smem);
@@ -362,9 +370,10 @@ __device__ void wg_bwd_dq(const bwd_params& p) {
 #pragma unroll
     for (int i = 0; i < N / 2; ++i) {
       const int h = i / 2 % 2, n = n0 + 8 * (i / 4) + 2 * t + i % 2;
-      float pv = exp2f(x[i] * p.scale_log2 - lse2[h]);
+      float dtanh = 1.f;
+      float pv = bwd_score<C::SOFTCAP>(p, x[i], lse2[h], dtanh);
       if (masked && (n >= p.kv_len || hidden<C::CAUSAL, C::WINDOW>(p, i0 + 8 * h + offset, n))) pv = 0.f;
-      x[i] = pv * (dp[i] - delta[h]);
+      x[i] = (C::SOFTCAP ? pv * dtanh : pv) * (dp[i] - delta[h]);
     }
     unsigned ds[N / 16][4];
     wg_pack<C::BF16, N>(ds, x);

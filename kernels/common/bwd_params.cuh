@@ -33,6 +33,10 @@ struct bwd_params {
   /// window_left <= j <= i + kv_len - q_len + window_right); -1 = no limit on that side. Causal
   /// is a window_right of 0. Both backward families take it.
   int window_left, window_right;
+  /// Softcap C, as the forward's (fwd_params): a score s in raw q.k units becomes softcap_out *
+  /// tanh(s * softcap_in), softcap_in = scale / C, softcap_out = C / scale; dS carries tanh's
+  /// derivative 1 - tanh^2. Read only by the SOFTCAP instantiations (both families).
+  float softcap_in, softcap_out;
 };
 
 }  // namespace attn_k

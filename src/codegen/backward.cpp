@@ -95,7 +95,11 @@ std::optional<std::string> wgmma_reject(const backward_config& c, const problem&
       return fmt::format("atomic dQ: dK, dV and the dQ product exceed the register budget: {} float registers per "
                          "thread > {}", r, max_wgmma_dkdv_registers);
   }
-  if (const int64_t r = (c.split_dkdv ? s.head_dim / 2 : s.head_dim) + c.kv_block_m; r > max_wgmma_dkdv_registers)
+  // Softcap: dS^T's factor P^T (1 - tanh^2) is packed beside P^T, block_m / 4 registers more where
+  // one launch computes dK and dV (at D 128 the 64-query steps spill 16 bytes with it); the atomic
+  // variants compile without spills with it (tests/cpu/test_backward_compile.cpp).
+  const int64_t softcap = has_softcap(s) && !c.split_dkdv && !c.atomic_dq ? c.kv_block_m / 4 : 0;
+  if (const int64_t r = (c.split_dkdv ? s.head_dim / 2 : s.head_dim) + c.kv_block_m + softcap; r > max_wgmma_dkdv_registers)
     return fmt::format("dK/dV accumulators exceed the register budget: {} float registers per thread > {}", r,
                        max_wgmma_dkdv_registers);
   if (const int64_t r = s.head_dim / 2 + c.q_block_n * 5 / 4; r > max_wgmma_dq_registers)
@@ -158,16 +162,16 @@ std::string backward_instantiation(const backward_config& c, const problem& s) {
         "extern \"C\" __global__ void __launch_bounds__({dt}) {delta}(const attn_k::bwd_params p) {{\n"
         "  attn_k::bwd_delta<{bf16}, {d}, true>(p);\n}}\n"
         "extern \"C\" __global__ void __launch_bounds__({kt}, 1) {dkdv}(const attn_k::bwd_params p) {{\n"
-        "  attn_k::wg_bwd_dkdv<attn_k::wg_bwd_config<{bf16}, {d}, {km}, {kn}, {kw}, {ks}, {causal}, 0, true, {window}>>(p);\n}}\n"
+        "  attn_k::wg_bwd_dkdv<attn_k::wg_bwd_config<{bf16}, {d}, {km}, {kn}, {kw}, {ks}, {causal}, 0, true, {window}, {softcap}>>(p);\n}}\n"
         "extern \"C\" __global__ void __launch_bounds__({dt}) {dq}(const attn_k::bwd_params p) {{\n"
         "  attn_k::bwd_dq_convert<{bf16}, {d}>(p);\n}}\n",
         fmt::arg("dt", backward_delta_threads), fmt::arg("delta", backward_delta_symbol),
         fmt::arg("dkdv", backward_dkdv_symbol), fmt::arg("dq", backward_dq_symbol), fmt::arg("bf16", bf16),
         fmt::arg("d", s.head_dim), fmt::arg("causal", s.causal), fmt::arg("kt", c.kv_warps * 32),
         fmt::arg("km", c.kv_block_m), fmt::arg("kn", c.kv_block_n), fmt::arg("kw", c.kv_warps),
-        fmt::arg("ks", c.kv_stages), fmt::arg("window", has_window(s)));
-  // The config's last arguments: PART, then (wgmma) ATOMIC_DQ, then WINDOW.
-  const std::string tail = fmt::format("{}{}", c.wgmma ? "false, " : "", has_window(s));
+        fmt::arg("ks", c.kv_stages), fmt::arg("window", has_window(s)), fmt::arg("softcap", has_softcap(s)));
+  // The config's last arguments: PART, then (wgmma) ATOMIC_DQ, then WINDOW and SOFTCAP.
+  const std::string tail = fmt::format("{}{}, {}", c.wgmma ? "false, " : "", has_window(s), has_softcap(s));
   return fmt::format(
       "#include \"{header}\"\n"
       "extern \"C\" __global__ void __launch_bounds__({dt}) {delta}(const attn_k::bwd_params p) {{\n"

@@ -196,8 +196,8 @@ attn_k::fwd_params make_fwd_params(const problem& s, const forward_tensors& t, t
 }
 
 // bench/backward_peers.py's pack_params packs this layout by hand (11 pointers, 6 strides, 5 ints,
-// 2 floats, the window's 2 ints): change both together.
-static_assert(sizeof(attn_k::bwd_params) == 176, "attn_k::bwd_params changed: update bench/backward_peers.py's pack_params");
+// 2 floats, the window's 2 ints, softcap's 2 floats): change both together.
+static_assert(sizeof(attn_k::bwd_params) == 184, "attn_k::bwd_params changed: update bench/backward_peers.py's pack_params");
 
 attn_k::bwd_params make_bwd_params(const problem& s, const backward_tensors& t, float softmax_scale) {
   validate(s);
@@ -221,6 +221,10 @@ attn_k::bwd_params make_bwd_params(const problem& s, const backward_tensors& t, 
   p.softmax_scale = softmax_scale > 0 ? softmax_scale : static_cast<float>(1.0 / std::sqrt(double(s.head_dim)));
   p.scale_log2 = static_cast<float>(p.softmax_scale * 1.4426950408889634);
   std::tie(p.window_left, p.window_right) = kernel_window(s);  // as the forward's
+  if (has_softcap(s)) {  // as the forward's, with this call's scale
+    p.softcap_in = static_cast<float>(p.softmax_scale / s.softcap);
+    p.softcap_out = static_cast<float>(s.softcap / p.softmax_scale);
+  }
   return p;
 }
 

@@ -403,7 +403,6 @@ void validate(const problem& s) {
 std::optional<std::string> backward_refusal(const problem& p) {
   if (!has_backward(p)) return std::nullopt;
   std::vector<std::string> what;
-  if (has_softcap(p)) what.push_back(fmt::format("softcap {}", real_text(p.softcap)));
   if (has_value_dim(p)) what.push_back(fmt::format("dv {} != head dim {}", value_dim(p), p.head_dim));
   if (has_kv_lens(p)) what.push_back(fmt::format("per-sequence K/V lengths (kv_lens '{}')", p.kv_lens));
   if (p.page_size > 0) what.push_back(fmt::format("a paged K/V cache (page_size {})", p.page_size));

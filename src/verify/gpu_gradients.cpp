@@ -1,6 +1,7 @@
 #include "verify/gpu_gradients.hpp"
 
 #include <algorithm>
+#include <optional>
 
 namespace attn {
 
@@ -18,9 +19,10 @@ struct gradient_sums {
 };
 
 // One chunk of pairs [bh0, bh0 + n): S and P as the forward's reference makes them, then dP, dS
-// and the three gradients (dK and dV added to).
+// and the three gradients (dK and dV added to). dtanh: softcap's 1 - tanh^2 of the chunk (null
+// without softcap).
 void gradient_pass(const support_kernels& sk, const device_problem& pr, const device_buffer& d_o, grad_mode mode,
-                   int bh0, int n, float* scores, void* probs, gradient_sums& out) {
+                   int bh0, int n, float* scores, void* probs, float* dtanh, gradient_sums& out) {
   const bool lowp = mode == grad_mode::naive;
   attn_k::fwd_params p = pr.params();
   int d = static_cast<int>(pr.shp.head_dim), dv = static_cast<int>(value_dim(pr.shp)), causal = pr.shp.causal ? 1 : 0;
@@ -31,7 +33,7 @@ void gradient_pass(const support_kernels& sk, const device_problem& pr, const de
   const void* dop = d_o.get();
   float* lse = nullptr;
   {
-    void* args[] = {&p, &bh0, &d, &causal, &scores};
+    void* args[] = {&p, &bh0, &d, &causal, &scores, &dtanh};
     rt.launch(lowp ? sk.scores_lowp : sk.scores_full, {tiles(p.kv_len), tiles(p.q_len), count}, tile, 0, nullptr, args);
   }
   {
@@ -46,7 +48,8 @@ void gradient_pass(const support_kernels& sk, const device_problem& pr, const de
   }
   {
     const void* pp = probs;
-    void* args[] = {&p, &pp, &scores};
+    const float* dt = dtanh;
+    void* args[] = {&p, &pp, &dt, &scores};
     rt.launch(lowp ? sk.ds_lowp : sk.ds_full, {static_cast<unsigned>(p.q_len), 1, count}, {256}, 0, nullptr, args);
   }
   {
@@ -84,8 +87,9 @@ void launch_elementwise(const support_kernels& sk, kernel_t kernel, void* a, voi
 
 int64_t backward_reference_memory_bytes(const problem& s, int64_t chunk_bytes) {
   const int64_t elements = q_rows(s) * s.heads * s.head_dim + kv_rows(s) * s.kv_heads * (s.head_dim + value_dim(s));
-  const int64_t chunk = reference_pairs_per_chunk(s, chunk_bytes) * s.q_len * s.kv_len * 8;
-  // dO, delta, dQ dK dV; the atomic-dQ workspace; the full and the naive sums (fp32); the chunk's S/dP and P.
+  const int64_t chunk = reference_pairs_per_chunk(s, chunk_bytes) * s.q_len * s.kv_len * (has_softcap(s) ? 12 : 8);
+  // dO, delta, dQ dK dV; the atomic-dQ workspace; the full and the naive sums (fp32); the chunk's
+  // S/dP and P (fp32), and with softcap 1 - tanh^2.
   return o_bytes(s) + lse_bytes(s) + elements * element_size(s.dtype) + dq_accum_bytes(s) + 2 * elements * 4 + chunk;
 }
 
@@ -115,12 +119,14 @@ backward_reference compute_backward_reference(const support_kernels& support, co
   gradient_sums full(rt, pr), naive(rt, pr);
   const int64_t pairs = reference_pairs_per_chunk(s, chunk_bytes);
   device_buffer scores(rt, pairs * s.q_len * s.kv_len * 4), probs(rt, pairs * s.q_len * s.kv_len * 4);
+  std::optional<device_buffer> dtanh;  // softcap's factor of dS
+  if (has_softcap(s)) dtanh.emplace(rt, pairs * s.q_len * s.kv_len * 4);
   const int total = static_cast<int>(s.batch * s.heads);
   for (grad_mode mode : {grad_mode::full, grad_mode::naive})
     for (int bh0 = 0; bh0 < total; bh0 += static_cast<int>(pairs)) {
       const int n = std::min<int>(static_cast<int>(pairs), total - bh0);
       gradient_pass(support, pr, r.d_o, mode, bh0, n, scores.as<float>(), probs.get(),
-                    mode == grad_mode::full ? full : naive);
+                    dtanh ? dtanh->as<float>() : nullptr, mode == grad_mode::full ? full : naive);
     }
   for (device_buffer* b : {&naive.dq, &naive.dk, &naive.dv})
     launch_elementwise(support, support.round_f32, b->get(), nullptr, b->bytes() / 4);

@@ -193,7 +193,8 @@ void materializing_pass(const support_kernels& sk, const device_problem& pr, pas
   const dims3 tile{16, 16};
   const auto count = static_cast<unsigned>(n);
   {
-    void* args[] = {&p, &bh0, &d, &causal, &scores};
+    float* no_dtanh = nullptr;  // the backward's (gpu_gradients)
+    void* args[] = {&p, &bh0, &d, &causal, &scores, &no_dtanh};
     sk.rt.launch(lowp_scores ? sk.scores_lowp : sk.scores_full,
                  {static_cast<unsigned>((p.kv_len + 15) / 16), static_cast<unsigned>((p.q_len + 15) / 16), count},
                  tile, 0, nullptr, args);

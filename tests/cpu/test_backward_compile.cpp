@@ -17,10 +17,11 @@
 namespace attn {
 namespace {
 
-problem backward_problem(int64_t d, bool causal) {
+problem backward_problem(int64_t d, bool causal, double softcap = 0) {
   problem s;
   s.batch = 2, s.heads = 8, s.kv_heads = 2, s.q_len = 1000, s.kv_len = 1200, s.head_dim = d;
   s.causal = causal;
+  s.softcap = softcap;
   return s;
 }
 
@@ -28,14 +29,15 @@ struct backward_compile_case {
   const char* arch;
   int head_dim;
   bool causal;
+  double softcap = 0;  ///< the SOFTCAP instantiations: one more packed operand a step
 };
 
 class backward_compiles : public ::testing::TestWithParam<backward_compile_case> {};
 
 TEST_P(backward_compiles, every_default_variant_compiles_without_spills) {
-  const auto [arch, d, causal] = GetParam();
+  const auto [arch, d, causal, softcap] = GetParam();
   if (!nvrtc_supports(arch)) GTEST_SKIP() << "NVRTC " << nvrtc_version() << " cannot compile for " << arch;
-  const problem s = backward_problem(d, causal);
+  const problem s = backward_problem(d, causal, softcap);
   const temp_dir dir("attn-tune-backward-compile");
   const compile_cache cache(dir.path().string());
   const resource_limits limits = limits_for_arch(arch);
@@ -60,9 +62,12 @@ INSTANTIATE_TEST_SUITE_P(
                       backward_compile_case{"sm_90a", 256, false}, backward_compile_case{"sm_90a", 256, true},
                       backward_compile_case{"sm_80", 64, false}, backward_compile_case{"sm_80", 64, true},
                       backward_compile_case{"sm_80", 128, false}, backward_compile_case{"sm_80", 128, true},
-                      backward_compile_case{"sm_80", 256, false}, backward_compile_case{"sm_80", 256, true}),
+                      backward_compile_case{"sm_80", 256, false}, backward_compile_case{"sm_80", 256, true},
+                      backward_compile_case{"sm_90a", 64, true, 30}, backward_compile_case{"sm_90a", 128, false, 30},
+                      backward_compile_case{"sm_90a", 256, true, 30}, backward_compile_case{"sm_80", 128, true, 30}),
     [](const auto& info) {
-      return fmt::format("{}_d{}_{}", info.param.arch, info.param.head_dim, info.param.causal ? "causal" : "full");
+      return fmt::format("{}_d{}_{}{}", info.param.arch, info.param.head_dim, info.param.causal ? "causal" : "full",
+                         info.param.softcap > 0 ? "_softcap" : "");
     });
 
 TEST(backward_config, names_round_trip_and_bad_text_is_named) {
@@ -84,9 +89,12 @@ TEST(backward_config, refuses_what_it_does_not_take_naming_it) {
   wg_window.wgmma = true, wg_window.kv_block_n = 64, wg_window.kv_warps = 4, wg_window.q_block_m = 64,
   wg_window.q_warps = 4;
   EXPECT_FALSE(backward_reject(wg_window, s, limits));
+  s = backward_problem(128, false, 30);  // and softcap
+  EXPECT_FALSE(backward_reject(c, s, limits));
+  EXPECT_FALSE(backward_reject(wg_window, s, limits));
   s = backward_problem(128, false);
-  s.softcap = 30;
-  EXPECT_NE(backward_reject(c, s, limits).value_or("").find("softcap"), std::string::npos);
+  s.head_dim_v = 64;  // V's own head dim: not yet
+  EXPECT_NE(backward_reject(c, s, limits).value_or("").find("dv 64"), std::string::npos);
   s = backward_problem(60, false);
   EXPECT_NE(backward_reject(c, s, limits).value_or("").find("60"), std::string::npos);
   backward_config odd = c;

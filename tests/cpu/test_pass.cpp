@@ -159,7 +159,7 @@ TEST(pass, the_backward_moves_its_tensors_the_lse_and_delta) {
 TEST(pass, validate_takes_every_pass) {
   for (attention_pass pass : {attention_pass::fwd, attention_pass::bwd, attention_pass::fwdbwd}) {
     problem p = shape(pass);
-    p.softcap = 30, p.head_dim = 59, p.window_left = 64;  // what the backward does not take yet
+    p.head_dim_v = 32, p.head_dim = 59, p.window_left = 64;  // what the backward does not take yet
     EXPECT_NO_THROW(validate(p));
   }
 }
@@ -380,7 +380,6 @@ TEST(backward_refusal, names_what_the_backward_does_not_take_yet) {
     std::vector<std::string> named;
   };
   const std::vector<probe> probes = {
-      {"softcap", [](problem& p) { p.softcap = 30.5; }, {"softcap 30.5"}},
       {"dv", [](problem& p) { p.head_dim = 192, p.head_dim_v = 128; }, {"dv 128 != head dim 192"}},
       {"kv_lens", [](problem& p) { p.kv_lens = "uniform:1:2048"; }, {"kv_lens 'uniform:1:2048'"}},
       {"paged", [](problem& p) { p.page_size = 64; }, {"paged", "page_size 64"}},
@@ -402,10 +401,14 @@ TEST(backward_refusal, names_what_the_backward_does_not_take_yet) {
   }
   // Several at once: each named.
   problem p = shape(attention_pass::bwd);
-  p.softcap = 50, p.page_size = 16;
+  p.head_dim_v = 64, p.page_size = 16;
   const std::string why = backward_refusal(p).value();
-  EXPECT_NE(why.find("softcap 50"), std::string::npos) << why;
+  EXPECT_NE(why.find("dv 64"), std::string::npos) << why;
   EXPECT_NE(why.find("page_size 16"), std::string::npos) << why;
+  // What it takes: a window and softcap.
+  p = shape(attention_pass::bwd);
+  p.softcap = 30.5, p.window_left = 100;
+  EXPECT_FALSE(backward_refusal(p).has_value()) << backward_refusal(p).value_or("");
 }
 
 }  // namespace

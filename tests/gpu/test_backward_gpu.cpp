@@ -1,6 +1,6 @@
 // The backward pass (kernels/fa2_bwd.cuh) on the GPU: every default variant's dQ, dK and dV against
 // the float64 gradients on fresh random inputs (ragged lengths, N = 1, N_q != N_kv both ways, GQA,
-// MQA, both layouts, both dtypes, causal and not, sliding windows), with FlashAttention's rule: the error at most
+// MQA, both layouts, both dtypes, causal and not, sliding windows, softcap), with FlashAttention's rule: the error at most
 // twice that of the same math done in the input precision, plus a small absolute term. Outputs are
 // poisoned (NaN) before each run, so a gradient never written fails. Reruns are bit-identical, and
 // planted defects (a dropped GQA reduction, a missing dO.O term, off-by-one causal masks, dS without
@@ -65,7 +65,7 @@ struct lowp_grads {
 lowp_grads gradients_lowp(const problem& s, const std::vector<float>& q, const std::vector<float>& k,
                           const std::vector<float>& v, const std::vector<float>& d_o) {
   const int64_t D = s.head_dim, group = s.heads / s.kv_heads;
-  const double scale = 1.0 / std::sqrt(double(D));
+  const double scale = 1.0 / std::sqrt(double(D)), cap = s.softcap;
   auto r = [&](double x) { return double(round_to(s.dtype, x)); };
   lowp_grads g;
   g.dq.assign(q.size(), 0), g.dk.assign(k.size(), 0), g.dv.assign(v.size(), 0);
@@ -84,12 +84,16 @@ lowp_grads gradients_lowp(const problem& s, const std::vector<float>& q, const s
         if (s.window_left >= 0) first = std::max<int64_t>(0, diagonal - s.window_left);
         if (last < first) continue;
         const int64_t n = last - first + 1;
-        std::vector<double> p(n), dp(n);
+        std::vector<double> p(n), dp(n), dtanh(n, 1.0);
         double mx = -INFINITY;
         for (int64_t j = 0; j < n; ++j) {
           double dot = 0;
           for (int64_t d = 0; d < D; ++d) dot += r(q[qi(i) + d] * scale) * k[kj(first + j) + d];
           p[j] = r(dot);
+          if (cap > 0) {  // softcap: tanh in the element type, and its derivative for dS
+            const double th = r(std::tanh(p[j] / cap));
+            p[j] = r(cap * th), dtanh[j] = r(1 - th * th);
+          }
           mx = std::max(mx, p[j]);
         }
         double sum = 0;
@@ -104,7 +108,7 @@ lowp_grads gradients_lowp(const problem& s, const std::vector<float>& q, const s
         }
         delta = r(delta);
         for (int64_t j = 0; j < n; ++j) {
-          const double ds = r(p[j] * (dp[j] - delta));
+          const double ds = cap > 0 ? r(r(p[j] * (dp[j] - delta)) * dtanh[j]) : r(p[j] * (dp[j] - delta));
           for (int64_t d = 0; d < D; ++d) {
             g.dq[qi(i) + d] += ds * k[kj(first + j) + d] * scale;
             dk_acc[kj(first + j) + d] += ds * q[qi(i) + d] * scale;
@@ -144,6 +148,12 @@ problem windowed(problem s, int64_t left, int64_t right) {
   s.window_left = left, s.window_right = right;
   return s;
 }
+// Softcap C (both families' backward take it): C small enough that tanh bends most of the scores of
+// unit normal inputs (|score| up to about 4), or a model's 30 or 50.
+problem capped(problem s, double c) {
+  s.softcap = c;
+  return s;
+}
 std::vector<backward_case> cases() {
   return {{"plain", shape(2, 3, 3, 200, 200, 64, false)},
           {"causal_gqa_cross", shape(1, 8, 2, 100, 300, 128, true)},
@@ -155,7 +165,10 @@ std::vector<backward_case> cases() {
           {"d192_fp16_split_dkdv", shape(1, 2, 2, 97, 90, 192, false, dtype::fp16)},
           {"causal_window_gqa_cross", windowed(shape(1, 4, 2, 150, 260, 64, true), 40, -1)},
           {"two_sided_window_fp16_bshd", windowed(shape(2, 2, 1, 130, 130, 128, false, dtype::fp16, layout::bshd), 17, 33)},
-          {"left_window_only", windowed(shape(1, 2, 2, 90, 200, 64, false), 25, -1)}};
+          {"left_window_only", windowed(shape(1, 2, 2, 90, 200, 64, false), 25, -1)},
+          {"softcap_causal_gqa_cross", capped(shape(1, 4, 2, 150, 200, 64, true), 2.5)},
+          {"softcap_window_fp16_bshd_d128", capped(windowed(shape(1, 2, 1, 130, 170, 128, false, dtype::fp16, layout::bshd), 30, 20), 30)},
+          {"softcap_d256_split_dkdv", capped(shape(1, 2, 2, 97, 90, 256, true), 5)}};
 }
 
 // One problem's inputs, float64 gradients and tolerance, and the device buffers of a run.

@@ -62,8 +62,10 @@ double relative_error(const std::vector<float>& a, const std::vector<double>& b)
 TEST_F(backward_tune_gpu, the_gradient_reference_is_the_float64_gradients) {
   problem window = shape(1, 2, 1, 120, 200, 64, false);
   window.window_left = 30, window.window_right = 10;
+  problem capped = shape(1, 4, 2, 100, 170, 64, true), capped_fp16 = shape(2, 2, 1, 130, 67, 128, false, dtype::fp16);
+  capped.softcap = 2.5, capped_fp16.softcap = 30;  // dS times 1 - tanh^2 (2.5: most scores bent)
   const problem cases[] = {shape(1, 4, 2, 100, 170, 64, true), shape(2, 2, 1, 130, 67, 128, false, dtype::fp16, layout::bshd),
-                           shape(1, 2, 2, 77, 129, 96, true), shape(1, 2, 2, 1, 300, 64, false), window};
+                           shape(1, 2, 2, 77, 129, 96, true), shape(1, 2, 2, 1, 300, 64, false), window, capped, capped_fp16};
   for (const problem& s : cases) {
     const auto support = load_support(rt(), m_cache, s.dtype, m_gpu.desc.arch);
     const device_problem pr(s, *support, 4242);
@@ -90,16 +92,17 @@ TEST_F(backward_tune_gpu, the_gradient_reference_is_the_float64_gradients) {
 }
 
 // Every default variant of both families on a small ragged GQA shape: all verified ok, one best.
-TEST_F(backward_tune_gpu, tuning_the_backward_verifies_and_times_every_variant) {
-  const problem s = shape(2, 4, 2, 200, 333, 64, true);
+// tune() of pass bwd over every default variant of both families (wgmma on sm_90 only): each one
+// the pruner keeps verified ok and timed, at least two a family, one best.
+void expect_every_variant_ok(const problem& s, const gpu_info& gpu, const compile_cache& cache, uint64_t seed) {
   for (const char* family : {"fa2", "wgmma"}) {
-    if (std::string(family) == "wgmma" && m_gpu.desc.cc_major != 9) continue;
+    if (std::string(family) == "wgmma" && gpu.desc.cc_major != 9) continue;
     tune_options o;
     o.family = family;
-    o.seed = 11;
+    o.seed = seed;
     o.timing.min_reps = o.timing.max_reps = 5;
     o.timing.min_total_ms = 0;
-    const tune_result r = tune(s, m_gpu, m_cache, o);
+    const tune_result r = tune(s, gpu, cache, o);
     ASSERT_TRUE(r.best.has_value()) << family << ": " << r.pruning;
     int ok = 0;
     for (const record& rec : r.records) {
@@ -115,6 +118,17 @@ TEST_F(backward_tune_gpu, tuning_the_backward_verifies_and_times_every_variant) 
     EXPECT_GT(r.lowp_error, 0);
     EXPECT_EQ(r.records[*r.best].rank, 1);
   }
+}
+
+TEST_F(backward_tune_gpu, tuning_the_backward_verifies_and_times_every_variant) {
+  expect_every_variant_ok(shape(2, 4, 2, 200, 333, 64, true), m_gpu, m_cache, 11);
+}
+
+// Softcap: the GPU reference's dS carries 1 - tanh^2, and so do both families' kernels.
+TEST_F(backward_tune_gpu, tuning_a_softcap_backward_verifies_every_variant) {
+  problem s = shape(1, 4, 2, 150, 190, 128, true);
+  s.softcap = 5;
+  expect_every_variant_ok(s, m_gpu, m_cache, 12);
 }
 
 // --deterministic: each variant's check reruns it and wants the same bits; every variant the mode

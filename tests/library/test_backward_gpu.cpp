@@ -30,11 +30,12 @@ struct grads {
   std::vector<double> dq, dk, dv, o, lse;
 };
 
-// The float64 gradients (and O, LSE) of attention over contiguous tensors of p's layout.
+// The float64 gradients (and O, LSE) of attention over contiguous tensors of p's layout; softcap C
+// caps each scaled score to C tanh(score / C), and dS carries 1 - tanh^2.
 grads gradients_fp64(const attn_tune_problem& p, const std::vector<float>& q, const std::vector<float>& k,
                      const std::vector<float>& v, const std::vector<float>& d_o) {
   const int64_t D = p.head_dim, group = p.heads / p.kv_heads;
-  const double scale = 1.0 / std::sqrt(double(D));
+  const double scale = 1.0 / std::sqrt(double(D)), cap = p.softcap;
   grads g{std::vector<double>(q.size()), std::vector<double>(k.size()), std::vector<double>(v.size()),
           std::vector<double>(q.size()), std::vector<double>(p.batch * p.heads * p.q_len, -INFINITY)};
   for (int64_t b = 0; b < p.batch; ++b)
@@ -43,13 +44,18 @@ grads gradients_fp64(const attn_tune_problem& p, const std::vector<float>& q, co
         const example::key_range keys = example::visible_keys(p, i, p.q_len, p.kv_len);
         if (keys.first > keys.last) continue;
         const int64_t qi = example::offset(p, false, b, h, i);
-        std::vector<double> s(static_cast<size_t>(keys.last - keys.first + 1));
+        std::vector<double> s(static_cast<size_t>(keys.last - keys.first + 1)), dtanh(s.size(), 1.0);
         double mx = -INFINITY, sum = 0;
         for (int64_t j = keys.first; j <= keys.last; ++j) {
           const int64_t kj = example::offset(p, true, b, h / group, j);
           double dot = 0;
           for (int64_t d = 0; d < D; ++d) dot += double(q[qi + d]) * k[kj + d];
-          mx = std::max(mx, s[j - keys.first] = dot * scale);
+          double score = dot * scale;
+          if (cap > 0) {
+            const double t = std::tanh(score / cap);
+            score = cap * t, dtanh[j - keys.first] = 1 - t * t;
+          }
+          mx = std::max(mx, s[j - keys.first] = score);
         }
         for (double& x : s) sum += (x = std::exp(x - mx));
         g.lse[(b * p.heads + h) * p.q_len + i] = mx + std::log(sum);
@@ -65,7 +71,7 @@ grads gradients_fp64(const attn_tune_problem& p, const std::vector<float>& q, co
         }
         for (int64_t j = keys.first; j <= keys.last; ++j) {
           const int64_t kj = example::offset(p, true, b, h / group, j);
-          const double pj = s[j - keys.first], ds = pj * (dp[j - keys.first] - delta);
+          const double pj = s[j - keys.first], ds = pj * (dp[j - keys.first] - delta) * dtanh[j - keys.first];
           for (int64_t d = 0; d < D; ++d) {
             g.dq[qi + d] += scale * ds * k[kj + d];
             g.dk[kj + d] += scale * ds * q[qi + d];
@@ -150,6 +156,16 @@ TEST_F(LibraryBackward, GradientsOfGqaCausalCrossAttentionInBothLayoutsAndDtypes
   expect_passes(attn_tune::make_problem(1, 2, 2, 70, 90, 256), 4);  // the fallback's split dK/dV
 }
 
+TEST_F(LibraryBackward, GradientsWithSoftcap) {
+  auto p = attn_tune::make_problem(2, 4, 2, 130, 200, 64);
+  p.causal = 1;
+  p.softcap = 2.5f;  // small enough that tanh bends most scores (unit normal inputs: |score| up to ~4)
+  expect_passes(p, 21);
+  auto wide = attn_tune::make_problem(1, 2, 1, 97, 64, 256);  // the fallback's split dK/dV
+  wide.softcap = 30;
+  expect_passes(wide, 22);
+}
+
 TEST_F(LibraryBackward, SaysWhichVariantRanAndRerunsAreBitIdentical) {
   auto p = attn_tune::make_problem(1, 8, 2, 300, 300, 128);
   p.causal = 1;
@@ -197,10 +213,10 @@ TEST_F(LibraryBackward, RefusesWhatItDoesNotTakeNamingIt) {
     return attn_tune_backward(m_ctx->get(), buf.p, buf.p, buf.p, buf.p, static_cast<float*>(buf.p), buf.p, buf.p,
                               buf.p, buf.p, static_cast<float*>(buf.p), &q, nullptr, nullptr);
   };
-  auto softcap = p;
-  softcap.softcap = 30;
-  EXPECT_EQ(call(softcap), ATTN_TUNE_ERROR_UNSUPPORTED);
-  EXPECT_NE(std::string(attn_tune_last_error()).find("softcap"), std::string::npos) << attn_tune_last_error();
+  auto paged = p;  // a K/V cache: not in the backward yet
+  paged.cache_seqlens = static_cast<const int32_t*>(buf.p);
+  EXPECT_EQ(call(paged), ATTN_TUNE_ERROR_UNSUPPORTED);
+  EXPECT_NE(std::string(attn_tune_last_error()).find("kv_lens"), std::string::npos) << attn_tune_last_error();
   auto strided = p;
   strided.q_strides[0] = 64 * 64 * 4, strided.q_strides[1] = 64 * 64, strided.q_strides[2] = 128;  // rows padded
   EXPECT_EQ(call(strided), ATTN_TUNE_ERROR_UNSUPPORTED);
