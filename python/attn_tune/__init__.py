@@ -22,14 +22,14 @@ Training (libattn_tune API version 7, attn_tune_backward):
 
 attention(q, k, v, causal=False, softmax_scale=None, table=None) takes PyTorch tensors as forward
 does (GQA/MQA through fewer k/v heads; head dims multiples of 8 up to 256) and nothing the backward
-does not take yet (a KV cache, softcap, V's own head dim, packed batches). Its gradients come from
-the custom op torch.ops.attn_tune.backward, registered as the autograd formula of
+does not take yet (a KV cache, V's own head dim, packed batches). Its gradients come from the
+custom op torch.ops.attn_tune.backward, registered as the autograd formula of
 torch.ops.attn_tune.forward (torch.library.register_autograd; a torch.autograd.Function where
 PyTorch is older than 2.4), so torch.compile traces the forward and the backward. A sliding window
-has gradients too: forward(q, k, v, window_size=(left, right)) with inputs that require grad (with
-PyTorch >= 2.4). The backward runs on the current CUDA stream; it is deterministic (a rerun gives
-bit-identical gradients) with the library's fallback variants and any tuned variant whose name does
-not end in -dq_atomic (see attention).
+and softcap have gradients too: forward(q, k, v, window_size=(left, right), softcap=C) with inputs
+that require grad (with PyTorch >= 2.4). The backward runs on the current CUDA stream; it is
+deterministic (a rerun gives bit-identical gradients) with the library's fallback variants and any
+tuned variant whose name does not end in -dq_atomic (see attention).
 """
 import ctypes
 import math
@@ -316,10 +316,12 @@ def _contiguous_strides(shape, bshd):
     return (n * h * d, d, h * d, 1) if bshd else (h * n * d, n * d, d, 1)
 
 
-def _backward_call(torch, d_o, q, k, v, o, lse, causal, table, softmax_scale, window_left=-1, window_right=-1):
+def _backward_call(torch, d_o, q, k, v, o, lse, causal, table, softmax_scale, window_left=-1, window_right=-1,
+                   softcap=0.0):
     """(dq, dk, dv) of the attention whose forward gave (o, lse): attn_tune_backward on the current
-    CUDA stream, every tensor contiguous in q's layout (copied there where it is not). window_left and
-    window_right: the forward's window_size (-1, -1: none), set in the problem as the forward's."""
+    CUDA stream, every tensor contiguous in q's layout (copied there where it is not). window_left,
+    window_right and softcap: the forward's window_size (-1, -1: none) and softcap (0: off), set in
+    the problem as the forward's."""
     bshd = _grad_layout(q)
     q, k, v, o = (_in_layout(t, bshd) for t in (q, k, v, o))
     d_o = _in_layout(d_o.to(q.dtype), bshd)  # autocast or a float32 loss may hand back another dtype
@@ -332,8 +334,8 @@ def _backward_call(torch, d_o, q, k, v, o, lse, causal, table, softmax_scale, wi
         # The strides the copies above made, whatever a dimension of one element says.
         info.strides = _contiguous_strides(info.shape, bshd)
         infos.append(info)
-    # shapes, heads, dtypes, scale: named errors; the window's fields as the forward sets them (make_problem's)
-    problem = make_problem(*infos, causal, softmax_scale, variant=(window_left, window_right, 0.0))
+    # shapes, heads, dtypes, scale: named errors; the window's fields and softcap as the forward sets them
+    problem = make_problem(*infos, causal, softmax_scale, variant=(window_left, window_right, softcap))
     # All strides 0: contiguous in the layout, which the C backward requires (and q's layout is not
     # read from strides where H or N is 1).
     problem.layout = _capi.BSHD if bshd else _capi.BHSD
@@ -349,10 +351,10 @@ def _backward_call(torch, d_o, q, k, v, o, lse, causal, table, softmax_scale, wi
     return dq, dk, dv
 
 
-def _backward_refusal(q, v, cache_seqlens, block_table, softcap):
-    """What of a forward call the backward does not take yet, named ("" when nothing; a window it takes)."""
+def _backward_refusal(q, v, cache_seqlens, block_table):
+    """What of a forward call the backward does not take yet, named ("" when nothing; a window and
+    softcap it takes)."""
     refused = (("cache_seqlens", cache_seqlens is not None), ("block_table", block_table is not None),
-               ("softcap", softcap != 0.0),
                ("a V head dim of its own (dv != d)", v.shape[3] != q.shape[3]))
     return ", ".join(name for name, used in refused if used)
 
@@ -365,12 +367,12 @@ def _register_backward(torch):
     @torch.library.custom_op("attn_tune::backward", mutates_args=())
     def _bwd_op(d_o: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor,
                 lse: torch.Tensor, causal: bool, table: str, softmax_scale: float, window_left: int = -1,
-                window_right: int = -1) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+                window_right: int = -1, softcap: float = 0.0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         return _backward_call(torch, d_o, q, k, v, o, lse, causal, table or None,
-                              softmax_scale if softmax_scale != 0.0 else None, window_left, window_right)
+                              softmax_scale if softmax_scale != 0.0 else None, window_left, window_right, softcap)
 
     @_bwd_op.register_fake
-    def _(d_o, q, k, v, o, lse, causal, table, softmax_scale, window_left=-1, window_right=-1):
+    def _(d_o, q, k, v, o, lse, causal, table, softmax_scale, window_left=-1, window_right=-1, softcap=0.0):
         bshd = _grad_layout(q)
         return tuple(_empty_in_layout(torch, t.shape, bshd, t.dtype, t.device) for t in (q, k, v))
 
@@ -382,17 +384,17 @@ def _register_backward(torch):
         ctx.mark_non_differentiable(lse)
         ctx.save_for_backward(q, k, v, o, lse)
         ctx.causal, ctx.table, ctx.softmax_scale = causal, table, softmax_scale
-        ctx.window_left, ctx.window_right = window_left, window_right
+        ctx.window_left, ctx.window_right, ctx.softcap = window_left, window_right, softcap
         # Refused at backward, not here: a forward that works today with inputs requiring grad
-        # (a KV cache, softcap) keeps working as long as nothing asks for its gradient.
-        ctx.refused = _backward_refusal(q, v, cache_seqlens, block_table, softcap)
+        # (a KV cache, V's own head dim) keeps working as long as nothing asks for its gradient.
+        ctx.refused = _backward_refusal(q, v, cache_seqlens, block_table)
 
     def backward(ctx, d_o, d_lse):
         if ctx.refused:
             raise NotImplementedError(f"attn_tune's backward does not take {ctx.refused} yet (the forward ran with it)")
         q, k, v, o, lse = ctx.saved_tensors
         dq, dk, dv = _bwd_op(d_o, q, k, v, o, lse, ctx.causal, ctx.table, ctx.softmax_scale, ctx.window_left,
-                             ctx.window_right)
+                             ctx.window_right, ctx.softcap)
         return dq, dk, dv, None, None, None, None, None, None, None, None  # one per input of the forward op
 
     _torch_backward_op = _bwd_op
@@ -404,7 +406,7 @@ def _register_backward(torch):
 def _make_autograd_function(torch):
     """attention's torch.autograd.Function where attn_tune::forward has no autograd formula (a
     PyTorch older than 2.4): the forward's and the backward's implementations, without the ops
-    (attention's arguments only: no window, which the backward's defaults leave off)."""
+    (attention's arguments only: no window or softcap, which the backward's defaults leave off)."""
 
     class AttentionFunction(torch.autograd.Function):
         @staticmethod
@@ -448,9 +450,9 @@ def forward_with_lse(q, k, v, causal=False, table=None, softmax_scale=None, out=
     scale (0: off).
 
     With PyTorch >= 2.4, O is differentiable where the backward takes the call (see attention),
-    a sliding window included (its gradients are the windowed attention's): a gradient through a
-    KV cache, softcap or V's own head dim raises NotImplementedError when it is asked for; the LSE
-    never requires grad."""
+    a sliding window and softcap included (their gradients are the windowed, capped attention's): a
+    gradient through a KV cache or V's own head dim raises NotImplementedError when it is asked
+    for; the LSE never requires grad."""
     variant = NO_VARIANT if window_size is _NO_WINDOW and softcap is _NO_SOFTCAP else variant_of(window_size, softcap)
     if _is_torch(q):
         if out is not None or lse is not None:  # refused, never ignored: the op allocates both
@@ -496,10 +498,10 @@ def attention(q, k, v, causal=False, softmax_scale=None, table=None):
     with the library's fallback variants and any variant whose name does not end in -dq_atomic; a
     table that names an atomic-dQ variant (-dq_atomic: dQ summed with fp32 atomics) gives gradients
     that can differ in the last bits between reruns. It copies q, k, v, O and dO into one
-    contiguous layout (q's) where they are not. A sliding window is no parameter here: forward(q,
-    k, v, window_size=(left, right)) takes it, with gradients (PyTorch >= 2.4). What the backward
-    does not take yet is no parameter either: a KV cache, softcap, V's own head dim, packed batches
-    (forward and flash_attn_varlen_func run those, without gradients).
+    contiguous layout (q's) where they are not. A sliding window and softcap are no parameters
+    here: forward(q, k, v, window_size=(left, right), softcap=C) takes them, with gradients
+    (PyTorch >= 2.4). What the backward does not take yet is no parameter either: a KV cache, V's
+    own head dim, packed batches (forward and flash_attn_varlen_func run those, without gradients).
     Bad arguments raise TypeError or ValueError naming them; no PyTorch, ImportError."""
     for t, name in ((q, "q"), (k, "k"), (v, "v")):
         if not _is_torch(t):

@@ -3,11 +3,14 @@ python_package_cpu): the choice struct of API version 7 (the variant at its end)
 __all__ with only the arguments the backward takes and its argument checks, a clear ImportError
 without PyTorch, the API-version guard of attn_tune_backward (a fake library of version 6), and
 what the backward hands the C call: each tensor contiguous in q's layout (copied only where it is
-not), the problem's layout with strides 0, a window's fields as the forward sets them, the
-pointers in the header's order (fake tensors and a fake torch stand in); the backward's refusals
-(a window is none of them). ATTN_TUNE_TEST_LIBRARY names a built libattn_tune.so of version 6 or 7."""
+not), the problem's layout with strides 0, a window's fields and softcap as the forward sets them,
+the pointers in the header's order (fake tensors and a fake torch stand in); attn_tune::forward's
+autograd formula (through a fake torch.library) handing the forward's window and softcap to the C
+call; the backward's refusals (a window and softcap are none of them). ATTN_TUNE_TEST_LIBRARY
+names a built libattn_tune.so of version 6 or 7."""
 import ctypes
 import inspect
+import itertools
 import math
 import os
 import subprocess
@@ -169,15 +172,17 @@ class TheAttentionFunction(unittest.TestCase):
 
     def test_the_refusals_of_the_backward_are_named(self):
         q, v = TorchLike((1, 8, 64, 192)), TorchLike((1, 2, 64, 128))
-        self.assertEqual(attn_tune._backward_refusal(q, TorchLike((1, 2, 64, 192)), None, None, 0.0), "")
-        self.assertEqual(attn_tune._backward_refusal(q, v, object(), object(), 30.0),
-                         "cache_seqlens, block_table, softcap, a V head dim of its own (dv != d)")
+        self.assertEqual(attn_tune._backward_refusal(q, TorchLike((1, 2, 64, 192)), None, None), "")
+        self.assertEqual(attn_tune._backward_refusal(q, v, object(), object()),
+                         "cache_seqlens, block_table, a V head dim of its own (dv != d)")
 
-    def test_a_window_is_no_refusal(self):
-        # The backward takes a window: it has no say in the refusals, and none of them names it.
-        self.assertNotIn("window", list(inspect.signature(attn_tune._backward_refusal).parameters))
+    def test_a_window_and_softcap_are_no_refusal(self):
+        # The backward takes both: they have no say in the refusals, and none of them names them.
+        params = list(inspect.signature(attn_tune._backward_refusal).parameters)
+        self.assertEqual(params, ["q", "v", "cache_seqlens", "block_table"])
         q, v = TorchLike((1, 8, 64, 192)), TorchLike((1, 2, 64, 128))
-        self.assertNotIn("window", attn_tune._backward_refusal(q, v, object(), object(), 30.0))
+        for word in ("window", "softcap"):
+            self.assertNotIn(word, attn_tune._backward_refusal(q, v, object(), object()))
 
 
 # A fake torch for the backward's own work (_backward_call): tensors of shape and strides only.
@@ -258,9 +263,11 @@ class TheBackwardCall(unittest.TestCase):
     def tearDown(self):
         attn_tune.context = self.saved
 
-    def run_backward(self, q, k, v, o, d_o, causal=True, window=None):
+    def run_backward(self, q, k, v, o, d_o, causal=True, window=None, softcap=None):
         lse = Tensor((q.shape[0], q.shape[1], q.shape[2]), dtype="torch.float32")
-        grads = attn_tune._backward_call(FakeTorch(), d_o, q, k, v, o, lse, causal, "t.csv", 0.5, *(window or ()))
+        kwargs = {} if softcap is None else {"softcap": softcap}  # None: _backward_call's default
+        grads = attn_tune._backward_call(FakeTorch(), d_o, q, k, v, o, lse, causal, "t.csv", 0.5, *(window or ()),
+                                         **kwargs)
         (call,) = self.calls
         call["lse"] = lse
         return grads, call
@@ -308,21 +315,23 @@ class TheBackwardCall(unittest.TestCase):
         self.assertNotEqual(ptrs[5], d_o.pointer, "copied to an aligned buffer")
         self.assertEqual((problem.layout, problem.causal), (_capi.BHSD, 0))
 
-    def test_the_window_reaches_the_problem_as_the_forwards(self):
+    def test_the_window_and_softcap_reach_the_problem_as_the_forwards(self):
         q, k, v, o, d_o = (Tensor((1, 4, 256, 64)) for _ in range(5))
-        for causal, window in ((True, None), (False, (-1, -1)), (True, (64, 0)), (True, (64, -1)),
-                               (False, (40, 24)), (False, (-1, 7))):
+        for (causal, window), softcap in itertools.product(
+                ((True, None), (False, (-1, -1)), (True, (64, 0)), (True, (64, -1)), (False, (40, 24)),
+                 (False, (-1, 7))), (None, 0.0, 2.5, 30.0)):
             self.calls.clear()
-            _, call = self.run_backward(q, k, v, o, d_o, causal=causal, window=window)
+            _, call = self.run_backward(q, k, v, o, d_o, causal=causal, window=window, softcap=softcap)
             problem = call["args"][10]
             info = [tensors.describe(t, name) for t, name in ((q, "q"), (k, "k"), (v, "v"))]
-            forward = tensors.make_problem(*info, causal, 0.5, variant=(*(window or (-1, -1)), 0.0))
-            with self.subTest(causal=causal, window=window):
+            forward = tensors.make_problem(*info, causal, 0.5, variant=(*(window or (-1, -1)), softcap or 0.0))
+            with self.subTest(causal=causal, window=window, softcap=softcap):
                 self.assertEqual((problem.window, problem.window_left, problem.window_right, problem.softcap),
-                                 (forward.window, forward.window_left, forward.window_right, 0.0))
+                                 (forward.window, forward.window_left, forward.window_right, forward.softcap))
                 self.assertEqual(problem.window, 0 if window in (None, (-1, -1)) else 1)
                 if problem.window:
                     self.assertEqual((problem.window_left, problem.window_right), window)
+                self.assertEqual(problem.softcap, softcap or 0.0)  # 2.5 and 30 are exact in float32
         with self.assertRaisesRegex(ValueError, r"window_size \(64, 8\) with causal=True"):
             self.run_backward(q, k, v, o, d_o, causal=True, window=(64, 8))
 
@@ -332,6 +341,110 @@ class TheBackwardCall(unittest.TestCase):
             self.run_backward(q, k, k, Tensor((1, 8, 64, 64)), Tensor((1, 8, 64, 64)))
         with self.assertRaisesRegex(ValueError, r"d_o has shape \[1, 8, 32, 64\]: expected q's \[1, 8, 64, 64\]"):
             self.run_backward(q, q, q, Tensor((1, 8, 64, 64)), Tensor((1, 8, 32, 64)))
+
+
+class CustomOp:
+    """What torch.library.custom_op makes of a function, as _register_backward uses it."""
+
+    def __init__(self, fn):
+        self.fn, self.fake = fn, None
+
+    def __call__(self, *args):
+        return self.fn(*args)
+
+    def register_fake(self, fn):
+        self.fake = fn
+        return fn
+
+
+class LibraryTorch(FakeTorch):
+    """FakeTorch with the torch.library that _register_backward registers through: its ops and the
+    autograd formulas, kept by name."""
+    Tensor = Tensor
+
+    def __init__(self):
+        super().__init__()
+        self.ops, self.formulas = {}, {}
+
+        def custom_op(name, mutates_args):
+            return lambda fn: self.ops.setdefault(name, CustomOp(fn))
+
+        def register_autograd(name, backward, setup_context):
+            self.formulas[name] = (setup_context, backward)
+
+        self.library = types.SimpleNamespace(custom_op=custom_op, register_autograd=register_autograd)
+
+
+class AutogradContext:
+    """The ctx that setup_context fills and backward reads."""
+
+    def mark_non_differentiable(self, *tensors):
+        self.non_differentiable = tensors
+
+    def save_for_backward(self, *tensors):
+        self.saved_tensors = tensors
+
+
+class TheAutogradFormula(unittest.TestCase):
+    """attn_tune::forward's autograd formula (setup_context, backward) and the attn_tune::backward op,
+    registered through a fake torch.library: what the forward ran with reaches the C call."""
+
+    def setUp(self):
+        self.saved = (attn_tune.context, attn_tune._torch_backward_op, attn_tune._torch_autograd)
+        self.calls = []
+        attn_tune.context = lambda device, table: types.SimpleNamespace(
+            backward=lambda *args: self.calls.append({"table": table, "args": args}))
+        self.torch = LibraryTorch()
+        attn_tune._register_backward(self.torch)
+        self.setup_context, self.backward = self.torch.formulas["attn_tune::forward"]
+
+    def tearDown(self):
+        attn_tune.context, attn_tune._torch_backward_op, attn_tune._torch_autograd = self.saved
+
+    def backward_of(self, causal, window, softcap, v=None, cache_seqlens=None):
+        """The C call's problem of the backward of forward(q, k, v, causal, "t.csv", 0.5, ...)."""
+        q, k, o, d_o = (Tensor((1, 4, 256, 64)) for _ in range(4))
+        v = v or Tensor((1, 4, 256, 64))
+        lse = Tensor((1, 4, 256), dtype="torch.float32")
+        ctx = AutogradContext()
+        self.calls.clear()
+        self.setup_context(ctx, (q, k, v, causal, "t.csv", 0.5, cache_seqlens, None, *window, softcap), (o, lse))
+        self.assertEqual(ctx.non_differentiable, (lse,))
+        grads = self.backward(ctx, d_o, None)
+        self.assertEqual(len(grads), 11, "one per input of the forward op")
+        (call,) = self.calls
+        self.assertEqual(call["table"], "t.csv")
+        return call["args"][10]
+
+    def test_the_backward_op_takes_softcap_last(self):
+        op = self.torch.ops["attn_tune::backward"]
+        self.assertIs(attn_tune._torch_backward_op, op)
+        params = inspect.signature(op.fn).parameters
+        self.assertEqual(list(params)[-3:], ["window_left", "window_right", "softcap"])
+        self.assertEqual((params["softcap"].annotation, params["softcap"].default), (float, 0.0))
+        fake = inspect.signature(op.fake).parameters
+        self.assertEqual(list(fake), list(params), "the fake takes the op's arguments")
+        self.assertEqual(fake["softcap"].default, 0.0)
+
+    def test_the_forwards_softcap_and_window_reach_the_c_call(self):
+        for causal, window, softcap in ((True, (-1, -1), 0.0), (True, (-1, -1), 2.5), (True, (-1, -1), 30.0),
+                                        (False, (-1, -1), 2.5), (True, (64, 0), 2.5), (False, (40, 24), 30.0)):
+            with self.subTest(causal=causal, window=window, softcap=softcap):
+                problem = self.backward_of(causal, window, softcap)
+                self.assertEqual((problem.causal, problem.softmax_scale), (int(causal), 0.5))
+                self.assertEqual(problem.softcap, softcap)
+                self.assertEqual((problem.window, problem.window_left, problem.window_right),
+                                 (0, 0, 0) if window == (-1, -1) else (1, *window))
+
+    def test_what_is_refused_is_refused_at_backward_softcap_or_not(self):
+        for softcap in (0.0, 30.0):
+            for v, cache_seqlens, named in ((Tensor((1, 4, 256, 128)), None, r"a V head dim of its own \(dv != d\)"),
+                                            (None, object(), "cache_seqlens")):
+                with self.subTest(softcap=softcap, named=named):
+                    message = rf"attn_tune's backward does not take {named} yet"
+                    with self.assertRaisesRegex(NotImplementedError, message):
+                        self.backward_of(True, (-1, -1), softcap, v=v, cache_seqlens=cache_seqlens)
+                    self.assertEqual(self.calls, [], "nothing reached the C call")
 
 
 @unittest.skipUnless(LIBRARY, "ATTN_TUNE_TEST_LIBRARY is not set")

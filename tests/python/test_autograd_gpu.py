@@ -5,10 +5,12 @@ FlashAttention's rule (the error at most twice that of SDPA run in the inputs' p
 1e-3), causal (bottom-right) and not, GQA and MQA, cross-attention, fp16 and bf16, N not a
 multiple of 64, both memory layouts, a non-default scale; sliding windows through
 forward(window_size=) against SDPA with the window's boolean mask (causal and two-sided,
-cross-attention, GQA); bit-identical reruns; the choice of the C call (the fallback variant);
-torch.compile of a function calling attention, forward and backward, equal to eager; the ops' fake
-implementations (FakeTensorMode, and torch.library.opcheck where this PyTorch has it, a window's
-too); what the backward refuses (softcap)."""
+cross-attention, GQA); softcap through forward(softcap=) against the materialized capped
+attention in float64 under the same rule (its error in the inputs' precision), a cap that bends
+the scores (2.5) and a light one (30); bit-identical reruns; the choice of the C call (the fallback
+variant); torch.compile of a function calling attention, forward and backward, equal to eager; the
+ops' fake implementations (FakeTensorMode, and torch.library.opcheck where this PyTorch has it, a
+window's and softcap's too); what the backward refuses (V's own head dim)."""
 import os
 import unittest
 
@@ -76,6 +78,18 @@ def sdpa(q, k, v, causal, scale=None, window=None):
     return F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale)
 
 
+def capped(q, k, v, causal, softcap, scale=None, window=None):
+    """Attention with softcap, materialized in q's dtype: s = Q K^T * scale, C * tanh(s / C), the
+    window's (or causal's bottom-right) mask, softmax, @ V; GQA as sdpa's."""
+    group = q.shape[1] // k.shape[1]
+    k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
+    s = (q @ k.transpose(-2, -1)) * (scale if scale is not None else q.shape[3] ** -0.5)
+    s = softcap * torch.tanh(s / softcap)
+    mask = window_mask(q.shape[2], k.shape[2], causal, window or (-1, -1), q.device)
+    assert mask.any(dim=1).all(), "every query sees a key (softmax gives NaN for a row with none)"
+    return torch.softmax(s.masked_fill(~mask, float("-inf")), dim=-1) @ v
+
+
 def run(attend, q, k, v, d_o):
     """(O, dQ, dK, dV) of attend on leaf copies of q, k, v (strides kept) for the output gradient d_o."""
     q, k, v = (t.detach().clone().requires_grad_() for t in (q, k, v))
@@ -97,19 +111,29 @@ def inputs(b, h, h_kv, n_q, n_kv, d, dtype, bshd=False, seed=0):
 
 @unittest.skipIf(MISSING, MISSING or "")
 class Gradients(unittest.TestCase):
-    def check(self, b, h, h_kv, n_q, n_kv, d, causal, dtype=None, bshd=False, scale=None, window=None):
-        """attention's gradients, or with window forward(window_size=window)'s (attention takes no window)."""
+    def check(self, b, h, h_kv, n_q, n_kv, d, causal, dtype=None, bshd=False, scale=None, window=None,
+              softcap=None):
+        """attention's gradients, or with window or softcap forward(window_size=window, softcap=softcap)'s
+        (attention takes neither); with softcap against capped's in float64 (SDPA has no cap)."""
         dtype = dtype or torch.bfloat16
         q, k, v, d_o = inputs(b, h, h_kv, n_q, n_kv, d, dtype, bshd)
-        what = f"B{b} H{h}/{h_kv} N{n_q}x{n_kv} D{d} causal={causal} {dtype} bshd={bshd} scale={scale} window={window}"
-        if window is None:
+        what = (f"B{b} H{h}/{h_kv} N{n_q}x{n_kv} D{d} causal={causal} {dtype} bshd={bshd} scale={scale} "
+                f"window={window} softcap={softcap}")
+        if window is None and softcap is None:
             attend = lambda q, k, v: attn_tune.attention(q, k, v, causal=causal, softmax_scale=scale)  # noqa: E731
         else:
             attend = lambda q, k, v: attn_tune.forward(q, k, v, causal=causal, softmax_scale=scale,  # noqa: E731
-                                                       window_size=window)
+                                                       window_size=window or (-1, -1), softcap=softcap or 0.0)
+
+        def reference(q, k, v):
+            if softcap is None:
+                return sdpa(q, k, v, causal, scale, window)
+            return capped(q, k, v, causal, softcap, scale, window)  # SDPA has no cap
+
+        wide = torch.float32 if softcap is None else torch.float64  # the exact run's precision
         ours = run(attend, q, k, v, d_o)
-        exact = run(lambda q, k, v: sdpa(q, k, v, causal, scale, window), q.float(), k.float(), v.float(), d_o.float())
-        low = run(lambda q, k, v: sdpa(q, k, v, causal, scale, window), q, k, v, d_o)
+        exact = run(reference, *(t.to(wide) for t in (q, k, v, d_o)))
+        low = run(reference, q, k, v, d_o)
         for name, got, want, base, like in zip(("O", "dQ", "dK", "dV"), ours, exact, low, (q, q, k, v)):
             self.assertEqual((tuple(got.shape), got.dtype), (tuple(like.shape), dtype), f"{what}: {name}")
             error = (got.float() - want).abs().max().item()
@@ -156,6 +180,22 @@ class Gradients(unittest.TestCase):
         self.check(1, 8, 2, 300, 300, 64, causal=False, window=(40, 24), bshd=True, scale=0.3)
         self.check(1, 8, 2, 333, 333, 64, causal=True, window=(64, 0), dtype=torch.float16)
         self.check(1, 4, 4, 256, 256, 256, causal=False, window=(40, 24))  # above D = 128: the other fallback
+
+    def test_softcap(self):
+        # 2.5 bends unit-normal scores (scaled to about N(0, 1)) well into tanh's curve; 30 barely.
+        for softcap in (2.5, 30.0):
+            self.check(2, 8, 8, 256, 256, 64, causal=True, softcap=softcap)
+        self.check(1, 4, 4, 300, 300, 64, causal=False, softcap=2.5)
+        self.check(1, 4, 4, 160, 160, 96, causal=True, scale=0.3, softcap=2.5)
+
+    def test_softcap_gqa_cross_attention_layouts_dtypes_and_a_window(self):
+        self.check(2, 8, 2, 256, 256, 128, causal=True, softcap=2.5)
+        self.check(1, 4, 2, 128, 320, 64, causal=True, softcap=2.5)  # bottom-right
+        self.check(1, 8, 2, 300, 300, 64, causal=True, bshd=True, softcap=30.0)
+        self.check(1, 8, 2, 333, 333, 64, causal=True, dtype=torch.float16, softcap=2.5)
+        self.check(1, 4, 4, 256, 256, 256, causal=True, softcap=2.5)  # above D = 128: the other fallback
+        self.check(2, 8, 8, 256, 256, 64, causal=True, window=(64, 0), softcap=2.5)
+        self.check(1, 4, 2, 200, 333, 64, causal=False, window=(40, 24), softcap=30.0)
 
     def test_a_fused_qkv_projection(self):
         # q, k, v as views of one [B, N, H + 2 kv_heads, D] tensor (examples/python/transformer_block.py):
@@ -213,16 +253,20 @@ class Gradients(unittest.TestCase):
             torch.cuda.synchronize()
 
     def test_what_the_backward_refuses(self):
-        q, k, v, d_o = inputs(1, 4, 4, 256, 256, 64, torch.bfloat16, seed=3)
-        with self.assertRaisesRegex(NotImplementedError, "attn_tune's backward does not take softcap"):
-            run(lambda q, k, v: attn_tune.forward(q, k, v, causal=True, softcap=30.0), q, k, v, d_o)
+        q, k, v, _ = inputs(1, 4, 4, 256, 256, 64, torch.bfloat16, seed=3)
+        g = torch.Generator(device="cuda").manual_seed(3)
+        v_wide, d_o_wide = (torch.randn(1, 4, 256, 128, device="cuda", dtype=torch.bfloat16, generator=g)
+                            for _ in range(2))  # V's own head dim: dv 128, d 64
+        with self.assertRaisesRegex(NotImplementedError,
+                                    r"attn_tune's backward does not take a V head dim of its own \(dv != d\) yet"):
+            run(lambda q, k, v: attn_tune.forward(q, k, v, causal=True), q, k, v_wide, d_o_wide)
         # ...while the forward alone runs with it, inputs requiring grad or not.
-        o = attn_tune.forward(*(t.detach().clone().requires_grad_() for t in (q, k, v)), causal=True, softcap=30.0)
-        self.assertEqual(tuple(o.shape), tuple(q.shape))
+        o = attn_tune.forward(*(t.detach().clone().requires_grad_() for t in (q, k, v_wide)), causal=True)
+        self.assertEqual(tuple(o.shape), (1, 4, 256, 128))
         with self.assertRaisesRegex(TypeError, "torch.float32 is not supported"):
             attn_tune.attention(q.float(), k.float(), v.float())
         with self.assertRaisesRegex(ValueError, "v's head dim 128 differs from q's 64"):
-            attn_tune.attention(q, k, torch.randn(1, 4, 256, 128, device="cuda", dtype=torch.bfloat16))
+            attn_tune.attention(q, k, v_wide)
 
 
 @unittest.skipIf(MISSING, MISSING or "")
@@ -284,6 +328,11 @@ class FakeImplementations(unittest.TestCase):
         o, lse = torch.ops.attn_tune.forward(q, k, v, False, "", 0.0, None, None, 40, 24)
         torch.library.opcheck(torch.ops.attn_tune.backward.default, (d_o, q, k, v, o, lse, False, "", 0.0, 40, 24))
         torch.library.opcheck(torch.ops.attn_tune.forward.default, (*leaves, True, "", 0.0, None, None, 64, 0))
+        # Softcap: the backward op's softcap, and the forward's formula passing it on.
+        o, lse = torch.ops.attn_tune.forward(q, k, v, True, "", 0.0, None, None, -1, -1, 2.5)
+        torch.library.opcheck(torch.ops.attn_tune.backward.default,
+                              (d_o, q, k, v, o, lse, True, "", 0.0, -1, -1, 2.5))
+        torch.library.opcheck(torch.ops.attn_tune.forward.default, (*leaves, True, "", 0.0, None, None, -1, -1, 2.5))
 
 
 if __name__ == "__main__":
