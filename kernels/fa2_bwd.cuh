@@ -39,10 +39,19 @@ namespace attn_k {
 /// PART (the dK/dV kernel): 0 computes dK and dV; 1 dV only and 2 dK only, two launches that each
 /// recompute P^T, for head dims whose dK and dV together do not fit a warp's registers (D > 128:
 /// one product more, 8 instead of 7).
+/// The columns of a tile: D elements a row, DK (D rounded up to the mma's 16) computed, rows PITCH
+/// elements apart in shared memory (padded by 8).
+template <int D_>
+struct bwd_cols {
+  static constexpr int D = D_, DK = mma_head_dim(D_), PITCH = DK + 8;
+};
+
 /// WINDOW: the problem has a sliding window (bwd_params' sides); without it the masks compile to
 /// causal's alone. SOFTCAP: the scores are capped (bwd_params' softcap_in, softcap_out; see bwd_score).
+/// DV_: V's head dim where it is not D (0: D): V, dV, O and dO have rows of DV elements (the VO
+/// columns), Q, dQ, K and dK rows of D (QK).
 template <bool BF16_, int D_, int BLOCK_M_, int BLOCK_N_, int WARPS_, int STAGES_, bool CAUSAL_, int PART_ = 0,
-          bool WINDOW_ = false, bool SOFTCAP_ = false>
+          bool WINDOW_ = false, bool SOFTCAP_ = false, int DV_ = 0>
 struct bwd_config {
   static constexpr bool BF16 = BF16_, CAUSAL = CAUSAL_, WINDOW = WINDOW_, SOFTCAP = SOFTCAP_;
   static constexpr int PART = PART_;
@@ -51,21 +60,29 @@ struct bwd_config {
   static constexpr int D = D_, DK = mma_head_dim(D_), BLOCK_M = BLOCK_M_, BLOCK_N = BLOCK_N_;
   static constexpr int WARPS = WARPS_, STAGES = STAGES_, THREADS = WARPS * 32;
   static constexpr int PITCH = DK + 8;  ///< shared row pitch, elements
+  static constexpr int DV = DV_ > 0 ? DV_ : D_, DVK = mma_head_dim(DV), V_PITCH = DVK + 8;
+  /// V's own head dim: O, dO, V and dV at bwd_params' o_* and v_* strides; else at q_* and kv_*
+  /// (equal to them then), so the code of D = DV is that of one set of strides.
+  static constexpr bool OWN_DV = DV_ > 0;
+  using QK = bwd_cols<D_>;
+  using VO = bwd_cols<DV>;
   static_assert(D % 8 == 0 && D >= 16 && D <= 256, "head dim: a multiple of 8 in [16, 256]");
+  static_assert(DV % 8 == 0 && DV >= 16 && DV <= 256, "V's head dim: a multiple of 8 in [16, 256]");
   static_assert(BLOCK_M % 16 == 0 && BLOCK_N % 16 == 0, "tiles of whole 16-row mma tiles");
   static_assert(STAGES >= 1 && STAGES <= 4, "STAGES in [1, 4]");
 };
 
-/// Copies `rows` rows of D elements from global row `row0` (stride row_stride) into a padded shared
-/// tile with 16-byte cp.async, zero-filling rows at or past row_end and the columns [D, DK).
-template <class C>
+/// Copies `rows` rows of T::D elements (T: the tile's columns, C::QK or C::VO) from global row `row0`
+/// (stride row_stride) into a padded shared tile with 16-byte cp.async, zero-filling rows at or past
+/// row_end and the columns [D, DK).
+template <class C, class T = typename C::QK>
 __device__ __forceinline__ void bwd_load_rows(unsigned smem, const elem_bits* base, long long row_stride, int row0,
                                               int row_end, int rows) {
-  constexpr int CHUNKS = C::DK / 8;
+  constexpr int CHUNKS = T::DK / 8;
   for (int c = threadIdx.x; c < rows * CHUNKS; c += C::THREADS) {
     const int r = c / CHUNKS, col = (c % CHUNKS) * 8;
-    const bool valid = row0 + r < row_end && (C::D == C::DK || col < C::D);
-    cp_async_16(smem + (r * C::PITCH + col) * 2, base + (valid ? (row0 + r) * row_stride + col : 0), valid);
+    const bool valid = row0 + r < row_end && (T::D == T::DK || col < T::D);
+    cp_async_16(smem + (r * T::PITCH + col) * 2, base + (valid ? (row0 + r) * row_stride + col : 0), valid);
   }
 }
 
@@ -113,8 +130,9 @@ __device__ __forceinline__ float unpacked(const unsigned (&a)[ROWS][KK][4], int 
 }
 
 /// acc[r][2 nj + h] += A[r] (rows a_row0 + 16 r of a_smem) times the transposed rows of b_smem
-/// (nj: 16 columns of each row), over K_STEPS 16-wide steps: C = A B^T with both from shared rows.
-template <class C, int ROWS, int NJ, int K_STEPS>
+/// (nj: 16 columns of each row), over K_STEPS 16-wide steps: C = A B^T with both from shared rows
+/// PITCH elements apart.
+template <class C, int ROWS, int NJ, int K_STEPS, int PITCH = C::PITCH>
 __device__ __forceinline__ void mma_rows_rows(float (&acc)[ROWS][2 * NJ][4], unsigned a_smem, int a_row0, unsigned b_smem) {
   const int lane = threadIdx.x % 32;
   const int a_row = a_row0 + (lane % 8) + ((lane / 8) % 2) * 8, a_col = (lane / 16) * 8;
@@ -123,11 +141,11 @@ __device__ __forceinline__ void mma_rows_rows(float (&acc)[ROWS][2 * NJ][4], uns
   for (int kk = 0; kk < K_STEPS; ++kk) {
     unsigned a[ROWS][4];
 #pragma unroll
-    for (int r = 0; r < ROWS; ++r) ldmatrix_x4(a[r], a_smem + ((a_row + r * 16) * C::PITCH + kk * 16 + a_col) * 2);
+    for (int r = 0; r < ROWS; ++r) ldmatrix_x4(a[r], a_smem + ((a_row + r * 16) * PITCH + kk * 16 + a_col) * 2);
 #pragma unroll
     for (int nj = 0; nj < NJ; ++nj) {
       unsigned b[4];
-      ldmatrix_x4(b, b_smem + ((nj * 16 + b_row) * C::PITCH + kk * 16 + b_col) * 2);
+      ldmatrix_x4(b, b_smem + ((nj * 16 + b_row) * PITCH + kk * 16 + b_col) * 2);
 #pragma unroll
       for (int r = 0; r < ROWS; ++r) {
         mma_16816<C::BF16>(acc[r][2 * nj], a[r], b[0], b[1]);
@@ -138,18 +156,18 @@ __device__ __forceinline__ void mma_rows_rows(float (&acc)[ROWS][2 * NJ][4], uns
 }
 
 /// acc[r][2 dj + h] += a[r][kk] (register A fragments over K_STEPS 16-wide k steps) times the
-/// shared rows kk*16.. of b_smem (k along rows, DK columns: ldmatrix .trans), the forward's P V.
-template <class C, int ROWS, int K_STEPS>
-__device__ __forceinline__ void mma_regs_rows(float (&acc)[ROWS][C::DK / 8][4], const unsigned (&a)[ROWS][K_STEPS][4],
+/// shared rows kk*16.. of b_smem (k along rows, T::DK columns: ldmatrix .trans), the forward's P V.
+template <class C, int ROWS, int K_STEPS, class T = typename C::QK>
+__device__ __forceinline__ void mma_regs_rows(float (&acc)[ROWS][T::DK / 8][4], const unsigned (&a)[ROWS][K_STEPS][4],
                                               unsigned b_smem) {
   const int lane = threadIdx.x % 32;
   const int row = (lane % 8) + ((lane / 8) % 2) * 8, col = (lane / 16) * 8;
 #pragma unroll
   for (int kk = 0; kk < K_STEPS; ++kk)
 #pragma unroll
-    for (int dj = 0; dj < C::DK / 16; ++dj) {
+    for (int dj = 0; dj < T::DK / 16; ++dj) {
       unsigned b[4];
-      ldmatrix_x4_trans(b, b_smem + ((kk * 16 + row) * C::PITCH + dj * 16 + col) * 2);
+      ldmatrix_x4_trans(b, b_smem + ((kk * 16 + row) * T::PITCH + dj * 16 + col) * 2);
 #pragma unroll
       for (int r = 0; r < ROWS; ++r) {
         mma_16816<C::BF16>(acc[r][2 * dj], a[r][kk], b[0], b[1]);
@@ -168,11 +186,11 @@ __device__ __forceinline__ void zero(float (&x)[ROWS][NF][4]) {
       for (int e = 0; e < 4; ++e) x[r][f][e] = 0.f;
 }
 
-/// Writes accumulator rows (row0 + 16 r + g (+8)) of a [rows][DK] fp32 tile times `scale` to global
-/// rows of D elements (stride row_stride), rows at or past row_end left alone.
-template <class C, int ROWS>
+/// Writes accumulator rows (row0 + 16 r + g (+8)) of a [rows][T::DK] fp32 tile times `scale` to global
+/// rows of T::D elements (stride row_stride), rows at or past row_end left alone.
+template <class C, int ROWS, class T = typename C::QK>
 __device__ __forceinline__ void store_rows(elem_bits* base, long long row_stride, int row0, int row_end,
-                                           const float (&acc)[ROWS][C::DK / 8][4], float scale) {
+                                           const float (&acc)[ROWS][T::DK / 8][4], float scale) {
   const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
 #pragma unroll
   for (int r = 0; r < ROWS; ++r)
@@ -182,7 +200,7 @@ __device__ __forceinline__ void store_rows(elem_bits* base, long long row_stride
       if (row >= row_end) continue;
       elem_bits* out = base + row * row_stride;
 #pragma unroll
-      for (int df = 0; df < C::D / 8; ++df)
+      for (int df = 0; df < T::D / 8; ++df)
         *reinterpret_cast<unsigned*>(out + df * 8 + t * 2) =
             pack2<C::BF16>(acc[r][df][h * 2] * scale, acc[r][df][h * 2 + 1] * scale);
     }
@@ -266,9 +284,9 @@ __device__ __forceinline__ bool windowed(const bwd_params& p) {
 }
 
 /// The row of [B, H, Nq] of this thread's warp in a kernel of a warp a row: its index (row) and its
-/// element offset in the Q-shaped tensors (at); false past the last row.
+/// element offsets in Q and dQ (at) and in O and dO (o_at); false past the last row.
 struct warp_row {
-  long long row, at;
+  long long row, at, o_at;
   __device__ __forceinline__ bool find(const bwd_params& p) {
     row = (long long)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
     if (row >= (long long)p.batch * p.heads * p.q_len) return false;
@@ -276,22 +294,24 @@ struct warp_row {
     const long long bh = row / p.q_len;
     const int h = bh % p.heads, b = bh / p.heads;
     at = b * p.q_batch_stride + h * p.q_head_stride + i * p.q_row_stride;
+    o_at = b * p.o_batch_stride + h * p.o_head_stride + i * p.o_row_stride;
     return true;
   }
 };
 
-/// delta = rowsum(dO * O): one warp a row of [B, H, Nq]. ZERO_DQ: also zeroes the row of
-/// p.dq_accum (the atomic-dQ variants' sum, kernels/wgmma_bwd.cuh).
-template <bool BF16, int D, bool ZERO_DQ = false>
+/// delta = rowsum(dO * O) over O's DV columns (D when 0): one warp a row of [B, H, Nq]. ZERO_DQ: also
+/// zeroes the row of p.dq_accum (D columns: the atomic-dQ variants' sum, kernels/wgmma_bwd.cuh).
+template <bool BF16, int D, bool ZERO_DQ = false, int DV_ = 0>
 __device__ void bwd_delta(const bwd_params& p) {
+  constexpr int DV = DV_ > 0 ? DV_ : D;
   warp_row w;
   if (!w.find(p)) return;
-  const long long row = w.row, at = w.at;
+  const long long row = w.row, at = DV_ > 0 ? w.o_at : w.at;  // O's strides are Q's when DV = D
   const int lane = threadIdx.x % 32;
   const elem_bits* o = static_cast<const elem_bits*>(p.o) + at;
   const elem_bits* d_o = static_cast<const elem_bits*>(p.d_o) + at;
   float x = 0.f;
-  for (int c = lane * 2; c < D; c += 64)
+  for (int c = lane * 2; c < DV; c += 64)
     x += to_float<BF16>(o[c]) * to_float<BF16>(d_o[c]) + to_float<BF16>(o[c + 1]) * to_float<BF16>(d_o[c + 1]);
 #pragma unroll
   for (int m = 16; m > 0; m /= 2) x += __shfl_xor_sync(0xffffffffu, x, m);
@@ -304,13 +324,15 @@ template <class C>
 __device__ void bwd_dkdv(const bwd_params& p) {
   constexpr int WARP_N = C::BLOCK_N / C::WARPS, NI = WARP_N / 16, MF = C::BLOCK_M / 8;
   static_assert(WARP_N % 16 == 0 && WARP_N >= 16, "each warp needs whole 16-key mma tiles");
-  constexpr int TILE = C::BLOCK_M * C::PITCH * 2;  // bytes of a Q or dO tile
+  constexpr int TILE = C::BLOCK_M * C::PITCH * 2, DO_TILE = C::BLOCK_M * C::V_PITCH * 2;  // bytes of a Q, a dO tile
+  using VO = typename C::VO;
   extern __shared__ __align__(128) unsigned char shared_raw[];
   const unsigned k_smem = smem_addr(shared_raw), v_smem = k_smem + C::BLOCK_N * C::PITCH * 2;
-  const unsigned stage0 = v_smem + C::BLOCK_N * C::PITCH * 2;
-  auto q_stage = [&](int s) { return stage0 + 2 * s * TILE; };
-  auto do_stage = [&](int s) { return stage0 + (2 * s + 1) * TILE; };
-  float* row_terms = reinterpret_cast<float*>(shared_raw + (2 * C::BLOCK_N * C::PITCH * 2 + 2 * C::STAGES * TILE));
+  const unsigned stage0 = v_smem + C::BLOCK_N * C::V_PITCH * 2;
+  auto q_stage = [&](int s) { return stage0 + s * (TILE + DO_TILE); };
+  auto do_stage = [&](int s) { return stage0 + s * (TILE + DO_TILE) + TILE; };
+  float* row_terms = reinterpret_cast<float*>(
+      shared_raw + (C::BLOCK_N * (C::PITCH + C::V_PITCH) * 2 + C::STAGES * (TILE + DO_TILE)));
   auto lse_stage = [&](int s) { return row_terms + 2 * s * C::BLOCK_M; };
   auto delta_stage = [&](int s) { return row_terms + (2 * s + 1) * C::BLOCK_M; };
 
@@ -319,19 +341,22 @@ __device__ void bwd_dkdv(const bwd_params& p) {
   const bool windowed = attn_k::windowed<C::CAUSAL, C::WINDOW>(p);
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4, t = lane % 4;
   const long long kv_at = batch * p.kv_batch_stride + kv_head * p.kv_head_stride;
+  const long long v_at = C::OWN_DV ? batch * p.v_batch_stride + kv_head * p.v_head_stride : kv_at;
+  const long long v_row = C::OWN_DV ? p.v_row_stride : p.kv_row_stride, o_row = C::OWN_DV ? p.o_row_stride : p.q_row_stride;
   bwd_load_rows<C>(k_smem, static_cast<const elem_bits*>(p.k) + kv_at, p.kv_row_stride, n0, p.kv_len, C::BLOCK_N);
-  bwd_load_rows<C>(v_smem, static_cast<const elem_bits*>(p.v) + kv_at, p.kv_row_stride, n0, p.kv_len, C::BLOCK_N);
+  bwd_load_rows<C, VO>(v_smem, static_cast<const elem_bits*>(p.v) + v_at, v_row, n0, p.kv_len, C::BLOCK_N);
 
   const dkdv_steps<C::BLOCK_M, C::CAUSAL> steps(p, kv_head, n0);
   auto load = [&](int it) {
     const int head = steps.head(it), m0 = steps.m0(it), s = it % C::STAGES;
     const long long q_at = batch * p.q_batch_stride + head * p.q_head_stride;
+    const long long o_at = C::OWN_DV ? batch * p.o_batch_stride + head * p.o_head_stride : q_at;
     bwd_load_rows<C>(q_stage(s), static_cast<const elem_bits*>(p.q) + q_at, p.q_row_stride, m0, p.q_len, C::BLOCK_M);
-    bwd_load_rows<C>(do_stage(s), static_cast<const elem_bits*>(p.d_o) + q_at, p.q_row_stride, m0, p.q_len, C::BLOCK_M);
+    bwd_load_rows<C, VO>(do_stage(s), static_cast<const elem_bits*>(p.d_o) + o_at, o_row, m0, p.q_len, C::BLOCK_M);
     load_row_terms<C::BLOCK_M, C::THREADS>(p, batch, head, m0, lse_stage(s), delta_stage(s));
   };
 
-  float dk[NI][C::DK / 8][4], dv[NI][C::DK / 8][4];
+  float dk[NI][C::DK / 8][4], dv[NI][C::DVK / 8][4];
   zero(dk);
   zero(dv);
   bwd_ring<C::STAGES, false>(steps.count, load, [&](int it, int s) {
@@ -365,12 +390,12 @@ __device__ void bwd_dkdv(const bwd_params& p) {
     unsigned pa[NI][MF / 2][4], pd[SF][SM / 2][4];
     pack_a<C::BF16>(pa, st);
     if constexpr (C::SOFTCAP) pack_a<C::BF16>(pd, pf);
-    if constexpr (C::DO_DV) mma_regs_rows<C, NI, MF / 2>(dv, pa, do_stage(s));  // dV += P^T dO
+    if constexpr (C::DO_DV) mma_regs_rows<C, NI, MF / 2, VO>(dv, pa, do_stage(s));  // dV += P^T dO
     if constexpr (!C::DO_DK) return;
 
     float dpt[NI][MF][4];  // dP^T = V dO^T
     zero(dpt);
-    mma_rows_rows<C, NI, MF / 2, C::DK / 16>(dpt, v_smem, warp * WARP_N, do_stage(s));
+    mma_rows_rows<C, NI, MF / 2, C::DVK / 16, C::V_PITCH>(dpt, v_smem, warp * WARP_N, do_stage(s));
 #pragma unroll
     for (int ni = 0; ni < NI; ++ni)
 #pragma unroll
@@ -383,11 +408,15 @@ __device__ void bwd_dkdv(const bwd_params& p) {
     mma_regs_rows<C, NI, MF / 2>(dk, pa, q_stage(s));  // dK += dS^T Q
   });
 
+  // The offsets again, not kept in registers through the loop.
   const long long out_at = batch * p.kv_batch_stride + kv_head * p.kv_head_stride;
+  const long long v_out_at = C::OWN_DV ? batch * p.v_batch_stride + kv_head * p.v_head_stride : out_at;
   const int row0 = n0 + warp * WARP_N;
   if constexpr (C::DO_DK)
     store_rows<C, NI>(static_cast<elem_bits*>(p.dk) + out_at, p.kv_row_stride, row0, p.kv_len, dk, p.softmax_scale);
-  if constexpr (C::DO_DV) store_rows<C, NI>(static_cast<elem_bits*>(p.dv) + out_at, p.kv_row_stride, row0, p.kv_len, dv, 1.f);
+  if constexpr (C::DO_DV)
+    store_rows<C, NI, VO>(static_cast<elem_bits*>(p.dv) + v_out_at, C::OWN_DV ? p.v_row_stride : p.kv_row_stride,
+                          row0, p.kv_len, dv, 1.f);
 }
 
 template <class C>
@@ -395,19 +424,24 @@ __device__ void bwd_dq(const bwd_params& p) {
   constexpr int WARP_M = C::BLOCK_M / C::WARPS, MI = WARP_M / 16, NF = C::BLOCK_N / 8;
   static_assert(WARP_M % 16 == 0 && WARP_M >= 16, "each warp needs whole 16-row mma tiles");
   constexpr int Q_TILE = C::BLOCK_M * C::PITCH * 2, KV_TILE = C::BLOCK_N * C::PITCH * 2;
+  constexpr int DO_TILE = C::BLOCK_M * C::V_PITCH * 2, V_TILE = C::BLOCK_N * C::V_PITCH * 2;
+  using VO = typename C::VO;
   extern __shared__ __align__(128) unsigned char shared_raw[];
-  const unsigned q_smem = smem_addr(shared_raw), do_smem = q_smem + Q_TILE, stage0 = do_smem + Q_TILE;
-  auto k_stage = [&](int s) { return stage0 + 2 * s * KV_TILE; };
-  auto v_stage = [&](int s) { return stage0 + (2 * s + 1) * KV_TILE; };
+  const unsigned q_smem = smem_addr(shared_raw), do_smem = q_smem + Q_TILE, stage0 = do_smem + DO_TILE;
+  auto k_stage = [&](int s) { return stage0 + s * (KV_TILE + V_TILE); };
+  auto v_stage = [&](int s) { return stage0 + s * (KV_TILE + V_TILE) + KV_TILE; };
 
   const int m_block = C::CAUSAL ? gridDim.x - 1 - blockIdx.x : blockIdx.x;  // the longest rows first
   const int head = blockIdx.y, batch = blockIdx.z, m0 = m_block * C::BLOCK_M, offset = p.kv_len - p.q_len;
   const bool windowed = attn_k::windowed<C::CAUSAL, C::WINDOW>(p);
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4, t = lane % 4;
   const long long q_at = batch * p.q_batch_stride + head * p.q_head_stride;
+  const long long o_at = C::OWN_DV ? batch * p.o_batch_stride + head * p.o_head_stride : q_at;
   const long long kv_at = batch * p.kv_batch_stride + (head / p.group) * p.kv_head_stride;
+  const long long v_at = C::OWN_DV ? batch * p.v_batch_stride + (head / p.group) * p.v_head_stride : kv_at;
+  const long long v_row = C::OWN_DV ? p.v_row_stride : p.kv_row_stride, o_row = C::OWN_DV ? p.o_row_stride : p.q_row_stride;
   bwd_load_rows<C>(q_smem, static_cast<const elem_bits*>(p.q) + q_at, p.q_row_stride, m0, p.q_len, C::BLOCK_M);
-  bwd_load_rows<C>(do_smem, static_cast<const elem_bits*>(p.d_o) + q_at, p.q_row_stride, m0, p.q_len, C::BLOCK_M);
+  bwd_load_rows<C, VO>(do_smem, static_cast<const elem_bits*>(p.d_o) + o_at, o_row, m0, p.q_len, C::BLOCK_M);
   cp_async_commit();
 
   // This thread's rows (two per 16-row tile): their LSE (log2 units) and delta.
@@ -423,10 +457,10 @@ __device__ void bwd_dq(const bwd_params& p) {
     }
 
   const elem_bits* k = static_cast<const elem_bits*>(p.k) + kv_at;
-  const elem_bits* v = static_cast<const elem_bits*>(p.v) + kv_at;
+  const elem_bits* v = static_cast<const elem_bits*>(p.v) + v_at;
   auto load = [&](int j) {
     bwd_load_rows<C>(k_stage(j % C::STAGES), k, p.kv_row_stride, j * C::BLOCK_N, p.kv_len, C::BLOCK_N);
-    bwd_load_rows<C>(v_stage(j % C::STAGES), v, p.kv_row_stride, j * C::BLOCK_N, p.kv_len, C::BLOCK_N);
+    bwd_load_rows<C, VO>(v_stage(j % C::STAGES), v, v_row, j * C::BLOCK_N, p.kv_len, C::BLOCK_N);
   };
 
   float dq[MI][C::DK / 8][4];
@@ -452,7 +486,7 @@ __device__ void bwd_dq(const bwd_params& p) {
         }
     float dp[MI][NF][4];  // dP = dO V^T, then dS
     zero(dp);
-    mma_rows_rows<C, MI, NF / 2, C::DK / 16>(dp, do_smem, warp * WARP_M, v_stage(s));
+    mma_rows_rows<C, MI, NF / 2, C::DVK / 16, C::V_PITCH>(dp, do_smem, warp * WARP_M, v_stage(s));
 #pragma unroll
     for (int mi = 0; mi < MI; ++mi)
 #pragma unroll

@@ -181,13 +181,14 @@ ATTN_TUNE_API attn_tune_status attn_tune_forward(attn_tune_context* ctx, const v
  * and o, dk and dv like k and v (dK and dV summed over the query heads of each K/V head: GQA, MQA);
  * each of q, k, v, o, d_o, dq, dk, dv contiguous in the problem's layout (its strides all 0, or the
  * contiguous ones) and 16-byte aligned. delta: float32 [B, H, N_q] scratch (the row sums of dO.O),
- * 4-byte aligned. The problem takes what the backward takes so far: a window and softcap, not
- * cache_seqlens, block_table, head_dim_v or a packed batch, and head dims multiples of 8 up to 256
+ * 4-byte aligned (with head_dim_v set, dv and d_o shaped like v and o, rows of head_dim_v). The
+ * problem takes what the backward takes so far: a window, softcap and head_dim_v, not
+ * cache_seqlens, block_table or a packed batch, and head dims (both) multiples of 8 up to 256
  * (ATTN_TUNE_ERROR_UNSUPPORTED, naming it). Deterministic (a rerun gives bit-identical gradients: dQ
  * has a pass of its own) unless the table names an atomic-dQ variant ("-dq_atomic", which adds dQ in
  * fp32 atomics; `attn-tune --pass bwd --deterministic` leaves them out). The variant: the table's pass bwd entry for the exact shape
  * (a results CSV or tuned-results database of `attn-tune --pass bwd`), else the fallback, fa2's
- * kv_m32_n64_w4_s2-q_m64_n64_w4_s2 (kv_m32_n64_w4_s2_x2-q_m64_n32_w4_s1 above D = 128; single-stage
+ * kv_m32_n64_w4_s2-q_m64_n64_w4_s2 (kv_m32_n64_w4_s2_x2-q_m64_n32_w4_s1 where D or head_dim_v is above 128; single-stage
  * tiles where their shared memory does not fit the device).
  * Enqueued on `stream`; `choice` may be NULL. On any error nothing is launched. */
 ATTN_TUNE_API attn_tune_status attn_tune_backward(attn_tune_context* ctx, const void* q, const void* k,

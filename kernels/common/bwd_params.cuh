@@ -4,8 +4,10 @@
 
 namespace attn_k {
 
-/// Strides are in elements. Q, O, dO and dQ share one set of strides (q_*), K, V, dK and dV another
-/// (kv_*); the LSE and delta are [B, H, Nq] floats.
+/// Strides are in elements. Q and dQ share one set of strides (q_*), K and dK another (kv_*), O and
+/// dO a third (o_*) and V and dV a fourth (v_*): rows of D, D, DV and DV elements (DV: V's head dim,
+/// D where V has Q's; the v_* and o_* strides then equal kv_* and q_*). The LSE and delta are
+/// [B, H, Nq] floats.
 struct bwd_params {
   const void* q;
   const void* k;
@@ -37,6 +39,8 @@ struct bwd_params {
   /// tanh(s * softcap_in), softcap_in = scale / C, softcap_out = C / scale; dS carries tanh's
   /// derivative 1 - tanh^2. Read only by the SOFTCAP instantiations (both families).
   float softcap_in, softcap_out;
+  long long o_batch_stride, o_head_stride, o_row_stride;  ///< O and dO
+  long long v_batch_stride, v_head_stride, v_row_stride;  ///< V and dV
 };
 
 }  // namespace attn_k

@@ -112,13 +112,18 @@ struct hopper_layout {
 };
 
 /// The backward pass's kernels. fa2_bwd.cuh's bwd_dkdv: K and V tiles, then per stage a Q and a dO
-/// tile, then per stage the tile's LSE (log2 units) and delta (rows padded by 8 elements).
-ATTN_HOST_DEVICE constexpr long long bwd_dkdv_shared_bytes(int block_m, int block_n, int stages, int d, int elem_bytes) {
-  return (2LL * block_n + 2LL * stages * block_m) * (mma_head_dim(d) + 8) * elem_bytes + 2LL * stages * block_m * 4;
+/// tile, then per stage the tile's LSE (log2 units) and delta (rows padded by 8 elements; K's and Q's
+/// of d columns, V's and dO's of dv, d when 0).
+ATTN_HOST_DEVICE constexpr long long bwd_dkdv_shared_bytes(int block_m, int block_n, int stages, int d, int elem_bytes,
+                                                           int dv = 0) {
+  const long long pitches = mma_head_dim(d) + 8 + mma_head_dim(dv > 0 ? dv : d) + 8;
+  return (block_n + (long long)stages * block_m) * pitches * elem_bytes + 2LL * stages * block_m * 4;
 }
 /// bwd_dq's: a Q and a dO tile, then per stage a K and a V tile.
-ATTN_HOST_DEVICE constexpr long long bwd_dq_shared_bytes(int block_m, int block_n, int stages, int d, int elem_bytes) {
-  return (2LL * block_m + 2LL * stages * block_n) * (mma_head_dim(d) + 8) * elem_bytes;
+ATTN_HOST_DEVICE constexpr long long bwd_dq_shared_bytes(int block_m, int block_n, int stages, int d, int elem_bytes,
+                                                         int dv = 0) {
+  const long long pitches = mma_head_dim(d) + 8 + mma_head_dim(dv > 0 ? dv : d) + 8;
+  return (block_m + (long long)stages * block_n) * pitches * elem_bytes;
 }
 
 /// wgmma_bwd.cuh's (swizzled tiles, with 1024 bytes to align them): the dK/dV kernel's K and V tiles, per stage a

@@ -1,5 +1,6 @@
 #include "codegen/backward.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 
@@ -12,12 +13,14 @@ namespace attn {
 
 namespace {
 
-// fp32 accumulator registers a thread holds: dK/dV kernel, dK and dV (rows x DK each), dP^T
-// (rows x block_m) and P^T packed in the element type (half as many); dQ kernel, dQ (rows x DK)
-// and S and dP (rows x block_n).
-int dkdv_registers(const backward_config& c, int64_t d) {
-  const int rows = c.kv_block_n / c.kv_warps, dk = attn_k::mma_head_dim(static_cast<int>(d));
-  return rows * ((c.split_dkdv ? 2 : 4) * dk + 3 * c.kv_block_m) / 64;  // split: dK or dV, not both
+// fp32 accumulator registers a thread holds: dK/dV kernel, dK (rows x DK) and dV (rows x DVK, V's
+// head dim), dP^T (rows x block_m) and P^T packed in the element type (half as many); dQ kernel, dQ
+// (rows x DK) and S and dP (rows x block_n).
+int dkdv_registers(const backward_config& c, int64_t d, int64_t dv) {
+  const int rows = c.kv_block_n / c.kv_warps, dk = attn_k::mma_head_dim(static_cast<int>(d)),
+            dvk = attn_k::mma_head_dim(static_cast<int>(dv));
+  const int sums = c.split_dkdv ? 2 * std::max(dk, dvk) : 2 * (dk + dvk);  // split: dK or dV, not both
+  return rows * (sums + 3 * c.kv_block_m) / 64;
 }
 int dq_registers(const backward_config& c, int64_t d) {
   const int rows = c.q_block_m / c.q_warps, dk = attn_k::mma_head_dim(static_cast<int>(d));
@@ -33,7 +36,8 @@ constexpr int64_t max_wgmma_dkdv_registers = 192, max_wgmma_dq_registers = 224;
 }  // namespace
 
 std::vector<backward_config> backward_default_configs(const problem& s) {
-  const bool wide = s.head_dim > 128;  // dK and dV in two launches; the dQ kernel's steps narrower
+  // dK and dV in two launches; the dQ kernel's steps narrower (above D 128, or V's head dim above 128)
+  const bool wide = std::max(s.head_dim, value_dim(s)) > 128;
   std::vector<backward_config> out;
   const int kv_tiles[][3] = {{32, 64, 4}, {64, 64, 4}, {32, 128, 8}, {64, 128, 8}};  // block_m, block_n, warps
   const std::vector<std::array<int, 3>> q_tiles =
@@ -58,13 +62,13 @@ int64_t backward_dkdv_shared_bytes(const backward_config& c, const problem& s) {
     return attn_k::wg_bwd_dkdv_shared_bytes(c.kv_block_m, c.kv_block_n, c.kv_stages, static_cast<int>(s.head_dim),
                                             c.atomic_dq);
   return attn_k::bwd_dkdv_shared_bytes(c.kv_block_m, c.kv_block_n, c.kv_stages, static_cast<int>(s.head_dim),
-                                       element_size(s.dtype));
+                                       element_size(s.dtype), static_cast<int>(value_dim(s)));
 }
 int64_t backward_dq_shared_bytes(const backward_config& c, const problem& s) {
   if (c.atomic_dq) return 0;  // its last kernel converts dQ, without shared memory
   if (c.wgmma) return attn_k::wg_bwd_dq_shared_bytes(c.q_block_m, c.q_block_n, c.q_stages, static_cast<int>(s.head_dim));
   return attn_k::bwd_dq_shared_bytes(c.q_block_m, c.q_block_n, c.q_stages, static_cast<int>(s.head_dim),
-                                     element_size(s.dtype));
+                                     element_size(s.dtype), static_cast<int>(value_dim(s)));
 }
 
 namespace {
@@ -76,6 +80,9 @@ std::optional<std::string> wgmma_reject(const backward_config& c, const problem&
   if (limits.cc_major != 9 || limits.cc_minor != 0)
     return std::string("the wgmma backward runs on sm_90a only (Hopper's warpgroup MMA)");
   if (s.head_dim % 16 != 0) return fmt::format("head dim {}: the wgmma backward takes multiples of 16", s.head_dim);
+  if (has_value_dim(s))
+    return fmt::format("dv {} != head dim {}: the wgmma backward takes V's head dim equal to Q's (fa2's takes both)",
+                       value_dim(s), s.head_dim);
   if (c.kv_warps % 4 != 0 || c.kv_block_n != 16 * c.kv_warps)
     return fmt::format("dK/dV kernel: {} keys over {} warps: the wgmma backward gives each warpgroup 64 keys",
                        c.kv_block_n, c.kv_warps);
@@ -138,7 +145,7 @@ std::optional<std::string> backward_reject(const backward_config& c, const probl
   }
   if (c.wgmma) {
     // the wgmma kernels' registers were checked by wgmma_reject
-  } else if (const int r = dkdv_registers(c, s.head_dim); r > max_dkdv_accumulator_registers)
+  } else if (const int r = dkdv_registers(c, s.head_dim, value_dim(s)); r > max_dkdv_accumulator_registers)
     return fmt::format("dK/dV accumulators exceed the register budget: {} float registers per thread > {}", r,
                        max_dkdv_accumulator_registers);
   if (c.wgmma) {
@@ -170,18 +177,22 @@ std::string backward_instantiation(const backward_config& c, const problem& s) {
         fmt::arg("d", s.head_dim), fmt::arg("causal", s.causal), fmt::arg("kt", c.kv_warps * 32),
         fmt::arg("km", c.kv_block_m), fmt::arg("kn", c.kv_block_n), fmt::arg("kw", c.kv_warps),
         fmt::arg("ks", c.kv_stages), fmt::arg("window", has_window(s)), fmt::arg("softcap", has_softcap(s)));
-  // The config's last arguments: PART, then (wgmma) ATOMIC_DQ, then WINDOW and SOFTCAP.
-  const std::string tail = fmt::format("{}{}, {}", c.wgmma ? "false, " : "", has_window(s), has_softcap(s));
+  // The config's last arguments: PART, then (wgmma) ATOMIC_DQ, then WINDOW and SOFTCAP, then (fa2, V's
+  // head dim its own) DV.
+  const std::string dv = has_value_dim(s) ? fmt::format(", {}", value_dim(s)) : "";
+  const std::string tail =
+      fmt::format("{}{}, {}{}", c.wgmma ? "false, " : "", has_window(s), has_softcap(s), c.wgmma ? "" : dv);
   return fmt::format(
       "#include \"{header}\"\n"
       "extern \"C\" __global__ void __launch_bounds__({dt}) {delta}(const attn_k::bwd_params p) {{\n"
-      "  attn_k::bwd_delta<{bf16}, {d}>(p);\n}}\n"
+      "  attn_k::bwd_delta<{bf16}, {d}{delta_dv}>(p);\n}}\n"
       "extern \"C\" __global__ void __launch_bounds__({kt}, 1) {dkdv}(const attn_k::bwd_params p) {{\n"
       "  attn_k::{dkdv_fn}<attn_k::{config}<{bf16}, {d}, {km}, {kn}, {kw}, {ks}, {causal}, {part}, {tail}>>(p);\n}}\n"
       "extern \"C\" __global__ void __launch_bounds__({qt}, 1) {dq}(const attn_k::bwd_params p) {{\n"
       "  attn_k::{dq_fn}<attn_k::{config}<{bf16}, {d}, {qm}, {qn}, {qw}, {qs}, {causal}, 0, {tail}>>(p);\n}}\n"
       "{dk_entry}",
       fmt::arg("part", c.split_dkdv ? 1 : 0), fmt::arg("tail", tail),
+      fmt::arg("delta_dv", has_value_dim(s) ? fmt::format(", false{}", dv) : ""),
       fmt::arg("dk_entry",
                c.split_dkdv ? fmt::format("extern \"C\" __global__ void __launch_bounds__({}, 1) {}(const attn_k::bwd_params p) {{\n"
                                           "  attn_k::{}<attn_k::{}<{}, {}, {}, {}, {}, {}, {}, 2, {}>>(p);\n}}\n",

@@ -196,8 +196,8 @@ attn_k::fwd_params make_fwd_params(const problem& s, const forward_tensors& t, t
 }
 
 // bench/backward_peers.py's pack_params packs this layout by hand (11 pointers, 6 strides, 5 ints,
-// 2 floats, the window's 2 ints, softcap's 2 floats): change both together.
-static_assert(sizeof(attn_k::bwd_params) == 184, "attn_k::bwd_params changed: update bench/backward_peers.py's pack_params");
+// 2 floats, the window's 2 ints, softcap's 2 floats, O's and V's 6 strides): change both together.
+static_assert(sizeof(attn_k::bwd_params) == 232, "attn_k::bwd_params changed: update bench/backward_peers.py's pack_params");
 
 attn_k::bwd_params make_bwd_params(const problem& s, const backward_tensors& t, float softmax_scale) {
   validate(s);
@@ -210,11 +210,14 @@ attn_k::bwd_params make_bwd_params(const problem& s, const backward_tensors& t, 
   if (!(softmax_scale >= 0) || !std::isfinite(softmax_scale))
     throw invalid_input(fmt::format("softmax scale {} is not finite and positive", softmax_scale));
   const tensor_strides qs = contiguous_strides(s, false), ks = contiguous_strides(s, true);
+  const tensor_strides os = contiguous_strides(s, false, value_dim(s)), vs = contiguous_strides(s, true, value_dim(s));
   attn_k::bwd_params p{};
   p.q = t.q, p.k = t.k, p.v = t.v, p.o = t.o, p.d_o = t.d_o, p.lse = t.lse, p.delta = t.delta;
   p.dq = t.dq, p.dk = t.dk, p.dv = t.dv, p.dq_accum = t.dq_accum;
   p.q_batch_stride = qs.batch, p.q_head_stride = qs.head, p.q_row_stride = qs.row;
   p.kv_batch_stride = ks.batch, p.kv_head_stride = ks.head, p.kv_row_stride = ks.row;
+  p.o_batch_stride = os.batch, p.o_head_stride = os.head, p.o_row_stride = os.row;
+  p.v_batch_stride = vs.batch, p.v_head_stride = vs.head, p.v_row_stride = vs.row;
   p.q_len = static_cast<int>(s.q_len), p.kv_len = static_cast<int>(s.kv_len);
   p.heads = static_cast<int>(s.heads), p.group = static_cast<int>(s.heads / s.kv_heads);
   p.batch = static_cast<int>(s.batch);

@@ -403,11 +403,11 @@ void validate(const problem& s) {
 std::optional<std::string> backward_refusal(const problem& p) {
   if (!has_backward(p)) return std::nullopt;
   std::vector<std::string> what;
-  if (has_value_dim(p)) what.push_back(fmt::format("dv {} != head dim {}", value_dim(p), p.head_dim));
   if (has_kv_lens(p)) what.push_back(fmt::format("per-sequence K/V lengths (kv_lens '{}')", p.kv_lens));
   if (p.page_size > 0) what.push_back(fmt::format("a paged K/V cache (page_size {})", p.page_size));
   if (is_varlen(p)) what.push_back(fmt::format("a packed batch (seqlens '{}')", p.seqlens));
   if (p.head_dim % 8 != 0) what.push_back(fmt::format("head dim {} (not a multiple of 8)", p.head_dim));
+  if (value_dim(p) % 8 != 0) what.push_back(fmt::format("dv {} (not a multiple of 8)", value_dim(p)));
   if (what.empty()) return std::nullopt;
   return fmt::format("pass {}: the backward does not take {} yet", to_string(p.pass), fmt::join(what, ", "));
 }

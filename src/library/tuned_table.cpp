@@ -179,7 +179,7 @@ std::vector<tuned_choice> tuned_table::candidates(const device_desc& d, const pr
         out.push_back({e.family, e.config, choice_source::bucket, *e.backward});
         break;
       }
-    for (const backward_config& c : fallback_backwards(s.head_dim))
+    for (const backward_config& c : fallback_backwards(std::max(s.head_dim, value_dim(s))))
       out.push_back({"fa2", dkdv_tile(c), choice_source::fallback, c});
     return out;
   }

@@ -189,10 +189,10 @@ TEST(backward_tuning, the_family_decides_the_default_variants_and_one_without_ba
   o.family = "fa2";
   const std::string both = invalid_input_message([&] { compile_only(small(attention_pass::fwdbwd), "sm_80", cache, o); });
   EXPECT_TRUE(contains(both, "fwdbwd")) << both;
-  problem other_dv = s;
-  other_dv.head_dim_v = 32;  // V's own head dim: not in the backward yet
-  const std::string dv = invalid_input_message([&] { compile_only(other_dv, "sm_80", cache, o); });
-  EXPECT_TRUE(contains(dv, "dv 32")) << dv;
+  problem lens = s;
+  lens.kv_lens = "uniform:1:100";  // per-sequence K/V lengths: not in the backward yet
+  const std::string why = invalid_input_message([&] { compile_only(lens, "sm_80", cache, o); });
+  EXPECT_TRUE(contains(why, "kv_lens 'uniform:1:100'")) << why;
 }
 
 TEST(backward_tuning, a_run_of_the_default_families_searches_those_with_backward_kernels) {
@@ -202,11 +202,11 @@ TEST(backward_tuning, a_run_of_the_default_families_searches_those_with_backward
   EXPECT_EQ(searched_families(family_run_of(o), 8, 0, o.problem), "fa2");
   const options f = parsed({"--compile-only", "--arch", "sm_90a", "--shape", "1,4,200,64"});
   EXPECT_EQ(searched_families(family_run_of(f), 9, 0, f.problem), "hopper");
-  problem other_dv = o.problem;
-  other_dv.head_dim_v = 32;  // V's own head dim: not in the backward yet
-  const std::string text = searched_families(family_run_of(o), 9, 0, other_dv);
-  EXPECT_TRUE(contains(text, "dv 32")) << text;
-  EXPECT_EQ(text.find("dv 32"), text.rfind("dv 32")) << text;  // said once
+  problem lens = o.problem;
+  lens.kv_lens = "uniform:1:100";  // per-sequence K/V lengths: not in the backward yet
+  const std::string text = searched_families(family_run_of(o), 9, 0, lens);
+  EXPECT_TRUE(contains(text, "kv_lens")) << text;
+  EXPECT_EQ(text.find("kv_lens"), text.rfind("kv_lens")) << text;  // said once
 }
 
 TEST(pass_option, deterministic_mode_reaches_the_tuner_and_the_child) {
@@ -301,13 +301,13 @@ TEST(backward_library, the_table_gives_a_tuned_shapes_backward_variant_else_the_
     }
   // A tuned variant the device cannot run (wgmma off sm_90) falls through to the fallback.
   EXPECT_EQ(choose_config(table, h200, limits_for_arch("sm_80"), tuned).source, choice_source::fallback);
-  problem other_dv = tuned;
-  other_dv.head_dim_v = tuned.head_dim / 2;  // V's own head dim: not in the backward yet
+  problem lens = tuned;
+  lens.kv_lens = "uniform:1:100";  // per-sequence K/V lengths: not in the backward yet
   try {
-    choose_config(table, h200, limits, other_dv);
-    ADD_FAILURE() << "a backward with dv != d was chosen";
+    choose_config(table, h200, limits, lens);
+    ADD_FAILURE() << "a backward with per-sequence K/V lengths was chosen";
   } catch (const unsupported_problem& e) {
-    EXPECT_TRUE(contains(e.what(), "dv ")) << e.what();
+    EXPECT_TRUE(contains(e.what(), "kv_lens")) << e.what();
   }
 }
 

@@ -380,7 +380,7 @@ TEST(backward_refusal, names_what_the_backward_does_not_take_yet) {
     std::vector<std::string> named;
   };
   const std::vector<probe> probes = {
-      {"dv", [](problem& p) { p.head_dim = 192, p.head_dim_v = 128; }, {"dv 128 != head dim 192"}},
+      {"dv", [](problem& p) { p.head_dim_v = 60; }, {"dv 60", "multiple of 8"}},
       {"kv_lens", [](problem& p) { p.kv_lens = "uniform:1:2048"; }, {"kv_lens 'uniform:1:2048'"}},
       {"paged", [](problem& p) { p.page_size = 64; }, {"paged", "page_size 64"}},
       {"seqlens", [](problem& p) { p.seqlens = "100/2048/7/512"; }, {"packed batch", "seqlens '100/2048/7/512'"}},
@@ -401,13 +401,13 @@ TEST(backward_refusal, names_what_the_backward_does_not_take_yet) {
   }
   // Several at once: each named.
   problem p = shape(attention_pass::bwd);
-  p.head_dim_v = 64, p.page_size = 16;
+  p.kv_lens = "uniform:1:2048", p.page_size = 16;
   const std::string why = backward_refusal(p).value();
-  EXPECT_NE(why.find("dv 64"), std::string::npos) << why;
+  EXPECT_NE(why.find("kv_lens"), std::string::npos) << why;
   EXPECT_NE(why.find("page_size 16"), std::string::npos) << why;
-  // What it takes: a window and softcap.
+  // What it takes: a window, softcap and V's own head dim.
   p = shape(attention_pass::bwd);
-  p.softcap = 30.5, p.window_left = 100;
+  p.softcap = 30.5, p.window_left = 100, p.head_dim = 192, p.head_dim_v = 128;
   EXPECT_FALSE(backward_refusal(p).has_value()) << backward_refusal(p).value_or("");
 }
 

@@ -64,7 +64,7 @@ struct lowp_grads {
 };
 lowp_grads gradients_lowp(const problem& s, const std::vector<float>& q, const std::vector<float>& k,
                           const std::vector<float>& v, const std::vector<float>& d_o) {
-  const int64_t D = s.head_dim, group = s.heads / s.kv_heads;
+  const int64_t D = s.head_dim, DV = value_dim(s), group = s.heads / s.kv_heads;
   const double scale = 1.0 / std::sqrt(double(D)), cap = s.softcap;
   auto r = [&](double x) { return double(round_to(s.dtype, x)); };
   lowp_grads g;
@@ -75,6 +75,8 @@ lowp_grads gradients_lowp(const problem& s, const std::vector<float>& q, const s
       const int64_t kh = h / group;
       auto qi = [&](int64_t i) { return element_offset(s.layout, s.heads, s.q_len, D, b, h, i); };
       auto kj = [&](int64_t j) { return element_offset(s.layout, s.kv_heads, s.kv_len, D, b, kh, j); };
+      auto vj = [&](int64_t j) { return element_offset(s.layout, s.kv_heads, s.kv_len, DV, b, kh, j); };
+      auto oi = [&](int64_t i) { return element_offset(s.layout, s.heads, s.q_len, DV, b, h, i); };
       for (int64_t i = 0; i < s.q_len; ++i) {
         // The keys [first, last] query i sees: causal and a window bottom-right aligned.
         const int64_t diagonal = i + s.kv_len - s.q_len;
@@ -102,7 +104,7 @@ lowp_grads gradients_lowp(const problem& s, const std::vector<float>& q, const s
         for (int64_t j = 0; j < n; ++j) {
           p[j] = r(p[j] / sum);
           double dot = 0;
-          for (int64_t d = 0; d < D; ++d) dot += d_o[qi(i) + d] * v[kj(first + j) + d];
+          for (int64_t d = 0; d < DV; ++d) dot += d_o[oi(i) + d] * v[vj(first + j) + d];
           dp[j] = r(dot);
           delta += p[j] * dp[j];
         }
@@ -112,13 +114,14 @@ lowp_grads gradients_lowp(const problem& s, const std::vector<float>& q, const s
           for (int64_t d = 0; d < D; ++d) {
             g.dq[qi(i) + d] += ds * k[kj(first + j) + d] * scale;
             dk_acc[kj(first + j) + d] += ds * q[qi(i) + d] * scale;
-            dv_acc[kj(first + j) + d] += p[j] * d_o[qi(i) + d];
           }
+          for (int64_t d = 0; d < DV; ++d) dv_acc[vj(first + j) + d] += p[j] * d_o[oi(i) + d];
         }
       }
     }
   for (auto& x : g.dq) x = r(x);
-  for (size_t i = 0; i < k.size(); ++i) g.dk[i] = r(dk_acc[i]), g.dv[i] = r(dv_acc[i]);
+  for (size_t i = 0; i < k.size(); ++i) g.dk[i] = r(dk_acc[i]);
+  for (size_t i = 0; i < v.size(); ++i) g.dv[i] = r(dv_acc[i]);
   return g;
 }
 
@@ -154,6 +157,11 @@ problem capped(problem s, double c) {
   s.softcap = c;
   return s;
 }
+// V's own head dim (fa2's backward takes it; MLA's prefill is d 192, dv 128).
+problem with_dv(problem s, int64_t dv) {
+  s.head_dim_v = dv;
+  return s;
+}
 std::vector<backward_case> cases() {
   return {{"plain", shape(2, 3, 3, 200, 200, 64, false)},
           {"causal_gqa_cross", shape(1, 8, 2, 100, 300, 128, true)},
@@ -168,7 +176,10 @@ std::vector<backward_case> cases() {
           {"left_window_only", windowed(shape(1, 2, 2, 90, 200, 64, false), 25, -1)},
           {"softcap_causal_gqa_cross", capped(shape(1, 4, 2, 150, 200, 64, true), 2.5)},
           {"softcap_window_fp16_bshd_d128", capped(windowed(shape(1, 2, 1, 130, 170, 128, false, dtype::fp16, layout::bshd), 30, 20), 30)},
-          {"softcap_d256_split_dkdv", capped(shape(1, 2, 2, 97, 90, 256, true), 5)}};
+          {"softcap_d256_split_dkdv", capped(shape(1, 2, 2, 97, 90, 256, true), 5)},
+          {"mla_d192_dv128_causal_gqa", with_dv(shape(1, 4, 2, 130, 170, 192, true), 128)},
+          {"d64_dv128_fp16_bshd", with_dv(shape(2, 2, 1, 77, 129, 64, false, dtype::fp16, layout::bshd), 128)},
+          {"d128_dv64_window_softcap", capped(windowed(with_dv(shape(1, 2, 2, 100, 100, 128, true), 64), 30, -1), 20)}};
 }
 
 // One problem's inputs, float64 gradients and tolerance, and the device buffers of a run.
@@ -177,8 +188,9 @@ class backward_run {
   backward_run(const device_runtime& rt, const problem& s, uint64_t seed) : m_rt(rt), m_s(s) {
     std::mt19937_64 rng(seed);
     const size_t nq = s.batch * s.heads * s.q_len * s.head_dim, nk = s.batch * s.kv_heads * s.kv_len * s.head_dim;
-    q = random_tensor(s.dtype, nq, rng), k = random_tensor(s.dtype, nk, rng), v = random_tensor(s.dtype, nk, rng);
-    d_o = random_tensor(s.dtype, nq, rng);
+    const size_t no = nq / s.head_dim * value_dim(s), nv = nk / s.head_dim * value_dim(s);  // V's head dim
+    q = random_tensor(s.dtype, nq, rng), k = random_tensor(s.dtype, nk, rng), v = random_tensor(s.dtype, nv, rng);
+    d_o = random_tensor(s.dtype, no, rng);
     ref = attention_gradients_fp64(s, q.values, k.values, v.values, d_o.values);
     o = rounded(s.dtype, ref.o);
     const lowp_grads low = gradients_lowp(s, q.values, k.values, v.values, d_o.values);
@@ -194,11 +206,11 @@ class backward_run {
       return p;
     };
     backward_tensors t;
-    t.q = upload(q.bits.data(), nq * 2), t.k = upload(k.bits.data(), nk * 2), t.v = upload(v.bits.data(), nk * 2);
-    t.o = upload(o.bits.data(), nq * 2), t.d_o = upload(d_o.bits.data(), nq * 2);
+    t.q = upload(q.bits.data(), nq * 2), t.k = upload(k.bits.data(), nk * 2), t.v = upload(v.bits.data(), nv * 2);
+    t.o = upload(o.bits.data(), no * 2), t.d_o = upload(d_o.bits.data(), no * 2);
     t.lse = static_cast<const float*>(upload(lse.data(), lse.size() * 4));
     t.delta = static_cast<float*>(upload(lse.data(), lse.size() * 4));
-    t.dq = upload(q.bits.data(), nq * 2), t.dk = upload(k.bits.data(), nk * 2), t.dv = upload(k.bits.data(), nk * 2);
+    t.dq = upload(q.bits.data(), nq * 2), t.dk = upload(k.bits.data(), nk * 2), t.dv = upload(v.bits.data(), nv * 2);
     std::vector<float> poisoned(static_cast<size_t>(dq_accum_bytes(s) / 4), std::nanf(""));  // the variant zeroes it
     t.dq_accum = static_cast<float*>(upload(poisoned.data(), poisoned.size() * 4));
     m_tensors = t;
@@ -215,17 +227,17 @@ class backward_run {
     std::vector<uint16_t> dq, dk, dv;
   };
   result run(const loaded_backward& b) const {
-    const size_t nq = q.bits.size(), nk = k.bits.size();
+    const size_t nq = q.bits.size(), nk = k.bits.size(), nv = v.bits.size();
     m_rt.memset(m_tensors.dq, 0xff, int64_t(nq * 2));
     m_rt.memset(m_tensors.dk, 0xff, int64_t(nk * 2));
-    m_rt.memset(m_tensors.dv, 0xff, int64_t(nk * 2));
+    m_rt.memset(m_tensors.dv, 0xff, int64_t(nv * 2));
     m_rt.memset(m_tensors.delta, 0xff, int64_t(lse.size() * 4));
     run_backward(m_rt, b, params, nullptr);
     m_rt.synchronize(nullptr);
-    result r{std::vector<uint16_t>(nq), std::vector<uint16_t>(nk), std::vector<uint16_t>(nk)};
+    result r{std::vector<uint16_t>(nq), std::vector<uint16_t>(nk), std::vector<uint16_t>(nv)};
     m_rt.copy_to_host(r.dq.data(), m_tensors.dq, int64_t(nq * 2));
     m_rt.copy_to_host(r.dk.data(), m_tensors.dk, int64_t(nk * 2));
-    m_rt.copy_to_host(r.dv.data(), m_tensors.dv, int64_t(nk * 2));
+    m_rt.copy_to_host(r.dv.data(), m_tensors.dv, int64_t(nv * 2));
     return r;
   }
   std::vector<double> widen(const std::vector<uint16_t>& bits) const {

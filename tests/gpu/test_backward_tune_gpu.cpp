@@ -64,8 +64,11 @@ TEST_F(backward_tune_gpu, the_gradient_reference_is_the_float64_gradients) {
   window.window_left = 30, window.window_right = 10;
   problem capped = shape(1, 4, 2, 100, 170, 64, true), capped_fp16 = shape(2, 2, 1, 130, 67, 128, false, dtype::fp16);
   capped.softcap = 2.5, capped_fp16.softcap = 30;  // dS times 1 - tanh^2 (2.5: most scores bent)
+  problem mla = shape(1, 4, 2, 90, 130, 192, true), narrow_v = shape(1, 2, 1, 70, 70, 128, false, dtype::fp16, layout::bshd);
+  mla.head_dim_v = 128, narrow_v.head_dim_v = 64;  // V's own head dim
   const problem cases[] = {shape(1, 4, 2, 100, 170, 64, true), shape(2, 2, 1, 130, 67, 128, false, dtype::fp16, layout::bshd),
-                           shape(1, 2, 2, 77, 129, 96, true), shape(1, 2, 2, 1, 300, 64, false), window, capped, capped_fp16};
+                           shape(1, 2, 2, 77, 129, 96, true), shape(1, 2, 2, 1, 300, 64, false), window, capped, capped_fp16,
+                           mla, narrow_v};
   for (const problem& s : cases) {
     const auto support = load_support(rt(), m_cache, s.dtype, m_gpu.desc.arch);
     const device_problem pr(s, *support, 4242);
@@ -92,11 +95,13 @@ TEST_F(backward_tune_gpu, the_gradient_reference_is_the_float64_gradients) {
 }
 
 // Every default variant of both families on a small ragged GQA shape: all verified ok, one best.
-// tune() of pass bwd over every default variant of both families (wgmma on sm_90 only): each one
-// the pruner keeps verified ok and timed, at least two a family, one best.
-void expect_every_variant_ok(const problem& s, const gpu_info& gpu, const compile_cache& cache, uint64_t seed) {
+// tune() of pass bwd over every default variant of both families (wgmma on sm_90 only, and only
+// where it takes the problem): each one the pruner keeps verified ok and timed, at least two a
+// family, one best.
+void expect_every_variant_ok(const problem& s, const gpu_info& gpu, const compile_cache& cache, uint64_t seed,
+                             bool wgmma = true) {
   for (const char* family : {"fa2", "wgmma"}) {
-    if (std::string(family) == "wgmma" && gpu.desc.cc_major != 9) continue;
+    if (std::string(family) == "wgmma" && (gpu.desc.cc_major != 9 || !wgmma)) continue;
     tune_options o;
     o.family = family;
     o.seed = seed;
@@ -129,6 +134,13 @@ TEST_F(backward_tune_gpu, tuning_a_softcap_backward_verifies_every_variant) {
   problem s = shape(1, 4, 2, 150, 190, 128, true);
   s.softcap = 5;
   expect_every_variant_ok(s, m_gpu, m_cache, 12);
+}
+
+// V's own head dim (MLA's prefill, d 192 and dv 128): fa2's variants (wgmma's take dv = d only).
+TEST_F(backward_tune_gpu, tuning_a_backward_with_vs_own_head_dim_verifies_every_fa2_variant) {
+  problem s = shape(1, 4, 2, 150, 190, 192, true);
+  s.head_dim_v = 128;
+  expect_every_variant_ok(s, m_gpu, m_cache, 13, false);
 }
 
 // --deterministic: each variant's check reruns it and wants the same bits; every variant the mode

@@ -34,16 +34,16 @@ struct grads {
 // caps each scaled score to C tanh(score / C), and dS carries 1 - tanh^2.
 grads gradients_fp64(const attn_tune_problem& p, const std::vector<float>& q, const std::vector<float>& k,
                      const std::vector<float>& v, const std::vector<float>& d_o) {
-  const int64_t D = p.head_dim, group = p.heads / p.kv_heads;
+  const int64_t D = p.head_dim, DV = p.head_dim_v > 0 ? p.head_dim_v : D, group = p.heads / p.kv_heads;
   const double scale = 1.0 / std::sqrt(double(D)), cap = p.softcap;
   grads g{std::vector<double>(q.size()), std::vector<double>(k.size()), std::vector<double>(v.size()),
-          std::vector<double>(q.size()), std::vector<double>(p.batch * p.heads * p.q_len, -INFINITY)};
+          std::vector<double>(d_o.size()), std::vector<double>(p.batch * p.heads * p.q_len, -INFINITY)};
   for (int64_t b = 0; b < p.batch; ++b)
     for (int64_t h = 0; h < p.heads; ++h)
       for (int64_t i = 0; i < p.q_len; ++i) {
         const example::key_range keys = example::visible_keys(p, i, p.q_len, p.kv_len);
         if (keys.first > keys.last) continue;
-        const int64_t qi = example::offset(p, false, b, h, i);
+        const int64_t qi = example::offset(p, false, b, h, i), oi = example::offset(p, false, b, h, i, DV);
         std::vector<double> s(static_cast<size_t>(keys.last - keys.first + 1)), dtanh(s.size(), 1.0);
         double mx = -INFINITY, sum = 0;
         for (int64_t j = keys.first; j <= keys.last; ++j) {
@@ -62,21 +62,21 @@ grads gradients_fp64(const attn_tune_problem& p, const std::vector<float>& q, co
         std::vector<double> dp(s.size());
         double delta = 0;
         for (int64_t j = keys.first; j <= keys.last; ++j) {
-          const int64_t kj = example::offset(p, true, b, h / group, j);
+          const int64_t vj = example::offset(p, true, b, h / group, j, DV);
           double& pj = s[j - keys.first];
           pj /= sum;
           double dot = 0;
-          for (int64_t d = 0; d < D; ++d) dot += double(d_o[qi + d]) * v[kj + d], g.o[qi + d] += pj * v[kj + d];
+          for (int64_t d = 0; d < DV; ++d) dot += double(d_o[oi + d]) * v[vj + d], g.o[oi + d] += pj * v[vj + d];
           delta += pj * (dp[j - keys.first] = dot);
         }
         for (int64_t j = keys.first; j <= keys.last; ++j) {
-          const int64_t kj = example::offset(p, true, b, h / group, j);
+          const int64_t kj = example::offset(p, true, b, h / group, j), vj = example::offset(p, true, b, h / group, j, DV);
           const double pj = s[j - keys.first], ds = pj * (dp[j - keys.first] - delta) * dtanh[j - keys.first];
           for (int64_t d = 0; d < D; ++d) {
             g.dq[qi + d] += scale * ds * k[kj + d];
             g.dk[kj + d] += scale * ds * q[qi + d];
-            g.dv[kj + d] += pj * d_o[qi + d];
           }
+          for (int64_t d = 0; d < DV; ++d) g.dv[vj + d] += pj * d_o[oi + d];
         }
       }
   return g;
@@ -94,6 +94,8 @@ class LibraryBackward : public library_gpu_test {
   outcome run(const attn_tune_problem& p, uint32_t seed) {
     const bool bf16 = p.dtype == ATTN_TUNE_BF16;
     const size_t nq = p.batch * p.heads * p.q_len * p.head_dim, nk = p.batch * p.kv_heads * p.kv_len * p.head_dim;
+    const int64_t dv = p.head_dim_v > 0 ? p.head_dim_v : p.head_dim;  // V's head dim
+    const size_t no = nq / p.head_dim * dv, nv = nk / p.head_dim * dv;
     std::mt19937 rng(seed);
     std::normal_distribution<float> normal;
     auto make = [&](size_t n) {
@@ -101,11 +103,11 @@ class LibraryBackward : public library_gpu_test {
       for (auto& e : x) e = example::round_to(normal(rng), bf16);
       return x;
     };
-    const auto q = make(nq), k = make(nk), v = make(nk), d_o = make(nq);
+    const auto q = make(nq), k = make(nk), v = make(nv), d_o = make(no);
     const grads want = gradients_fp64(p, q, k, v, d_o);
-    std::vector<float> o(nq), lse(want.lse.begin(), want.lse.end());
-    for (size_t i = 0; i < nq; ++i) o[i] = example::round_to(static_cast<float>(want.o[i]), bf16);
-    device_buffer dq_(nq * 2), dk_(nk * 2), dv_(nk * 2), q_(nq * 2), k_(nk * 2), v_(nk * 2), o_(nq * 2), do_(nq * 2),
+    std::vector<float> o(no), lse(want.lse.begin(), want.lse.end());
+    for (size_t i = 0; i < no; ++i) o[i] = example::round_to(static_cast<float>(want.o[i]), bf16);
+    device_buffer dq_(nq * 2), dk_(nk * 2), dv_(nv * 2), q_(nq * 2), k_(nk * 2), v_(nv * 2), o_(no * 2), do_(no * 2),
         lse_(lse.size() * 4), delta_(lse.size() * 4);
     auto upload = [&](const std::vector<float>& host, device_buffer& dev) {
       std::vector<uint16_t> bits(host.size());
@@ -114,7 +116,7 @@ class LibraryBackward : public library_gpu_test {
     };
     upload(q, q_), upload(k, k_), upload(v, v_), upload(o, o_), upload(d_o, do_);
     EXPECT_EQ(cudaMemcpy(lse_.p, lse.data(), lse.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
-    for (device_buffer* b : {&dq_, &dk_, &dv_}) cudaMemset(b->p, 0xff, b == &dq_ ? nq * 2 : nk * 2);  // NaN
+    for (device_buffer* b : {&dq_, &dk_, &dv_}) cudaMemset(b->p, 0xff, b == &dq_ ? nq * 2 : b == &dk_ ? nk * 2 : nv * 2);  // NaN
     outcome out;
     out.ran = m_ctx->backward(q_.p, k_.p, v_.p, o_.p, static_cast<const float*>(lse_.p), do_.p, dq_.p, dk_.p, dv_.p,
                               static_cast<float*>(delta_.p), p);
@@ -164,6 +166,17 @@ TEST_F(LibraryBackward, GradientsWithSoftcap) {
   auto wide = attn_tune::make_problem(1, 2, 1, 97, 64, 256);  // the fallback's split dK/dV
   wide.softcap = 30;
   expect_passes(wide, 22);
+}
+
+TEST_F(LibraryBackward, GradientsWithVsOwnHeadDim) {
+  auto mla = attn_tune::make_problem(1, 4, 2, 130, 150, 192);  // MLA's prefill: d 192, dv 128
+  mla.head_dim_v = 128;
+  mla.causal = 1;
+  expect_passes(mla, 31);
+  auto narrow = attn_tune::make_problem(2, 2, 1, 70, 90, 128);
+  narrow.head_dim_v = 64;
+  narrow.layout = ATTN_TUNE_BSHD;
+  expect_passes(narrow, 32);
 }
 
 TEST_F(LibraryBackward, SaysWhichVariantRanAndRerunsAreBitIdentical) {
