@@ -21,8 +21,9 @@ Training (libattn_tune API version 7, attn_tune_backward):
     o.float().square().mean().backward()
 
 attention(q, k, v, causal=False, softmax_scale=None, table=None) takes PyTorch tensors as forward
-does (GQA/MQA through fewer k/v heads; head dims multiples of 8 up to 256) and nothing the backward
-does not take yet (a KV cache, V's own head dim, packed batches). Its gradients come from the
+does (GQA/MQA through fewer k/v heads; V may have a head dim of its own, dv != d, as MLA's d 192,
+dv 128; head dims multiples of 8 up to 256) and nothing the backward does not take yet (a KV
+cache, packed batches). Its gradients come from the
 custom op torch.ops.attn_tune.backward, registered as the autograd formula of
 torch.ops.attn_tune.forward (torch.library.register_autograd; a torch.autograd.Function where
 PyTorch is older than 2.4), so torch.compile traces the forward and the backward. A sliding window
@@ -325,24 +326,29 @@ def _backward_call(torch, d_o, q, k, v, o, lse, causal, table, softmax_scale, wi
     bshd = _grad_layout(q)
     q, k, v, o = (_in_layout(t, bshd) for t in (q, k, v, o))
     d_o = _in_layout(d_o.to(q.dtype), bshd)  # autocast or a float32 loss may hand back another dtype
+    o_shape = tuple(q.shape[:3]) + (v.shape[3],)  # q's, with V's head dim (dv; d where V has none of its own)
     for t, name in ((o, "o"), (d_o, "d_o")):
-        if tuple(t.shape) != tuple(q.shape):
-            raise ValueError(f"{name} has shape {list(t.shape)}: expected q's {list(q.shape)}")
+        if tuple(t.shape) != o_shape:
+            raise ValueError(f"{name} has shape {list(t.shape)}: expected {list(o_shape)} (q's, with V's head dim)")
     infos = []
     for t, name in ((q, "q"), (k, "k"), (v, "v")):
         info = describe(t, name)
         # The strides the copies above made, whatever a dimension of one element says.
         info.strides = _contiguous_strides(info.shape, bshd)
         infos.append(info)
-    # shapes, heads, dtypes, scale: named errors; the window's fields and softcap as the forward sets them
+    # shapes, heads, dtypes, scale: named errors; the window's fields and softcap as the forward sets
+    # them; head_dim_v where V has a head dim of its own (dv != d: V, dV [B, kv_heads, N_kv, dv], O, dO
+    # [B, H, N_q, dv]), as the forward sets it
     problem = make_problem(*infos, causal, softmax_scale, variant=(window_left, window_right, softcap))
     # All strides 0: contiguous in the layout, which the C backward requires (and q's layout is not
-    # read from strides where H or N is 1).
+    # read from strides where H or N is 1); V's and O's too, which make_problem set where dv != d.
     problem.layout = _capi.BSHD if bshd else _capi.BHSD
     problem.q_strides[:] = [0, 0, 0]
     problem.kv_strides[:] = [0, 0, 0]
+    problem.v_strides[:] = [0, 0, 0]
+    problem.o_strides[:] = [0, 0, 0]
     lse = lse.contiguous()
-    dq, dk, dv = (_empty_in_layout(torch, t.shape, bshd, t.dtype, t.device) for t in (q, k, v))
+    dq, dk, dv = (_empty_in_layout(torch, t.shape, bshd, t.dtype, t.device) for t in (q, k, v))  # dv: V's dv
     delta = torch.empty(tuple(lse.shape), dtype=torch.float32, device=q.device)
     stream = torch.cuda.current_stream(q.device).cuda_stream
     context(infos[0].device, table).backward(q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), lse.data_ptr(),
@@ -351,11 +357,10 @@ def _backward_call(torch, d_o, q, k, v, o, lse, causal, table, softmax_scale, wi
     return dq, dk, dv
 
 
-def _backward_refusal(q, v, cache_seqlens, block_table):
-    """What of a forward call the backward does not take yet, named ("" when nothing; a window and
-    softcap it takes)."""
-    refused = (("cache_seqlens", cache_seqlens is not None), ("block_table", block_table is not None),
-               ("a V head dim of its own (dv != d)", v.shape[3] != q.shape[3]))
+def _backward_refusal(cache_seqlens, block_table):
+    """What of a forward call the backward does not take yet, named ("" when nothing; a window,
+    softcap and V's own head dim it takes)."""
+    refused = (("cache_seqlens", cache_seqlens is not None), ("block_table", block_table is not None))
     return ", ".join(name for name, used in refused if used)
 
 
@@ -386,8 +391,8 @@ def _register_backward(torch):
         ctx.causal, ctx.table, ctx.softmax_scale = causal, table, softmax_scale
         ctx.window_left, ctx.window_right, ctx.softcap = window_left, window_right, softcap
         # Refused at backward, not here: a forward that works today with inputs requiring grad
-        # (a KV cache, V's own head dim) keeps working as long as nothing asks for its gradient.
-        ctx.refused = _backward_refusal(q, v, cache_seqlens, block_table)
+        # (a KV cache) keeps working as long as nothing asks for its gradient.
+        ctx.refused = _backward_refusal(cache_seqlens, block_table)
 
     def backward(ctx, d_o, d_lse):
         if ctx.refused:
@@ -450,9 +455,9 @@ def forward_with_lse(q, k, v, causal=False, table=None, softmax_scale=None, out=
     scale (0: off).
 
     With PyTorch >= 2.4, O is differentiable where the backward takes the call (see attention),
-    a sliding window and softcap included (their gradients are the windowed, capped attention's): a
-    gradient through a KV cache or V's own head dim raises NotImplementedError when it is asked
-    for; the LSE never requires grad."""
+    a sliding window, softcap and V's own head dim (dv != d) included (their gradients are the
+    windowed, capped attention's): a gradient through a KV cache raises NotImplementedError when it
+    is asked for; the LSE never requires grad."""
     variant = NO_VARIANT if window_size is _NO_WINDOW and softcap is _NO_SOFTCAP else variant_of(window_size, softcap)
     if _is_torch(q):
         if out is not None or lse is not None:  # refused, never ignored: the op allocates both
@@ -490,18 +495,19 @@ def _need_torch():
 def attention(q, k, v, causal=False, softmax_scale=None, table=None):
     """O = softmax(Q K^T * scale [+ bottom-right causal mask]) V, differentiable w.r.t. q, k and v.
 
-    PyTorch tensors as forward takes them: q [B, H, N_q, D], k and v [B, kv_heads, N_kv, D] (GQA
-    and MQA when kv_heads < H), bf16 or fp16 on a CUDA device, in either memory layout; D a
-    multiple of 8 up to 256. softmax_scale: None for 1/sqrt(D); table: a tuned table's path (its
-    pass bwd entries choose the backward's variant, its forward entries the forward's). The
-    backward (libattn_tune API version 7) is deterministic (a rerun gives bit-identical gradients)
-    with the library's fallback variants and any variant whose name does not end in -dq_atomic; a
-    table that names an atomic-dQ variant (-dq_atomic: dQ summed with fp32 atomics) gives gradients
-    that can differ in the last bits between reruns. It copies q, k, v, O and dO into one
+    PyTorch tensors as forward takes them: q [B, H, N_q, D], k [B, kv_heads, N_kv, D] and v
+    [B, kv_heads, N_kv, Dv] (GQA and MQA when kv_heads < H; Dv = D, or V's own head dim, e.g. MLA's
+    D 192 with Dv 128: O is then [B, H, N_q, Dv]), bf16 or fp16 on a CUDA device, in either memory
+    layout; D and Dv multiples of 8 up to 256. softmax_scale: None for 1/sqrt(D); table: a tuned
+    table's path (its pass bwd entries choose the backward's variant, its forward entries the
+    forward's). The backward (libattn_tune API version 7) is deterministic (a rerun gives
+    bit-identical gradients) with the library's fallback variants and any variant whose name does
+    not end in -dq_atomic; a table that names an atomic-dQ variant (-dq_atomic: dQ summed with fp32
+    atomics) gives gradients that can differ in the last bits between reruns. It copies q, k, v, O and dO into one
     contiguous layout (q's) where they are not. A sliding window and softcap are no parameters
     here: forward(q, k, v, window_size=(left, right), softcap=C) takes them, with gradients
-    (PyTorch >= 2.4). What the backward does not take yet is no parameter either: a KV cache, V's
-    own head dim, packed batches (forward and flash_attn_varlen_func run those, without gradients).
+    (PyTorch >= 2.4). What the backward does not take yet is no parameter either: a KV cache,
+    packed batches (forward and flash_attn_varlen_func run those, without gradients).
     Bad arguments raise TypeError or ValueError naming them; no PyTorch, ImportError."""
     for t, name in ((q, "q"), (k, "k"), (v, "v")):
         if not _is_torch(t):
@@ -509,11 +515,10 @@ def attention(q, k, v, causal=False, softmax_scale=None, table=None):
         if t.dim() != 4:
             raise ValueError(f"{name} has shape {list(t.shape)}: expected 4 dimensions [B, H, N, D]")
     d, dv = q.shape[3], v.shape[3]
-    if dv != d:
-        raise ValueError(f"v's head dim {dv} differs from q's {d}: attention's backward takes no V head dim of its "
-                         "own yet (forward runs it, without gradients)")
     if d % 8 or d > 256:
         raise ValueError(f"head dim {d}: attention takes multiples of 8 up to 256 (its backward's)")
+    if dv % 8 or dv > 256:  # V's own head dim (dv != d) is taken, under the same rule
+        raise ValueError(f"v's head dim {dv}: attention takes multiples of 8 up to 256 (its backward's)")
     _flag(causal, "causal")
     if softmax_scale is not None:
         if isinstance(softmax_scale, bool) or not isinstance(softmax_scale, numbers.Real):

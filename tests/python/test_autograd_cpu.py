@@ -4,10 +4,11 @@ __all__ with only the arguments the backward takes and its argument checks, a cl
 without PyTorch, the API-version guard of attn_tune_backward (a fake library of version 6), and
 what the backward hands the C call: each tensor contiguous in q's layout (copied only where it is
 not), the problem's layout with strides 0, a window's fields and softcap as the forward sets them,
-the pointers in the header's order (fake tensors and a fake torch stand in); attn_tune::forward's
-autograd formula (through a fake torch.library) handing the forward's window and softcap to the C
-call; the backward's refusals (a window and softcap are none of them). ATTN_TUNE_TEST_LIBRARY
-names a built libattn_tune.so of version 6 or 7."""
+the pointers in the header's order (fake tensors and a fake torch stand in); V's own head dim
+(dv != d: head_dim_v, V's and O's strides 0, dV shaped like V); attn_tune::forward's autograd
+formula (through a fake torch.library) handing the forward's window, softcap and V's head dim to
+the C call; the backward's refusals (a KV cache; a window, softcap and V's own head dim are none of
+them). ATTN_TUNE_TEST_LIBRARY names a built libattn_tune.so of version 6 or 7."""
 import ctypes
 import inspect
 import itertools
@@ -136,7 +137,9 @@ class TheAttentionFunction(unittest.TestCase):
         cases = ((TypeError, r"q is a list: attention takes PyTorch tensors", ([1], kv, kv), {}),
                  (ValueError, r"k has shape \[2, 128, 64\]: expected 4 dimensions", (q, TorchLike((2, 128, 64)), kv),
                   {}),
-                 (ValueError, r"v's head dim 128 differs from q's 64", (q, kv, TorchLike((2, 2, 128, 128))), {}),
+                 (ValueError, r"v's head dim 60: attention takes multiples of 8 up to 256",
+                  (q, kv, TorchLike((2, 2, 128, 60))), {}),
+                 (ValueError, r"v's head dim 264", (q, kv, TorchLike((2, 2, 128, 264))), {}),
                  (ValueError, r"head dim 60: attention takes multiples of 8 up to 256",
                   (TorchLike((1, 1, 8, 60)),) * 3, {}),
                  (ValueError, r"head dim 264", (TorchLike((1, 1, 8, 264)),) * 3, {}),
@@ -155,34 +158,36 @@ class TheAttentionFunction(unittest.TestCase):
 
     def test_without_pytorch_an_import_error_says_so(self):
         # PyTorch made unimportable (whether or not it is installed), the arguments otherwise good.
+        # V with a head dim of its own (d 192, dv 128) passes the argument checks too.
         code = ("import sys\n"
                 "sys.modules['torch'] = None\n"
                 "import attn_tune\n"
                 "class T:\n"
                 "    __module__ = 'torch'\n"
-                "    shape = (1, 8, 128, 64)\n"
+                "    def __init__(self, d): self.shape = (1, 8, 128, d)\n"
                 "    def data_ptr(self): return 0x10000\n"
                 "    def dim(self): return 4\n"
-                "try:\n"
-                "    attn_tune.attention(T(), T(), T(), causal=True)\n"
-                "except ImportError as e:\n"
-                "    print(e)\n")
+                "for d, dv in ((64, 64), (192, 128)):\n"
+                "    try:\n"
+                "        attn_tune.attention(T(d), T(d), T(dv), causal=True)\n"
+                "    except ImportError as e:\n"
+                "        print(d, dv, e)\n")
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-        self.assertIn("attn_tune.attention needs PyTorch: import torch failed", out.stdout, out.stderr)
+        for d, dv in ((64, 64), (192, 128)):
+            self.assertIn(f"{d} {dv} attn_tune.attention needs PyTorch: import torch failed", out.stdout, out.stderr)
 
     def test_the_refusals_of_the_backward_are_named(self):
-        q, v = TorchLike((1, 8, 64, 192)), TorchLike((1, 2, 64, 128))
-        self.assertEqual(attn_tune._backward_refusal(q, TorchLike((1, 2, 64, 192)), None, None), "")
-        self.assertEqual(attn_tune._backward_refusal(q, v, object(), object()),
-                         "cache_seqlens, block_table, a V head dim of its own (dv != d)")
+        self.assertEqual(attn_tune._backward_refusal(None, None), "")
+        self.assertEqual(attn_tune._backward_refusal(object(), None), "cache_seqlens")
+        self.assertEqual(attn_tune._backward_refusal(None, object()), "block_table")
+        self.assertEqual(attn_tune._backward_refusal(object(), object()), "cache_seqlens, block_table")
 
-    def test_a_window_and_softcap_are_no_refusal(self):
-        # The backward takes both: they have no say in the refusals, and none of them names them.
+    def test_a_window_softcap_and_vs_own_head_dim_are_no_refusal(self):
+        # The backward takes all three: they have no say in the refusals, and none of them names them.
         params = list(inspect.signature(attn_tune._backward_refusal).parameters)
-        self.assertEqual(params, ["q", "v", "cache_seqlens", "block_table"])
-        q, v = TorchLike((1, 8, 64, 192)), TorchLike((1, 2, 64, 128))
-        for word in ("window", "softcap"):
-            self.assertNotIn(word, attn_tune._backward_refusal(q, v, object(), object()))
+        self.assertEqual(params, ["cache_seqlens", "block_table"])
+        for word in ("window", "softcap", "head dim", "dv"):
+            self.assertNotIn(word, attn_tune._backward_refusal(object(), object()))
 
 
 # A fake torch for the backward's own work (_backward_call): tensors of shape and strides only.
@@ -339,8 +344,46 @@ class TheBackwardCall(unittest.TestCase):
         q, k = Tensor((1, 8, 64, 64)), Tensor((1, 3, 64, 64))
         with self.assertRaisesRegex(ValueError, r"q has 8 heads, not a multiple of k's and v's 3"):
             self.run_backward(q, k, k, Tensor((1, 8, 64, 64)), Tensor((1, 8, 64, 64)))
-        with self.assertRaisesRegex(ValueError, r"d_o has shape \[1, 8, 32, 64\]: expected q's \[1, 8, 64, 64\]"):
+        with self.assertRaisesRegex(ValueError, r"d_o has shape \[1, 8, 32, 64\]: expected \[1, 8, 64, 64\] "
+                                                r"\(q's, with V's head dim\)"):
             self.run_backward(q, q, q, Tensor((1, 8, 64, 64)), Tensor((1, 8, 32, 64)))
+        # With V's own head dim, O and dO have it: q's shape is no longer right for them.
+        v = Tensor((1, 8, 64, 128))
+        with self.assertRaisesRegex(ValueError, r"o has shape \[1, 8, 64, 64\]: expected \[1, 8, 64, 128\]"):
+            self.run_backward(q, q, v, Tensor((1, 8, 64, 64)), Tensor((1, 8, 64, 128)))
+        with self.assertRaisesRegex(ValueError, r"d_o has shape \[1, 8, 64, 64\]: expected \[1, 8, 64, 128\]"):
+            self.run_backward(q, q, v, Tensor((1, 8, 64, 128)), Tensor((1, 8, 64, 64)))
+        with self.assertRaisesRegex(ValueError, r"v has shape \[1, 8, 32, 128\], k \[1, 8, 64, 64\]"):
+            self.run_backward(q, q, Tensor((1, 8, 32, 128)), Tensor((1, 8, 64, 128)), Tensor((1, 8, 64, 128)))
+
+    def test_v_with_its_own_head_dim(self):
+        # MLA's prefill (d 192, dv 128; GQA, bshd, as a model's projections give it) and dv above d (bhsd).
+        cases = ((bshd(2, 8, 300, 192), bshd(2, 2, 300, 192), bshd(2, 2, 300, 128), bshd(2, 8, 300, 128),
+                  bshd(2, 8, 300, 128), _capi.BSHD),
+                 tuple(Tensor(shape) for shape in ((1, 4, 200, 64), (1, 4, 256, 64), (1, 4, 256, 128),
+                                                   (1, 4, 200, 128), (1, 4, 200, 128))) + (_capi.BHSD,))
+        for q, k, v, o, d_o, layout in cases:
+            d, dv = q.shape[3], v.shape[3]
+            with self.subTest(d=d, dv=dv):
+                self.calls.clear()
+                (dq, dk, dv_grad), call = self.run_backward(q, k, v, o, d_o)
+                ptrs, problem = call["args"][:10], call["args"][10]
+                self.assertEqual(ptrs[:6], tuple(t.pointer for t in (q, k, v, o, call["lse"], d_o)), "no copy")
+                self.assertEqual(ptrs[6:9], (dq.pointer, dk.pointer, dv_grad.pointer))
+                self.assertEqual((problem.head_dim, problem.head_dim_v), (d, dv), "V's head dim reaches the C call")
+                self.assertEqual(problem.layout, layout)
+                # Contiguous in the layout, as the C backward requires: every stride 0, V's and O's too.
+                for name in ("q_strides", "kv_strides", "v_strides", "o_strides"):
+                    self.assertEqual(list(getattr(problem, name)), [0, 0, 0], name)
+                # dQ like q, dK like k, dV like v (its own head dim), contiguous in the layout.
+                for grad, like in ((dq, q), (dk, k), (dv_grad, v)):
+                    self.assertEqual(grad.shape, like.shape)
+                    self.assertEqual(grad.stride(), attn_tune._contiguous_strides(like.shape, layout == _capi.BSHD))
+        # With dv = d the problem keeps head_dim_v 0 (the head dim), as the forward's does.
+        q = Tensor((1, 4, 64, 64))
+        self.calls.clear()
+        _, call = self.run_backward(q, q, q, q, q)
+        self.assertEqual((call["args"][10].head_dim_v, list(call["args"][10].v_strides)), (0, [0, 0, 0]))
 
 
 class CustomOp:
@@ -401,17 +444,21 @@ class TheAutogradFormula(unittest.TestCase):
     def tearDown(self):
         attn_tune.context, attn_tune._torch_backward_op, attn_tune._torch_autograd = self.saved
 
-    def backward_of(self, causal, window, softcap, v=None, cache_seqlens=None):
-        """The C call's problem of the backward of forward(q, k, v, causal, "t.csv", 0.5, ...)."""
-        q, k, o, d_o = (Tensor((1, 4, 256, 64)) for _ in range(4))
-        v = v or Tensor((1, 4, 256, 64))
+    def backward_of(self, causal, window, softcap, dv=64, cache_seqlens=None, block_table=None, grads=None):
+        """The C call's problem of the backward of forward(q, k, v, causal, "t.csv", 0.5, ...), q and k
+        [1, 4, 256, 64], v [1, 4, 256, dv]; the gradients go in the list `grads` where one is given."""
+        q, k = (Tensor((1, 4, 256, 64)) for _ in range(2))
+        v, o, d_o = (Tensor((1, 4, 256, dv)) for _ in range(3))
         lse = Tensor((1, 4, 256), dtype="torch.float32")
         ctx = AutogradContext()
         self.calls.clear()
-        self.setup_context(ctx, (q, k, v, causal, "t.csv", 0.5, cache_seqlens, None, *window, softcap), (o, lse))
+        self.setup_context(ctx, (q, k, v, causal, "t.csv", 0.5, cache_seqlens, block_table, *window, softcap),
+                           (o, lse))
         self.assertEqual(ctx.non_differentiable, (lse,))
-        grads = self.backward(ctx, d_o, None)
-        self.assertEqual(len(grads), 11, "one per input of the forward op")
+        result = self.backward(ctx, d_o, None)
+        self.assertEqual(len(result), 11, "one per input of the forward op")
+        if grads is not None:
+            grads.extend(result[:3])
         (call,) = self.calls
         self.assertEqual(call["table"], "t.csv")
         return call["args"][10]
@@ -436,15 +483,33 @@ class TheAutogradFormula(unittest.TestCase):
                 self.assertEqual((problem.window, problem.window_left, problem.window_right),
                                  (0, 0, 0) if window == (-1, -1) else (1, *window))
 
+    def test_vs_own_head_dim_reaches_the_c_call(self):
+        # dv 128 with d 64, softcap and a window or not: head_dim_v and V's and O's strides 0 in the
+        # problem, dV shaped like V (the op's and its fake's).
+        for dv, window, softcap in ((128, (-1, -1), 0.0), (128, (64, 0), 30.0), (32, (-1, -1), 2.5)):
+            with self.subTest(dv=dv, window=window, softcap=softcap):
+                grads = []
+                problem = self.backward_of(True, window, softcap, dv=dv, grads=grads)
+                self.assertEqual((problem.head_dim, problem.head_dim_v, problem.softcap), (64, dv, softcap))
+                self.assertEqual((list(problem.v_strides), list(problem.o_strides)), ([0, 0, 0], [0, 0, 0]))
+                self.assertEqual([g.shape for g in grads], [(1, 4, 256, 64), (1, 4, 256, 64), (1, 4, 256, dv)])
+        fake = self.torch.ops["attn_tune::backward"].fake
+        q, k, v, o = bshd(2, 8, 300, 192), bshd(2, 2, 300, 192), bshd(2, 2, 300, 128), bshd(2, 8, 300, 128)
+        shapes = [(g.shape, g.stride()) for g in fake(o, q, k, v, o, Tensor((2, 8, 300)), True, "", 0.0)]
+        self.assertEqual(shapes, [(t.shape, attn_tune._contiguous_strides(t.shape, True)) for t in (q, k, v)])
+
     def test_what_is_refused_is_refused_at_backward_softcap_or_not(self):
         for softcap in (0.0, 30.0):
-            for v, cache_seqlens, named in ((Tensor((1, 4, 256, 128)), None, r"a V head dim of its own \(dv != d\)"),
-                                            (None, object(), "cache_seqlens")):
-                with self.subTest(softcap=softcap, named=named):
-                    message = rf"attn_tune's backward does not take {named} yet"
-                    with self.assertRaisesRegex(NotImplementedError, message):
-                        self.backward_of(True, (-1, -1), softcap, v=v, cache_seqlens=cache_seqlens)
-                    self.assertEqual(self.calls, [], "nothing reached the C call")
+            for cache_seqlens, block_table, named in ((object(), None, "cache_seqlens"),
+                                                      (None, object(), "block_table"),
+                                                      (object(), object(), "cache_seqlens, block_table")):
+                for dv in (64, 128):
+                    with self.subTest(softcap=softcap, named=named, dv=dv):
+                        message = rf"attn_tune's backward does not take {named} yet"
+                        with self.assertRaisesRegex(NotImplementedError, message):
+                            self.backward_of(True, (-1, -1), softcap, dv=dv, cache_seqlens=cache_seqlens,
+                                             block_table=block_table)
+                        self.assertEqual(self.calls, [], "nothing reached the C call")
 
 
 @unittest.skipUnless(LIBRARY, "ATTN_TUNE_TEST_LIBRARY is not set")

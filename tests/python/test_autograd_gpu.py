@@ -7,10 +7,12 @@ multiple of 64, both memory layouts, a non-default scale; sliding windows throug
 forward(window_size=) against SDPA with the window's boolean mask (causal and two-sided,
 cross-attention, GQA); softcap through forward(softcap=) against the materialized capped
 attention in float64 under the same rule (its error in the inputs' precision), a cap that bends
-the scores (2.5) and a light one (30); bit-identical reruns; the choice of the C call (the fallback
+the scores (2.5) and a light one (30); V's own head dim (dv != d: MLA's d 192 with dv 128, causal
+GQA bf16, and d 64 with dv 128, fp16 [B, N, H, D], not causal) against the materialized attention
+in float64 under the same rule; bit-identical reruns; the choice of the C call (the fallback
 variant); torch.compile of a function calling attention, forward and backward, equal to eager; the
-ops' fake implementations (FakeTensorMode, and torch.library.opcheck where this PyTorch has it, a
-window's and softcap's too); what the backward refuses (V's own head dim)."""
+ops' fake implementations (FakeTensorMode, V's own head dim too, and torch.library.opcheck where
+this PyTorch has it, a window's and softcap's too); what the backward refuses (a KV cache)."""
 import os
 import unittest
 
@@ -78,13 +80,15 @@ def sdpa(q, k, v, causal, scale=None, window=None):
     return F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=scale)
 
 
-def capped(q, k, v, causal, softcap, scale=None, window=None):
-    """Attention with softcap, materialized in q's dtype: s = Q K^T * scale, C * tanh(s / C), the
-    window's (or causal's bottom-right) mask, softmax, @ V; GQA as sdpa's."""
+def materialized(q, k, v, causal, softcap=None, scale=None, window=None):
+    """Attention materialized in q's dtype: s = Q K^T * scale (1/sqrt of Q's head dim by default),
+    with softcap C * tanh(s / C) (None: no cap), the window's (or causal's bottom-right) mask,
+    softmax, @ V; GQA as sdpa's. V may have a head dim of its own: O has V's."""
     group = q.shape[1] // k.shape[1]
     k, v = k.repeat_interleave(group, dim=1), v.repeat_interleave(group, dim=1)
     s = (q @ k.transpose(-2, -1)) * (scale if scale is not None else q.shape[3] ** -0.5)
-    s = softcap * torch.tanh(s / softcap)
+    if softcap is not None:
+        s = softcap * torch.tanh(s / softcap)
     mask = window_mask(q.shape[2], k.shape[2], causal, window or (-1, -1), q.device)
     assert mask.any(dim=1).all(), "every query sees a key (softmax gives NaN for a row with none)"
     return torch.softmax(s.masked_fill(~mask, float("-inf")), dim=-1) @ v
@@ -98,44 +102,50 @@ def run(attend, q, k, v, d_o):
     return o.detach(), q.grad, k.grad, v.grad
 
 
-def inputs(b, h, h_kv, n_q, n_kv, d, dtype, bshd=False, seed=0):
+def inputs(b, h, h_kv, n_q, n_kv, d, dtype, bshd=False, seed=0, dv=None):
+    """q, k, v and dO; v and dO with head dim dv where given (V's own), else d."""
     g = torch.Generator(device="cuda").manual_seed(seed)
+    dv = dv or d
 
-    def make(heads, n):
+    def make(heads, n, width):
         if bshd:  # a [B, N, H, D] tensor seen as [B, H, N, D]
-            return torch.randn(b, n, heads, d, device="cuda", dtype=dtype, generator=g).transpose(1, 2)
-        return torch.randn(b, heads, n, d, device="cuda", dtype=dtype, generator=g)
+            return torch.randn(b, n, heads, width, device="cuda", dtype=dtype, generator=g).transpose(1, 2)
+        return torch.randn(b, heads, n, width, device="cuda", dtype=dtype, generator=g)
 
-    return make(h, n_q), make(h_kv, n_kv), make(h_kv, n_kv), make(h, n_q)
+    return make(h, n_q, d), make(h_kv, n_kv, d), make(h_kv, n_kv, dv), make(h, n_q, dv)
 
 
 @unittest.skipIf(MISSING, MISSING or "")
 class Gradients(unittest.TestCase):
     def check(self, b, h, h_kv, n_q, n_kv, d, causal, dtype=None, bshd=False, scale=None, window=None,
-              softcap=None):
+              softcap=None, dv=None):
         """attention's gradients, or with window or softcap forward(window_size=window, softcap=softcap)'s
-        (attention takes neither); with softcap against capped's in float64 (SDPA has no cap)."""
+        (attention takes neither); with softcap or V's own head dim dv against materialized's in
+        float64 (SDPA has no cap, and not every SDPA backend takes dv != d)."""
         dtype = dtype or torch.bfloat16
-        q, k, v, d_o = inputs(b, h, h_kv, n_q, n_kv, d, dtype, bshd)
-        what = (f"B{b} H{h}/{h_kv} N{n_q}x{n_kv} D{d} causal={causal} {dtype} bshd={bshd} scale={scale} "
-                f"window={window} softcap={softcap}")
+        q, k, v, d_o = inputs(b, h, h_kv, n_q, n_kv, d, dtype, bshd, dv=dv)
+        what = (f"B{b} H{h}/{h_kv} N{n_q}x{n_kv} D{d} Dv{dv or d} causal={causal} {dtype} bshd={bshd} "
+                f"scale={scale} window={window} softcap={softcap}")
         if window is None and softcap is None:
             attend = lambda q, k, v: attn_tune.attention(q, k, v, causal=causal, softmax_scale=scale)  # noqa: E731
         else:
             attend = lambda q, k, v: attn_tune.forward(q, k, v, causal=causal, softmax_scale=scale,  # noqa: E731
                                                        window_size=window or (-1, -1), softcap=softcap or 0.0)
 
-        def reference(q, k, v):
-            if softcap is None:
-                return sdpa(q, k, v, causal, scale, window)
-            return capped(q, k, v, causal, softcap, scale, window)  # SDPA has no cap
+        plain = softcap is None and dv is None
 
-        wide = torch.float32 if softcap is None else torch.float64  # the exact run's precision
+        def reference(q, k, v):
+            if plain:
+                return sdpa(q, k, v, causal, scale, window)
+            return materialized(q, k, v, causal, softcap, scale, window)  # SDPA has no cap
+
+        wide = torch.float32 if plain else torch.float64  # the exact run's precision
         ours = run(attend, q, k, v, d_o)
         exact = run(reference, *(t.to(wide) for t in (q, k, v, d_o)))
         low = run(reference, q, k, v, d_o)
-        for name, got, want, base, like in zip(("O", "dQ", "dK", "dV"), ours, exact, low, (q, q, k, v)):
-            self.assertEqual((tuple(got.shape), got.dtype), (tuple(like.shape), dtype), f"{what}: {name}")
+        shapes = (d_o.shape, q.shape, k.shape, v.shape)  # O like dO: q's with V's head dim
+        for name, got, want, base, shape in zip(("O", "dQ", "dK", "dV"), ours, exact, low, shapes):
+            self.assertEqual((tuple(got.shape), got.dtype), (tuple(shape), dtype), f"{what}: {name}")
             error = (got.float() - want).abs().max().item()
             allowed = 2 * (base.float() - want).abs().max().item() + 1e-3
             self.assertLessEqual(error, allowed, f"{what}: {name}")
@@ -197,6 +207,14 @@ class Gradients(unittest.TestCase):
         self.check(2, 8, 8, 256, 256, 64, causal=True, window=(64, 0), softcap=2.5)
         self.check(1, 4, 2, 200, 333, 64, causal=False, window=(40, 24), softcap=30.0)
 
+    def test_vs_own_head_dim(self):
+        # MLA's prefill: d 192 (Q and K), dv 128 (V, O); causal, GQA, bf16, N not a multiple of 64 too.
+        self.check(2, 8, 2, 256, 256, 192, causal=True, dv=128)
+        self.check(1, 8, 2, 300, 300, 192, causal=True, dv=128)
+        # dv above d: 64 and 128, fp16, [B, N, H, D] memory (bshd), not causal.
+        self.check(1, 8, 4, 200, 200, 64, causal=False, dtype=torch.float16, bshd=True, dv=128)
+        self.check(2, 4, 4, 256, 256, 64, causal=False, dtype=torch.float16, bshd=True, dv=128)
+
     def test_a_fused_qkv_projection(self):
         # q, k, v as views of one [B, N, H + 2 kv_heads, D] tensor (examples/python/transformer_block.py):
         # the gradient reaches that tensor through the views (the backward copies them, not run's clones).
@@ -253,20 +271,18 @@ class Gradients(unittest.TestCase):
             torch.cuda.synchronize()
 
     def test_what_the_backward_refuses(self):
-        q, k, v, _ = inputs(1, 4, 4, 256, 256, 64, torch.bfloat16, seed=3)
-        g = torch.Generator(device="cuda").manual_seed(3)
-        v_wide, d_o_wide = (torch.randn(1, 4, 256, 128, device="cuda", dtype=torch.bfloat16, generator=g)
-                            for _ in range(2))  # V's own head dim: dv 128, d 64
-        with self.assertRaisesRegex(NotImplementedError,
-                                    r"attn_tune's backward does not take a V head dim of its own \(dv != d\) yet"):
-            run(lambda q, k, v: attn_tune.forward(q, k, v, causal=True), q, k, v_wide, d_o_wide)
+        q, k, v, d_o = inputs(2, 4, 4, 128, 256, 64, torch.bfloat16, seed=3)
+        seqlens = torch.tensor([200, 256], dtype=torch.int32, device="cuda")  # a KV cache's lengths
+        with self.assertRaisesRegex(NotImplementedError, r"attn_tune's backward does not take cache_seqlens yet"):
+            run(lambda q, k, v: attn_tune.forward(q, k, v, causal=True, cache_seqlens=seqlens), q, k, v, d_o)
         # ...while the forward alone runs with it, inputs requiring grad or not.
-        o = attn_tune.forward(*(t.detach().clone().requires_grad_() for t in (q, k, v_wide)), causal=True)
-        self.assertEqual(tuple(o.shape), (1, 4, 256, 128))
+        o = attn_tune.forward(*(t.detach().clone().requires_grad_() for t in (q, k, v)), causal=True,
+                              cache_seqlens=seqlens)
+        self.assertEqual(tuple(o.shape), (2, 4, 128, 64))
         with self.assertRaisesRegex(TypeError, "torch.float32 is not supported"):
             attn_tune.attention(q.float(), k.float(), v.float())
-        with self.assertRaisesRegex(ValueError, "v's head dim 128 differs from q's 64"):
-            attn_tune.attention(q, k, v_wide)
+        with self.assertRaisesRegex(ValueError, "v's head dim 60: attention takes multiples of 8 up to 256"):
+            attn_tune.attention(q, k, v[..., :60])
 
 
 @unittest.skipIf(MISSING, MISSING or "")
@@ -302,9 +318,9 @@ class FakeImplementations(unittest.TestCase):
     def test_fake_tensors_get_the_real_ops_shapes_and_strides(self):
         from torch._subclasses.fake_tensor import FakeTensorMode
 
-        shapes = ((2, 8, 300, 64), (2, 2, 300, 64), (2, 2, 300, 64))
-        for bshd in (False, True):
-            q, k, v, d_o = inputs(2, 8, 2, 300, 300, 64, torch.bfloat16, bshd=bshd)
+        for bshd, d, dv in ((False, 64, 64), (True, 64, 64), (False, 192, 128), (True, 64, 128)):
+            shapes = ((2, 8, 300, d), (2, 2, 300, d), (2, 2, 300, dv))  # dv: dV like V, its own head dim
+            q, k, v, d_o = inputs(2, 8, 2, 300, 300, d, torch.bfloat16, bshd=bshd, dv=dv)
             o, lse = torch.ops.attn_tune.forward(q, k, v, True, "", 0.0)
             real = torch.ops.attn_tune.backward(d_o, q, k, v, o, lse, True, "", 0.0)
             with FakeTensorMode() as mode:
@@ -314,7 +330,8 @@ class FakeImplementations(unittest.TestCase):
             for name, r, f, shape in zip(("dq", "dk", "dv"), real, fake, shapes):
                 self.assertEqual(tuple(f.shape), shape, name)
                 self.assertEqual((f.dtype, f.device), (torch.bfloat16, q.device), name)
-                self.assertEqual((tuple(f.shape), f.stride()), (tuple(r.shape), r.stride()), f"{name} bshd={bshd}")
+                self.assertEqual((tuple(f.shape), f.stride()), (tuple(r.shape), r.stride()),
+                                 f"{name} bshd={bshd} d={d} dv={dv}")
 
     @unittest.skipUnless(torch is not None and hasattr(torch.library, "opcheck"), "no torch.library.opcheck")
     def test_opcheck(self):
