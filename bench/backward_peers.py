@@ -78,13 +78,13 @@ def pack_params(q, k, v, o, d_o, lse, delta, dq, dk, dv, dq_accum, scale, causal
     """kernels/common/bwd_params.cuh's bwd_params, [B,H,N,D] contiguous, padded to its 8-byte alignment.
     dq_accum: the atomic-dQ variants' fp32 workspace ([B,H,N,D] floats). No window: causal is a right
     side of 0 (kernel_window's rule), else both sides -1. No softcap (its two floats 0); O's and V's
-    strides Q's and K's (V has Q's head dim)."""
+    strides Q's and K's (V has Q's head dim); not packed (null offsets)."""
     b, h, nq, d = q.shape
     hkv, nkv = k.shape[1], k.shape[2]
-    raw = struct.pack("@11P6q5i2f2i2f6q", *(t.data_ptr() for t in (q, k, v, o, d_o, lse, delta, dq, dk, dv, dq_accum)),
+    raw = struct.pack("@11P6q5i2f2i2f6q2P2i", *(t.data_ptr() for t in (q, k, v, o, d_o, lse, delta, dq, dk, dv, dq_accum)),
                       h * nq * d, nq * d, d, hkv * nkv * d, nkv * d, d, nq, nkv, h, h // hkv, b,
                       scale * 1.4426950408889634, scale, -1, 0 if causal else -1, 0.0, 0.0,
-                      h * nq * d, nq * d, d, hkv * nkv * d, nkv * d, d)
+                      h * nq * d, nq * d, d, hkv * nkv * d, nkv * d, d, 0, 0, 0, 0)
     return raw + b"\0" * (-len(raw) % 8)
 
 

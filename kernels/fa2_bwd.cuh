@@ -49,11 +49,12 @@ struct bwd_cols {
 /// WINDOW: the problem has a sliding window (bwd_params' sides); without it the masks compile to
 /// causal's alone. SOFTCAP: the scores are capped (bwd_params' softcap_in, softcap_out; see bwd_score).
 /// DV_: V's head dim where it is not D (0: D): V, dV, O and dO have rows of DV elements (the VO
-/// columns), Q, dQ, K and dK rows of D (QK).
+/// columns), Q, dQ, K and dK rows of D (QK). VARLEN: a packed variable-length batch (bwd_params'
+/// cu_seqlens_*; each block works on its own sequence: sequence_params).
 template <bool BF16_, int D_, int BLOCK_M_, int BLOCK_N_, int WARPS_, int STAGES_, bool CAUSAL_, int PART_ = 0,
-          bool WINDOW_ = false, bool SOFTCAP_ = false, int DV_ = 0>
+          bool WINDOW_ = false, bool SOFTCAP_ = false, int DV_ = 0, bool VARLEN_ = false>
 struct bwd_config {
-  static constexpr bool BF16 = BF16_, CAUSAL = CAUSAL_, WINDOW = WINDOW_, SOFTCAP = SOFTCAP_;
+  static constexpr bool BF16 = BF16_, CAUSAL = CAUSAL_, WINDOW = WINDOW_, SOFTCAP = SOFTCAP_, VARLEN = VARLEN_;
   static constexpr int PART = PART_;
   static constexpr bool DO_DV = PART != 2, DO_DK = PART != 1;
   static_assert(PART >= 0 && PART <= 2, "PART: 0 both, 1 dV, 2 dK");
@@ -248,12 +249,35 @@ struct dkdv_steps {
   __device__ __forceinline__ int m0(int it) const { return (m_start + it % per_head) * BLOCK_M; }
 };
 
+/// The LSE's and delta's row of query 0 of (batch, head): [B, H, Nq], or (VARLEN, sequence_params'
+/// pointers already at the sequence's first row) [H, total_q].
+template <bool VARLEN>
+__device__ __forceinline__ long long lse_row0(const bwd_params& p, int batch, int head) {
+  return VARLEN ? (long long)head * p.total_q : ((long long)batch * p.heads + head) * p.q_len;
+}
+
+/// A packed batch's sequence `batch` as a problem of its own: its lengths, and every tensor, the LSE
+/// and delta from its first row (the batch strides are 0, so the kernels' batch offsets stay 0).
+__device__ __forceinline__ bwd_params sequence_params(const bwd_params& p, int batch) {
+  bwd_params s = p;
+  const int q0 = p.cu_seqlens_q[batch], k0 = p.cu_seqlens_k[batch];
+  s.q_len = p.cu_seqlens_q[batch + 1] - q0, s.kv_len = p.cu_seqlens_k[batch + 1] - k0;
+  auto at = [](const void* t, long long offset) { return static_cast<const elem_bits*>(t) + offset; };
+  auto at_mut = [](void* t, long long offset) { return static_cast<elem_bits*>(t) + offset; };
+  s.q = at(p.q, q0 * p.q_row_stride), s.dq = at_mut(p.dq, q0 * p.q_row_stride);
+  s.o = at(p.o, q0 * p.o_row_stride), s.d_o = at(p.d_o, q0 * p.o_row_stride);
+  s.k = at(p.k, k0 * p.kv_row_stride), s.dk = at_mut(p.dk, k0 * p.kv_row_stride);
+  s.v = at(p.v, k0 * p.v_row_stride), s.dv = at_mut(p.dv, k0 * p.v_row_stride);
+  s.lse = p.lse + q0, s.delta = p.delta + q0;
+  return s;
+}
+
 /// A dK/dV step's row terms in shared memory: rows [m0, m0 + ROWS) of (batch, head)'s LSE (log2
 /// units, +inf where P is 0: lse_log2) and delta (0 past the queries), by all THREADS.
-template <int ROWS, int THREADS>
+template <int ROWS, int THREADS, bool VARLEN = false>
 __device__ __forceinline__ void load_row_terms(const bwd_params& p, int batch, int head, int m0, float* lse2,
                                                float* delta) {
-  const long long row0 = ((long long)batch * p.heads + head) * p.q_len;
+  const long long row0 = lse_row0<VARLEN>(p, batch, head);
   for (int r = threadIdx.x; r < ROWS; r += THREADS) {
     lse2[r] = lse_log2(p.lse + row0, m0 + r, p.q_len);
     delta[r] = m0 + r < p.q_len ? p.delta[row0 + m0 + r] : 0.f;
@@ -285,10 +309,20 @@ __device__ __forceinline__ bool windowed(const bwd_params& p) {
 
 /// The row of [B, H, Nq] of this thread's warp in a kernel of a warp a row: its index (row) and its
 /// element offsets in Q and dQ (at) and in O and dO (o_at); false past the last row.
+/// VARLEN: the rows of [H, total_q].
 struct warp_row {
   long long row, at, o_at;
+  template <bool VARLEN = false>
   __device__ __forceinline__ bool find(const bwd_params& p) {
     row = (long long)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+    if constexpr (VARLEN) {
+      if (row >= (long long)p.heads * p.total_q) return false;
+      const long long t = row % p.total_q;
+      const int h = row / p.total_q;
+      at = h * p.q_head_stride + t * p.q_row_stride;
+      o_at = h * p.o_head_stride + t * p.o_row_stride;
+      return true;
+    }
     if (row >= (long long)p.batch * p.heads * p.q_len) return false;
     const int i = row % p.q_len;
     const long long bh = row / p.q_len;
@@ -299,13 +333,14 @@ struct warp_row {
   }
 };
 
-/// delta = rowsum(dO * O) over O's DV columns (D when 0): one warp a row of [B, H, Nq]. ZERO_DQ: also
-/// zeroes the row of p.dq_accum (D columns: the atomic-dQ variants' sum, kernels/wgmma_bwd.cuh).
-template <bool BF16, int D, bool ZERO_DQ = false, int DV_ = 0>
+/// delta = rowsum(dO * O) over O's DV columns (D when 0): one warp a row of [B, H, Nq] (VARLEN:
+/// [H, total_q]). ZERO_DQ: also zeroes the row of p.dq_accum (D columns: the atomic-dQ variants'
+/// sum, kernels/wgmma_bwd.cuh).
+template <bool BF16, int D, bool ZERO_DQ = false, int DV_ = 0, bool VARLEN = false>
 __device__ void bwd_delta(const bwd_params& p) {
   constexpr int DV = DV_ > 0 ? DV_ : D;
-  warp_row w;
-  if (!w.find(p)) return;
+  warp_row w{};
+  if (!w.find<VARLEN>(p)) return;
   const long long row = w.row, at = DV_ > 0 ? w.o_at : w.at;  // O's strides are Q's when DV = D
   const int lane = threadIdx.x % 32;
   const elem_bits* o = static_cast<const elem_bits*>(p.o) + at;
@@ -321,7 +356,7 @@ __device__ void bwd_delta(const bwd_params& p) {
 }
 
 template <class C>
-__device__ void bwd_dkdv(const bwd_params& p) {
+__device__ __forceinline__ void bwd_dkdv_blocks(const bwd_params& p) {
   constexpr int WARP_N = C::BLOCK_N / C::WARPS, NI = WARP_N / 16, MF = C::BLOCK_M / 8;
   static_assert(WARP_N % 16 == 0 && WARP_N >= 16, "each warp needs whole 16-key mma tiles");
   constexpr int TILE = C::BLOCK_M * C::PITCH * 2, DO_TILE = C::BLOCK_M * C::V_PITCH * 2;  // bytes of a Q, a dO tile
@@ -338,6 +373,7 @@ __device__ void bwd_dkdv(const bwd_params& p) {
 
   const int n_block = blockIdx.x, kv_head = blockIdx.y, batch = blockIdx.z;
   const int n0 = n_block * C::BLOCK_N, offset = p.kv_len - p.q_len;
+  if (C::VARLEN && n0 >= p.kv_len) return;  // past the sequence's keys (the grid spans the longest)
   const bool windowed = attn_k::windowed<C::CAUSAL, C::WINDOW>(p);
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4, t = lane % 4;
   const long long kv_at = batch * p.kv_batch_stride + kv_head * p.kv_head_stride;
@@ -353,7 +389,7 @@ __device__ void bwd_dkdv(const bwd_params& p) {
     const long long o_at = C::OWN_DV ? batch * p.o_batch_stride + head * p.o_head_stride : q_at;
     bwd_load_rows<C>(q_stage(s), static_cast<const elem_bits*>(p.q) + q_at, p.q_row_stride, m0, p.q_len, C::BLOCK_M);
     bwd_load_rows<C, VO>(do_stage(s), static_cast<const elem_bits*>(p.d_o) + o_at, o_row, m0, p.q_len, C::BLOCK_M);
-    load_row_terms<C::BLOCK_M, C::THREADS>(p, batch, head, m0, lse_stage(s), delta_stage(s));
+    load_row_terms<C::BLOCK_M, C::THREADS, C::VARLEN>(p, batch, head, m0, lse_stage(s), delta_stage(s));
   };
 
   float dk[NI][C::DK / 8][4], dv[NI][C::DVK / 8][4];
@@ -419,8 +455,17 @@ __device__ void bwd_dkdv(const bwd_params& p) {
                           row0, p.kv_len, dv, 1.f);
 }
 
+/// The dK/dV kernel: a block per BLOCK_N keys of a (batch, K/V head); VARLEN, of its own sequence.
 template <class C>
-__device__ void bwd_dq(const bwd_params& p) {
+__device__ void bwd_dkdv(const bwd_params& p) {
+  if constexpr (C::VARLEN)
+    bwd_dkdv_blocks<C>(sequence_params(p, blockIdx.z));
+  else
+    bwd_dkdv_blocks<C>(p);
+}
+
+template <class C>
+__device__ __forceinline__ void bwd_dq_blocks(const bwd_params& p) {
   constexpr int WARP_M = C::BLOCK_M / C::WARPS, MI = WARP_M / 16, NF = C::BLOCK_N / 8;
   static_assert(WARP_M % 16 == 0 && WARP_M >= 16, "each warp needs whole 16-row mma tiles");
   constexpr int Q_TILE = C::BLOCK_M * C::PITCH * 2, KV_TILE = C::BLOCK_N * C::PITCH * 2;
@@ -433,6 +478,7 @@ __device__ void bwd_dq(const bwd_params& p) {
 
   const int m_block = C::CAUSAL ? gridDim.x - 1 - blockIdx.x : blockIdx.x;  // the longest rows first
   const int head = blockIdx.y, batch = blockIdx.z, m0 = m_block * C::BLOCK_M, offset = p.kv_len - p.q_len;
+  if (C::VARLEN && m0 >= p.q_len) return;  // past the sequence's queries (the grid spans the longest)
   const bool windowed = attn_k::windowed<C::CAUSAL, C::WINDOW>(p);
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, g = lane / 4, t = lane % 4;
   const long long q_at = batch * p.q_batch_stride + head * p.q_head_stride;
@@ -445,7 +491,7 @@ __device__ void bwd_dq(const bwd_params& p) {
   cp_async_commit();
 
   // This thread's rows (two per 16-row tile): their LSE (log2 units) and delta.
-  const long long row0 = ((long long)batch * p.heads + head) * p.q_len;
+  const long long row0 = lse_row0<C::VARLEN>(p, batch, head);
   float lse2[MI][2], delta[MI][2];
 #pragma unroll
   for (int mi = 0; mi < MI; ++mi)
@@ -499,6 +545,15 @@ __device__ void bwd_dq(const bwd_params& p) {
   });
   store_rows<C, MI>(static_cast<elem_bits*>(p.dq) + q_at, p.q_row_stride, m0 + warp * WARP_M, p.q_len, dq,
                     p.softmax_scale);
+}
+
+/// The dQ kernel: a block per BLOCK_M query rows of a (batch, head); VARLEN, of its own sequence.
+template <class C>
+__device__ void bwd_dq(const bwd_params& p) {
+  if constexpr (C::VARLEN)
+    bwd_dq_blocks<C>(sequence_params(p, blockIdx.z));
+  else
+    bwd_dq_blocks<C>(p);
 }
 
 }  // namespace attn_k

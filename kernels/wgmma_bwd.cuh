@@ -205,7 +205,7 @@ __device__ __forceinline__ void wg_add_dq(const bwd_params& p, int batch, int he
 /// dQ = softmax_scale * dq_accum in the element type at dQ's strides: one warp a row of [B, H, Nq].
 template <bool BF16, int D>
 __device__ void bwd_dq_convert(const bwd_params& p) {
-  warp_row w;
+  warp_row w{};
   if (!w.find(p)) return;
   const int lane = threadIdx.x % 32;
   elem_bits* dq = static_cast<elem_bits*>(p.dq) + w.at;

@@ -275,6 +275,8 @@ attn_k::bwd_params to_backward_params(const attn::problem& s, const attn_tune_pr
   attn::problem b = s;
   b.pass = attn::attention_pass::bwd;
   if (auto why = attn::backward_refusal(b)) throw attn::unsupported_problem(*why);
+  if (p.cu_seqlens_q != nullptr)  // the tool's fa2 backward takes one; the library does not pass its offsets yet
+    throw attn::unsupported_problem("a packed batch (cu_seqlens_q): attn_tune_backward does not take one yet");
   const attn_k::fwd_params contiguous =
       attn::make_fwd_params(s, {q, k, v, const_cast<void*>(o), const_cast<float*>(lse)}, {}, {}, 0);
   const std::pair<const char*, const int64_t*> given[] = {{"q_strides", p.q_strides}, {"kv_strides", p.kv_strides},

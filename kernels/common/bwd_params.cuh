@@ -41,6 +41,13 @@ struct bwd_params {
   float softcap_in, softcap_out;
   long long o_batch_stride, o_head_stride, o_row_stride;  ///< O and dO
   long long v_batch_stride, v_head_stride, v_row_stride;  ///< V and dV
+  /// A packed variable-length batch (the fa2 backward's VARLEN; as the forward's fwd_params):
+  /// sequence b's queries are rows [cu_seqlens_q[b], cu_seqlens_q[b + 1]) of Q, O, dO and dQ, its
+  /// keys rows [cu_seqlens_k[b], cu_seqlens_k[b + 1]) of K, V, dK and dV (batch strides 0); q_len and
+  /// kv_len are the longest; the LSE and delta are [H, total_q]. Null when not packed.
+  const int* cu_seqlens_q;
+  const int* cu_seqlens_k;
+  int total_q, total_k;
 };
 
 }  // namespace attn_k

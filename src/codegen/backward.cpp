@@ -14,13 +14,15 @@ namespace attn {
 namespace {
 
 // fp32 accumulator registers a thread holds: dK/dV kernel, dK (rows x DK) and dV (rows x DVK, V's
-// head dim), dP^T (rows x block_m) and P^T packed in the element type (half as many); dQ kernel, dQ
-// (rows x DK) and S and dP (rows x block_n).
-int dkdv_registers(const backward_config& c, int64_t d, int64_t dv) {
-  const int rows = c.kv_block_n / c.kv_warps, dk = attn_k::mma_head_dim(static_cast<int>(d)),
-            dvk = attn_k::mma_head_dim(static_cast<int>(dv));
+// head dim), dP^T (rows x block_m) and P^T packed in the element type (half as many), and with
+// softcap P^T (1 - tanh^2) packed too and tanh's temporaries (counted as 2 block_m: at D 64 / dv 128
+// the 64-query steps spill 36 bytes with softcap, 0 without); dQ kernel, dQ (rows x DK) and S and
+// dP (rows x block_n).
+int dkdv_registers(const backward_config& c, const problem& s) {
+  const int rows = c.kv_block_n / c.kv_warps, dk = attn_k::mma_head_dim(static_cast<int>(s.head_dim)),
+            dvk = attn_k::mma_head_dim(static_cast<int>(value_dim(s)));
   const int sums = c.split_dkdv ? 2 * std::max(dk, dvk) : 2 * (dk + dvk);  // split: dK or dV, not both
-  return rows * (sums + 3 * c.kv_block_m) / 64;
+  return rows * (sums + (has_softcap(s) ? 5 : 3) * c.kv_block_m) / 64;
 }
 int dq_registers(const backward_config& c, int64_t d) {
   const int rows = c.q_block_m / c.q_warps, dk = attn_k::mma_head_dim(static_cast<int>(d));
@@ -83,6 +85,7 @@ std::optional<std::string> wgmma_reject(const backward_config& c, const problem&
   if (has_value_dim(s))
     return fmt::format("dv {} != head dim {}: the wgmma backward takes V's head dim equal to Q's (fa2's takes both)",
                        value_dim(s), s.head_dim);
+  if (is_varlen(s)) return std::string("a packed batch (seqlens): the wgmma backward does not take one yet (fa2's does)");
   if (c.kv_warps % 4 != 0 || c.kv_block_n != 16 * c.kv_warps)
     return fmt::format("dK/dV kernel: {} keys over {} warps: the wgmma backward gives each warpgroup 64 keys",
                        c.kv_block_n, c.kv_warps);
@@ -145,7 +148,7 @@ std::optional<std::string> backward_reject(const backward_config& c, const probl
   }
   if (c.wgmma) {
     // the wgmma kernels' registers were checked by wgmma_reject
-  } else if (const int r = dkdv_registers(c, s.head_dim, value_dim(s)); r > max_dkdv_accumulator_registers)
+  } else if (const int r = dkdv_registers(c, s); r > max_dkdv_accumulator_registers)
     return fmt::format("dK/dV accumulators exceed the register budget: {} float registers per thread > {}", r,
                        max_dkdv_accumulator_registers);
   if (c.wgmma) {
@@ -177,9 +180,11 @@ std::string backward_instantiation(const backward_config& c, const problem& s) {
         fmt::arg("d", s.head_dim), fmt::arg("causal", s.causal), fmt::arg("kt", c.kv_warps * 32),
         fmt::arg("km", c.kv_block_m), fmt::arg("kn", c.kv_block_n), fmt::arg("kw", c.kv_warps),
         fmt::arg("ks", c.kv_stages), fmt::arg("window", has_window(s)), fmt::arg("softcap", has_softcap(s)));
-  // The config's last arguments: PART, then (wgmma) ATOMIC_DQ, then WINDOW and SOFTCAP, then (fa2, V's
-  // head dim its own) DV.
-  const std::string dv = has_value_dim(s) ? fmt::format(", {}", value_dim(s)) : "";
+  // The config's last arguments: PART, then (wgmma) ATOMIC_DQ, then WINDOW and SOFTCAP, then (fa2)
+  // DV where V's head dim is its own or the batch packed, then VARLEN where it is packed.
+  const std::string dv = is_varlen(s)        ? fmt::format(", {}, true", has_value_dim(s) ? value_dim(s) : 0)
+                         : has_value_dim(s) ? fmt::format(", {}", value_dim(s))
+                                            : "";
   const std::string tail =
       fmt::format("{}{}, {}{}", c.wgmma ? "false, " : "", has_window(s), has_softcap(s), c.wgmma ? "" : dv);
   return fmt::format(
@@ -192,7 +197,7 @@ std::string backward_instantiation(const backward_config& c, const problem& s) {
       "  attn_k::{dq_fn}<attn_k::{config}<{bf16}, {d}, {qm}, {qn}, {qw}, {qs}, {causal}, 0, {tail}>>(p);\n}}\n"
       "{dk_entry}",
       fmt::arg("part", c.split_dkdv ? 1 : 0), fmt::arg("tail", tail),
-      fmt::arg("delta_dv", has_value_dim(s) ? fmt::format(", false{}", dv) : ""),
+      fmt::arg("delta_dv", has_value_dim(s) || is_varlen(s) ? fmt::format(", false{}", dv) : ""),
       fmt::arg("dk_entry",
                c.split_dkdv ? fmt::format("extern \"C\" __global__ void __launch_bounds__({}, 1) {}(const attn_k::bwd_params p) {{\n"
                                           "  attn_k::{}<attn_k::{}<{}, {}, {}, {}, {}, {}, {}, 2, {}>>(p);\n}}\n",
@@ -258,7 +263,8 @@ std::vector<variant> build_backward_variants(const problem& shape, const std::ve
 }
 
 std::vector<backward_launch> backward_launches(const backward_config& c, const problem& s) {
-  const int64_t rows = s.batch * s.heads * s.q_len, per_block = backward_delta_threads / 32;
+  // The delta kernel's rows: [B, H, Nq], or a packed batch's [H, total_q] (q_rows).
+  const int64_t rows = q_rows(s) * s.heads, per_block = backward_delta_threads / 32;
   const auto blocks = [](int64_t n, int64_t per) { return static_cast<unsigned>((n + per - 1) / per); };
   const backward_launch dkdv{backward_dkdv_symbol,
                              {blocks(s.kv_len, c.kv_block_n), static_cast<unsigned>(s.kv_heads),

@@ -196,8 +196,9 @@ attn_k::fwd_params make_fwd_params(const problem& s, const forward_tensors& t, t
 }
 
 // bench/backward_peers.py's pack_params packs this layout by hand (11 pointers, 6 strides, 5 ints,
-// 2 floats, the window's 2 ints, softcap's 2 floats, O's and V's 6 strides): change both together.
-static_assert(sizeof(attn_k::bwd_params) == 232, "attn_k::bwd_params changed: update bench/backward_peers.py's pack_params");
+// 2 floats, the window's 2 ints, softcap's 2 floats, O's and V's 6 strides, a packed batch's 2
+// pointers and 2 ints): change both together.
+static_assert(sizeof(attn_k::bwd_params) == 256, "attn_k::bwd_params changed: update bench/backward_peers.py's pack_params");
 
 attn_k::bwd_params make_bwd_params(const problem& s, const backward_tensors& t, float softmax_scale) {
   validate(s);
@@ -224,6 +225,15 @@ attn_k::bwd_params make_bwd_params(const problem& s, const backward_tensors& t, 
   p.softmax_scale = softmax_scale > 0 ? softmax_scale : static_cast<float>(1.0 / std::sqrt(double(s.head_dim)));
   p.scale_log2 = static_cast<float>(p.softmax_scale * 1.4426950408889634);
   std::tie(p.window_left, p.window_right) = kernel_window(s);  // as the forward's
+  if (is_varlen(s)) {  // a packed batch: each sequence's rows, the longest lengths in q_len and kv_len
+    check_pointer(t.cu_seqlens_q, "cu_seqlens_q", 4);
+    check_pointer(t.cu_seqlens_k, "cu_seqlens_k", 4);
+    if (t.total_q <= 0 || t.total_kv <= 0 || t.total_q > INT_MAX || t.total_kv > INT_MAX)
+      throw invalid_input(fmt::format("a packed batch's rows total_q {} and total_k {}: each in [1, 2^31)", t.total_q,
+                                      t.total_kv));
+    p.cu_seqlens_q = t.cu_seqlens_q, p.cu_seqlens_k = t.cu_seqlens_k;
+    p.total_q = static_cast<int>(t.total_q), p.total_k = static_cast<int>(t.total_kv);
+  }
   if (has_softcap(s)) {  // as the forward's, with this call's scale
     p.softcap_in = static_cast<float>(p.softmax_scale / s.softcap);
     p.softcap_out = static_cast<float>(s.softcap / p.softmax_scale);

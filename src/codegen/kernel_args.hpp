@@ -97,6 +97,11 @@ struct backward_tensors {
   /// fp32, [batch][head][query row][head dim]: the atomic-dQ variants' workspace (they zero it
   /// themselves); may be null for the others (run_backward refuses an atomic-dQ variant without it).
   float* dq_accum = nullptr;
+  /// A packed batch (is_varlen): int32 [B + 1] offsets of each sequence's queries and keys, on the
+  /// device, and the rows of Q and K; the LSE and delta are then [H, total_q].
+  const int* cu_seqlens_q = nullptr;
+  const int* cu_seqlens_k = nullptr;
+  int64_t total_q = 0, total_kv = 0;
 };
 /// Bytes of the atomic-dQ variants' fp32 workspace for s (backward_tensors' dq_accum).
 inline int64_t dq_accum_bytes(const problem& s) { return s.batch * s.heads * s.q_len * s.head_dim * 4; }

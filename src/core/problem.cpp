@@ -405,7 +405,6 @@ std::optional<std::string> backward_refusal(const problem& p) {
   std::vector<std::string> what;
   if (has_kv_lens(p)) what.push_back(fmt::format("per-sequence K/V lengths (kv_lens '{}')", p.kv_lens));
   if (p.page_size > 0) what.push_back(fmt::format("a paged K/V cache (page_size {})", p.page_size));
-  if (is_varlen(p)) what.push_back(fmt::format("a packed batch (seqlens '{}')", p.seqlens));
   if (p.head_dim % 8 != 0) what.push_back(fmt::format("head dim {} (not a multiple of 8)", p.head_dim));
   if (value_dim(p) % 8 != 0) what.push_back(fmt::format("dv {} (not a multiple of 8)", value_dim(p)));
   if (what.empty()) return std::nullopt;

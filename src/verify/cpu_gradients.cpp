@@ -24,8 +24,7 @@ void refuse_unsupported(const problem& s) {
     throw invalid_input(field + " " + value + ": not supported by the gradient reference yet");
   };
   if (has_kv_lens(s)) refuse("kv_lens", "'" + s.kv_lens + "'");
-  if (is_varlen(s)) refuse("seqlens", "'" + s.seqlens + "'");
-  if (!s.kv_seqlens.empty()) refuse("kv_seqlens", "'" + s.kv_seqlens + "'");
+  if (!s.kv_seqlens.empty() && !is_varlen(s)) refuse("kv_seqlens", "'" + s.kv_seqlens + "' (without seqlens)");
   if (s.page_size != 0) refuse("page_size", std::to_string(s.page_size));
 }
 
@@ -36,9 +35,8 @@ void check_sizes(const problem& s, const std::vector<float>& q, const std::vecto
     throw std::invalid_argument("attention_gradients_fp64: bad shape " + describe(s));
   }
   const auto d = static_cast<size_t>(s.head_dim), dv = static_cast<size_t>(value_dim(s));
-  const auto q_rows = static_cast<size_t>(s.batch * s.heads * s.q_len);
-  const auto kv_rows = static_cast<size_t>(s.batch * s.kv_heads * s.kv_len);
-  if (q.size() != q_rows * d || k.size() != kv_rows * d || v.size() != kv_rows * dv || d_o.size() != q_rows * dv) {
+  const auto q_count = static_cast<size_t>(q_rows(s) * s.heads), kv_count = static_cast<size_t>(kv_rows(s) * s.kv_heads);
+  if (q.size() != q_count * d || k.size() != kv_count * d || v.size() != kv_count * dv || d_o.size() != q_count * dv) {
     throw std::invalid_argument("attention_gradients_fp64: input sizes do not match " + describe(s));
   }
 }
@@ -57,18 +55,23 @@ gradients_fp64 attention_gradients_fp64(const problem& s, const std::vector<floa
   g.dk.assign(k.size(), 0.0);
   g.dv.assign(v.size(), 0.0);
   g.o.assign(d_o.size(), 0.0);
-  g.lse.assign(static_cast<size_t>(s.batch * s.heads * s.q_len), -std::numeric_limits<double>::infinity());
+  const int64_t q_count = q_rows(s);
+  g.lse.assign(static_cast<size_t>(q_count * s.heads), -std::numeric_limits<double>::infinity());
 
+  // Each sequence's own lengths and (a packed batch) first rows.
+  const std::vector<int64_t> q_lens = q_lengths(s), kv_lens = kv_lengths(s);
+  const std::vector<int64_t> q_starts = cumulative_lengths(q_lens), kv_starts = cumulative_lengths(kv_lens);
   for (int64_t b = 0; b < s.batch; ++b) {
+    const int64_t q_len = q_lens[static_cast<size_t>(b)], kv_len = kv_lens[static_cast<size_t>(b)];
     for (int64_t h = 0; h < s.heads; ++h) {
       const int64_t kv_head = h / group;  // the query heads of one group share it (GQA, MQA)
-      const auto k_at = [&](int64_t j) { return element_offset(s.layout, s.kv_heads, s.kv_len, d, b, kv_head, j); };
-      const auto v_at = [&](int64_t j) { return element_offset(s.layout, s.kv_heads, s.kv_len, dv, b, kv_head, j); };
-      for (int64_t i = 0; i < s.q_len; ++i) {
-        const int64_t q_at = element_offset(s.layout, s.heads, s.q_len, d, b, h, i);
-        const int64_t o_at = element_offset(s.layout, s.heads, s.q_len, dv, b, h, i);
-        const int64_t first = std::max<int64_t>(first_visible_key(s, i, s.kv_len), 0);
-        const int64_t end = std::min(last_visible_key(s, i, s.kv_len), s.kv_len - 1) + 1;
+      const auto k_at = [&](int64_t j) { return row_offset(s, true, d, b, kv_head, j, kv_starts); };
+      const auto v_at = [&](int64_t j) { return row_offset(s, true, dv, b, kv_head, j, kv_starts); };
+      for (int64_t i = 0; i < q_len; ++i) {
+        const int64_t q_at = row_offset(s, false, d, b, h, i, q_starts);
+        const int64_t o_at = row_offset(s, false, dv, b, h, i, q_starts);
+        const int64_t first = std::max<int64_t>(first_visible_key(s, i, q_len, kv_len), 0);
+        const int64_t end = std::min(last_visible_key(s, i, q_len, kv_len), kv_len - 1) + 1;
         // A row that sees no key: O and every gradient it feeds stay zero, its LSE -inf.
         if (end <= first) continue;
 
@@ -82,7 +85,10 @@ gradients_fp64 attention_gradients_fp64(const problem& s, const std::vector<floa
         double sum = 0;
         for (const double x : score) sum += std::exp(x - row_max);
         const double lse = row_max + std::log(sum);
-        g.lse[static_cast<size_t>((b * s.heads + h) * s.q_len + i)] = lse;
+        // [B, H, Nq]; a packed batch's [H, total queries], as attention_fp64's.
+        const int64_t lse_at = is_varlen(s) ? h * q_count + q_starts[static_cast<size_t>(b)] + i
+                                            : (b * s.heads + h) * s.q_len + i;
+        g.lse[static_cast<size_t>(lse_at)] = lse;
         double* o = &g.o[o_at];
         for (int64_t j = first; j < end; ++j) {
           p[j - first] = std::exp(score[j - first] - lse);

@@ -147,6 +147,10 @@ backward_tensors backward_tensors_of(const device_problem& pr, const backward_re
   t.delta = ref.delta.as<float>();
   t.dq = ref.dq.get(), t.dk = ref.dk.get(), t.dv = ref.dv.get();
   t.dq_accum = ref.dq_accum.as<float>();
+  if (is_varlen(pr.shp)) {  // a packed batch: the sequences' offsets, as the forward's
+    t.cu_seqlens_q = pr.cu_seqlens_q.as<int>(), t.cu_seqlens_k = pr.cu_seqlens_k.as<int>();
+    t.total_q = q_rows(pr.shp), t.total_kv = kv_rows(pr.shp);
+  }
   return t;
 }
 

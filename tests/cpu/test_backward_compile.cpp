@@ -17,12 +17,13 @@
 namespace attn {
 namespace {
 
-problem backward_problem(int64_t d, bool causal, double softcap = 0, int64_t dv = 0) {
+problem backward_problem(int64_t d, bool causal, double softcap = 0, int64_t dv = 0, bool packed = false) {
   problem s;
   s.batch = 2, s.heads = 8, s.kv_heads = 2, s.q_len = 1000, s.kv_len = 1200, s.head_dim = d;
   s.causal = causal;
   s.softcap = softcap;
   s.head_dim_v = dv;
+  if (packed) s.seqlens = "1000/300", s.kv_seqlens = "1200/800";
   return s;
 }
 
@@ -32,14 +33,15 @@ struct backward_compile_case {
   bool causal;
   double softcap = 0;  ///< the SOFTCAP instantiations: one more packed operand a step
   int head_dim_v = 0;  ///< V's own head dim (fa2's DV; wgmma refuses it)
+  bool packed = false;  ///< a packed variable-length batch (fa2's VARLEN; wgmma refuses it)
 };
 
 class backward_compiles : public ::testing::TestWithParam<backward_compile_case> {};
 
 TEST_P(backward_compiles, every_default_variant_compiles_without_spills) {
-  const auto [arch, d, causal, softcap, dv] = GetParam();
+  const auto [arch, d, causal, softcap, dv, packed] = GetParam();
   if (!nvrtc_supports(arch)) GTEST_SKIP() << "NVRTC " << nvrtc_version() << " cannot compile for " << arch;
-  const problem s = backward_problem(d, causal, softcap, dv);
+  const problem s = backward_problem(d, causal, softcap, dv, packed);
   const temp_dir dir("attn-tune-backward-compile");
   const compile_cache cache(dir.path().string());
   const resource_limits limits = limits_for_arch(arch);
@@ -68,11 +70,15 @@ INSTANTIATE_TEST_SUITE_P(
                       backward_compile_case{"sm_90a", 64, true, 30}, backward_compile_case{"sm_90a", 128, false, 30},
                       backward_compile_case{"sm_90a", 256, true, 30}, backward_compile_case{"sm_80", 128, true, 30},
                       backward_compile_case{"sm_90a", 192, true, 0, 128}, backward_compile_case{"sm_80", 192, false, 0, 128},
-                      backward_compile_case{"sm_90a", 64, true, 0, 128}, backward_compile_case{"sm_80", 128, true, 0, 64}),
+                      backward_compile_case{"sm_90a", 64, true, 0, 128}, backward_compile_case{"sm_80", 128, true, 0, 64},
+                      backward_compile_case{"sm_90a", 128, true, 0, 0, true},
+                      backward_compile_case{"sm_80", 64, false, 30, 128, true},
+                      backward_compile_case{"sm_80", 64, false, 30, 128, false}, backward_compile_case{"sm_80", 64, false, 0, 128, true}),
     [](const auto& info) {
-      return fmt::format("{}_d{}_{}{}{}", info.param.arch, info.param.head_dim, info.param.causal ? "causal" : "full",
+      return fmt::format("{}_d{}_{}{}{}{}", info.param.arch, info.param.head_dim, info.param.causal ? "causal" : "full",
                          info.param.softcap > 0 ? "_softcap" : "",
-                         info.param.head_dim_v > 0 ? fmt::format("_dv{}", info.param.head_dim_v) : "");
+                         info.param.head_dim_v > 0 ? fmt::format("_dv{}", info.param.head_dim_v) : "",
+                         info.param.packed ? "_packed" : "");
     });
 
 TEST(backward_config, names_round_trip_and_bad_text_is_named) {
@@ -101,6 +107,9 @@ TEST(backward_config, refuses_what_it_does_not_take_naming_it) {
   s.head_dim_v = 128;  // V's own head dim (MLA's prefill): fa2's, not wgmma's
   EXPECT_FALSE(backward_reject(parse_backward_config("kv_m32_n64_w4_s2_x2-q_m64_n32_w4_s1"), s, limits));
   EXPECT_NE(backward_reject(wg_window, s, limits).value_or("").find("dv 128"), std::string::npos);
+  s = backward_problem(128, true, 0, 0, true);  // a packed batch: fa2's, not wgmma's
+  EXPECT_FALSE(backward_reject(c, s, limits));
+  EXPECT_NE(backward_reject(wg_window, s, limits).value_or("").find("packed"), std::string::npos);
   s = backward_problem(128, false);
   s.page_size = 16;  // a paged K/V cache: not yet
   EXPECT_NE(backward_reject(c, s, limits).value_or("").find("page_size 16"), std::string::npos);

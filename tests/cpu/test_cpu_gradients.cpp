@@ -39,7 +39,7 @@ problem tiny(int64_t heads, int64_t kv_heads, int64_t q_len, int64_t kv_len) {
 inputs random_inputs(const problem& s, float spread, unsigned seed = 22) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> normal;
-  const int64_t q_rows = s.batch * s.heads * s.q_len, kv_rows = s.batch * s.kv_heads * s.kv_len;
+  const int64_t q_rows = attn::q_rows(s) * s.heads, kv_rows = attn::kv_rows(s) * s.kv_heads;  // a packed batch's
   inputs x;
   x.q.resize(static_cast<size_t>(q_rows * s.head_dim));
   x.k.resize(static_cast<size_t>(kv_rows * s.head_dim));
@@ -136,6 +136,11 @@ std::vector<gradient_case> gradient_cases() {
   all.push_back({"value_dim_48", s});
   s = tiny(4, 1, 8, 5), s.causal = true, s.window_left = 1, s.softcap = 5, s.head_dim_v = 48, s.layout = layout::bshd;
   all.push_back({"bshd_mqa_window_softcap_value_dim", s, 3});
+  // A packed batch: each sequence its own lengths, rows one after another (causal per sequence).
+  s = tiny(4, 2, 5, 7), s.causal = true, s.seqlens = "5/3", s.kv_seqlens = "4/7";
+  all.push_back({"packed_causal_gqa", s});
+  s = tiny(2, 1, 6, 6), s.seqlens = "6/2", s.layout = layout::bshd, s.window_left = 2, s.head_dim_v = 48;
+  all.push_back({"packed_bshd_window_value_dim", s});
   return all;
 }
 
@@ -274,9 +279,7 @@ TEST(cpu_gradients, refusals_name_the_field) {
   problem p = s;
   p.kv_lens = "3/7";
   expect_names(p, "kv_lens");
-  p = s, p.seqlens = "3/5", p.kv_seqlens = "7/2";
-  expect_names(p, "seqlens");
-  p = s, p.kv_seqlens = "7/2";
+  p = s, p.kv_seqlens = "7/2";  // without seqlens
   expect_names(p, "kv_seqlens");
   p = s, p.page_size = 16;
   expect_names(p, "page_size");

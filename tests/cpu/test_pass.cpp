@@ -383,7 +383,6 @@ TEST(backward_refusal, names_what_the_backward_does_not_take_yet) {
       {"dv", [](problem& p) { p.head_dim_v = 60; }, {"dv 60", "multiple of 8"}},
       {"kv_lens", [](problem& p) { p.kv_lens = "uniform:1:2048"; }, {"kv_lens 'uniform:1:2048'"}},
       {"paged", [](problem& p) { p.page_size = 64; }, {"paged", "page_size 64"}},
-      {"seqlens", [](problem& p) { p.seqlens = "100/2048/7/512"; }, {"packed batch", "seqlens '100/2048/7/512'"}},
       {"head dim", [](problem& p) { p.head_dim = 59; }, {"head dim 59", "multiple of 8"}},
   };
   for (const probe& c : probes) {
@@ -405,9 +404,9 @@ TEST(backward_refusal, names_what_the_backward_does_not_take_yet) {
   const std::string why = backward_refusal(p).value();
   EXPECT_NE(why.find("kv_lens"), std::string::npos) << why;
   EXPECT_NE(why.find("page_size 16"), std::string::npos) << why;
-  // What it takes: a window, softcap and V's own head dim.
+  // What it takes: a window, softcap, V's own head dim and a packed batch.
   p = shape(attention_pass::bwd);
-  p.softcap = 30.5, p.window_left = 100, p.head_dim = 192, p.head_dim_v = 128;
+  p.softcap = 30.5, p.window_left = 100, p.head_dim = 192, p.head_dim_v = 128, p.seqlens = "100/2048/7/512";
   EXPECT_FALSE(backward_refusal(p).has_value()) << backward_refusal(p).value_or("");
 }
 

@@ -70,17 +70,20 @@ lowp_grads gradients_lowp(const problem& s, const std::vector<float>& q, const s
   lowp_grads g;
   g.dq.assign(q.size(), 0), g.dk.assign(k.size(), 0), g.dv.assign(v.size(), 0);
   std::vector<double> dk_acc(k.size(), 0), dv_acc(v.size(), 0);
+  // Each sequence's own lengths and (a packed batch) first rows.
+  const std::vector<int64_t> q_lens = q_lengths(s), kv_lens = kv_lengths(s);
+  const std::vector<int64_t> q_starts = cumulative_lengths(q_lens), kv_starts = cumulative_lengths(kv_lens);
   for (int64_t b = 0; b < s.batch; ++b)
     for (int64_t h = 0; h < s.heads; ++h) {
-      const int64_t kh = h / group;
-      auto qi = [&](int64_t i) { return element_offset(s.layout, s.heads, s.q_len, D, b, h, i); };
-      auto kj = [&](int64_t j) { return element_offset(s.layout, s.kv_heads, s.kv_len, D, b, kh, j); };
-      auto vj = [&](int64_t j) { return element_offset(s.layout, s.kv_heads, s.kv_len, DV, b, kh, j); };
-      auto oi = [&](int64_t i) { return element_offset(s.layout, s.heads, s.q_len, DV, b, h, i); };
-      for (int64_t i = 0; i < s.q_len; ++i) {
+      const int64_t kh = h / group, q_len = q_lens[size_t(b)], kv_len = kv_lens[size_t(b)];
+      auto qi = [&](int64_t i) { return row_offset(s, false, D, b, h, i, q_starts); };
+      auto kj = [&](int64_t j) { return row_offset(s, true, D, b, kh, j, kv_starts); };
+      auto vj = [&](int64_t j) { return row_offset(s, true, DV, b, kh, j, kv_starts); };
+      auto oi = [&](int64_t i) { return row_offset(s, false, DV, b, h, i, q_starts); };
+      for (int64_t i = 0; i < q_len; ++i) {
         // The keys [first, last] query i sees: causal and a window bottom-right aligned.
-        const int64_t diagonal = i + s.kv_len - s.q_len;
-        int64_t first = 0, last = s.kv_len - 1;
+        const int64_t diagonal = i + kv_len - q_len;
+        int64_t first = 0, last = kv_len - 1;
         if (s.causal) last = std::min(last, diagonal);
         if (s.window_right >= 0) last = std::min(last, diagonal + s.window_right);
         if (s.window_left >= 0) first = std::max<int64_t>(0, diagonal - s.window_left);
@@ -157,6 +160,11 @@ problem capped(problem s, double c) {
   s.softcap = c;
   return s;
 }
+// A packed variable-length batch (fa2's backward takes it): each sequence's query and key lengths.
+problem packed(problem s, const char* seqlens, const char* kv_seqlens) {
+  s.seqlens = seqlens, s.kv_seqlens = kv_seqlens;
+  return s;
+}
 // V's own head dim (fa2's backward takes it; MLA's prefill is d 192, dv 128).
 problem with_dv(problem s, int64_t dv) {
   s.head_dim_v = dv;
@@ -179,7 +187,10 @@ std::vector<backward_case> cases() {
           {"softcap_d256_split_dkdv", capped(shape(1, 2, 2, 97, 90, 256, true), 5)},
           {"mla_d192_dv128_causal_gqa", with_dv(shape(1, 4, 2, 130, 170, 192, true), 128)},
           {"d64_dv128_fp16_bshd", with_dv(shape(2, 2, 1, 77, 129, 64, false, dtype::fp16, layout::bshd), 128)},
-          {"d128_dv64_window_softcap", capped(windowed(with_dv(shape(1, 2, 2, 100, 100, 128, true), 64), 30, -1), 20)}};
+          {"d128_dv64_window_softcap", capped(windowed(with_dv(shape(1, 2, 2, 100, 100, 128, true), 64), 30, -1), 20)},
+          // A sequence of no query and one of no key among them (their gradients are zero).
+          {"packed_causal_gqa", packed(shape(4, 4, 2, 150, 190, 64, true), "150/37/0/90", "190/64/20/0")},
+          {"packed_bshd_fp16_d128_dv64", with_dv(packed(shape(3, 2, 1, 130, 130, 128, false, dtype::fp16, layout::bshd), "1/130/77", ""), 64)}};
 }
 
 // One problem's inputs, float64 gradients and tolerance, and the device buffers of a run.
@@ -187,8 +198,9 @@ class backward_run {
  public:
   backward_run(const device_runtime& rt, const problem& s, uint64_t seed) : m_rt(rt), m_s(s) {
     std::mt19937_64 rng(seed);
-    const size_t nq = s.batch * s.heads * s.q_len * s.head_dim, nk = s.batch * s.kv_heads * s.kv_len * s.head_dim;
-    const size_t no = nq / s.head_dim * value_dim(s), nv = nk / s.head_dim * value_dim(s);  // V's head dim
+    // Rows as allocated (a packed batch's totals), then V's head dim.
+    const size_t nq = q_rows(s) * s.heads * s.head_dim, nk = kv_rows(s) * s.kv_heads * s.head_dim;
+    const size_t no = nq / s.head_dim * value_dim(s), nv = nk / s.head_dim * value_dim(s);
     q = random_tensor(s.dtype, nq, rng), k = random_tensor(s.dtype, nk, rng), v = random_tensor(s.dtype, nv, rng);
     d_o = random_tensor(s.dtype, no, rng);
     ref = attention_gradients_fp64(s, q.values, k.values, v.values, d_o.values);
@@ -213,6 +225,14 @@ class backward_run {
     t.dq = upload(q.bits.data(), nq * 2), t.dk = upload(k.bits.data(), nk * 2), t.dv = upload(v.bits.data(), nv * 2);
     std::vector<float> poisoned(static_cast<size_t>(dq_accum_bytes(s) / 4), std::nanf(""));  // the variant zeroes it
     t.dq_accum = static_cast<float*>(upload(poisoned.data(), poisoned.size() * 4));
+    if (is_varlen(s)) {  // a packed batch: each sequence's first rows
+      std::vector<int> cu_q, cu_k;
+      for (int64_t x : cumulative_lengths(q_lengths(s))) cu_q.push_back(static_cast<int>(x));
+      for (int64_t x : cumulative_lengths(kv_lengths(s))) cu_k.push_back(static_cast<int>(x));
+      t.cu_seqlens_q = static_cast<const int*>(upload(cu_q.data(), cu_q.size() * 4));
+      t.cu_seqlens_k = static_cast<const int*>(upload(cu_k.data(), cu_k.size() * 4));
+      t.total_q = q_rows(s), t.total_kv = kv_rows(s);
+    }
     m_tensors = t;
     params = make_bwd_params(s, t);
   }
