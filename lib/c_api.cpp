@@ -275,10 +275,11 @@ attn_k::bwd_params to_backward_params(const attn::problem& s, const attn_tune_pr
   attn::problem b = s;
   b.pass = attn::attention_pass::bwd;
   if (auto why = attn::backward_refusal(b)) throw attn::unsupported_problem(*why);
-  if (p.cu_seqlens_q != nullptr)  // the tool's fa2 backward takes one; the library does not pass its offsets yet
-    throw attn::unsupported_problem("a packed batch (cu_seqlens_q): attn_tune_backward does not take one yet");
-  const attn_k::fwd_params contiguous =
-      attn::make_fwd_params(s, {q, k, v, const_cast<void*>(o), const_cast<float*>(lse)}, {}, {}, 0);
+  // The contiguous strides: to_params's with every stride 0 (a packed batch's over its totals).
+  attn_tune_problem unset = p;
+  for (int64_t* strides : {unset.q_strides, unset.kv_strides, unset.v_strides, unset.o_strides})
+    strides[0] = strides[1] = strides[2] = 0;
+  const attn_k::fwd_params contiguous = to_params(s, q, k, v, o, lse, unset);
   const std::pair<const char*, const int64_t*> given[] = {{"q_strides", p.q_strides}, {"kv_strides", p.kv_strides},
                                                           {"v_strides", p.v_strides}, {"o_strides", p.o_strides}};
   const int64_t want[4][3] = {
@@ -296,6 +297,8 @@ attn_k::bwd_params to_backward_params(const attn::problem& s, const attn_tune_pr
   }
   attn::backward_tensors t;
   t.q = q, t.k = k, t.v = v, t.o = o, t.d_o = d_o, t.lse = lse, t.delta = delta, t.dq = dq, t.dk = dk, t.dv = dv;
+  if (attn::is_varlen(s))  // a packed batch: its offsets and totals, as the forward's (fa2's backward)
+    t.cu_seqlens_q = p.cu_seqlens_q, t.cu_seqlens_k = p.cu_seqlens_k, t.total_q = p.total_q, t.total_kv = p.total_k;
   return attn::make_bwd_params(s, t, p.softmax_scale);  // each pointer checked
 }
 

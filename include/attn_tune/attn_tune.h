@@ -181,10 +181,11 @@ ATTN_TUNE_API attn_tune_status attn_tune_forward(attn_tune_context* ctx, const v
  * and o, dk and dv like k and v (dK and dV summed over the query heads of each K/V head: GQA, MQA);
  * each of q, k, v, o, d_o, dq, dk, dv contiguous in the problem's layout (its strides all 0, or the
  * contiguous ones) and 16-byte aligned. delta: float32 [B, H, N_q] scratch (the row sums of dO.O),
- * 4-byte aligned (with head_dim_v set, dv and d_o shaped like v and o, rows of head_dim_v). The
- * problem takes what the backward takes so far: a window, softcap and head_dim_v, not
- * cache_seqlens, block_table or a packed batch, and head dims (both) multiples of 8 up to 256
- * (ATTN_TUNE_ERROR_UNSUPPORTED, naming it). Deterministic (a rerun gives bit-identical gradients: dQ
+ * 4-byte aligned (with head_dim_v set, dv and d_o shaped like v and o, rows of head_dim_v; a packed
+ * batch's tensors as the forward's, delta then [H, total_q]). The problem takes what the backward
+ * takes so far: a window, softcap, head_dim_v and a packed batch (cu_seqlens_q and cu_seqlens_k,
+ * run by fa2's variants), not cache_seqlens or block_table, and head dims (both) multiples of 8 up
+ * to 256 (ATTN_TUNE_ERROR_UNSUPPORTED, naming it). Deterministic (a rerun gives bit-identical gradients: dQ
  * has a pass of its own) unless the table names an atomic-dQ variant ("-dq_atomic", which adds dQ in
  * fp32 atomics; `attn-tune --pass bwd --deterministic` leaves them out). The variant: the table's pass bwd entry for the exact shape
  * (a results CSV or tuned-results database of `attn-tune --pass bwd`), else the fallback, fa2's

@@ -210,8 +210,14 @@ attn_k::bwd_params make_bwd_params(const problem& s, const backward_tensors& t, 
   if (t.dq_accum) check_pointer(t.dq_accum, "dq_accum", 16);
   if (!(softmax_scale >= 0) || !std::isfinite(softmax_scale))
     throw invalid_input(fmt::format("softmax scale {} is not finite and positive", softmax_scale));
-  const tensor_strides qs = contiguous_strides(s, false), ks = contiguous_strides(s, true);
-  const tensor_strides os = contiguous_strides(s, false, value_dim(s)), vs = contiguous_strides(s, true, value_dim(s));
+  // Contiguous strides; a packed batch's over the totals given (lengths "given" have no total of
+  // their own: q_rows() would be a bound).
+  const bool packed = is_varlen(s);
+  const auto strides = [&](bool kv, int64_t d) {
+    return packed ? packed_strides(s, kv, d, kv ? t.total_kv : t.total_q) : contiguous_strides(s, kv, d);
+  };
+  const tensor_strides qs = strides(false, s.head_dim), ks = strides(true, s.head_dim);
+  const tensor_strides os = strides(false, value_dim(s)), vs = strides(true, value_dim(s));
   attn_k::bwd_params p{};
   p.q = t.q, p.k = t.k, p.v = t.v, p.o = t.o, p.d_o = t.d_o, p.lse = t.lse, p.delta = t.delta;
   p.dq = t.dq, p.dk = t.dk, p.dv = t.dv, p.dq_accum = t.dq_accum;

@@ -31,23 +31,29 @@ struct grads {
 };
 
 // The float64 gradients (and O, LSE) of attention over contiguous tensors of p's layout; softcap C
-// caps each scaled score to C tanh(score / C), and dS carries 1 - tanh^2.
+// caps each scaled score to C tanh(score / C), and dS carries 1 - tanh^2. A packed batch (`packed`:
+// its offsets): each sequence its own lengths and rows, the LSE [H, total_q].
 grads gradients_fp64(const attn_tune_problem& p, const std::vector<float>& q, const std::vector<float>& k,
-                     const std::vector<float>& v, const std::vector<float>& d_o) {
+                     const std::vector<float>& v, const std::vector<float>& d_o, const example::packed_batch& packed) {
   const int64_t D = p.head_dim, DV = p.head_dim_v > 0 ? p.head_dim_v : D, group = p.heads / p.kv_heads;
   const double scale = 1.0 / std::sqrt(double(D)), cap = p.softcap;
+  const int64_t rows = packed.cu_q.empty() ? p.batch * p.q_len : packed.cu_q.back();
   grads g{std::vector<double>(q.size()), std::vector<double>(k.size()), std::vector<double>(v.size()),
-          std::vector<double>(d_o.size()), std::vector<double>(p.batch * p.heads * p.q_len, -INFINITY)};
+          std::vector<double>(d_o.size()), std::vector<double>(rows * p.heads, -INFINITY)};
+  const auto& cu_q = packed.cu_q;
+  const auto& cu_k = packed.cu_k;
   for (int64_t b = 0; b < p.batch; ++b)
     for (int64_t h = 0; h < p.heads; ++h)
-      for (int64_t i = 0; i < p.q_len; ++i) {
-        const example::key_range keys = example::visible_keys(p, i, p.q_len, p.kv_len);
+      for (int64_t i = 0; i < example::q_count(p, packed, b); ++i) {
+        const example::key_range keys =
+            example::visible_keys(p, i, example::q_count(p, packed, b), example::kv_count(p, packed, b));
         if (keys.first > keys.last) continue;
-        const int64_t qi = example::offset(p, false, b, h, i), oi = example::offset(p, false, b, h, i, DV);
+        const int64_t qi = example::offset(p, false, b, h, i, 0, cu_q), oi = example::offset(p, false, b, h, i, DV, cu_q);
+        const int64_t lse_at = cu_q.empty() ? (b * p.heads + h) * p.q_len + i : h * rows + cu_q[size_t(b)] + i;
         std::vector<double> s(static_cast<size_t>(keys.last - keys.first + 1)), dtanh(s.size(), 1.0);
         double mx = -INFINITY, sum = 0;
         for (int64_t j = keys.first; j <= keys.last; ++j) {
-          const int64_t kj = example::offset(p, true, b, h / group, j);
+          const int64_t kj = example::offset(p, true, b, h / group, j, 0, cu_k);
           double dot = 0;
           for (int64_t d = 0; d < D; ++d) dot += double(q[qi + d]) * k[kj + d];
           double score = dot * scale;
@@ -58,11 +64,11 @@ grads gradients_fp64(const attn_tune_problem& p, const std::vector<float>& q, co
           mx = std::max(mx, s[j - keys.first] = score);
         }
         for (double& x : s) sum += (x = std::exp(x - mx));
-        g.lse[(b * p.heads + h) * p.q_len + i] = mx + std::log(sum);
+        g.lse[size_t(lse_at)] = mx + std::log(sum);
         std::vector<double> dp(s.size());
         double delta = 0;
         for (int64_t j = keys.first; j <= keys.last; ++j) {
-          const int64_t vj = example::offset(p, true, b, h / group, j, DV);
+          const int64_t vj = example::offset(p, true, b, h / group, j, DV, cu_k);
           double& pj = s[j - keys.first];
           pj /= sum;
           double dot = 0;
@@ -70,7 +76,8 @@ grads gradients_fp64(const attn_tune_problem& p, const std::vector<float>& q, co
           delta += pj * (dp[j - keys.first] = dot);
         }
         for (int64_t j = keys.first; j <= keys.last; ++j) {
-          const int64_t kj = example::offset(p, true, b, h / group, j), vj = example::offset(p, true, b, h / group, j, DV);
+          const int64_t kj = example::offset(p, true, b, h / group, j, 0, cu_k),
+                        vj = example::offset(p, true, b, h / group, j, DV, cu_k);
           const double pj = s[j - keys.first], ds = pj * (dp[j - keys.first] - delta) * dtanh[j - keys.first];
           for (int64_t d = 0; d < D; ++d) {
             g.dq[qi + d] += scale * ds * k[kj + d];
@@ -91,9 +98,13 @@ class LibraryBackward : public library_gpu_test {
     std::vector<uint16_t> bits;  ///< dq, dk, dv as the kernels wrote them, for reruns
     attn_tune::choice ran{};
   };
-  outcome run(const attn_tune_problem& p, uint32_t seed) {
+  // `packed`: a packed batch's offsets (the problem's cu_seqlens and totals are set from them).
+  outcome run(const attn_tune_problem& given, uint32_t seed, const example::packed_batch& packed = {}) {
+    attn_tune_problem p = given;
     const bool bf16 = p.dtype == ATTN_TUNE_BF16;
-    const size_t nq = p.batch * p.heads * p.q_len * p.head_dim, nk = p.batch * p.kv_heads * p.kv_len * p.head_dim;
+    const int64_t q_rows = packed.cu_q.empty() ? p.batch * p.q_len : packed.cu_q.back(),
+                  kv_rows = packed.cu_k.empty() ? p.batch * p.kv_len : packed.cu_k.back();
+    const size_t nq = q_rows * p.heads * p.head_dim, nk = kv_rows * p.kv_heads * p.head_dim;
     const int64_t dv = p.head_dim_v > 0 ? p.head_dim_v : p.head_dim;  // V's head dim
     const size_t no = nq / p.head_dim * dv, nv = nk / p.head_dim * dv;
     std::mt19937 rng(seed);
@@ -104,11 +115,18 @@ class LibraryBackward : public library_gpu_test {
       return x;
     };
     const auto q = make(nq), k = make(nk), v = make(nv), d_o = make(no);
-    const grads want = gradients_fp64(p, q, k, v, d_o);
+    const grads want = gradients_fp64(p, q, k, v, d_o, packed);
     std::vector<float> o(no), lse(want.lse.begin(), want.lse.end());
     for (size_t i = 0; i < no; ++i) o[i] = example::round_to(static_cast<float>(want.o[i]), bf16);
     device_buffer dq_(nq * 2), dk_(nk * 2), dv_(nv * 2), q_(nq * 2), k_(nk * 2), v_(nv * 2), o_(no * 2), do_(no * 2),
-        lse_(lse.size() * 4), delta_(lse.size() * 4);
+        lse_(lse.size() * 4), delta_(lse.size() * 4), cu_q_(packed.cu_q.size() * 4 + 4), cu_k_(packed.cu_k.size() * 4 + 4);
+    if (!packed.cu_q.empty()) {  // the offsets on the device, as int32
+      const std::vector<int32_t> cq(packed.cu_q.begin(), packed.cu_q.end()), ck(packed.cu_k.begin(), packed.cu_k.end());
+      EXPECT_EQ(cudaMemcpy(cu_q_.p, cq.data(), cq.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
+      EXPECT_EQ(cudaMemcpy(cu_k_.p, ck.data(), ck.size() * 4, cudaMemcpyHostToDevice), cudaSuccess);
+      p.cu_seqlens_q = static_cast<const int32_t*>(cu_q_.p), p.cu_seqlens_k = static_cast<const int32_t*>(cu_k_.p);
+      p.total_q = q_rows, p.total_k = kv_rows;
+    }
     auto upload = [&](const std::vector<float>& host, device_buffer& dev) {
       std::vector<uint16_t> bits(host.size());
       for (size_t i = 0; i < host.size(); ++i) bits[i] = example::to_bits(host[i], bf16);
@@ -137,8 +155,8 @@ class LibraryBackward : public library_gpu_test {
     out.dq = relative(dq_, want.dq), out.dk = relative(dk_, want.dk), out.dv = relative(dv_, want.dv);
     return out;
   }
-  void expect_passes(const attn_tune_problem& p, uint32_t seed) {
-    const outcome r = run(p, seed);
+  void expect_passes(const attn_tune_problem& p, uint32_t seed, const example::packed_batch& packed = {}) {
+    const outcome r = run(p, seed, packed);
     EXPECT_LT(r.dq, 0.02) << r.ran.variant;
     EXPECT_LT(r.dk, 0.02) << r.ran.variant;
     EXPECT_LT(r.dv, 0.02) << r.ran.variant;
@@ -166,6 +184,24 @@ TEST_F(LibraryBackward, GradientsWithSoftcap) {
   auto wide = attn_tune::make_problem(1, 2, 1, 97, 64, 256);  // the fallback's split dK/dV
   wide.softcap = 30;
   expect_passes(wide, 22);
+}
+
+// A packed batch (flash_attn_varlen_func's backward): fa2's variants, each sequence its own lengths.
+TEST_F(LibraryBackward, GradientsOfAPackedBatch) {
+  auto p = attn_tune::make_problem(3, 4, 2, 150, 170, 64);  // q_len, kv_len: the longest sequence's
+  p.causal = 1;
+  const example::packed_batch packed{{0, 150, 151, 221}, {0, 170, 171, 171}};  // a sequence of no key
+  for (uint32_t seed : {41u, 42u}) {
+    const outcome r = run(p, seed, packed);
+    EXPECT_LT(r.dq, 0.02) << r.ran.variant;
+    EXPECT_LT(r.dk, 0.02) << r.ran.variant;
+    EXPECT_LT(r.dv, 0.02) << r.ran.variant;
+    EXPECT_EQ(std::string(r.ran.family), "fa2");
+  }
+  auto bshd = attn_tune::make_problem(2, 2, 2, 90, 90, 128);  // self-attention, bshd
+  bshd.layout = ATTN_TUNE_BSHD;
+  bshd.head_dim_v = 64;
+  expect_passes(bshd, 43, {{0, 90, 127}, {0, 90, 127}});
 }
 
 TEST_F(LibraryBackward, GradientsWithVsOwnHeadDim) {
