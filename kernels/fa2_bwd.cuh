@@ -256,21 +256,31 @@ __device__ __forceinline__ long long lse_row0(const bwd_params& p, int batch, in
   return VARLEN ? (long long)head * p.total_q : ((long long)batch * p.heads + head) * p.q_len;
 }
 
-/// A packed batch's sequence `batch` as a problem of its own: its lengths, and every tensor, the LSE
+/// A packed batch's sequence `batch` as a problem of its own: its lengths, and its inputs, the LSE
 /// and delta from its first row (the batch strides are 0, so the kernels' batch offsets stay 0).
+/// The outputs (dQ, dK, dV) are not moved: the kernels add the first rows (seq_rows) when they store,
+/// so no moved pointer stays live through their loops. OWN_DV: O and V at their own strides (else at
+/// Q's and K's, as the kernels read them then).
+template <bool OWN_DV>
 __device__ __forceinline__ bwd_params sequence_params(const bwd_params& p, int batch) {
   bwd_params s = p;
   const int q0 = p.cu_seqlens_q[batch], k0 = p.cu_seqlens_k[batch];
   s.q_len = p.cu_seqlens_q[batch + 1] - q0, s.kv_len = p.cu_seqlens_k[batch + 1] - k0;
   auto at = [](const void* t, long long offset) { return static_cast<const elem_bits*>(t) + offset; };
-  auto at_mut = [](void* t, long long offset) { return static_cast<elem_bits*>(t) + offset; };
-  s.q = at(p.q, q0 * p.q_row_stride), s.dq = at_mut(p.dq, q0 * p.q_row_stride);
-  s.o = at(p.o, q0 * p.o_row_stride), s.d_o = at(p.d_o, q0 * p.o_row_stride);
-  s.k = at(p.k, k0 * p.kv_row_stride), s.dk = at_mut(p.dk, k0 * p.kv_row_stride);
-  s.v = at(p.v, k0 * p.v_row_stride), s.dv = at_mut(p.dv, k0 * p.v_row_stride);
+  const long long o_row = OWN_DV ? p.o_row_stride : p.q_row_stride, v_row = OWN_DV ? p.v_row_stride : p.kv_row_stride;
+  s.q = at(p.q, q0 * p.q_row_stride), s.o = at(p.o, q0 * o_row), s.d_o = at(p.d_o, q0 * o_row);
+  s.k = at(p.k, k0 * p.kv_row_stride), s.v = at(p.v, k0 * v_row);
   s.lse = p.lse + q0, s.delta = p.delta + q0;
   return s;
 }
+/// VARLEN: the first rows of a block's sequence in the packed outputs, read again when they are
+/// stored; 0 otherwise.
+struct seq_rows {
+  int q0 = 0, k0 = 0;
+  __device__ __forceinline__ static seq_rows of(const bwd_params& p, int batch) {
+    return {p.cu_seqlens_q[batch], p.cu_seqlens_k[batch]};
+  }
+};
 
 /// A dK/dV step's row terms in shared memory: rows [m0, m0 + ROWS) of (batch, head)'s LSE (log2
 /// units, +inf where P is 0: lse_log2) and delta (0 past the queries), by all THREADS.
@@ -445,8 +455,10 @@ __device__ __forceinline__ void bwd_dkdv_blocks(const bwd_params& p) {
   });
 
   // The offsets again, not kept in registers through the loop.
-  const long long out_at = batch * p.kv_batch_stride + kv_head * p.kv_head_stride;
-  const long long v_out_at = C::OWN_DV ? batch * p.v_batch_stride + kv_head * p.v_head_stride : out_at;
+  const seq_rows first = C::VARLEN ? seq_rows::of(p, batch) : seq_rows{};
+  const long long out_at = batch * p.kv_batch_stride + kv_head * p.kv_head_stride + (long long)first.k0 * p.kv_row_stride;
+  const long long v_out_at = C::OWN_DV ? batch * p.v_batch_stride + kv_head * p.v_head_stride + (long long)first.k0 * p.v_row_stride
+                                       : out_at;
   const int row0 = n0 + warp * WARP_N;
   if constexpr (C::DO_DK)
     store_rows<C, NI>(static_cast<elem_bits*>(p.dk) + out_at, p.kv_row_stride, row0, p.kv_len, dk, p.softmax_scale);
@@ -459,7 +471,7 @@ __device__ __forceinline__ void bwd_dkdv_blocks(const bwd_params& p) {
 template <class C>
 __device__ void bwd_dkdv(const bwd_params& p) {
   if constexpr (C::VARLEN)
-    bwd_dkdv_blocks<C>(sequence_params(p, blockIdx.z));
+    bwd_dkdv_blocks<C>(sequence_params<C::OWN_DV>(p, blockIdx.z));
   else
     bwd_dkdv_blocks<C>(p);
 }
@@ -543,15 +555,16 @@ __device__ __forceinline__ void bwd_dq_blocks(const bwd_params& p) {
     pack_a<C::BF16>(ds, dp);
     mma_regs_rows<C, MI, NF / 2>(dq, ds, k_stage(s));  // dQ += dS K
   });
-  store_rows<C, MI>(static_cast<elem_bits*>(p.dq) + q_at, p.q_row_stride, m0 + warp * WARP_M, p.q_len, dq,
-                    p.softmax_scale);
+  const seq_rows first = C::VARLEN ? seq_rows::of(p, batch) : seq_rows{};
+  store_rows<C, MI>(static_cast<elem_bits*>(p.dq) + q_at + (long long)first.q0 * p.q_row_stride, p.q_row_stride,
+                    m0 + warp * WARP_M, p.q_len, dq, p.softmax_scale);
 }
 
 /// The dQ kernel: a block per BLOCK_M query rows of a (batch, head); VARLEN, of its own sequence.
 template <class C>
 __device__ void bwd_dq(const bwd_params& p) {
   if constexpr (C::VARLEN)
-    bwd_dq_blocks<C>(sequence_params(p, blockIdx.z));
+    bwd_dq_blocks<C>(sequence_params<C::OWN_DV>(p, blockIdx.z));
   else
     bwd_dq_blocks<C>(p);
 }

@@ -7,7 +7,7 @@ namespace attn_k {
 /// Strides are in elements. Q and dQ share one set of strides (q_*), K and dK another (kv_*), O and
 /// dO a third (o_*) and V and dV a fourth (v_*): rows of D, D, DV and DV elements (DV: V's head dim,
 /// D where V has Q's; the v_* and o_* strides then equal kv_* and q_*). The LSE and delta are
-/// [B, H, Nq] floats.
+/// [B, H, Nq] floats ([H, total_q] for a packed batch: cu_seqlens_q below).
 struct bwd_params {
   const void* q;
   const void* k;

@@ -126,6 +126,10 @@ std::optional<std::string> backward_reject(const backward_config& c, const probl
   if (auto why = backward_refusal(as_backward)) return why;
   if (limits.cc_major < 8) return std::string("mma.sync bf16/fp16 m16n8k16 needs sm_80 or newer");
   if (c.atomic_dq && !c.wgmma) return std::string("atomic dQ is the wgmma backward's (fa2's dQ has its own kernel)");
+  // ptxas spills the one-stage dQ kernel of a packed batch above 128 (28 bytes at d 192 / dv 128,
+  // 255 registers against 216 not packed: the sequence's lengths are registers, not parameters).
+  if (is_varlen(s) && std::max(s.head_dim, value_dim(s)) > 128 && !c.atomic_dq && c.q_stages == 1)
+    return std::string("a packed batch above head dim 128: one-stage dQ kernels spill (two stages do not)");
   if (c.wgmma)
     if (auto why = wgmma_reject(c, s, limits)) return why;
   struct kernel_tile {

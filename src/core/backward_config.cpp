@@ -62,6 +62,8 @@ std::vector<backward_config> fallback_backwards(int64_t head_dim) {
   for (const char* text : {wide ? "kv_m32_n64_w4_s2_x2-q_m64_n32_w4_s1" : "kv_m32_n64_w4_s2-q_m64_n64_w4_s2",
                            wide ? "kv_m16_n64_w4_s1_x2-q_m64_n16_w4_s1" : "kv_m16_n64_w4_s1-q_m64_n32_w4_s1"})
     out.push_back(parse_backward_config(text));
+  // A packed batch above 128 refuses one-stage dQ kernels (backward_reject): a two-stage one.
+  if (wide) out.push_back(parse_backward_config("kv_m32_n64_w4_s2_x2-q_m64_n32_w4_s2"));
   return out;
 }
 

@@ -36,8 +36,9 @@ struct tile_config;
 tile_config dkdv_tile(const backward_config& c);
 /// The backward's fallbacks (pass bwd, nothing tuned), in order: fa2's kv_m32_n64_w4_s2-q_m64_n64_w4_s2,
 /// above D = 128 kv_m32_n64_w4_s2_x2-q_m64_n32_w4_s1 (dK and dV in two launches); then, where its
-/// shared memory does not fit (sm_86, sm_89: 99 KiB), single-stage tiles that do. head_dim: the
-/// larger of Q's and V's head dims.
+/// shared memory does not fit (sm_86, sm_89: 99 KiB), single-stage tiles that do; above 128, last,
+/// kv_m32_n64_w4_s2_x2-q_m64_n32_w4_s2 (a packed batch's, whose one-stage dQ kernels spill).
+/// head_dim: the larger of Q's and V's head dims.
 std::vector<backward_config> fallback_backwards(int64_t head_dim);
 /// Whether reruns on the same inputs give bit-identical gradients (all but atomic dQ's).
 inline bool deterministic(const backward_config& c) { return !c.atomic_dq; }

@@ -289,7 +289,8 @@ std::string export_header(const std::vector<export_entry>& entries, const std::s
                             ? fmt::format(", {}, {}, {}", e.config.knob, e.config.splits, e.config.pack_gqa)
                         : e.config.knob ? fmt::format(", {}", e.config.knob)
                                         : "");
-  // The backward's fallback where the key has the pass: lookup() of an untuned pass bwd shape.
+  // The backward's fallback where the key has the pass: lookup() of an untuned pass bwd shape (dK
+  // and dV in two launches above 128, Q's or V's head dim: fallback_backwards' rule).
   bool keyed_on_pass = false;
   for (const problem_field* f : export_key_fields()) keyed_on_pass |= std::string(f->name) == "pass";
   const backward_config bwd_small = fallback_backwards(128).front(), bwd_large = fallback_backwards(256).front();
@@ -298,7 +299,8 @@ std::string export_header(const std::vector<export_entry>& entries, const std::s
                        c.kv_stages, name(c));
   };
   const std::string backward_fallback =
-      keyed_on_pass ? fmt::format("  if (std::strcmp(pass, \"bwd\") == 0) return head_dim <= 128 ? {} : {};\n",
+      keyed_on_pass ? fmt::format("  if (std::strcmp(pass, \"bwd\") == 0)\n"
+                                  "    return (head_dim_v > head_dim ? head_dim_v : head_dim) <= 128 ? {} : {};\n",
                                   backward_literal(bwd_small), backward_literal(bwd_large))
                     : std::string();
   const header_parts key = key_parts();

@@ -73,7 +73,9 @@ INSTANTIATE_TEST_SUITE_P(
                       backward_compile_case{"sm_90a", 64, true, 0, 128}, backward_compile_case{"sm_80", 128, true, 0, 64},
                       backward_compile_case{"sm_90a", 128, true, 0, 0, true},
                       backward_compile_case{"sm_80", 64, false, 30, 128, true},
-                      backward_compile_case{"sm_80", 64, false, 30, 128, false}, backward_compile_case{"sm_80", 64, false, 0, 128, true}),
+                      backward_compile_case{"sm_80", 64, false, 30, 128, false}, backward_compile_case{"sm_80", 64, false, 0, 128, true},
+                      backward_compile_case{"sm_90a", 192, true, 30, 128, true},  // split dK/dV, all three
+                      backward_compile_case{"sm_90a", 192, true, 30, 128, false}, backward_compile_case{"sm_90a", 192, true, 0, 128, true}),
     [](const auto& info) {
       return fmt::format("{}_d{}_{}{}{}{}", info.param.arch, info.param.head_dim, info.param.causal ? "causal" : "full",
                          info.param.softcap > 0 ? "_softcap" : "",
