@@ -23,12 +23,14 @@ Training (libattn_tune API version 7, attn_tune_backward):
 attention(q, k, v, causal=False, softmax_scale=None, table=None) takes PyTorch tensors as forward
 does (GQA/MQA through fewer k/v heads; V may have a head dim of its own, dv != d, as MLA's d 192,
 dv 128; head dims multiples of 8 up to 256) and nothing the backward does not take yet (a KV
-cache, packed batches). Its gradients come from the
+cache). Its gradients come from the
 custom op torch.ops.attn_tune.backward, registered as the autograd formula of
 torch.ops.attn_tune.forward (torch.library.register_autograd; a torch.autograd.Function where
 PyTorch is older than 2.4), so torch.compile traces the forward and the backward. A sliding window
 and softcap have gradients too: forward(q, k, v, window_size=(left, right), softcap=C) with inputs
-that require grad (with PyTorch >= 2.4). The backward runs on the current CUDA stream; it is
+that require grad (with PyTorch >= 2.4). So do packed batches: flash_attn_varlen_func's gradients
+come from torch.ops.attn_tune.varlen_backward, the autograd formula of
+torch.ops.attn_tune.varlen_forward (PyTorch >= 2.4). The backward runs on the current CUDA stream; it is
 deterministic (a rerun gives bit-identical gradients) with the library's fallback variants and any
 tuned variant whose name does not end in -dq_atomic (see attention).
 """
@@ -41,7 +43,8 @@ import threading
 
 from . import _capi
 from ._capi import AttnTuneError, LibraryNotFoundError
-from .tensors import NO_VARIANT, describe, make_problem, max_seqlen_of, out_layout, packed_out_layout, variant_of
+from .tensors import (NO_VARIANT, cache_info, describe, make_problem, make_varlen_problem, max_seqlen_of,
+                      out_layout, packed_out_layout, variant_of)
 
 __all__ = ["forward", "forward_with_lse", "attention", "flash_attn_func", "flash_attn_varlen_func", "lookup",
            "context", "AttnTuneError", "LibraryNotFoundError", "library_version"]
@@ -80,7 +83,8 @@ class Context:
     def backward(self, q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr, d_o_ptr, dq_ptr, dk_ptr, dv_ptr, delta_ptr, problem,
                  stream=0):
         """attn_tune_backward (API version 7; AttnTuneError naming an older library's version):
-        dq, dk, dv from d_o, the forward's o and lse; delta is float32 [B, H, N_q] scratch."""
+        dq, dk, dv from d_o, the forward's o and lse; delta is float32 [B, H, N_q] scratch ([H, total_q]
+        for a packed batch)."""
         call = _capi.backward_function(self._lib)
         choice = _capi.new_choice()
         _capi.check(call(self._handle, q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr, d_o_ptr, dq_ptr, dk_ptr, dv_ptr, delta_ptr,
@@ -205,7 +209,8 @@ _torch_op = None
 _torch_varlen_op = None
 _eager_ok = None  # (q, k, v) -> whether a call may skip the op's dispatch (see _register_torch_op)
 _torch_backward_op = None  # torch.ops.attn_tune.backward
-_torch_autograd = False  # whether attn_tune::forward has its autograd formula (torch.library.register_autograd)
+_torch_varlen_backward_op = None  # torch.ops.attn_tune.varlen_backward
+_torch_autograd = False  # whether attn_tune::forward (and varlen_forward) have their autograd formulas
 _autograd_function = None  # where it has not: the torch.autograd.Function attention runs instead
 
 
@@ -237,8 +242,8 @@ def _fast_path_check(torch):
 
 def _register_torch_op():
     """torch.ops.attn_tune.forward and torch.ops.attn_tune.varlen_forward: custom ops with fake
-    implementations (torch >= 2.4); torch.ops.attn_tune.backward, forward's autograd formula
-    (_register_backward)."""
+    implementations (torch >= 2.4); torch.ops.attn_tune.backward and varlen_backward, their
+    autograd formulas (_register_backward)."""
     global _torch_op, _torch_varlen_op, _torch_call, _eager_ok, _autograd_function
     import torch
 
@@ -291,21 +296,38 @@ def _register_torch_op():
 
 
 def _grad_layout(q):
-    """Whether the backward runs in bshd ([B, N, H, D] memory) rather than bhsd: q's layout as
-    make_problem reads it, so that a model's [B, N, H, D] projections are not transposed in memory."""
-    return q.stride(1) < q.stride(2)
+    """Whether the backward runs in bshd ([B, N, H, D] memory; packed: [total, H, D]) rather than
+    bhsd ([B, H, N, D]; packed: [H, total, D]): q's layout as make_problem (make_varlen_problem)
+    reads it, so that a model's [B, N, H, D] projections are not transposed in memory."""
+    row = 0 if len(q.shape) == 3 else 2  # a packed batch's rows are its first dimension
+    return q.stride(1) < q.stride(row)
+
+
+def _layout_swap(t, bshd):
+    """The two dimensions to swap so that a plain contiguous() gives the layout's memory order,
+    or None: [B, H, N, D] is bhsd's and [total, H, D] bshd's."""
+    if len(t.shape) == 3:
+        return None if bshd else (0, 1)
+    return (1, 2) if bshd else None
 
 
 def _in_layout(t, bshd):
-    """t [B, H, N, D] contiguous in the layout's memory order and 16-byte aligned, the only form the
-    C backward takes: t itself where it is already, else a copy (a view of a fused QKV projection,
-    the broadcast dO of a sum)."""
-    t = t.transpose(1, 2).contiguous().transpose(1, 2) if bshd else t.contiguous()
+    """t ([B, H, N, D], or a packed [total, H, D]) contiguous in the layout's memory order and
+    16-byte aligned, the only form the C backward takes: t itself where it is already, else a copy
+    (a view of a fused QKV projection, the broadcast dO of a sum)."""
+    swap = _layout_swap(t, bshd)
+    t = t.transpose(*swap).contiguous().transpose(*swap) if swap else t.contiguous()
     return t if t.data_ptr() % 16 == 0 else t.clone()  # a clone of a dense tensor keeps its strides
 
 
 def _empty_in_layout(torch, shape, bshd, dtype, device):
-    """A new [B, H, N, D] tensor contiguous in the layout: the gradients, in the real op and its fake."""
+    """A new [B, H, N, D] (or packed [total, H, D]) tensor contiguous in the layout: the
+    gradients, in the real ops and their fakes."""
+    if len(shape) == 3:
+        total, h, d = shape
+        if bshd:
+            return torch.empty((total, h, d), dtype=dtype, device=device)
+        return torch.empty((h, total, d), dtype=dtype, device=device).transpose(0, 1)
     b, h, n, d = shape
     if bshd:
         return torch.empty((b, n, h, d), dtype=dtype, device=device).transpose(1, 2)
@@ -313,23 +335,32 @@ def _empty_in_layout(torch, shape, bshd, dtype, device):
 
 
 def _contiguous_strides(shape, bshd):
+    if len(shape) == 3:  # packed [total, H, D]: [total, H, D] or [H, total, D] in memory
+        total, h, d = shape
+        return (h * d, d, 1) if bshd else (d, total * d, 1)
     b, h, n, d = shape
     return (n * h * d, d, h * d, 1) if bshd else (h * n * d, n * d, d, 1)
 
 
 def _backward_call(torch, d_o, q, k, v, o, lse, causal, table, softmax_scale, window_left=-1, window_right=-1,
-                   softcap=0.0):
+                   softcap=0.0, packed=None):
     """(dq, dk, dv) of the attention whose forward gave (o, lse): attn_tune_backward on the current
     CUDA stream, every tensor contiguous in q's layout (copied there where it is not). window_left,
     window_right and softcap: the forward's window_size (-1, -1: none) and softcap (0: off), set in
-    the problem as the forward's."""
+    the problem as the forward's. packed: a packed batch's (cu_seqlens_q, cu_seqlens_k,
+    max_seqlen_q, max_seqlen_k), as _torch_call takes it: q, o, d_o [total_q, H, D], k, v
+    [total_k, kv_heads, D], the LSE [H, total_q]; the problem is make_varlen_problem's (the
+    forward's), delta [H, total_q]."""
     bshd = _grad_layout(q)
     q, k, v, o = (_in_layout(t, bshd) for t in (q, k, v, o))
     d_o = _in_layout(d_o.to(q.dtype), bshd)  # autocast or a float32 loss may hand back another dtype
-    o_shape = tuple(q.shape[:3]) + (v.shape[3],)  # q's, with V's head dim (dv; d where V has none of its own)
+    o_shape = tuple(q.shape[:-1]) + (v.shape[-1],)  # q's, with V's head dim (dv; d where V has none of its own)
     for t, name in ((o, "o"), (d_o, "d_o")):
         if tuple(t.shape) != o_shape:
             raise ValueError(f"{name} has shape {list(t.shape)}: expected {list(o_shape)} (q's, with V's head dim)")
+    lse_shape = (q.shape[1], q.shape[0]) if packed is not None else tuple(q.shape[:3])  # [H, total_q] / [B, H, N_q]
+    if tuple(lse.shape) != lse_shape:
+        raise ValueError(f"lse has shape {list(lse.shape)}: expected {list(lse_shape)} (the forward's)")
     infos = []
     for t, name in ((q, "q"), (k, "k"), (v, "v")):
         info = describe(t, name)
@@ -339,7 +370,15 @@ def _backward_call(torch, d_o, q, k, v, o, lse, causal, table, softmax_scale, wi
     # shapes, heads, dtypes, scale: named errors; the window's fields and softcap as the forward sets
     # them; head_dim_v where V has a head dim of its own (dv != d: V, dV [B, kv_heads, N_kv, dv], O, dO
     # [B, H, N_q, dv]), as the forward sets it
-    problem = make_problem(*infos, causal, softmax_scale, variant=(window_left, window_right, softcap))
+    variant = (window_left, window_right, softcap)
+    if packed is None:
+        problem = make_problem(*infos, causal, softmax_scale, variant=variant)
+    else:  # the forward's packed problem: cu_seqlens_q/_k, total_q/_k, batch B, q_len/kv_len the longest
+        cu_q, cu_k = cache_info(packed[0], "cu_seqlens_q"), cache_info(packed[1], "cu_seqlens_k")
+        for info, name in ((cu_q, "cu_seqlens_q"), (cu_k, "cu_seqlens_k")):
+            if info.device != infos[0].device:
+                raise ValueError(f"{name} is on device {info.device}, q on {infos[0].device}: they must share a device")
+        problem = make_varlen_problem(*infos, cu_q, cu_k, packed[2], packed[3], causal, softmax_scale, variant)
     # All strides 0: contiguous in the layout, which the C backward requires (and q's layout is not
     # read from strides where H or N is 1); V's and O's too, which make_problem set where dv != d.
     problem.layout = _capi.BSHD if bshd else _capi.BHSD
@@ -349,7 +388,7 @@ def _backward_call(torch, d_o, q, k, v, o, lse, causal, table, softmax_scale, wi
     problem.o_strides[:] = [0, 0, 0]
     lse = lse.contiguous()
     dq, dk, dv = (_empty_in_layout(torch, t.shape, bshd, t.dtype, t.device) for t in (q, k, v))  # dv: V's dv
-    delta = torch.empty(tuple(lse.shape), dtype=torch.float32, device=q.device)
+    delta = torch.empty(tuple(lse.shape), dtype=torch.float32, device=q.device)  # [B, H, N_q] or [H, total_q]
     stream = torch.cuda.current_stream(q.device).cuda_stream
     context(infos[0].device, table).backward(q.data_ptr(), k.data_ptr(), v.data_ptr(), o.data_ptr(), lse.data_ptr(),
                                              d_o.data_ptr(), dq.data_ptr(), dk.data_ptr(), dv.data_ptr(),
@@ -365,9 +404,10 @@ def _backward_refusal(cache_seqlens, block_table):
 
 
 def _register_backward(torch):
-    """torch.ops.attn_tune.backward (with a fake implementation), and attn_tune::forward's autograd
-    formula through it where torch.library.register_autograd exists (torch >= 2.4)."""
-    global _torch_backward_op, _torch_autograd
+    """torch.ops.attn_tune.backward and torch.ops.attn_tune.varlen_backward (with fake
+    implementations), and the autograd formulas of attn_tune::forward and attn_tune::varlen_forward
+    through them where torch.library.register_autograd exists (torch >= 2.4)."""
+    global _torch_backward_op, _torch_varlen_backward_op, _torch_autograd
 
     @torch.library.custom_op("attn_tune::backward", mutates_args=())
     def _bwd_op(d_o: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor,
@@ -402,9 +442,44 @@ def _register_backward(torch):
                              ctx.window_right, ctx.softcap)
         return dq, dk, dv, None, None, None, None, None, None, None, None  # one per input of the forward op
 
-    _torch_backward_op = _bwd_op
+    @torch.library.custom_op("attn_tune::varlen_backward", mutates_args=())
+    def _varlen_bwd_op(d_o: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor,
+                       lse: torch.Tensor, cu_seqlens_q: torch.Tensor, cu_seqlens_k: torch.Tensor, max_seqlen_q: int,
+                       max_seqlen_k: int, causal: bool, table: str, softmax_scale: float, window_left: int = -1,
+                       window_right: int = -1,
+                       softcap: float = 0.0) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        return _backward_call(torch, d_o, q, k, v, o, lse, causal, table or None,
+                              softmax_scale if softmax_scale != 0.0 else None, window_left, window_right, softcap,
+                              packed=(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k))
+
+    @_varlen_bwd_op.register_fake
+    def _(d_o, q, k, v, o, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, table, softmax_scale,
+          window_left=-1, window_right=-1, softcap=0.0):
+        bshd = _grad_layout(q)  # packed: [total, H, D] in q's layout, as the op's
+        return tuple(_empty_in_layout(torch, t.shape, bshd, t.dtype, t.device) for t in (q, k, v))
+
+    def varlen_setup_context(ctx, inputs, output):
+        (q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal, table, softmax_scale, window_left,
+         window_right, softcap) = inputs
+        o, lse = output
+        ctx.mark_non_differentiable(lse)  # as the dense forward's: dO alone reaches the backward
+        ctx.save_for_backward(q, k, v, o, lse, cu_seqlens_q, cu_seqlens_k)
+        ctx.max_seqlen_q, ctx.max_seqlen_k = max_seqlen_q, max_seqlen_k
+        ctx.causal, ctx.table, ctx.softmax_scale = causal, table, softmax_scale
+        ctx.window_left, ctx.window_right, ctx.softcap = window_left, window_right, softcap
+
+    def varlen_backward(ctx, d_o, d_lse):
+        q, k, v, o, lse, cu_seqlens_q, cu_seqlens_k = ctx.saved_tensors
+        dq, dk, dv = _varlen_bwd_op(d_o, q, k, v, o, lse, cu_seqlens_q, cu_seqlens_k, ctx.max_seqlen_q,
+                                    ctx.max_seqlen_k, ctx.causal, ctx.table, ctx.softmax_scale, ctx.window_left,
+                                    ctx.window_right, ctx.softcap)
+        return (dq, dk, dv) + (None,) * 10  # one per input of the varlen forward op: the offsets have none
+
+    _torch_backward_op, _torch_varlen_backward_op = _bwd_op, _varlen_bwd_op
     if hasattr(torch.library, "register_autograd"):
         torch.library.register_autograd("attn_tune::forward", backward, setup_context=setup_context)
+        torch.library.register_autograd("attn_tune::varlen_forward", varlen_backward,
+                                        setup_context=varlen_setup_context)
         _torch_autograd = True
 
 
@@ -506,8 +581,9 @@ def attention(q, k, v, causal=False, softmax_scale=None, table=None):
     atomics) gives gradients that can differ in the last bits between reruns. It copies q, k, v, O and dO into one
     contiguous layout (q's) where they are not. A sliding window and softcap are no parameters
     here: forward(q, k, v, window_size=(left, right), softcap=C) takes them, with gradients
-    (PyTorch >= 2.4). What the backward does not take yet is no parameter either: a KV cache,
-    packed batches (forward and flash_attn_varlen_func run those, without gradients).
+    (PyTorch >= 2.4). A packed batch is flash_attn_varlen_func's, with gradients too (PyTorch >=
+    2.4). What the backward does not take yet is no parameter either: a KV cache (forward runs
+    it, without gradients).
     Bad arguments raise TypeError or ValueError naming them; no PyTorch, ImportError."""
     for t, name in ((q, "q"), (k, "k"), (v, "v")):
         if not _is_torch(t):
@@ -567,7 +643,15 @@ def flash_attn_varlen_func(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, ma
     None); no probabilities are kept). The lengths are not read on the host: wrong offsets are the
     caller's, as with FlashAttention. Dropout, ALiBi and a paged K/V (block_table) are not
     supported: dropout_p other than 0, alibi_slopes or block_table raise ValueError; deterministic
-    is accepted (the forward pass always is). window_size and softcap as in flash_attn_func."""
+    is accepted (the forward pass always is, and so is the backward but with a table's -dq_atomic
+    variant: see attention). window_size and softcap as in flash_attn_func.
+
+    With PyTorch >= 2.4, O is differentiable w.r.t. q, k and v (a window, softcap and V's own head
+    dim included): torch.ops.attn_tune.varlen_backward, the autograd formula of
+    torch.ops.attn_tune.varlen_forward, runs the C backward on the packed batch (the forward's
+    offsets, totals and longest lengths; q, k, v, O and dO made contiguous in q's layout, [total,
+    H, D] or [H, total, D] in memory), so torch.compile traces both passes. The offsets and the
+    LSE have no gradient. Older PyTorch runs the forward without gradients."""
     if dropout_p:
         raise ValueError(f"dropout_p {dropout_p}: attn_tune has no dropout (give 0.0)")
     if alibi_slopes is not None:

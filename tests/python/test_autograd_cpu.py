@@ -8,7 +8,12 @@ the pointers in the header's order (fake tensors and a fake torch stand in); V's
 (dv != d: head_dim_v, V's and O's strides 0, dV shaped like V); attn_tune::forward's autograd
 formula (through a fake torch.library) handing the forward's window, softcap and V's head dim to
 the C call; the backward's refusals (a KV cache; a window, softcap and V's own head dim are none of
-them). ATTN_TUNE_TEST_LIBRARY names a built libattn_tune.so of version 6 or 7."""
+them); a packed variable-length batch's backward (_backward_call's packed=, the
+attn_tune::varlen_backward op and attn_tune::varlen_forward's autograd formula): the offsets'
+pointers, total_q/total_k, B and the longest lengths, the layout ([total, H, D] or [H, total, D]
+memory) with strides 0, head_dim_v, the window and softcap, every field as the forward's
+make_varlen_problem sets it, delta [H, total_q], the gradients' shapes and strides and the fake's.
+ATTN_TUNE_TEST_LIBRARY names a built libattn_tune.so of version 6 or 7."""
 import ctypes
 import inspect
 import itertools
@@ -433,7 +438,8 @@ class TheAutogradFormula(unittest.TestCase):
     registered through a fake torch.library: what the forward ran with reaches the C call."""
 
     def setUp(self):
-        self.saved = (attn_tune.context, attn_tune._torch_backward_op, attn_tune._torch_autograd)
+        self.saved = (attn_tune.context, attn_tune._torch_backward_op, attn_tune._torch_varlen_backward_op,
+                      attn_tune._torch_autograd)
         self.calls = []
         attn_tune.context = lambda device, table: types.SimpleNamespace(
             backward=lambda *args: self.calls.append({"table": table, "args": args}))
@@ -442,7 +448,8 @@ class TheAutogradFormula(unittest.TestCase):
         self.setup_context, self.backward = self.torch.formulas["attn_tune::forward"]
 
     def tearDown(self):
-        attn_tune.context, attn_tune._torch_backward_op, attn_tune._torch_autograd = self.saved
+        (attn_tune.context, attn_tune._torch_backward_op, attn_tune._torch_varlen_backward_op,
+         attn_tune._torch_autograd) = self.saved
 
     def backward_of(self, causal, window, softcap, dv=64, cache_seqlens=None, block_table=None, grads=None):
         """The C call's problem of the backward of forward(q, k, v, causal, "t.csv", 0.5, ...), q and k
@@ -510,6 +517,271 @@ class TheAutogradFormula(unittest.TestCase):
                             self.backward_of(True, (-1, -1), softcap, dv=dv, cache_seqlens=cache_seqlens,
                                              block_table=block_table)
                         self.assertEqual(self.calls, [], "nothing reached the C call")
+
+
+# A packed variable-length batch (flash_attn_varlen_func): q, o, dO [total_q, H, D], k, v
+# [total_k, kv_heads, D], the offsets int32 [B + 1], the LSE [H, total_q].
+B, TOTAL_Q, TOTAL_K, MAX_Q, MAX_K = 3, 517, 900, 300, 700
+STRIDE_FIELDS = ("q_strides", "kv_strides", "v_strides", "o_strides")
+
+
+def packed(total, h, d, bshd=True, **kw):
+    """A [total, H, D] tensor: contiguous [total, H, D] memory (bshd), or a view of [H, total, D]."""
+    return Tensor((total, h, d), **kw) if bshd else Tensor((h, total, d), **kw).transpose(0, 1)
+
+
+def offsets():
+    return Tensor((B + 1,), dtype="torch.int32"), Tensor((B + 1,), dtype="torch.int32")
+
+
+class RecordingTorch(FakeTorch):
+    """FakeTorch that keeps what torch.empty allocated (delta among them)."""
+
+    def __init__(self):
+        super().__init__()
+        self.allocated = []
+
+    def empty(self, shape, dtype, device):
+        t = Tensor(shape, None, dtype)
+        self.allocated.append(t)
+        return t
+
+
+def forward_problem(q, k, v, cu_q, cu_k, causal, variant, max_q=MAX_Q, max_k=MAX_K):
+    """The problem the varlen forward's call makes (_call_cache.prepare's make_varlen_problem)."""
+    info = [tensors.describe(t, name) for t, name in ((q, "q"), (k, "k"), (v, "v"))]
+    return tensors.make_varlen_problem(*info, tensors.cache_info(cu_q, "cu_seqlens_q"),
+                                       tensors.cache_info(cu_k, "cu_seqlens_k"), max_q, max_k, causal, 0.5, variant)
+
+
+class PackedProblemChecks:
+    """The checks of a packed batch's backward problem against the forward's."""
+
+    def assert_packed_problem(self, problem, q, k, v, cu_q, cu_k, causal, variant, bshd):
+        d, dv = q.shape[2], v.shape[2]
+        self.assertEqual((problem.cu_seqlens_q, problem.cu_seqlens_k), (cu_q.pointer, cu_k.pointer), "the offsets")
+        self.assertEqual((problem.total_q, problem.total_k), (q.shape[0], k.shape[0]), "the totals")
+        self.assertEqual((problem.batch, problem.q_len, problem.kv_len), (B, MAX_Q, MAX_K), "B and the longest")
+        self.assertEqual((problem.heads, problem.kv_heads, problem.head_dim), (q.shape[1], k.shape[1], d))
+        self.assertEqual(problem.head_dim_v, dv if dv != d else 0, "V's own head dim")
+        self.assertEqual(problem.layout, _capi.BSHD if bshd else _capi.BHSD)
+        for name in STRIDE_FIELDS:  # contiguous in the layout, as the C backward requires
+            self.assertEqual(list(getattr(problem, name)), [0, 0, 0], name)
+        self.assertEqual((problem.causal, problem.softmax_scale, problem.dtype), (int(causal), 0.5, _capi.BF16))
+        left, right, softcap = variant
+        self.assertEqual((problem.window, problem.window_left, problem.window_right),
+                         (0, 0, 0) if (left, right) == (-1, -1) else (1, left, right))
+        self.assertEqual(problem.softcap, softcap)
+        self.assertEqual((problem.cache_seqlens, problem.block_table), (None, None))
+        # Every field as the forward's problem has it, but the strides (all 0 here).
+        forward = forward_problem(q, k, v, cu_q, cu_k, causal, variant)
+        for name, _ in _capi.Problem._fields_:
+            if name not in STRIDE_FIELDS:
+                self.assertEqual(getattr(problem, name), getattr(forward, name), f"{name}: the forward's")
+
+
+class TheVarlenBackwardCall(PackedProblemChecks, unittest.TestCase):
+    """_backward_call(..., packed=(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k)): the
+    packed problem the forward makes, tensors contiguous in q's layout, delta [H, total_q]."""
+
+    def setUp(self):
+        self.calls, self.saved = [], attn_tune.context
+
+        def context(device, table):
+            self.calls.append({"device": device, "table": table})
+            return types.SimpleNamespace(backward=lambda *args: self.calls[-1].update(args=args))
+
+        attn_tune.context = context
+
+    def tearDown(self):
+        attn_tune.context = self.saved
+
+    def run_backward(self, q, k, v, o, d_o, cu_q, cu_k, causal=True, variant=(-1, -1, 0.0), lse=None,
+                     max_q=MAX_Q, max_k=MAX_K):
+        lse = lse or Tensor((q.shape[1], q.shape[0]), dtype="torch.float32")
+        torch = RecordingTorch()
+        grads = attn_tune._backward_call(torch, d_o, q, k, v, o, lse, causal, "t.csv", 0.5, *variant,
+                                         packed=(cu_q, cu_k, max_q, max_k))
+        (call,) = self.calls
+        call.update(lse=lse, allocated=torch.allocated)
+        return grads, call
+
+    def test_a_packed_batch_reaches_the_c_call(self):
+        # GQA 8/2; both layouts; dv = d, MLA's d 192 with dv 128, and dv above d.
+        for bshd, d, dv in ((True, 64, 64), (False, 64, 64), (False, 192, 128), (True, 64, 128)):
+            with self.subTest(bshd=bshd, d=d, dv=dv):
+                q, k, v = packed(TOTAL_Q, 8, d, bshd), packed(TOTAL_K, 2, d, bshd), packed(TOTAL_K, 2, dv, bshd)
+                o, d_o = packed(TOTAL_Q, 8, dv, bshd), packed(TOTAL_Q, 8, dv, bshd)
+                cu_q, cu_k = offsets()
+                self.calls.clear()
+                (dq, dk, dv_grad), call = self.run_backward(q, k, v, o, d_o, cu_q, cu_k)
+                ptrs, problem, stream = call["args"][:10], call["args"][10], call["args"][11]
+                self.assertEqual(ptrs[:6], tuple(t.pointer for t in (q, k, v, o, call["lse"], d_o)), "no copy")
+                self.assertEqual(ptrs[6:9], (dq.pointer, dk.pointer, dv_grad.pointer))
+                (delta,) = [t for t in call["allocated"] if t.pointer == ptrs[9]]
+                self.assertEqual((delta.shape, delta.dtype), ((8, TOTAL_Q), "torch.float32"), "delta [H, total_q]")
+                self.assertEqual((call["device"], call["table"], stream), (0, "t.csv", 0x5000))
+                self.assert_packed_problem(problem, q, k, v, cu_q, cu_k, True, (-1, -1, 0.0), bshd)
+                # dQ like q, dK like k, dV like v (its own head dim), contiguous in the layout.
+                for grad, like in ((dq, q), (dk, k), (dv_grad, v)):
+                    self.assertEqual(grad.shape, like.shape)
+                    self.assertEqual(grad.stride(), attn_tune._contiguous_strides(like.shape, bshd))
+                    self.assertEqual(grad.stride(), like.stride(), "the input's own strides: it was contiguous")
+
+    def test_the_window_and_softcap_reach_the_problem_as_the_forwards(self):
+        q, k, v = packed(TOTAL_Q, 8, 64), packed(TOTAL_K, 2, 64), packed(TOTAL_K, 2, 64)
+        cu_q, cu_k = offsets()
+        for (causal, window), softcap in itertools.product(
+                ((True, (-1, -1)), (True, (64, 0)), (False, (40, 24)), (False, (-1, 7))), (0.0, 2.5, 30.0)):
+            with self.subTest(causal=causal, window=window, softcap=softcap):
+                self.calls.clear()
+                _, call = self.run_backward(q, k, v, packed(TOTAL_Q, 8, 64), packed(TOTAL_Q, 8, 64), cu_q, cu_k,
+                                            causal, (*window, softcap))
+                self.assert_packed_problem(call["args"][10], q, k, v, cu_q, cu_k, causal, (*window, softcap), True)
+
+    def test_views_of_a_fused_projection_and_a_broadcast_grad_are_copied(self):
+        # q, k, v as views of one packed [total, H + 2 kv_heads, D] projection; dO expanded.
+        h, h_kv, d = 8, 2, 64
+        fused = ((h + 2 * h_kv) * d, d, 1)
+        q = Tensor((TOTAL_Q, h, d), fused)
+        k = Tensor((TOTAL_Q, h_kv, d), fused, pointer=q.pointer + h * d * 2)
+        v = Tensor((TOTAL_Q, h_kv, d), fused, pointer=q.pointer + (h + h_kv) * d * 2)
+        o = Tensor((TOTAL_Q, h, d), fused)  # the forward gives O q's strides
+        d_o = Tensor((TOTAL_Q, h, d), (0, 0, 0))
+        cu_q, cu_k = offsets()
+        _, call = self.run_backward(q, k, v, o, d_o, cu_q, cu_k)
+        ptrs, problem = call["args"][:10], call["args"][10]
+        for pointer, t in zip(ptrs[:4], (q, k, v, o)):
+            self.assertNotEqual(pointer, t.pointer, "copied into the bshd layout")
+        self.assertNotEqual(ptrs[5], d_o.pointer)
+        self.assertEqual((problem.layout, problem.total_q, problem.total_k), (_capi.BSHD, TOTAL_Q, TOTAL_Q))
+
+    def test_mismatches_are_named_and_nothing_is_called(self):
+        q, k, v = packed(TOTAL_Q, 8, 64), packed(TOTAL_K, 2, 64), packed(TOTAL_K, 2, 128)
+        o = packed(TOTAL_Q, 8, 128)
+        cu_q, cu_k = offsets()
+        cases = ((ValueError, r"lse has shape \[3, 8, 517\]: expected \[8, 517\] \(the forward's\)",
+                  dict(lse=Tensor((3, 8, 517), dtype="torch.float32"))),
+                 (ValueError, r"o has shape \[517, 8, 64\]: expected \[517, 8, 128\]", dict(o=packed(TOTAL_Q, 8, 64))),
+                 (ValueError, r"d_o has shape \[517, 8, 64\]: expected \[517, 8, 128\]",
+                  dict(d_o=packed(TOTAL_Q, 8, 64))),
+                 (TypeError, r"cu_seqlens_q must be a torch.int32 tensor",
+                  dict(cu_q=Tensor((B + 1,), dtype="torch.int64"))),
+                 (ValueError, r"cu_seqlens_k has shape \[5\]: expected \[4\]",
+                  dict(cu_k=Tensor((5,), dtype="torch.int32"))),
+                 (ValueError, r"max_seqlen_q 0 is out of range", dict(max_q=0)),
+                 (ValueError, r"q has 8 heads, not a multiple of k's and v's 3",
+                  dict(k=packed(TOTAL_K, 3, 64), v=packed(TOTAL_K, 3, 128))))
+        for error, message, change in cases:
+            args = dict(q=q, k=k, v=v, o=o, d_o=o, cu_q=cu_q, cu_k=cu_k, lse=None, max_q=MAX_Q, max_k=MAX_K)
+            args.update(change)
+            with self.subTest(message=message), self.assertRaisesRegex(error, message):
+                self.run_backward(args["q"], args["k"], args["v"], args["o"], args["d_o"], args["cu_q"],
+                                  args["cu_k"], lse=args["lse"], max_q=args["max_q"], max_k=args["max_k"])
+            self.assertEqual([c for c in self.calls if "args" in c], [], "nothing reached the C call")
+            self.calls.clear()
+
+    def test_the_dense_lse_is_checked_too(self):
+        q = Tensor((1, 4, 64, 64))
+        with self.assertRaisesRegex(ValueError, r"lse has shape \[4, 64\]: expected \[1, 4, 64\]"):
+            attn_tune._backward_call(FakeTorch(), q, q, q, q, q, Tensor((4, 64), dtype="torch.float32"), True,
+                                     None, None)
+
+
+class TheVarlenAutogradFormula(PackedProblemChecks, unittest.TestCase):
+    """attn_tune::varlen_forward's autograd formula and the attn_tune::varlen_backward op, through
+    the fake torch.library: what the varlen forward ran with reaches the C call."""
+    OP_PARAMS = ["d_o", "q", "k", "v", "o", "lse", "cu_seqlens_q", "cu_seqlens_k", "max_seqlen_q", "max_seqlen_k",
+                 "causal", "table", "softmax_scale", "window_left", "window_right", "softcap"]
+
+    def setUp(self):
+        self.saved = (attn_tune.context, attn_tune._torch_backward_op, attn_tune._torch_varlen_backward_op,
+                      attn_tune._torch_autograd)
+        self.calls = []
+        attn_tune.context = lambda device, table: types.SimpleNamespace(
+            backward=lambda *args: self.calls.append({"table": table, "args": args}))
+        self.torch = LibraryTorch()
+        attn_tune._register_backward(self.torch)
+
+    def tearDown(self):
+        (attn_tune.context, attn_tune._torch_backward_op, attn_tune._torch_varlen_backward_op,
+         attn_tune._torch_autograd) = self.saved
+
+    def test_it_is_registered_for_the_varlen_forward(self):
+        self.assertIn("attn_tune::varlen_forward", self.torch.formulas)
+        self.assertIn("attn_tune::forward", self.torch.formulas)
+        self.assertTrue(attn_tune._torch_autograd)
+        op = self.torch.ops["attn_tune::varlen_backward"]
+        self.assertIs(attn_tune._torch_varlen_backward_op, op)
+        params = inspect.signature(op.fn).parameters
+        self.assertEqual(list(params), self.OP_PARAMS)
+        self.assertEqual([(params[n].annotation, params[n].default) for n in ("max_seqlen_q", "max_seqlen_k")],
+                         [(int, inspect.Parameter.empty)] * 2)
+        self.assertEqual([params[n].default for n in self.OP_PARAMS[-3:]], [-1, -1, 0.0])
+        self.assertEqual(list(inspect.signature(op.fake).parameters), self.OP_PARAMS, "the fake takes the op's")
+        self.assertIn("differentiable", attn_tune.flash_attn_varlen_func.__doc__)
+
+    def test_without_register_autograd_there_is_no_formula(self):
+        torch = LibraryTorch()
+        del torch.library.register_autograd
+        attn_tune._torch_autograd = False
+        attn_tune._register_backward(torch)
+        self.assertEqual(torch.formulas, {})
+        self.assertIn("attn_tune::varlen_backward", torch.ops)
+        self.assertFalse(attn_tune._torch_autograd)
+
+    def backward_of(self, causal, window, softcap, d=64, dv=64, bshd=True):
+        """(problem, grads, inputs) of the backward of varlen_forward(q, k, v, cu_q, cu_k, 300, 700,
+        causal, "t.csv", 0.5, *window, softcap), q [517, 8, d], k and v [900, 2, d / dv]."""
+        q, k, v = packed(TOTAL_Q, 8, d, bshd), packed(TOTAL_K, 2, d, bshd), packed(TOTAL_K, 2, dv, bshd)
+        o, d_o = packed(TOTAL_Q, 8, dv, bshd), packed(TOTAL_Q, 8, dv, bshd)
+        lse = Tensor((8, TOTAL_Q), dtype="torch.float32")
+        cu_q, cu_k = offsets()
+        setup_context, backward = self.torch.formulas["attn_tune::varlen_forward"]
+        ctx = AutogradContext()
+        self.calls.clear()
+        setup_context(ctx, (q, k, v, cu_q, cu_k, MAX_Q, MAX_K, causal, "t.csv", 0.5, *window, softcap), (o, lse))
+        self.assertEqual(ctx.non_differentiable, (lse,))
+        result = backward(ctx, d_o, None)
+        self.assertEqual(len(result), 13, "one per input of the varlen forward op")
+        self.assertEqual(result[3:], (None,) * 10, "no gradient for the offsets, lengths and flags")
+        (call,) = self.calls
+        self.assertEqual(call["table"], "t.csv")
+        ptrs = call["args"][:10]
+        self.assertEqual(ptrs[:6], tuple(t.pointer for t in (q, k, v, o, lse, d_o)), "the saved tensors, uncopied")
+        return call["args"][10], result[:3], (q, k, v, cu_q, cu_k)
+
+    def test_the_forwards_arguments_reach_the_c_call(self):
+        for causal, window, softcap, d, dv, bshd in ((True, (-1, -1), 0.0, 64, 64, True),
+                                                     (True, (-1, -1), 2.5, 64, 64, False),
+                                                     (True, (64, 0), 30.0, 64, 64, True),
+                                                     (False, (40, 24), 2.5, 64, 64, False),
+                                                     (True, (-1, -1), 0.0, 192, 128, True),
+                                                     (False, (40, 24), 30.0, 64, 128, False)):
+            with self.subTest(causal=causal, window=window, softcap=softcap, d=d, dv=dv, bshd=bshd):
+                problem, grads, (q, k, v, cu_q, cu_k) = self.backward_of(causal, window, softcap, d, dv, bshd)
+                self.assert_packed_problem(problem, q, k, v, cu_q, cu_k, causal, (*window, softcap), bshd)
+                self.assertEqual([g.shape for g in grads], [(TOTAL_Q, 8, d), (TOTAL_K, 2, d), (TOTAL_K, 2, dv)])
+                for grad, like in zip(grads, (q, k, v)):
+                    self.assertEqual(grad.stride(), like.stride(), "contiguous in q's layout")
+
+    def test_the_fake_gives_the_ops_shapes_and_strides(self):
+        op = self.torch.ops["attn_tune::varlen_backward"]
+        for bshd, d, dv in ((True, 64, 64), (False, 64, 64), (True, 192, 128), (False, 64, 128)):
+            with self.subTest(bshd=bshd, d=d, dv=dv):
+                q, k, v = packed(TOTAL_Q, 8, d, bshd), packed(TOTAL_K, 2, d, bshd), packed(TOTAL_K, 2, dv, bshd)
+                o = packed(TOTAL_Q, 8, dv, bshd)
+                cu_q, cu_k = offsets()
+                args = (o, q, k, v, o, Tensor((8, TOTAL_Q), dtype="torch.float32"), cu_q, cu_k, MAX_Q, MAX_K, True,
+                        "", 0.0)
+                fake = [(g.shape, g.stride()) for g in op.fake(*args)]
+                real = [(g.shape, g.stride()) for g in op(*args)]
+                self.assertEqual(fake, real)
+                self.assertEqual(fake, [(t.shape, attn_tune._contiguous_strides(t.shape, bshd)) for t in (q, k, v)])
+        # A view that is not contiguous in its layout: the gradients are contiguous ones, not its strides.
+        q = Tensor((TOTAL_Q, 8, 64), (12 * 64, 64, 1))
+        (dq, _, _) = op.fake(q, q, q, q, q, Tensor((8, TOTAL_Q)), *offsets(), MAX_Q, MAX_K, True, "", 0.0)
+        self.assertEqual(dq.stride(), (8 * 64, 64, 1))
 
 
 @unittest.skipUnless(LIBRARY, "ATTN_TUNE_TEST_LIBRARY is not set")

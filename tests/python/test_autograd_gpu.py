@@ -12,7 +12,13 @@ GQA bf16, and d 64 with dv 128, fp16 [B, N, H, D], not causal) against the mater
 in float64 under the same rule; bit-identical reruns; the choice of the C call (the fallback
 variant); torch.compile of a function calling attention, forward and backward, equal to eager; the
 ops' fake implementations (FakeTensorMode, V's own head dim too, and torch.library.opcheck where
-this PyTorch has it, a window's and softcap's too); what the backward refuses (a KV cache)."""
+this PyTorch has it, a window's and softcap's too); what the backward refuses (a KV cache);
+flash_attn_varlen_func's gradients (torch.ops.attn_tune.varlen_backward, the varlen forward's
+autograd formula) sequence by sequence against the materialized attention of that sequence alone
+in float64 under the same rule: causal GQA bf16, three sequences of their own lengths, one of a
+single query ([total, H, D] memory and [H, total, D]), and fp16 [total, H, D] with dv != d; and the
+varlen ops' opcheck."""
+import itertools
 import os
 import unittest
 
@@ -285,6 +291,74 @@ class Gradients(unittest.TestCase):
             attn_tune.attention(q, k, v[..., :60])
 
 
+def packed_batch(h, h_kv, d, q_lens, k_lens, dtype, dv=None, heads_outer=False, seed=7):
+    """A packed batch: q and dO [total_q, H, D / dv], k and v [total_k, kv_heads, D / dv], and
+    cu_seqlens_q, cu_seqlens_k (int32 on the GPU); heads_outer: [H, total, D] memory seen as
+    [total, H, D] (bhsd), else [total, H, D] (bshd)."""
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    dv = dv or d
+
+    def make(total, heads, width):
+        if heads_outer:
+            return torch.randn(heads, total, width, device="cuda", dtype=dtype, generator=g).transpose(0, 1)
+        return torch.randn(total, heads, width, device="cuda", dtype=dtype, generator=g)
+
+    total_q, total_k = sum(q_lens), sum(k_lens)
+
+    def offsets(lengths):
+        return torch.tensor([0, *itertools.accumulate(lengths)], dtype=torch.int32, device="cuda")
+
+    return (make(total_q, h, d), make(total_k, h_kv, d), make(total_k, h_kv, dv), make(total_q, h, dv),
+            offsets(q_lens), offsets(k_lens))
+
+
+@unittest.skipIf(MISSING, MISSING or "")
+class VarlenGradients(unittest.TestCase):
+    def check(self, h, h_kv, d, q_lens, k_lens, causal, dtype, dv=None, heads_outer=False):
+        """flash_attn_varlen_func's O, dQ, dK and dV, sequence by sequence, against materialized's
+        in float64 on that sequence alone (a batch of one [1, H, N, D]), under FlashAttention's rule
+        (the error at most twice that of materialized in the inputs' precision, plus 1e-3)."""
+        q, k, v, d_o, cu_q, cu_k = packed_batch(h, h_kv, d, q_lens, k_lens, dtype, dv, heads_outer)
+        what = (f"H{h}/{h_kv} d{d} dv{dv or d} lengths {q_lens} x {k_lens} causal={causal} {dtype} "
+                f"heads_outer={heads_outer}")
+        leaves = [t.detach().clone().requires_grad_() for t in (q, k, v)]
+        o, lse, _ = attn_tune.flash_attn_varlen_func(*leaves, cu_q, cu_k, max(q_lens), max(k_lens), causal=causal,
+                                                     return_attn_probs=True)
+        self.assertEqual((o.requires_grad, lse.requires_grad), (True, False), what)
+        o.backward(d_o)
+        ours = (o.detach(), *(t.grad for t in leaves))
+        for name, got, like in zip(("O", "dQ", "dK", "dV"), ours, (d_o, q, k, v)):
+            self.assertEqual((tuple(got.shape), got.dtype), (tuple(like.shape), dtype), f"{what}: {name}")
+            self.assertTrue(bool(torch.isfinite(got).all()), f"{what}: {name} finite")
+        starts_q, starts_k = cu_q.tolist(), cu_k.tolist()
+        for b, (n_q, n_k) in enumerate(zip(q_lens, k_lens)):
+            rows, keys = slice(starts_q[b], starts_q[b + 1]), slice(starts_k[b], starts_k[b + 1])
+            # Sequence b alone as a batch of one, [1, H, N, D].
+            one = [x.transpose(0, 1).unsqueeze(0) for x in (q[rows], k[keys], v[keys], d_o[rows])]
+            attend = lambda q, k, v: materialized(q, k, v, causal)  # noqa: E731
+            exact = run(attend, *(t.double() for t in one))
+            low = run(attend, *one)
+            mine = [t[part].transpose(0, 1).unsqueeze(0) for t, part in zip(ours, (rows, rows, keys, keys))]
+            for name, got, want, base in zip(("O", "dQ", "dK", "dV"), mine, exact, low):
+                error = (got.double() - want).abs().max().item()
+                allowed = 2 * (base.double() - want).abs().max().item() + 1e-3
+                self.assertLessEqual(error, allowed, f"{what}: sequence {b} ({n_q} x {n_k}): {name}")
+
+    def test_causal_gqa_bf16_with_a_one_query_sequence(self):
+        # Three sequences of their own lengths, the middle one a single query over 190 keys (causal
+        # bottom-right: it sees them all); GQA 8/2, N not a multiple of 64.
+        self.check(8, 2, 128, [257, 1, 130], [257, 190, 130], causal=True, dtype=torch.bfloat16)
+
+    def test_causal_gqa_bf16_heads_outer(self):
+        # The same in [H, total, D] memory (the problem's BHSD).
+        self.check(8, 2, 128, [257, 1, 130], [257, 190, 130], causal=True, dtype=torch.bfloat16, heads_outer=True)
+
+    def test_fp16_bshd_with_vs_own_head_dim(self):
+        # [total, H, D] memory, d 64 with dv 128 (and MLA's d 192 with dv 128), not causal and causal.
+        self.check(8, 4, 64, [200, 33, 128], [200, 33, 128], causal=False, dtype=torch.float16, dv=128)
+        self.check(4, 2, 192, [150, 1, 77], [150, 1, 77], causal=True, dtype=torch.float16, dv=128)
+
+
 @unittest.skipIf(MISSING, MISSING or "")
 class Compiled(unittest.TestCase):
     def test_torch_compile_forward_and_backward_match_eager(self):
@@ -350,6 +424,18 @@ class FakeImplementations(unittest.TestCase):
         torch.library.opcheck(torch.ops.attn_tune.backward.default,
                               (d_o, q, k, v, o, lse, True, "", 0.0, -1, -1, 2.5))
         torch.library.opcheck(torch.ops.attn_tune.forward.default, (*leaves, True, "", 0.0, None, None, -1, -1, 2.5))
+
+    @unittest.skipUnless(torch is not None and hasattr(torch.library, "opcheck"), "no torch.library.opcheck")
+    def test_varlen_opcheck(self):
+        # The packed batch's backward op and the varlen forward's autograd formula (dv != d too).
+        for dv in (64, 128):
+            q, k, v, d_o, cu_q, cu_k = packed_batch(4, 2, 64, [100, 1, 60], [100, 30, 60], torch.bfloat16, dv=dv)
+            o, lse = torch.ops.attn_tune.varlen_forward(q, k, v, cu_q, cu_k, 100, 100, True, "", 0.0)
+            torch.library.opcheck(torch.ops.attn_tune.varlen_backward.default,
+                                  (d_o, q, k, v, o, lse, cu_q, cu_k, 100, 100, True, "", 0.0))
+            leaves = tuple(t.detach().clone().requires_grad_() for t in (q, k, v))
+            torch.library.opcheck(torch.ops.attn_tune.varlen_forward.default,
+                                  (*leaves, cu_q, cu_k, 100, 100, True, "", 0.0, 64, 0, 30.0))
 
 
 if __name__ == "__main__":
