@@ -260,7 +260,9 @@ def bshd(b, h, n, d, **kw):
     return Tensor((b, n, h, d), **kw).transpose(1, 2)
 
 
-class TheBackwardCall(unittest.TestCase):
+class RecordsTheCCall:
+    """A fake attn_tune.context whose backward records its arguments in self.calls."""
+
     def setUp(self):
         self.calls, self.saved = [], attn_tune.context
 
@@ -272,6 +274,9 @@ class TheBackwardCall(unittest.TestCase):
 
     def tearDown(self):
         attn_tune.context = self.saved
+
+
+class TheBackwardCall(RecordsTheCCall, unittest.TestCase):
 
     def run_backward(self, q, k, v, o, d_o, causal=True, window=None, softcap=None):
         lse = Tensor((q.shape[0], q.shape[1], q.shape[2]), dtype="torch.float32")
@@ -580,21 +585,9 @@ class PackedProblemChecks:
                 self.assertEqual(getattr(problem, name), getattr(forward, name), f"{name}: the forward's")
 
 
-class TheVarlenBackwardCall(PackedProblemChecks, unittest.TestCase):
+class TheVarlenBackwardCall(RecordsTheCCall, PackedProblemChecks, unittest.TestCase):
     """_backward_call(..., packed=(cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k)): the
     packed problem the forward makes, tensors contiguous in q's layout, delta [H, total_q]."""
-
-    def setUp(self):
-        self.calls, self.saved = [], attn_tune.context
-
-        def context(device, table):
-            self.calls.append({"device": device, "table": table})
-            return types.SimpleNamespace(backward=lambda *args: self.calls[-1].update(args=args))
-
-        attn_tune.context = context
-
-    def tearDown(self):
-        attn_tune.context = self.saved
 
     def run_backward(self, q, k, v, o, d_o, cu_q, cu_k, causal=True, variant=(-1, -1, 0.0), lse=None,
                      max_q=MAX_Q, max_k=MAX_K):
