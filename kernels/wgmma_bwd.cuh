@@ -34,11 +34,13 @@ namespace attn_k {
 /// PART: as fa2_bwd.cuh's bwd_config (0 dK and dV, 1 dV only, 2 dK only).
 /// ATOMIC_DQ: the dK/dV kernel adds dQ = dS K too, in fp32 atomics to p.dq_accum (each warpgroup
 /// D / GROUPS of the columns, over the block's keys), and no dQ kernel runs: bwd_dq_convert writes dQ.
-/// WINDOW, SOFTCAP: as fa2_bwd.cuh's bwd_config.
+/// WINDOW, SOFTCAP, VARLEN: as fa2_bwd.cuh's bwd_config (a packed batch's atomic dQ sum is then
+/// [H, total_q, D]).
 template <bool BF16_, int D_, int BLOCK_M_, int BLOCK_N_, int WARPS_, int STAGES_, bool CAUSAL_, int PART_ = 0,
-          bool ATOMIC_DQ_ = false, bool WINDOW_ = false, bool SOFTCAP_ = false>
+          bool ATOMIC_DQ_ = false, bool WINDOW_ = false, bool SOFTCAP_ = false, bool VARLEN_ = false>
 struct wg_bwd_config {
   static constexpr bool BF16 = BF16_, CAUSAL = CAUSAL_, ATOMIC_DQ = ATOMIC_DQ_, WINDOW = WINDOW_, SOFTCAP = SOFTCAP_;
+  static constexpr bool VARLEN = VARLEN_;
   static constexpr int PART = PART_;
   static constexpr bool DO_DV = PART != 2, DO_DK = PART != 1;
   static_assert(PART >= 0 && PART <= 2, "PART: 0 both, 1 dV, 2 dK");
@@ -179,18 +181,18 @@ __device__ __forceinline__ void wg_issue_dq(float (&acc)[C::DQ_N / 2], unsigned 
   wg_commit();
 }
 
-/// Adds the completed product to p.dq_accum (fp32, [batch][head][row][D], zeroed by bwd_delta) by
-/// red.global.add.v4.f32: lanes t and t ^ 1 swap halves, so the even one adds four columns of row g
-/// and the odd one four of row g + 8.
+/// Adds the completed product to p.dq_accum (fp32, [batch][head][row][D], zeroed by bwd_delta; VARLEN,
+/// [head][q0 + row][D], q0 the sequence's first row) by red.global.add.v4.f32: lanes t and t ^ 1 swap
+/// halves, so the even one adds four columns of row g and the odd one four of row g + 8.
 template <class C>
 __device__ __forceinline__ void wg_add_dq(const bwd_params& p, int batch, int head, int m0,
-                                          const float (&acc)[C::DQ_N / 2]) {
+                                          const float (&acc)[C::DQ_N / 2], int q0 = 0) {
   constexpr int N = C::DQ_N;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, wg = warp / 4, g = lane / 4, t = lane % 4;
   const bool odd = t & 1;
   const int row = m0 + (warp % 4) * 16 + g + (odd ? 8 : 0);
-  float* out = p.dq_accum + ((long long)batch * p.heads + head) * p.q_len * C::D + wg * (C::GROUPS == 1 ? 0 : N) +
-               (long long)row * C::D + 2 * (t & ~1);
+  const long long rows0 = C::VARLEN ? (long long)head * p.total_q + q0 : ((long long)batch * p.heads + head) * p.q_len;
+  float* out = p.dq_accum + rows0 * C::D + wg * (C::GROUPS == 1 ? 0 : N) + (long long)row * C::D + 2 * (t & ~1);
 #pragma unroll
   for (int nf = 0; nf < N / 8; ++nf) {
     // acc[4 nf + 2 h + j]: row g + 8 h, column 8 nf + 2 t + j
@@ -202,11 +204,12 @@ __device__ __forceinline__ void wg_add_dq(const bwd_params& p, int batch, int he
   }
 }
 
-/// dQ = softmax_scale * dq_accum in the element type at dQ's strides: one warp a row of [B, H, Nq].
-template <bool BF16, int D>
+/// dQ = softmax_scale * dq_accum in the element type at dQ's strides: one warp a row of [B, H, Nq]
+/// (VARLEN: of [H, total_q]).
+template <bool BF16, int D, bool VARLEN = false>
 __device__ void bwd_dq_convert(const bwd_params& p) {
   warp_row w{};
-  if (!w.find(p)) return;
+  if (!w.find<VARLEN>(p)) return;
   const int lane = threadIdx.x % 32;
   elem_bits* dq = static_cast<elem_bits*>(p.dq) + w.at;
   const float* acc = p.dq_accum + w.row * D;
@@ -217,7 +220,7 @@ __device__ void bwd_dq_convert(const bwd_params& p) {
 }
 
 template <class C>
-__device__ void wg_bwd_dkdv(const bwd_params& p) {
+__device__ __forceinline__ void wg_bwd_dkdv_blocks(const bwd_params& p) {
   static_assert(C::BLOCK_N == 64 * C::GROUPS, "64 keys per warpgroup");
   constexpr int M = C::BLOCK_M, KV_TILE = C::BLOCK_N * C::D * 2, Q_TILE = M * C::D * 2;
   extern __shared__ __align__(128) unsigned char shared_raw[];
@@ -234,6 +237,7 @@ __device__ void wg_bwd_dkdv(const bwd_params& p) {
 
   const int n_block = blockIdx.x, kv_head = blockIdx.y, batch = blockIdx.z;
   const int n0 = n_block * C::BLOCK_N, offset = p.kv_len - p.q_len;
+  if (C::VARLEN && n0 >= p.kv_len) return;  // past the sequence's keys (the grid spans the longest)
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, wg = warp / 4, g = lane / 4, t = lane % 4;
   const int key0 = n0 + wg * 64 + (warp % 4) * 16 + g;  // this thread's first key (and key0 + 8)
   const long long kv_at = batch * p.kv_batch_stride + kv_head * p.kv_head_stride;
@@ -249,9 +253,10 @@ __device__ void wg_bwd_dkdv(const bwd_params& p) {
     const long long q_at = batch * p.q_batch_stride + head * p.q_head_stride;
     wg_load_rows<C>(q_stage(s), static_cast<const elem_bits*>(p.q) + q_at, p.q_row_stride, m0, p.q_len, M);
     wg_load_rows<C>(do_stage(s), static_cast<const elem_bits*>(p.d_o) + q_at, p.q_row_stride, m0, p.q_len, M);
-    load_row_terms<M, C::THREADS>(p, batch, head, m0, lse_stage(s), delta_stage(s));
+    load_row_terms<M, C::THREADS, C::VARLEN>(p, batch, head, m0, lse_stage(s), delta_stage(s));
   };
 
+  const int q0 = C::ATOMIC_DQ && C::VARLEN ? p.cu_seqlens_q[batch] : 0;  // the atomic dQ sum's first row
   float dk[C::D / 2], dv[C::D / 2];
 #pragma unroll
   for (int i = 0; i < C::D / 2; ++i) dk[i] = dv[i] = 0.f;
@@ -303,7 +308,7 @@ __device__ void wg_bwd_dkdv(const bwd_params& p) {
         wg_regs_rows<C, M>(dk, ds, q_stage(s));  // dK += dS^T Q
         wg_wait<1>();
         wg_fence_operand(dq);
-        wg_add_dq<C>(p, batch, steps.head(it), m0, dq);
+        wg_add_dq<C>(p, batch, steps.head(it), m0, dq, q0);
       } else {
         wg_regs_rows<C, M>(dk, ds, q_stage(s));  // dK += dS^T Q
       }
@@ -313,15 +318,25 @@ __device__ void wg_bwd_dkdv(const bwd_params& p) {
     }
   });
 
-  const long long out_at = batch * p.kv_batch_stride + kv_head * p.kv_head_stride;
+  const seq_rows first = C::VARLEN ? seq_rows::of(p, batch) : seq_rows{};
+  const long long out_at = batch * p.kv_batch_stride + kv_head * p.kv_head_stride + (long long)first.k0 * p.kv_row_stride;
   if constexpr (C::DO_DK)
     wg_store_rows<C>(static_cast<elem_bits*>(p.dk) + out_at, p.kv_row_stride, n0 + wg * 64, p.kv_len, dk, p.softmax_scale);
   if constexpr (C::DO_DV)
     wg_store_rows<C>(static_cast<elem_bits*>(p.dv) + out_at, p.kv_row_stride, n0 + wg * 64, p.kv_len, dv, 1.f);
 }
 
+/// The dK/dV kernel: a block per BLOCK_N keys of a (batch, K/V head); VARLEN, of its own sequence.
 template <class C>
-__device__ void wg_bwd_dq(const bwd_params& p) {
+__device__ void wg_bwd_dkdv(const bwd_params& p) {
+  if constexpr (C::VARLEN)
+    wg_bwd_dkdv_blocks<C>(sequence_params<false>(p, blockIdx.z));
+  else
+    wg_bwd_dkdv_blocks<C>(p);
+}
+
+template <class C>
+__device__ __forceinline__ void wg_bwd_dq_blocks(const bwd_params& p) {
   static_assert(C::BLOCK_M == 64 * C::GROUPS, "64 query rows per warpgroup");
   constexpr int N = C::BLOCK_N, Q_TILE = C::BLOCK_M * C::D * 2, KV_TILE = N * C::D * 2;
   extern __shared__ __align__(128) unsigned char shared_raw[];
@@ -332,6 +347,7 @@ __device__ void wg_bwd_dq(const bwd_params& p) {
 
   const int m_block = C::CAUSAL ? gridDim.x - 1 - blockIdx.x : blockIdx.x;  // the longest rows first
   const int head = blockIdx.y, batch = blockIdx.z, m0 = m_block * C::BLOCK_M, offset = p.kv_len - p.q_len;
+  if (C::VARLEN && m0 >= p.q_len) return;  // past the sequence's queries (the grid spans the longest)
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, wg = warp / 4, g = lane / 4, t = lane % 4;
   const long long q_at = batch * p.q_batch_stride + head * p.q_head_stride;
   const long long kv_at = batch * p.kv_batch_stride + (head / p.group) * p.kv_head_stride;
@@ -339,7 +355,7 @@ __device__ void wg_bwd_dq(const bwd_params& p) {
   wg_load_rows<C>(do_smem, static_cast<const elem_bits*>(p.d_o) + q_at, p.q_row_stride, m0, p.q_len, C::BLOCK_M);
   cp_async_commit();
 
-  const long long row0 = ((long long)batch * p.heads + head) * p.q_len;
+  const long long row0 = lse_row0<C::VARLEN>(p, batch, head);
   const int i0 = m0 + wg * 64 + (warp % 4) * 16 + g;  // this thread's rows: i0 and i0 + 8
   float lse2[2], delta[2];
 #pragma unroll
@@ -382,7 +398,18 @@ __device__ void wg_bwd_dq(const bwd_params& p) {
     wg_fence_operand(dq);
     wg_hold(ds);
   });
-  wg_store_rows<C>(static_cast<elem_bits*>(p.dq) + q_at, p.q_row_stride, m0 + wg * 64, p.q_len, dq, p.softmax_scale);
+  const seq_rows first = C::VARLEN ? seq_rows::of(p, batch) : seq_rows{};
+  wg_store_rows<C>(static_cast<elem_bits*>(p.dq) + q_at + (long long)first.q0 * p.q_row_stride, p.q_row_stride,
+                   m0 + wg * 64, p.q_len, dq, p.softmax_scale);
+}
+
+/// The dQ kernel: a block per BLOCK_M query rows of a (batch, head); VARLEN, of its own sequence.
+template <class C>
+__device__ void wg_bwd_dq(const bwd_params& p) {
+  if constexpr (C::VARLEN)
+    wg_bwd_dq_blocks<C>(sequence_params<false>(p, blockIdx.z));
+  else
+    wg_bwd_dq_blocks<C>(p);
 }
 
 }  // namespace attn_k

@@ -85,7 +85,6 @@ std::optional<std::string> wgmma_reject(const backward_config& c, const problem&
   if (has_value_dim(s))
     return fmt::format("dv {} != head dim {}: the wgmma backward takes V's head dim equal to Q's (fa2's takes both)",
                        value_dim(s), s.head_dim);
-  if (is_varlen(s)) return std::string("a packed batch (seqlens): the wgmma backward does not take one yet (fa2's does)");
   if (c.kv_warps % 4 != 0 || c.kv_block_n != 16 * c.kv_warps)
     return fmt::format("dK/dV kernel: {} keys over {} warps: the wgmma backward gives each warpgroup 64 keys",
                        c.kv_block_n, c.kv_warps);
@@ -170,27 +169,30 @@ std::optional<std::string> backward_reject(const backward_config& c, const probl
 
 std::string backward_instantiation(const backward_config& c, const problem& s) {
   const bool bf16 = s.dtype == dtype::bf16;
+  const bool packed = is_varlen(s);
   if (c.atomic_dq)  // delta zeroes the fp32 dQ sum, dK/dV adds to it, the last kernel converts it
     return fmt::format(
         "#include \"wgmma_bwd.cuh\"\n"
         "extern \"C\" __global__ void __launch_bounds__({dt}) {delta}(const attn_k::bwd_params p) {{\n"
-        "  attn_k::bwd_delta<{bf16}, {d}, true>(p);\n}}\n"
+        "  attn_k::bwd_delta<{bf16}, {d}, true{packed_delta}>(p);\n}}\n"
         "extern \"C\" __global__ void __launch_bounds__({kt}, 1) {dkdv}(const attn_k::bwd_params p) {{\n"
-        "  attn_k::wg_bwd_dkdv<attn_k::wg_bwd_config<{bf16}, {d}, {km}, {kn}, {kw}, {ks}, {causal}, 0, true, {window}, {softcap}>>(p);\n}}\n"
+        "  attn_k::wg_bwd_dkdv<attn_k::wg_bwd_config<{bf16}, {d}, {km}, {kn}, {kw}, {ks}, {causal}, 0, true, {window}, {softcap}{packed}>>(p);\n}}\n"
         "extern \"C\" __global__ void __launch_bounds__({dt}) {dq}(const attn_k::bwd_params p) {{\n"
-        "  attn_k::bwd_dq_convert<{bf16}, {d}>(p);\n}}\n",
+        "  attn_k::bwd_dq_convert<{bf16}, {d}{packed}>(p);\n}}\n",
+        fmt::arg("packed_delta", packed ? ", 0, true" : ""), fmt::arg("packed", packed ? ", true" : ""),
         fmt::arg("dt", backward_delta_threads), fmt::arg("delta", backward_delta_symbol),
         fmt::arg("dkdv", backward_dkdv_symbol), fmt::arg("dq", backward_dq_symbol), fmt::arg("bf16", bf16),
         fmt::arg("d", s.head_dim), fmt::arg("causal", s.causal), fmt::arg("kt", c.kv_warps * 32),
         fmt::arg("km", c.kv_block_m), fmt::arg("kn", c.kv_block_n), fmt::arg("kw", c.kv_warps),
         fmt::arg("ks", c.kv_stages), fmt::arg("window", has_window(s)), fmt::arg("softcap", has_softcap(s)));
   // The config's last arguments: PART, then (wgmma) ATOMIC_DQ, then WINDOW and SOFTCAP, then (fa2)
-  // DV where V's head dim is its own or the batch packed, then VARLEN where it is packed.
-  const std::string dv = is_varlen(s)        ? fmt::format(", {}, true", has_value_dim(s) ? value_dim(s) : 0)
+  // DV where V's head dim is its own or the batch packed, then VARLEN where it is packed. The delta
+  // kernel's: ZERO_DQ, DV, VARLEN.
+  const std::string dv = packed             ? fmt::format(", {}, true", has_value_dim(s) ? value_dim(s) : 0)
                          : has_value_dim(s) ? fmt::format(", {}", value_dim(s))
                                             : "";
-  const std::string tail =
-      fmt::format("{}{}, {}{}", c.wgmma ? "false, " : "", has_window(s), has_softcap(s), c.wgmma ? "" : dv);
+  const std::string tail = fmt::format("{}{}, {}{}", c.wgmma ? "false, " : "", has_window(s), has_softcap(s),
+                                       c.wgmma ? (packed ? ", true" : "") : dv);
   return fmt::format(
       "#include \"{header}\"\n"
       "extern \"C\" __global__ void __launch_bounds__({dt}) {delta}(const attn_k::bwd_params p) {{\n"

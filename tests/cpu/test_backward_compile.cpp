@@ -33,7 +33,7 @@ struct backward_compile_case {
   bool causal;
   double softcap = 0;  ///< the SOFTCAP instantiations: one more packed operand a step
   int head_dim_v = 0;  ///< V's own head dim (fa2's DV; wgmma refuses it)
-  bool packed = false;  ///< a packed variable-length batch (fa2's VARLEN; wgmma refuses it)
+  bool packed = false;  ///< a packed variable-length batch (both families' VARLEN)
 };
 
 class backward_compiles : public ::testing::TestWithParam<backward_compile_case> {};
@@ -71,7 +71,7 @@ INSTANTIATE_TEST_SUITE_P(
                       backward_compile_case{"sm_90a", 256, true, 30}, backward_compile_case{"sm_80", 128, true, 30},
                       backward_compile_case{"sm_90a", 192, true, 0, 128}, backward_compile_case{"sm_80", 192, false, 0, 128},
                       backward_compile_case{"sm_90a", 64, true, 0, 128}, backward_compile_case{"sm_80", 128, true, 0, 64},
-                      backward_compile_case{"sm_90a", 128, true, 0, 0, true},
+                      backward_compile_case{"sm_90a", 128, true, 0, 0, true}, backward_compile_case{"sm_90a", 64, false, 30, 0, true},
                       backward_compile_case{"sm_80", 64, false, 30, 128, true},
                       backward_compile_case{"sm_80", 64, false, 30, 128, false}, backward_compile_case{"sm_80", 64, false, 0, 128, true},
                       backward_compile_case{"sm_90a", 192, true, 30, 128, true},  // split dK/dV, all three
@@ -109,9 +109,10 @@ TEST(backward_config, refuses_what_it_does_not_take_naming_it) {
   s.head_dim_v = 128;  // V's own head dim (MLA's prefill): fa2's, not wgmma's
   EXPECT_FALSE(backward_reject(parse_backward_config("kv_m32_n64_w4_s2_x2-q_m64_n32_w4_s1"), s, limits));
   EXPECT_NE(backward_reject(wg_window, s, limits).value_or("").find("dv 128"), std::string::npos);
-  s = backward_problem(128, true, 0, 0, true);  // a packed batch: fa2's, not wgmma's
+  s = backward_problem(128, true, 0, 0, true);  // a packed batch: both families'
   EXPECT_FALSE(backward_reject(c, s, limits));
-  EXPECT_NE(backward_reject(wg_window, s, limits).value_or("").find("packed"), std::string::npos);
+  EXPECT_FALSE(backward_reject(wg_window, s, limits));
+  EXPECT_FALSE(backward_reject(parse_backward_config("wg_kv_m64_n128_w8_s2-dq_atomic"), s, limits));
   s = backward_problem(128, false);
   s.page_size = 16;  // a paged K/V cache: not yet
   EXPECT_NE(backward_reject(c, s, limits).value_or("").find("page_size 16"), std::string::npos);

@@ -160,7 +160,7 @@ problem capped(problem s, double c) {
   s.softcap = c;
   return s;
 }
-// A packed variable-length batch (fa2's backward takes it): each sequence's query and key lengths.
+// A packed variable-length batch (both families' backward take it): each sequence's query and key lengths.
 problem packed(problem s, const char* seqlens, const char* kv_seqlens) {
   s.seqlens = seqlens, s.kv_seqlens = kv_seqlens;
   return s;
@@ -190,7 +190,8 @@ std::vector<backward_case> cases() {
           {"d128_dv64_window_softcap", capped(windowed(with_dv(shape(1, 2, 2, 100, 100, 128, true), 64), 30, -1), 20)},
           // A sequence of no query and one of no key among them (their gradients are zero).
           {"packed_causal_gqa", packed(shape(4, 4, 2, 150, 190, 64, true), "150/37/0/90", "190/64/20/0")},
-          {"packed_bshd_fp16_d128_dv64", with_dv(packed(shape(3, 2, 1, 130, 130, 128, false, dtype::fp16, layout::bshd), "1/130/77", ""), 64)}};
+          {"packed_bshd_fp16_d128_dv64", with_dv(packed(shape(3, 2, 1, 130, 130, 128, false, dtype::fp16, layout::bshd), "1/130/77", ""), 64)},
+          {"packed_causal_d128_bshd", packed(shape(2, 4, 4, 190, 190, 128, true, dtype::bf16, layout::bshd), "190/64", "")}};
 }
 
 // One problem's inputs, float64 gradients and tolerance, and the device buffers of a run.

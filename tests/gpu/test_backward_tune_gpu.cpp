@@ -143,11 +143,11 @@ TEST_F(backward_tune_gpu, tuning_a_softcap_backward_verifies_every_variant) {
   expect_every_variant_ok(s, m_gpu, m_cache, 12);
 }
 
-// A packed variable-length batch: fa2's variants (wgmma's do not take one yet).
-TEST_F(backward_tune_gpu, tuning_a_packed_batchs_backward_verifies_every_fa2_variant) {
+// A packed variable-length batch: both families' variants (wgmma's atomic dQ sum [H, total_q, D]).
+TEST_F(backward_tune_gpu, tuning_a_packed_batchs_backward_verifies_every_variant) {
   problem s = shape(3, 4, 2, 200, 230, 128, true, dtype::bf16, layout::bshd);
   s.seqlens = "200/13/150", s.kv_seqlens = "230/40/150";
-  expect_every_variant_ok(s, m_gpu, m_cache, 14, false);
+  expect_every_variant_ok(s, m_gpu, m_cache, 14);
 }
 
 // V's own head dim (MLA's prefill, d 192 and dv 128): fa2's variants (wgmma's take dv = d only).
