@@ -273,6 +273,14 @@ __device__ __forceinline__ bwd_params sequence_params(const bwd_params& p, int b
   s.lse = p.lse + q0, s.delta = p.delta + q0;
   return s;
 }
+/// Runs a kernel's blocks (blocks(params)) on the whole problem, or (VARLEN) on this block's sequence.
+template <bool VARLEN, bool OWN_DV, class Blocks>
+__device__ __forceinline__ void per_sequence(const bwd_params& p, Blocks&& blocks) {
+  if constexpr (VARLEN)
+    blocks(sequence_params<OWN_DV>(p, blockIdx.z));
+  else
+    blocks(p);
+}
 /// VARLEN: the first rows of a block's sequence in the packed outputs, read again when they are
 /// stored; 0 otherwise.
 struct seq_rows {
@@ -470,10 +478,7 @@ __device__ __forceinline__ void bwd_dkdv_blocks(const bwd_params& p) {
 /// The dK/dV kernel: a block per BLOCK_N keys of a (batch, K/V head); VARLEN, of its own sequence.
 template <class C>
 __device__ void bwd_dkdv(const bwd_params& p) {
-  if constexpr (C::VARLEN)
-    bwd_dkdv_blocks<C>(sequence_params<C::OWN_DV>(p, blockIdx.z));
-  else
-    bwd_dkdv_blocks<C>(p);
+  per_sequence<C::VARLEN, C::OWN_DV>(p, [](const bwd_params& s) { bwd_dkdv_blocks<C>(s); });
 }
 
 template <class C>
@@ -563,10 +568,7 @@ __device__ __forceinline__ void bwd_dq_blocks(const bwd_params& p) {
 /// The dQ kernel: a block per BLOCK_M query rows of a (batch, head); VARLEN, of its own sequence.
 template <class C>
 __device__ void bwd_dq(const bwd_params& p) {
-  if constexpr (C::VARLEN)
-    bwd_dq_blocks<C>(sequence_params<C::OWN_DV>(p, blockIdx.z));
-  else
-    bwd_dq_blocks<C>(p);
+  per_sequence<C::VARLEN, C::OWN_DV>(p, [](const bwd_params& s) { bwd_dq_blocks<C>(s); });
 }
 
 }  // namespace attn_k

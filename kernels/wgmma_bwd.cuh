@@ -329,10 +329,7 @@ __device__ __forceinline__ void wg_bwd_dkdv_blocks(const bwd_params& p) {
 /// The dK/dV kernel: a block per BLOCK_N keys of a (batch, K/V head); VARLEN, of its own sequence.
 template <class C>
 __device__ void wg_bwd_dkdv(const bwd_params& p) {
-  if constexpr (C::VARLEN)
-    wg_bwd_dkdv_blocks<C>(sequence_params<false>(p, blockIdx.z));
-  else
-    wg_bwd_dkdv_blocks<C>(p);
+  per_sequence<C::VARLEN, false>(p, [](const bwd_params& s) { wg_bwd_dkdv_blocks<C>(s); });
 }
 
 template <class C>
@@ -406,10 +403,7 @@ __device__ __forceinline__ void wg_bwd_dq_blocks(const bwd_params& p) {
 /// The dQ kernel: a block per BLOCK_M query rows of a (batch, head); VARLEN, of its own sequence.
 template <class C>
 __device__ void wg_bwd_dq(const bwd_params& p) {
-  if constexpr (C::VARLEN)
-    wg_bwd_dq_blocks<C>(sequence_params<false>(p, blockIdx.z));
-  else
-    wg_bwd_dq_blocks<C>(p);
+  per_sequence<C::VARLEN, false>(p, [](const bwd_params& s) { wg_bwd_dq_blocks<C>(s); });
 }
 
 }  // namespace attn_k

@@ -167,6 +167,18 @@ std::optional<std::string> backward_reject(const backward_config& c, const probl
   return std::nullopt;
 }
 
+namespace {
+
+// The delta kernel's template arguments after D (ZERO_DQ, then DV and VARLEN), as far as they differ
+// from bwd_delta's defaults.
+std::string delta_tail(bool zero_dq, const problem& s) {
+  if (has_value_dim(s) || is_varlen(s))
+    return fmt::format(", {}, {}{}", zero_dq, has_value_dim(s) ? value_dim(s) : 0, is_varlen(s) ? ", true" : "");
+  return zero_dq ? ", true" : "";
+}
+
+}  // namespace
+
 std::string backward_instantiation(const backward_config& c, const problem& s) {
   const bool bf16 = s.dtype == dtype::bf16;
   const bool packed = is_varlen(s);
@@ -174,20 +186,19 @@ std::string backward_instantiation(const backward_config& c, const problem& s) {
     return fmt::format(
         "#include \"wgmma_bwd.cuh\"\n"
         "extern \"C\" __global__ void __launch_bounds__({dt}) {delta}(const attn_k::bwd_params p) {{\n"
-        "  attn_k::bwd_delta<{bf16}, {d}, true{packed_delta}>(p);\n}}\n"
+        "  attn_k::bwd_delta<{bf16}, {d}{delta_tail}>(p);\n}}\n"
         "extern \"C\" __global__ void __launch_bounds__({kt}, 1) {dkdv}(const attn_k::bwd_params p) {{\n"
         "  attn_k::wg_bwd_dkdv<attn_k::wg_bwd_config<{bf16}, {d}, {km}, {kn}, {kw}, {ks}, {causal}, 0, true, {window}, {softcap}{packed}>>(p);\n}}\n"
         "extern \"C\" __global__ void __launch_bounds__({dt}) {dq}(const attn_k::bwd_params p) {{\n"
         "  attn_k::bwd_dq_convert<{bf16}, {d}{packed}>(p);\n}}\n",
-        fmt::arg("packed_delta", packed ? ", 0, true" : ""), fmt::arg("packed", packed ? ", true" : ""),
+        fmt::arg("delta_tail", delta_tail(true, s)), fmt::arg("packed", packed ? ", true" : ""),
         fmt::arg("dt", backward_delta_threads), fmt::arg("delta", backward_delta_symbol),
         fmt::arg("dkdv", backward_dkdv_symbol), fmt::arg("dq", backward_dq_symbol), fmt::arg("bf16", bf16),
         fmt::arg("d", s.head_dim), fmt::arg("causal", s.causal), fmt::arg("kt", c.kv_warps * 32),
         fmt::arg("km", c.kv_block_m), fmt::arg("kn", c.kv_block_n), fmt::arg("kw", c.kv_warps),
         fmt::arg("ks", c.kv_stages), fmt::arg("window", has_window(s)), fmt::arg("softcap", has_softcap(s)));
   // The config's last arguments: PART, then (wgmma) ATOMIC_DQ, then WINDOW and SOFTCAP, then (fa2)
-  // DV where V's head dim is its own or the batch packed, then VARLEN where it is packed. The delta
-  // kernel's: ZERO_DQ, DV, VARLEN.
+  // DV where V's head dim is its own or the batch packed, then VARLEN where it is packed.
   const std::string dv = packed             ? fmt::format(", {}, true", has_value_dim(s) ? value_dim(s) : 0)
                          : has_value_dim(s) ? fmt::format(", {}", value_dim(s))
                                             : "";
@@ -196,14 +207,14 @@ std::string backward_instantiation(const backward_config& c, const problem& s) {
   return fmt::format(
       "#include \"{header}\"\n"
       "extern \"C\" __global__ void __launch_bounds__({dt}) {delta}(const attn_k::bwd_params p) {{\n"
-      "  attn_k::bwd_delta<{bf16}, {d}{delta_dv}>(p);\n}}\n"
+      "  attn_k::bwd_delta<{bf16}, {d}{delta_tail}>(p);\n}}\n"
       "extern \"C\" __global__ void __launch_bounds__({kt}, 1) {dkdv}(const attn_k::bwd_params p) {{\n"
       "  attn_k::{dkdv_fn}<attn_k::{config}<{bf16}, {d}, {km}, {kn}, {kw}, {ks}, {causal}, {part}, {tail}>>(p);\n}}\n"
       "extern \"C\" __global__ void __launch_bounds__({qt}, 1) {dq}(const attn_k::bwd_params p) {{\n"
       "  attn_k::{dq_fn}<attn_k::{config}<{bf16}, {d}, {qm}, {qn}, {qw}, {qs}, {causal}, 0, {tail}>>(p);\n}}\n"
       "{dk_entry}",
       fmt::arg("part", c.split_dkdv ? 1 : 0), fmt::arg("tail", tail),
-      fmt::arg("delta_dv", has_value_dim(s) || is_varlen(s) ? fmt::format(", false{}", dv) : ""),
+      fmt::arg("delta_tail", delta_tail(false, s)),
       fmt::arg("dk_entry",
                c.split_dkdv ? fmt::format("extern \"C\" __global__ void __launch_bounds__({}, 1) {}(const attn_k::bwd_params p) {{\n"
                                           "  attn_k::{}<attn_k::{}<{}, {}, {}, {}, {}, {}, {}, 2, {}>>(p);\n}}\n",

@@ -438,9 +438,9 @@ class AutogradContext:
         self.saved_tensors = tensors
 
 
-class TheAutogradFormula(unittest.TestCase):
-    """attn_tune::forward's autograd formula (setup_context, backward) and the attn_tune::backward op,
-    registered through a fake torch.library: what the forward ran with reaches the C call."""
+class RegistersTheFormulas:
+    """_register_backward through a fake torch.library (self.torch), its C calls recorded in
+    self.calls; the module's ops and flags restored after."""
 
     def setUp(self):
         self.saved = (attn_tune.context, attn_tune._torch_backward_op, attn_tune._torch_varlen_backward_op,
@@ -450,11 +450,19 @@ class TheAutogradFormula(unittest.TestCase):
             backward=lambda *args: self.calls.append({"table": table, "args": args}))
         self.torch = LibraryTorch()
         attn_tune._register_backward(self.torch)
-        self.setup_context, self.backward = self.torch.formulas["attn_tune::forward"]
 
     def tearDown(self):
         (attn_tune.context, attn_tune._torch_backward_op, attn_tune._torch_varlen_backward_op,
          attn_tune._torch_autograd) = self.saved
+
+
+class TheAutogradFormula(RegistersTheFormulas, unittest.TestCase):
+    """attn_tune::forward's autograd formula (setup_context, backward) and the attn_tune::backward op,
+    registered through a fake torch.library: what the forward ran with reaches the C call."""
+
+    def setUp(self):
+        super().setUp()
+        self.setup_context, self.backward = self.torch.formulas["attn_tune::forward"]
 
     def backward_of(self, causal, window, softcap, dv=64, cache_seqlens=None, block_table=None, grads=None):
         """The C call's problem of the backward of forward(q, k, v, causal, "t.csv", 0.5, ...), q and k
@@ -681,24 +689,12 @@ class TheVarlenBackwardCall(RecordsTheCCall, PackedProblemChecks, unittest.TestC
                                      None, None)
 
 
-class TheVarlenAutogradFormula(PackedProblemChecks, unittest.TestCase):
+class TheVarlenAutogradFormula(RegistersTheFormulas, PackedProblemChecks, unittest.TestCase):
     """attn_tune::varlen_forward's autograd formula and the attn_tune::varlen_backward op, through
     the fake torch.library: what the varlen forward ran with reaches the C call."""
     OP_PARAMS = ["d_o", "q", "k", "v", "o", "lse", "cu_seqlens_q", "cu_seqlens_k", "max_seqlen_q", "max_seqlen_k",
                  "causal", "table", "softmax_scale", "window_left", "window_right", "softcap"]
 
-    def setUp(self):
-        self.saved = (attn_tune.context, attn_tune._torch_backward_op, attn_tune._torch_varlen_backward_op,
-                      attn_tune._torch_autograd)
-        self.calls = []
-        attn_tune.context = lambda device, table: types.SimpleNamespace(
-            backward=lambda *args: self.calls.append({"table": table, "args": args}))
-        self.torch = LibraryTorch()
-        attn_tune._register_backward(self.torch)
-
-    def tearDown(self):
-        (attn_tune.context, attn_tune._torch_backward_op, attn_tune._torch_varlen_backward_op,
-         attn_tune._torch_autograd) = self.saved
 
     def test_it_is_registered_for_the_varlen_forward(self):
         self.assertIn("attn_tune::varlen_forward", self.torch.formulas)
