@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "codegen/backward.hpp"
+#include "codegen/kernel_args.hpp"
 #include "codegen/cache.hpp"
 #include "codegen/compile_pool.hpp"
 #include "codegen/nvrtc.hpp"
@@ -175,6 +176,33 @@ TEST(run_backward, an_atomic_variant_without_its_dq_workspace_is_refused_before_
   p.dq_accum = nullptr;
   run_backward(rt, n, p, nullptr);
   EXPECT_EQ(rt.kernel_launches, static_cast<int>(n.launches.size()));
+}
+
+// make_bwd_params of a packed batch wants its offsets and totals, and names what is missing; a
+// packed batch above head dim 128 refuses one-stage dQ kernels, saying why.
+TEST(make_bwd_params, a_packed_batch_without_its_offsets_or_totals_is_refused_naming_them) {
+  const problem s = backward_problem(64, true, 0, 0, true);
+  std::vector<float> memory(64);  // aligned addresses only: nothing is read
+  void* at = memory.data();
+  backward_tensors t;
+  t.q = t.k = t.v = t.o = t.d_o = t.dq = t.dk = t.dv = at;
+  t.lse = t.delta = memory.data();
+  EXPECT_NE(testing::invalid_input_message([&] { make_bwd_params(s, t); }).find("cu_seqlens_q"), std::string::npos);
+  const int offsets[4] = {0, 1000, 1300, 0};
+  t.cu_seqlens_q = offsets, t.cu_seqlens_k = offsets;
+  EXPECT_NE(testing::invalid_input_message([&] { make_bwd_params(s, t); }).find("total_q 0"), std::string::npos);
+  t.total_q = 1300, t.total_kv = 2000;
+  const attn_k::bwd_params p = make_bwd_params(s, t);
+  EXPECT_EQ(p.cu_seqlens_q, offsets);
+  EXPECT_EQ(p.total_q, 1300);
+  EXPECT_EQ(p.total_k, 2000);
+
+  const std::string why = backward_reject(parse_backward_config("kv_m32_n64_w4_s2_x2-q_m64_n32_w4_s1"),
+                                          backward_problem(192, true, 0, 128, true), limits_for_arch("sm_90a"))
+                              .value_or("");
+  EXPECT_NE(why.find("one-stage dQ"), std::string::npos) << why;
+  EXPECT_FALSE(backward_reject(parse_backward_config("kv_m32_n64_w4_s2_x2-q_m64_n32_w4_s2"),
+                               backward_problem(192, true, 0, 128, true), limits_for_arch("sm_90a")));
 }
 
 TEST(backward_planted_defects, each_anchor_is_there_once_and_the_planted_kernels_compile) {
