@@ -54,6 +54,20 @@ std::vector<record> run_configs_in_child(const family_run& opt, const tune_optio
 
 bool not_run_message(const record& r) { return r.message.rfind("not run:", 0) == 0; }
 
+// Whether the families' results hold variants that ran or compiled and none that passed: every
+// one wrong, or failing to compile or launch (none cut short by a budget or a hung kernel).
+bool none_passed(const std::vector<tune_result>& parts) {
+  bool failed = false;
+  for (const tune_result& r : parts) {
+    if (r.best || r.budget_spent || r.hung || !r.not_run.empty()) return false;
+    for (const record& x : r.records) {
+      if (x.status == status::ok || x.status == status::compiled) return false;
+      failed |= x.status == status::wrong || x.status == status::compile_error || x.status == status::launch_error;
+    }
+  }
+  return failed;
+}
+
 // The run's families that can run on a device of this capability; when none can, all of them
 // (their pruning then says why). With the default families and `superseding`, only those of them
 // that supersede the others on this device, when there are any; for a decode-sized problem
@@ -91,7 +105,9 @@ bool decode_like(const problem& s) { return decode_sized(s) || s.page_size > 0 |
 // of its configs fits) is left out; only when every family refuses is the run refused, saying
 // why for each.
 // With the default families on a device where one supersedes the others, only that one is run;
-// the others only when it refuses the shape.
+// the others only when it refuses the shape, or when none of its variants passed (every one was
+// wrong or failed to compile or launch: a defect of that family on this problem), so a problem
+// the others take is never left without a correct kernel.
 template <class Run>
 tune_result over_families(const family_run& opt, int cc_major, int cc_minor, tune_options t, Run run, bool decode,
                           bool backward, bool superseding = true) {
@@ -109,8 +125,29 @@ tune_result over_families(const family_run& opt, int cc_major, int cc_minor, tun
       named += fmt::format("{}{}: {}", named.empty() ? "" : "\n", t.family, e.what());
     }
   }
-  if (parts.empty() && families != runnable(opt, cc_major, cc_minor, false, false, backward))
-    return over_families(opt, cc_major, cc_minor, t, run, decode, backward, false);
+  const std::vector<size_t> all = runnable(opt, cc_major, cc_minor, false, false, backward);
+  if (parts.empty() && families != all) return over_families(opt, cc_major, cc_minor, t, run, decode, backward, false);
+  if (families != all && none_passed(parts)) {
+    std::vector<std::string> ran, rest;
+    for (size_t i : families) ran.push_back(opt.families[i]);
+    for (size_t i : all)
+      if (std::find(families.begin(), families.end(), i) == families.end()) rest.push_back(opt.families[i]);
+    if (t.progress)
+      t.progress(fmt::format("no variant of {} passed on {}: searching {} too", fmt::join(ran, ","),
+                             parts.front().records.empty() ? std::string("this problem")
+                                                           : describe(parts.front().records.front().shape),
+                             fmt::join(rest, ",")));
+    for (size_t i : all) {
+      if (std::find(families.begin(), families.end(), i) != families.end()) continue;
+      t.family = opt.families[i];
+      t.space = opt.spaces[i];
+      try {
+        parts.push_back(run(t));
+      } catch (const invalid_input&) {
+        // this family refuses the problem: the result is the superseding family's
+      }
+    }
+  }
   if (parts.empty()) {  // a reason that is not the family's (the shape, the device) is said once
     const bool same = std::all_of(refusals.begin(), refusals.end(), [&](const auto& r) { return r == refusals[0]; });
     throw invalid_input(same ? refusals.front() : named);
