@@ -22,6 +22,7 @@ template <bool BF16_, int D_, int BLOCK_M_, int BLOCK_N_, int WARPS_, int STAGES
 struct wgmma_config {
   static constexpr bool BF16 = BF16_;
   static constexpr int D = D_, BLOCK_M = BLOCK_M_, BLOCK_N = BLOCK_N_;
+  static constexpr int DV = D;  ///< V's head dim (hopper/mma.cuh's P V): always D here
   static constexpr int WARPS = WARPS_, STAGES = STAGES_;
   static constexpr bool CAUSAL = CAUSAL_;
   static constexpr int THREADS = WARPS * 32;

@@ -99,14 +99,28 @@ struct wgmma_layout {
 /// hopper: q_tiles Q tiles, O's own tile when o_smem (else O is staged in its Q tile), `stages` K
 /// and V tiles (K at 2 s, V at 2 s + 1), unpadded and swizzled; then the mbarriers (Q full/empty
 /// per Q tile, K and V full/empty per stage); and 1024 bytes of room to align the tiles.
+/// dv (V's and O's head dim when it is not d; 0: d): V's and O's tiles are dv wide, every tile's
+/// slot rounded up to 1024 bytes (a 128-byte swizzle's period, whatever the other tiles' widths)
+/// and a Q slot that stages O holds the larger of the two. With dv 0 the layout is the one before.
 struct hopper_layout {
   int block_m, block_n, stages, d, elem_bytes, q_tiles;
   bool o_smem;
+  int dv = 0;
+  ATTN_HOST_DEVICE constexpr bool own_dv() const { return dv != 0 && dv != d; }
+  ATTN_HOST_DEVICE constexpr int slot(int bytes) const { return own_dv() ? (bytes + 1023) / 1024 * 1024 : bytes; }
   ATTN_HOST_DEVICE constexpr int q_bytes() const { return block_m * d * elem_bytes; }
-  ATTN_HOST_DEVICE constexpr int kv_bytes() const { return block_n * d * elem_bytes; }
-  ATTN_HOST_DEVICE constexpr int o_offset() const { return q_bytes() * q_tiles; }  ///< when o_smem
-  ATTN_HOST_DEVICE constexpr int kv_offset() const { return q_bytes() * (q_tiles + (o_smem ? 1 : 0)); }
-  ATTN_HOST_DEVICE constexpr int tile_bytes() const { return kv_offset() + 2 * stages * kv_bytes(); }
+  ATTN_HOST_DEVICE constexpr int kv_bytes() const { return block_n * d * elem_bytes; }  ///< K's (and V's, dv = d)
+  ATTN_HOST_DEVICE constexpr int v_bytes() const { return block_n * (own_dv() ? dv : d) * elem_bytes; }
+  ATTN_HOST_DEVICE constexpr int o_bytes() const { return block_m * (own_dv() ? dv : d) * elem_bytes; }
+  /// A Q tile's slot: Q's bytes, or O's when O is staged there and is the larger.
+  ATTN_HOST_DEVICE constexpr int q_slot() const {
+    return slot(!o_smem && o_bytes() > q_bytes() ? o_bytes() : q_bytes());
+  }
+  ATTN_HOST_DEVICE constexpr int k_slot() const { return slot(kv_bytes()); }
+  ATTN_HOST_DEVICE constexpr int stage_bytes() const { return k_slot() + slot(v_bytes()); }
+  ATTN_HOST_DEVICE constexpr int o_offset() const { return q_slot() * q_tiles; }  ///< when o_smem
+  ATTN_HOST_DEVICE constexpr int kv_offset() const { return q_slot() * q_tiles + (o_smem ? slot(o_bytes()) : 0); }
+  ATTN_HOST_DEVICE constexpr int tile_bytes() const { return kv_offset() + stages * stage_bytes(); }
   ATTN_HOST_DEVICE constexpr int barriers() const { return 2 * q_tiles + 4 * stages; }
   ATTN_HOST_DEVICE constexpr int shared_bytes() const { return tile_bytes() + barriers() * 8 + 1024; }
 };

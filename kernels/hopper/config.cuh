@@ -16,10 +16,12 @@ namespace attn_k {
 /// softcap_out tanh(s softcap_in) before the mask and the softmax. VARLEN: a packed
 /// variable-length batch (flash_attn_varlen_func): a tile's batch index is its sequence, whose
 /// rows and lengths come from p.cu_seqlens_q/k (hopper/scheduler.cuh's tile_sequence); tiles past
-/// a sequence's rows are skipped, and one whose rows cross its end stores O by row. A dense
+/// a sequence's rows are skipped, and one whose rows cross its end stores O by row. DV: V's and O's
+/// head dim when it is not D (d 192, dv 128): V's tiles, P V, O's registers, tile and store are
+/// DV wide (V's and O's tensor maps are the host's, over p.v_* and p.o_*); 0 is D. A dense
 /// instantiation names none of them, so its source and binary are those measured before they existed.
 template <bool BF16_, int D_, int BLOCK_M_, int BLOCK_N_, int WARPS_, int STAGES_, bool CAUSAL_, int SCHEDULE_,
-          bool O_SMEM_, bool WINDOW_ = false, bool SOFTCAP_ = false, bool VARLEN_ = false>
+          bool O_SMEM_, bool WINDOW_ = false, bool SOFTCAP_ = false, bool VARLEN_ = false, int DV_ = 0>
 struct hopper_config {
   static constexpr bool BF16 = BF16_, CAUSAL = CAUSAL_, O_SMEM = O_SMEM_;
   static constexpr bool WINDOW = WINDOW_, SOFTCAP = SOFTCAP_;
@@ -42,10 +44,14 @@ struct hopper_config {
 
   /// TMA boxes are one swizzle span wide: D is copied as PIECES boxes of SPAN elements.
   static constexpr int SPAN = swizzle<D>::W / 2, PIECES = D / SPAN;
+  /// V's and O's head dim (D unless DV_ names another).
+  static constexpr int DV = DV_ ? DV_ : D;
+  static_assert(DV % 16 == 0 && DV >= 32 && DV <= 256, "V's head dim: a multiple of 16 in [32, 256]");
   /// Tiles, then mbarriers, + room to align the tiles (common/resources.cuh, the host's too).
-  static constexpr hopper_layout LAYOUT{BLOCK_M, BLOCK_N, STAGES, D, 2, Q_BUFS, O_SMEM};
-  static constexpr int Q_BYTES = LAYOUT.q_bytes(), KV_BYTES = LAYOUT.kv_bytes();
+  static constexpr hopper_layout LAYOUT{BLOCK_M, BLOCK_N, STAGES, D, 2, Q_BUFS, O_SMEM, DV_};
+  static constexpr int Q_BYTES = LAYOUT.q_bytes(), KV_BYTES = LAYOUT.kv_bytes(), V_BYTES = LAYOUT.v_bytes();
   static constexpr int O_OFFSET = LAYOUT.o_offset();  ///< when O_SMEM
+  static constexpr int Q_SLOT = LAYOUT.q_slot(), K_SLOT = LAYOUT.k_slot(), STAGE_BYTES = LAYOUT.stage_bytes();
   static constexpr int KV_OFFSET = LAYOUT.kv_offset(), TILE_BYTES = LAYOUT.tile_bytes();
   static constexpr int SHARED_BYTES = LAYOUT.shared_bytes();
   static constexpr bool VARLEN = VARLEN_;  // last: a dense kernel's constants keep their places
@@ -77,10 +83,10 @@ __device__ __forceinline__ hopper_mask<C> hopper_mask_of(const fwd_params& p,
 template <class C>
 struct hopper_smem {
   unsigned base;  ///< 1024-byte aligned
-  __device__ unsigned q(int b) const { return base + b * C::Q_BYTES; }
+  __device__ unsigned q(int b) const { return base + b * C::Q_SLOT; }
   __device__ unsigned o(int b) const { return C::O_SMEM ? base + C::O_OFFSET : q(b); }  ///< b: the tile's Q
-  __device__ unsigned k(int stage) const { return base + C::KV_OFFSET + 2 * stage * C::KV_BYTES; }
-  __device__ unsigned v(int stage) const { return base + C::KV_OFFSET + (2 * stage + 1) * C::KV_BYTES; }
+  __device__ unsigned k(int stage) const { return base + C::KV_OFFSET + stage * C::STAGE_BYTES; }
+  __device__ unsigned v(int stage) const { return base + C::KV_OFFSET + stage * C::STAGE_BYTES + C::K_SLOT; }
   __device__ unsigned bar(int i) const { return base + C::TILE_BYTES + 8 * i; }
   __device__ unsigned q_full(int b) const { return bar(2 * b); }
   __device__ unsigned q_empty(int b) const { return bar(2 * b + 1); }

@@ -24,12 +24,12 @@ __device__ __forceinline__ int epilogue_barrier(int wg) {
 template <class C>
 __device__ __forceinline__ void store_rows(const fwd_params& p, unsigned o_smem, int tile_row, int rows,
                                            long long row0, int head) {
-  constexpr int CHUNKS = C::D / 8;  // 16-byte chunks of a row
+  constexpr int CHUNKS = C::DV / 8;  // 16-byte chunks of a row
   char* o = static_cast<char*>(p.o) + 2 * (row0 * p.o_row_stride + (long long)head * p.o_head_stride);
   for (int i = threadIdx.x % 128; i < rows * CHUNKS; i += 128) {
     const int r = i / CHUNKS, c = i % CHUNKS;
     *reinterpret_cast<uint4*>(o + 2 * (r * p.o_row_stride + c * 8)) =
-        ld_shared_v4(o_smem + tile_offset<C::D>(tile_row + r, c, C::BLOCK_M));
+        ld_shared_v4(o_smem + tile_offset<C::DV>(tile_row + r, c, C::BLOCK_M));
   }
 }
 
@@ -61,12 +61,12 @@ __device__ __forceinline__ void store_tile(const hopper_params& hp, const hopper
   // Matrices 0-3 of a 16-column step: rows 0-7 and 8-15 of the warp's 16, in chunk df, then df + 1.
   const int mi = lane / 8, row = warp * 16 + (mi % 2) * 8 + lane % 8;
 #pragma unroll
-  for (int df = 0; df < C::D / 8; df += 2) {
+  for (int df = 0; df < C::DV / 8; df += 2) {
     const unsigned r[4] = {pack2<C::BF16>(st.acc[4 * df + 0] * inv[0], st.acc[4 * df + 1] * inv[0]),
                            pack2<C::BF16>(st.acc[4 * df + 2] * inv[1], st.acc[4 * df + 3] * inv[1]),
                            pack2<C::BF16>(st.acc[4 * df + 4] * inv[0], st.acc[4 * df + 5] * inv[0]),
                            pack2<C::BF16>(st.acc[4 * df + 6] * inv[1], st.acc[4 * df + 7] * inv[1])};
-    stmatrix_x4(o_smem + tile_offset<C::D>(row, df + mi / 2, C::BLOCK_M), r);
+    stmatrix_x4(o_smem + tile_offset<C::DV>(row, df + mi / 2, C::BLOCK_M), r);
   }
   fence_proxy_async();  // the copy engine reads what these generic stores wrote
   named_sync(epilogue_barrier<C>(wg), 128);
@@ -86,10 +86,10 @@ __device__ __forceinline__ void store_tile(const hopper_params& hp, const hopper
     if (row0 < seq.q_len(p)) {
       // A packed batch is one batch entry whose sequences are rows.
       const int row = C::VARLEN ? seq.q_row0() + row0 : row0, batch = C::VARLEN ? 0 : tc.batch;
+      constexpr int W = swizzle<C::DV>::W;  // O is DV wide
 #pragma unroll
-      for (int b = 0; b < C::PIECES; ++b)
-        tma_store_4d(&hp.o_map, o_smem + b * C::BLOCK_M * swizzle<C::D>::W + wg * 64 * swizzle<C::D>::W,
-                     b * C::SPAN, row, tc.head, batch);
+      for (int b = 0; b < C::DV / (W / 2); ++b)
+        tma_store_4d(&hp.o_map, o_smem + b * C::BLOCK_M * W + wg * 64 * W, b * (W / 2), row, tc.head, batch);
       bulk_commit();
     }
     if (!C::O_SMEM) {  // O sat in Q's tile: the next Q may come once the store has read it

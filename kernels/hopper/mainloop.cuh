@@ -24,7 +24,7 @@ __device__ __forceinline__ void turn_pass(int wg) {
 
 template <class C>
 struct tile_state {
-  float acc[C::D / 2];
+  float acc[C::DV / 2];  ///< O: this thread's part of 64 rows x DV
   float row_max[2], row_sum[2];
 };
 
@@ -64,7 +64,7 @@ __device__ __forceinline__ void mainloop(tile_state<C>& st, const fwd_params& p,
     if (C::O_SMEM && j == n - 1) release(q_empty);
   };
 #pragma unroll
-  for (int i = 0; i < C::D / 2; ++i) st.acc[i] = 0.f;
+  for (int i = 0; i < C::DV / 2; ++i) st.acc[i] = 0.f;
   st.row_max[0] = st.row_max[1] = neg_inf();
   st.row_sum[0] = st.row_sum[1] = 0.f;
   float s[C::BLOCK_N / 2], alpha[2];

@@ -1,7 +1,7 @@
 #pragma once
 // The two products of one K/V tile for a warpgroup's 64 query rows, issued asynchronously:
 // S = Q K^T (both operands in shared memory, K-major) and O += P V (P from registers, V read
-// N-major). C names D, BLOCK_M, BLOCK_N and BF16; tiles are in common/swizzle.cuh's layout.
+// N-major). C names D, DV (V's head dim), BLOCK_M, BLOCK_N and BF16; tiles are in common/swizzle.cuh's layout.
 #include "common/hopper_ptx.cuh"
 #include "common/swizzle.cuh"
 #include "common/wgmma_ops.cuh"
@@ -30,19 +30,19 @@ __device__ __forceinline__ void wg_issue_s(float (&s)[C::BLOCK_N / 2], unsigned 
   wg_commit();
 }
 
-/// O += P V. V's tile is [key][d] in the swizzled layout, read MN-major: keys are the K
-/// dimension (16 keys = 16 rows of W bytes per step), d the N dimension (pieces BLOCK_N * W bytes
-/// apart). P's registers must stay untouched until the product has completed.
+/// O += P V. V's tile is [key][dv] in the swizzled layout (C::DV wide: V's head dim), read
+/// MN-major: keys are the K dimension (16 keys = 16 rows of W bytes per step), dv the N dimension
+/// (pieces BLOCK_N * W bytes apart). P's registers must stay untouched until the product has completed.
 template <class C, int NW = C::BLOCK_N>
-__device__ __forceinline__ void wg_issue_pv(float (&acc)[C::D / 2], const unsigned (&p)[C::BLOCK_N / 16][4],
+__device__ __forceinline__ void wg_issue_pv(float (&acc)[C::DV / 2], const unsigned (&p)[C::BLOCK_N / 16][4],
                                             unsigned v_smem) {
   wg_fence_operand(acc);
   wg_fence();
 #pragma unroll
   for (int kk = 0; kk < NW / 16; ++kk) {
     const unsigned long long b =
-        wg_desc<C::D>(v_smem + kk * 16 * swizzle<C::D>::W, C::BLOCK_N * swizzle<C::D>::W, 8 * swizzle<C::D>::W);
-    wgmma_op<C::BF16, C::D>::rs(acc, p[kk], b, 1);
+        wg_desc<C::DV>(v_smem + kk * 16 * swizzle<C::DV>::W, C::BLOCK_N * swizzle<C::DV>::W, 8 * swizzle<C::DV>::W);
+    wgmma_op<C::BF16, C::DV>::rs(acc, p[kk], b, 1);
   }
   wg_commit();
 }

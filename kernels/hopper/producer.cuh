@@ -11,13 +11,14 @@
 
 namespace attn_k {
 
-/// The PIECES boxes of one tile: `rows` rows from `row0` of (head, batch), piece b at b * rows * W.
-template <class C>
+/// The boxes of one tile of WIDTH columns (D, or V's DV), one swizzle span each: `rows` rows from
+/// `row0` of (head, batch), piece b at b * rows * W.
+template <class C, int WIDTH = C::D>
 __device__ __forceinline__ void tma_load_tile(unsigned dst, const tensor_map* map, unsigned bar, int rows, int row0,
                                               int head, int batch) {
+  constexpr int W = swizzle<WIDTH>::W;
 #pragma unroll
-  for (int b = 0; b < C::PIECES; ++b)
-    tma_load_4d(dst + b * rows * swizzle<C::D>::W, map, bar, b * C::SPAN, row0, head, batch);
+  for (int b = 0; b < WIDTH / (W / 2); ++b) tma_load_4d(dst + b * rows * W, map, bar, b * (W / 2), row0, head, batch);
 }
 
 template <class C>
@@ -40,8 +41,8 @@ __device__ __forceinline__ void produce(const hopper_params& hp, const hopper_sm
   auto load_v = [&](int j, int first, int k_row0, int kv_head, int batch) {
     const ring_pos r = ring_at<C::STAGES>(kv_it + j);
     mbar_wait(sm.v_empty(r.stage), r.phase ^ 1u);
-    mbar_arrive_expect_tx(sm.v_full(r.stage), C::KV_BYTES);
-    tma_load_tile<C>(sm.v(r.stage), &hp.v_map, sm.v_full(r.stage), C::BLOCK_N, k_row0 + (first + j) * C::BLOCK_N,
+    mbar_arrive_expect_tx(sm.v_full(r.stage), C::V_BYTES);
+    tma_load_tile<C, C::DV>(sm.v(r.stage), &hp.v_map, sm.v_full(r.stage), C::BLOCK_N, k_row0 + (first + j) * C::BLOCK_N,
                      kv_head, batch);
   };
   for (int t = blockIdx.x; t < hp.tiles; t += gridDim.x, ++tile_it) {

@@ -36,9 +36,9 @@ __device__ __forceinline__ void wg_pack_p(unsigned (&p)[C::BLOCK_N / 16][4], con
 }
 
 template <class C>
-__device__ __forceinline__ void wg_rescale(float (&acc)[C::D / 2], const float (&alpha)[2]) {
+__device__ __forceinline__ void wg_rescale(float (&acc)[C::DV / 2], const float (&alpha)[2]) {
 #pragma unroll
-  for (int df = 0; df < C::D / 8; ++df) {
+  for (int df = 0; df < C::DV / 8; ++df) {
     acc[4 * df + 0] *= alpha[0];
     acc[4 * df + 1] *= alpha[0];
     acc[4 * df + 2] *= alpha[1];

@@ -60,8 +60,11 @@ std::optional<std::string> problem_refusal(const kernel_family& f, const problem
     return fmt::format("family {} needs a head dim that is a multiple of {} (head dim {}): fa2 takes every head dim",
                        f.name, f.head_dim_multiple, s.head_dim);
   if (has_value_dim(s) && !f.takes_value_dim)
-    return fmt::format("family {} needs V's head dim to be Q's (dv {}, d {}): fa2 takes dv != d", f.name,
+    return fmt::format("family {} needs V's head dim to be Q's (dv {}, d {}): fa2 and hopper take dv != d", f.name,
                        value_dim(s), s.head_dim);
+  if (value_dim(s) % f.head_dim_multiple != 0)
+    return fmt::format("family {} needs V's head dim to be a multiple of {} (dv {}): fa2 takes every head dim",
+                       f.name, f.head_dim_multiple, value_dim(s));
   if (!f.takes_variant_fields) {
     if (has_window(s))
       return fmt::format("family {} has no sliding window (window {},{}): fa2 and hopper have", f.name, s.window_left,

@@ -32,11 +32,18 @@ int consumers(const tile_config& c) { return c.block_m / 64; }
 int hopper_threads(const tile_config& c) { return c.warps * 32; }
 
 // hopper_config's layout (common/resources.cuh): one or two Q tiles (and O, when it fits beside
-// them) and STAGES K and V tiles, unpadded and swizzled, then the mbarriers, 1024 bytes to align.
+// them) and STAGES K and V tiles (V and O dv wide), unpadded and swizzled, then the mbarriers,
+// 1024 bytes to align.
 int64_t tiles_bytes(const tile_config& c, const problem& s, bool o_smem) {
   const int q_tiles = (c.knob & schedule_two_q) ? 2 : 1;
-  return attn_k::hopper_layout{c.block_m, c.block_n, c.stages, static_cast<int>(s.head_dim),
-                               static_cast<int>(element_size(s.dtype)), q_tiles, o_smem}
+  return attn_k::hopper_layout{c.block_m,
+                               c.block_n,
+                               c.stages,
+                               static_cast<int>(s.head_dim),
+                               static_cast<int>(element_size(s.dtype)),
+                               q_tiles,
+                               o_smem,
+                               has_value_dim(s) ? static_cast<int>(value_dim(s)) : 0}
       .shared_bytes();
 }
 /// O gets its own tile when that still fits: the next tile's Q then loads during this epilogue.
@@ -90,7 +97,8 @@ hopper_schedule schedule_for(const problem& s, int block_m, int64_t l2_bytes, in
   // K and V of one query head (heads sharing a kv head share its K and V): half of L2 holds a
   // section's, so the blocks running together find them there.
   const int64_t group = s.heads / s.kv_heads;
-  const int64_t per_head = std::max<int64_t>(1, 2 * s.kv_len * s.head_dim * element_size(s.dtype) / group);
+  const int64_t per_head =
+      std::max<int64_t>(1, s.kv_len * (s.head_dim + value_dim(s)) * element_size(s.dtype) / group);
   h.heads_per_section =
       static_cast<int>(std::clamp<int64_t>(l2_bytes / 2 / per_head, 1, std::max<int64_t>(1, h.batch_heads)));
   h.tiles = h.m_blocks * h.batch_heads;
@@ -100,13 +108,14 @@ hopper_schedule schedule_for(const problem& s, int block_m, int64_t l2_bytes, in
 
 namespace {
 
-/// The tensor map of one of Q, K, V, O: a packed batch's rows are one batch entry of `rows` rows
-/// (its batch stride, 0, stands in as the span of the whole tensor).
-tensor_map_args map_for(const void* base, const problem& s, int64_t rows, int64_t heads, int64_t row_stride,
-                        int64_t head_stride, int64_t batch_stride, int box_rows) {
+/// The tensor map of one of Q, K, V, O (`width` columns: the head dim, V's and O's dv): a packed
+/// batch's rows are one batch entry of `rows` rows (its batch stride, 0, stands in as the span of
+/// the whole tensor).
+tensor_map_args map_for(const void* base, const problem& s, int64_t width, int64_t rows, int64_t heads,
+                        int64_t row_stride, int64_t head_stride, int64_t batch_stride, int box_rows) {
   const bool packed = is_varlen(s);
   const int64_t span = std::max(rows * row_stride, heads * head_stride);
-  return tensor_map_for(base, s.dtype == dtype::bf16, s.head_dim, rows, heads, packed ? 1 : s.batch, row_stride,
+  return tensor_map_for(base, s.dtype == dtype::bf16, width, rows, heads, packed ? 1 : s.batch, row_stride,
                         head_stride, packed ? span : batch_stride, box_rows);
 }
 
@@ -118,12 +127,25 @@ std::optional<std::string> tma_stride_problem(const problem& s) {
   const bool packed = is_varlen(s), given = packed && s.seqlens == "given";
   const int64_t q_reach = packed && !given ? q_rows(s) : s.q_len;
   const int64_t kv_reach = packed && !given ? kv_rows(s) : s.kv_len;
+  const int64_t dv = value_dim(s);
   const tensor_strides q = packed ? packed_strides(s, false, s.head_dim, q_reach) : contiguous_strides(s, false);
   const tensor_strides kv = packed ? packed_strides(s, true, s.head_dim, kv_reach) : contiguous_strides(s, true);
-  if (auto why = tensor_map_problem(map_for(nullptr, s, q_reach, s.heads, q.row, q.head, q.batch, 64)))
-    return "Q/O: " + *why;
-  if (auto why = tensor_map_problem(map_for(nullptr, s, kv_reach, s.kv_heads, kv.row, kv.head, kv.batch, 64)))
-    return "K/V: " + *why;
+  const bool own = has_value_dim(s);
+  const char* const q_name = own ? "Q: " : "Q/O: ";
+  const char* const kv_name = own ? "K: " : "K/V: ";
+  if (auto why = tensor_map_problem(map_for(nullptr, s, s.head_dim, q_reach, s.heads, q.row, q.head, q.batch, 64)))
+    return q_name + *why;
+  if (auto why =
+          tensor_map_problem(map_for(nullptr, s, s.head_dim, kv_reach, s.kv_heads, kv.row, kv.head, kv.batch, 64)))
+    return kv_name + *why;
+  if (own) {  // V and O with their own rows of dv
+    const tensor_strides o = packed ? packed_strides(s, false, dv, q_reach) : contiguous_strides(s, false, dv);
+    const tensor_strides v = packed ? packed_strides(s, true, dv, kv_reach) : contiguous_strides(s, true, dv);
+    if (auto why = tensor_map_problem(map_for(nullptr, s, dv, q_reach, s.heads, o.row, o.head, o.batch, 64)))
+      return "O: " + *why;
+    if (auto why = tensor_map_problem(map_for(nullptr, s, dv, kv_reach, s.kv_heads, v.row, v.head, v.batch, 64)))
+      return "V: " + *why;
+  }
   return std::nullopt;
 }
 
@@ -136,8 +158,10 @@ int hopper_state_registers(const tile_config& c, const problem& s) {
   // S (64 x BLOCK_N: BLOCK_N / 2) and P (packed: BLOCK_N / 4), live together with the overlap
   // (the next tile's S beside this tile's P); without it P replaces S. Weights fitted to ptxas's
   // reports (sm_90a, CUDA 13.0) of block_m {128, 192} x block_n {64 .. 192} x D {64, 128, 256}.
+  // With dv != d, O is dv / 2 and the rest an eighth of the wider head dim (5 D / 8 when dv = d).
   const bool overlap = (c.knob & schedule_overlap) != 0;
-  return static_cast<int>(5 * s.head_dim / 8) + (overlap ? 3 * c.block_n / 4 : c.block_n / 2);
+  const int64_t o_part = value_dim(s) / 2 + std::max(s.head_dim, value_dim(s)) / 8;
+  return static_cast<int>(o_part) + (overlap ? 3 * c.block_n / 4 : c.block_n / 2);
 }
 
 namespace {
@@ -188,9 +212,11 @@ std::optional<std::string> hopper_reject(const tile_config& c, const problem& s,
   return std::nullopt;
 }
 
-// The template's WINDOW, SOFTCAP and VARLEN, as far as one is set: a dense instantiation names
+// The template's WINDOW, SOFTCAP, VARLEN and DV, as far as one is set: a dense instantiation names
 // none, so its source and binary stay those measured before they existed.
 std::string variant_flags(const problem& s) {
+  if (has_value_dim(s))
+    return fmt::format(", {}, {}, {}, {}", has_window(s), has_softcap(s), is_varlen(s), value_dim(s));
   if (is_varlen(s)) return fmt::format(", {}, {}, true", has_window(s), has_softcap(s));
   if (has_softcap(s)) return fmt::format(", {}, true", has_window(s));
   return has_window(s) ? ", true" : "";
@@ -220,11 +246,19 @@ void hopper_plan(launch_plan& plan, const tile_config& c, const problem& s, cons
   hp->p = params;
   const attn_k::fwd_params& p = hp->p;
   const device_runtime& rt = runtime_of(gpu);
-  auto encode = [&](attn_k::tensor_map& map, const void* base, int64_t rows, int64_t heads, bool q_side,
+  enum class tensor { q, k, v, o };
+  auto encode = [&](attn_k::tensor_map& map, const void* base, int64_t rows, int64_t heads, tensor which,
                     int box_rows) {
+    // V and O: their own strides (the host always sets them; K's and Q's when dv = d) and width.
+    const int64_t dv = value_dim(s);
     const tensor_map_args a =
-        q_side ? map_for(base, s, rows, heads, p.q_row_stride, p.q_head_stride, p.q_batch_stride, box_rows)
-               : map_for(base, s, rows, heads, p.kv_row_stride, p.kv_head_stride, p.kv_batch_stride, box_rows);
+        which == tensor::q   ? map_for(base, s, s.head_dim, rows, heads, p.q_row_stride, p.q_head_stride,
+                                       p.q_batch_stride, box_rows)
+        : which == tensor::k ? map_for(base, s, s.head_dim, rows, heads, p.kv_row_stride, p.kv_head_stride,
+                                       p.kv_batch_stride, box_rows)
+        : which == tensor::v
+            ? map_for(base, s, dv, rows, heads, p.v_row_stride, p.v_head_stride, p.v_batch_stride, box_rows)
+            : map_for(base, s, dv, rows, heads, p.o_row_stride, p.o_head_stride, p.o_batch_stride, box_rows);
     if (auto why = tensor_map_problem(a)) throw invalid_input(*why);
     rt.encode_tensor_map(a, &map);
   };
@@ -232,10 +266,10 @@ void hopper_plan(launch_plan& plan, const tile_config& c, const problem& s, cons
   // rows, masked, or past the last row zeros).
   const bool packed = is_varlen(s);
   const int64_t q_reach = packed ? p.total_q : s.q_len, k_reach = packed ? p.total_k : s.kv_len;
-  encode(hp->q_map, p.q, q_reach, s.heads, true, c.block_m);
-  encode(hp->k_map, p.k, k_reach, s.kv_heads, false, c.block_n);
-  encode(hp->v_map, p.v, k_reach, s.kv_heads, false, c.block_n);
-  encode(hp->o_map, p.o, q_reach, s.heads, true, 64);
+  encode(hp->q_map, p.q, q_reach, s.heads, tensor::q, c.block_m);
+  encode(hp->k_map, p.k, k_reach, s.kv_heads, tensor::k, c.block_n);
+  encode(hp->v_map, p.v, k_reach, s.kv_heads, tensor::v, c.block_n);
+  encode(hp->o_map, p.o, q_reach, s.heads, tensor::o, 64);
   const hopper_schedule sched = schedule_for(s, c.block_m, gpu.l2_bytes, gpu.desc.sm_count,
                                              (c.knob & schedule_persistent) != 0);
   hp->m_blocks = sched.m_blocks;
@@ -284,7 +318,7 @@ const kernel_family& hopper_family() {
       false,
       true,   // a sliding window and softcap
       16,
-      false,
+      true,   // dv != d
       true};  // a packed batch
   return family;
 }

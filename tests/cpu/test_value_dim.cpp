@@ -11,10 +11,12 @@
 #include "cli/options.hpp"
 #include "codegen/compile_pool.hpp"
 #include "codegen/family.hpp"
+#include "codegen/family_hopper.hpp"
 #include "codegen/kernel_args.hpp"
 #include "common/resources.cuh"
 #include "core/problem.hpp"
 #include "family_checks.hpp"
+#include "hopper_compile_checks.hpp"
 #include "invalid_input_message.hpp"
 #include "parsed_options.hpp"
 #include "run/tuner.hpp"
@@ -93,13 +95,92 @@ TEST(ValueDimOptions, TheCliTakesDv) {
         << bad;
 }
 
-TEST(ValueDimFamilies, OnlyFa2TakesIt) {
-  testing::expect_only_fa2_takes(mla(), "needs V's head dim to be Q's (dv 128, d 192): fa2 takes dv != d");
+TEST(ValueDimFamilies, Fa2AndHopperTakeItAndTheOthersSayWhy) {
+  for (const kernel_family* f : {&fa2_family(), &hopper_family()}) EXPECT_FALSE(problem_refusal(*f, mla())) << f->name;
+  for (const kernel_family* f : {&wgmma_family(), &mfma_family()}) {
+    const auto why = problem_refusal(*f, mla());
+    ASSERT_TRUE(why) << f->name;
+    EXPECT_NE(why->find("needs V's head dim to be Q's (dv 128, d 192): fa2 and hopper take dv != d"), std::string::npos)
+        << *why;
+  }
   problem s = mla();
   s.head_dim_v = 0;
   for (const kernel_family* f : {&fa2_family(), &hopper_family(), &wgmma_family()})
     EXPECT_FALSE(problem_refusal(*f, s)) << f->name;
+  // hopper's tiles are whole wgmma steps: dv a multiple of 16, like d.
+  s.head_dim_v = 40;
+  const auto why = problem_refusal(hopper_family(), s);
+  ASSERT_TRUE(why);
+  EXPECT_NE(why->find("family hopper needs V's head dim to be a multiple of 16 (dv 40): fa2 takes every head dim"),
+            std::string::npos)
+      << *why;
+  EXPECT_FALSE(problem_refusal(fa2_family(), s));
 }
+
+// hopper's instantiation names DV (its last argument) only when dv != d, after WINDOW, SOFTCAP and
+// VARLEN: a problem with dv = d keeps the source measured before it existed.
+TEST(ValueDimFamilies, HopperNamesDvLastAndOnlyWhenItDiffers) {
+  const tile_config c{128, 128, 12, 2, 7};
+  problem s = mla();
+  auto config_args = [&] { return testing::hopper_config_args(c, s); };
+  EXPECT_EQ(config_args(), "hopper_config<true, 192, 128, 128, 12, 2, true, 3, false, false, false, false, 128");
+  s.softcap = 30, s.window_left = 100;
+  EXPECT_EQ(config_args(), "hopper_config<true, 192, 128, 128, 12, 2, true, 3, false, true, true, false, 128");
+  s.head_dim_v = 192;
+  EXPECT_EQ(config_args(), "hopper_config<true, 192, 128, 128, 12, 2, true, 3, false, true, true");
+}
+
+// hopper's layout with dv: V's and O's tiles dv wide, every slot 1024-byte aligned (the 128-byte
+// swizzle's period), a Q slot that stages O as large as O, and no change at all when dv = d.
+TEST(ValueDimLayout, HopperTilesAreDvWideAlignedAndApart) {
+  using attn_k::hopper_layout;
+  for (int q_tiles : {1, 2})
+    for (bool o_smem : {false, true})
+      for (int d : {64, 96, 128, 192, 256}) {
+        const hopper_layout same{128, 80, 2, d, 2, q_tiles, o_smem, 0}, named{128, 80, 2, d, 2, q_tiles, o_smem, d};
+        EXPECT_EQ(same.shared_bytes(), named.shared_bytes()) << d;
+        EXPECT_EQ(same.kv_offset(), (q_tiles + o_smem) * 128 * d * 2) << d;
+        EXPECT_EQ(same.tile_bytes(), same.kv_offset() + 2 * 2 * 80 * d * 2) << d;
+      }
+  for (const auto [d, dv] : {std::pair{192, 128}, {64, 128}, {128, 64}, {48, 256}, {80, 48}})
+    for (int q_tiles : {1, 2})
+      for (bool o_smem : {false, true}) {
+        const hopper_layout l{192, 176, 3, d, 2, q_tiles, o_smem, dv};
+        const std::string at = fmt::format("d {} dv {} q_tiles {} o_smem {}", d, dv, q_tiles, o_smem);
+        EXPECT_EQ(l.q_bytes(), 192 * d * 2) << at;
+        EXPECT_EQ(l.kv_bytes(), 176 * d * 2) << at;
+        EXPECT_EQ(l.v_bytes(), 176 * dv * 2) << at;
+        EXPECT_EQ(l.o_bytes(), 192 * dv * 2) << at;
+        EXPECT_GE(l.q_slot(), l.q_bytes()) << at;
+        if (!o_smem) EXPECT_GE(l.q_slot(), l.o_bytes()) << at;
+        EXPECT_GE(l.k_slot(), l.kv_bytes()) << at;
+        EXPECT_GE(l.stage_bytes() - l.k_slot(), l.v_bytes()) << at;
+        for (int offset : {l.q_slot(), l.o_offset(), l.kv_offset(), l.k_slot(), l.stage_bytes()})
+          EXPECT_EQ(offset % 1024, 0) << at << ": " << offset;
+        if (o_smem) EXPECT_GE(l.kv_offset() - l.o_offset(), l.o_bytes()) << at;
+        EXPECT_EQ(l.tile_bytes(), l.kv_offset() + 3 * l.stage_bytes()) << at;
+      }
+}
+
+// The pruner counts O's registers and V's and O's tiles over dv: d 192 / dv 128 keeps what d 192
+// keeps, and more.
+TEST(ValueDimFamilies, HopperCountsVsOwnWidth) {
+  const resource_limits limits{};  // sm_90
+  problem wide = mla(4096, false);
+  problem narrow = wide;
+  narrow.head_dim_v = 0;
+  int kept_wide = 0, kept_narrow = 0;
+  for (const tile_config& c : hopper_family().default_space.enumerate()) {
+    const bool w = !hopper_family().reject_reason(c, wide, limits), n = !hopper_family().reject_reason(c, narrow, limits);
+    kept_wide += w, kept_narrow += n;
+    if (n) EXPECT_TRUE(w) << name(c) << ": kept at d 192, pruned at d 192 / dv 128: "
+                          << *hopper_family().reject_reason(c, wide, limits);
+    EXPECT_LE(hopper_state_registers(c, wide), hopper_state_registers(c, narrow)) << name(c);
+  }
+  EXPECT_GT(kept_wide, kept_narrow);
+  EXPECT_GT(kept_narrow, 0);
+}
+
 
 TEST(ValueDimParams, VAndOGetTheirOwnStrides) {
   problem s = mla(1000);
@@ -215,6 +296,38 @@ INSTANTIATE_TEST_SUITE_P(fa2, dv_compile,
                                            dv_case{"d64_dv128_sm90a", 64, 128, "sm_90a", 0},
                                            dv_case{"d128_dv64_sm90a", 128, 64, "sm_90a", 0},
                                            dv_case{"d192_dv128_paged_sm90a", 192, 128, "sm_90a", 16}),
+                         [](const auto& info) { return std::string(info.param.label); });
+
+// Every variant of hopper's default space that its pruner keeps compiles for sm_90a without
+// spills with dv != d: MLA's d 192 / dv 128 (causal and not, with a window and softcap, packed),
+// dv above d (64 / 128) and below it (128 / 64).
+struct hopper_dv_case {
+  const char* label;
+  int64_t d, dv;
+  bool causal;
+  int64_t window_left;
+  double softcap;
+  const char* seqlens;
+};
+void PrintTo(const hopper_dv_case& c, std::ostream* os) { *os << c.label; }
+class hopper_dv_compile : public ::testing::TestWithParam<hopper_dv_case> {};
+
+TEST_P(hopper_dv_compile, every_kept_variant_compiles_without_spills) {
+  const hopper_dv_case& v = GetParam();
+  problem s = mla(4096, v.causal);
+  s.head_dim = v.d, s.head_dim_v = v.dv, s.window_left = v.window_left, s.softcap = v.softcap;
+  if (*v.seqlens) s.seqlens = v.seqlens, s.batch = 8;
+  validate(s);
+  testing::expect_hopper_space_compiles_without_spills(s);
+}
+
+INSTANTIATE_TEST_SUITE_P(hopper, hopper_dv_compile,
+                         ::testing::Values(hopper_dv_case{"d192_dv128_causal", 192, 128, true, -1, 0, ""},
+                                           hopper_dv_case{"d192_dv128", 192, 128, false, -1, 0, ""},
+                                           hopper_dv_case{"d192_dv128_window_softcap_packed", 192, 128, true, 512, 30,
+                                                          "uniform:128:4096"},
+                                           hopper_dv_case{"d64_dv128", 64, 128, false, -1, 0, ""},
+                                           hopper_dv_case{"d128_dv64_causal", 128, 64, true, -1, 0, ""}),
                          [](const auto& info) { return std::string(info.param.label); });
 
 }  // namespace

@@ -1,5 +1,5 @@
-// V with its own head dim, dv != d, on the fa2 family (issue 23, item 2): every variant of a small
-// space must pass the reference check on fresh random inputs: DeepSeek's MLA shape (d 192, dv 128),
+// V with its own head dim, dv != d, on the fa2 and hopper families (issue 23, item 2): every
+// variant of a small space must pass the reference check on fresh random inputs: DeepSeek's MLA shape (d 192, dv 128),
 // dv above and below d, head dims not multiples of 16 or 8 (element loads and stores), causal, GQA,
 // cross-attention, bshd, fp16, a window and softcap, and the decode axes (split-KV, whose combine
 // runs over dv columns, packed GQA, a paged cache with lengths, the bulk loader).
@@ -27,6 +27,16 @@ TEST_P(value_dim_correctness, every_variant_passes) {
                            fa2_family().default_space)
              : parse_space({"block_m=64,128", "block_n=32,64", "warps=4,8", "stages=1,2,3"}, fa2_family().default_space);
   EXPECT_GE(verify_all(s, m_gpu, m_cache, space), 6);
+}
+
+// The hopper family (sm_90) where it takes the case (d and dv multiples of 16, no KV cache): V's
+// and O's tiles, maps and P V over dv; two and three computing warpgroups, tiles of 64, 80 and 128
+// keys, the overlap, ping-pong, the persistent grid, two Q tiles (O in its own tile or staged in
+// Q's) and the half-width last tile.
+TEST_P(value_dim_correctness, every_hopper_variant_passes) {
+  const problem& s = GetParam().s;
+  if (auto why = hopper_skip_reason(m_gpu, s)) GTEST_SKIP() << *why;
+  expect_every_hopper_variant_passes(s, m_gpu, m_cache);
 }
 
 problem with_dv(problem s, int64_t dv) {

@@ -28,18 +28,13 @@ TEST_P(varlen_correctness, every_variant_passes) {
   EXPECT_GE(verify_all(s, m_gpu, m_cache, space), 6);
 }
 
-// The hopper family (sm_90) where it takes the case (D a multiple of 16, dv = d): two and three
+// The hopper family (sm_90) where it takes the case (d and dv multiples of 16): two and three
 // computing warpgroups, tiles of 64, 80 and 128 keys, the overlap, ping-pong, the persistent
 // grid, two Q tiles and the half-width last tile.
 TEST_P(varlen_correctness, every_hopper_variant_passes) {
-  if (m_gpu.backend != backend::cuda || !runs_on(hopper_family(), m_gpu.desc.cc_major, m_gpu.desc.cc_minor))
-    GTEST_SKIP() << "hopper runs on sm_90 (Hopper) only; this is " << m_gpu.desc.arch;
   const problem& s = GetParam().s;
-  if (auto why = problem_refusal(hopper_family(), s)) GTEST_SKIP() << *why;
-  const search_space space = parse_space(
-      {"block_m=128,192", "block_n=64,80,128", "warps=12,16", "stages=2", "schedule=3,6,7,13,22"},
-      hopper_family().default_space);
-  EXPECT_GE(verify_all(s, m_gpu, m_cache, space, "hopper"), 4);
+  if (auto why = hopper_skip_reason(m_gpu, s)) GTEST_SKIP() << *why;
+  expect_every_hopper_variant_passes(s, m_gpu, m_cache);
 }
 
 problem packed(problem s, const char* q, const char* k = "") {
