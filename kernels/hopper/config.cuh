@@ -18,14 +18,18 @@ namespace attn_k {
 /// rows and lengths come from p.cu_seqlens_q/k (hopper/scheduler.cuh's tile_sequence); tiles past
 /// a sequence's rows are skipped, and one whose rows cross its end stores O by row. DV: V's and O's
 /// head dim when it is not D (d 192, dv 128): V's tiles, P V, O's registers, tile and store are
-/// DV wide (V's and O's tensor maps are the host's, over p.v_* and p.o_*); 0 is D. A dense
+/// DV wide (V's and O's tensor maps are the host's, over p.v_* and p.o_*); 0 is D. Head dims of 8s
+/// (D_ or DV_ 40, 72, ...) are computed over tiles padded to 16, which TMA fills with zeros past
+/// the head dim (the host's maps span the head dim only) and whose stores it clips. A dense
 /// instantiation names none of them, so its source and binary are those measured before they existed.
 template <bool BF16_, int D_, int BLOCK_M_, int BLOCK_N_, int WARPS_, int STAGES_, bool CAUSAL_, int SCHEDULE_,
           bool O_SMEM_, bool WINDOW_ = false, bool SOFTCAP_ = false, bool VARLEN_ = false, int DV_ = 0>
 struct hopper_config {
   static constexpr bool BF16 = BF16_, CAUSAL = CAUSAL_, O_SMEM = O_SMEM_;
   static constexpr bool WINDOW = WINDOW_, SOFTCAP = SOFTCAP_;
-  static constexpr int D = D_, BLOCK_M = BLOCK_M_, BLOCK_N = BLOCK_N_, WARPS = WARPS_, STAGES = STAGES_;
+  /// D: the tiles' width, the head dim D_ padded to 16 (a head dim of 8s, 72, is read through TMA
+  /// as an 80-wide tile whose columns past 72 are zeros; its stores write only D_'s columns).
+  static constexpr int D = mma_head_dim(D_), BLOCK_M = BLOCK_M_, BLOCK_N = BLOCK_N_, WARPS = WARPS_, STAGES = STAGES_;
   static constexpr int THREADS = WARPS * 32;
   static constexpr int CONSUMERS = BLOCK_M / 64;  ///< warpgroups that compute, 64 rows each
   static constexpr bool OVERLAP = (SCHEDULE_ & schedule_overlap) != 0;
@@ -33,7 +37,7 @@ struct hopper_config {
   static constexpr int Q_BUFS = (SCHEDULE_ & schedule_two_q) != 0 ? 2 : 1;
   static constexpr bool HALF_LAST = (SCHEDULE_ & schedule_half_last) != 0 && BLOCK_N % 32 == 0;
   static_assert(BLOCK_M % 64 == 0 && WARPS == 4 * CONSUMERS + 4, "64 rows per consumer warpgroup + a producer");
-  static_assert(D % 16 == 0 && D >= 32 && D <= 256, "head dim: a multiple of 16 in [32, 256]");
+  static_assert(D_ % 8 == 0 && D_ >= 32 && D_ <= 256, "head dim: a multiple of 8 in [32, 256]");
   static_assert(BLOCK_N % 16 == 0 && BLOCK_N <= 256, "BLOCK_N: a multiple of 16 up to 256");
   static_assert(STAGES >= 2 && STAGES <= 8, "STAGES in [2, 8]");
 
@@ -45,10 +49,11 @@ struct hopper_config {
   /// TMA boxes are one swizzle span wide: D is copied as PIECES boxes of SPAN elements.
   static constexpr int SPAN = swizzle<D>::W / 2, PIECES = D / SPAN;
   /// V's and O's head dim (D unless DV_ names another).
-  static constexpr int DV = DV_ ? DV_ : D;
-  static_assert(DV % 16 == 0 && DV >= 32 && DV <= 256, "V's head dim: a multiple of 16 in [32, 256]");
+  /// O_COLS: V's and O's head dim (D_ unless DV_ names another); DV: their tiles' width, padded to 16.
+  static constexpr int O_COLS = DV_ ? DV_ : D_, DV = mma_head_dim(O_COLS);
+  static_assert(O_COLS % 8 == 0 && O_COLS >= 32 && O_COLS <= 256, "V's head dim: a multiple of 8 in [32, 256]");
   /// Tiles, then mbarriers, + room to align the tiles (common/resources.cuh, the host's too).
-  static constexpr hopper_layout LAYOUT{BLOCK_M, BLOCK_N, STAGES, D, 2, Q_BUFS, O_SMEM, DV_};
+  static constexpr hopper_layout LAYOUT{BLOCK_M, BLOCK_N, STAGES, D, 2, Q_BUFS, O_SMEM, DV_ ? DV : 0};
   static constexpr int Q_BYTES = LAYOUT.q_bytes(), KV_BYTES = LAYOUT.kv_bytes(), V_BYTES = LAYOUT.v_bytes();
   static constexpr int O_OFFSET = LAYOUT.o_offset();  ///< when O_SMEM
   static constexpr int Q_SLOT = LAYOUT.q_slot(), K_SLOT = LAYOUT.k_slot(), STAGE_BYTES = LAYOUT.stage_bytes();

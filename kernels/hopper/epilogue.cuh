@@ -24,7 +24,7 @@ __device__ __forceinline__ int epilogue_barrier(int wg) {
 template <class C>
 __device__ __forceinline__ void store_rows(const fwd_params& p, unsigned o_smem, int tile_row, int rows,
                                            long long row0, int head) {
-  constexpr int CHUNKS = C::DV / 8;  // 16-byte chunks of a row
+  constexpr int CHUNKS = C::O_COLS / 8;  // 16-byte chunks of a row (O's columns, not its tile's padding)
   char* o = static_cast<char*>(p.o) + 2 * (row0 * p.o_row_stride + (long long)head * p.o_head_stride);
   for (int i = threadIdx.x % 128; i < rows * CHUNKS; i += 128) {
     const int r = i / CHUNKS, c = i % CHUNKS;

@@ -4,7 +4,10 @@
 
 namespace attn {
 
-int swizzle_bytes_for(int64_t head_dim) { return head_dim % 64 == 0 ? 128 : head_dim % 32 == 0 ? 64 : 32; }
+int swizzle_bytes_for(int64_t head_dim) {
+  const int64_t tile = (head_dim + 15) / 16 * 16;  // the tile's width: the head dim padded to 16
+  return tile % 64 == 0 ? 128 : tile % 32 == 0 ? 64 : 32;
+}
 
 tensor_map_args tensor_map_for(const void* base, bool bf16, int64_t head_dim, int64_t rows, int64_t heads,
                                int64_t batch, int64_t row_stride, int64_t head_stride, int64_t batch_stride,
@@ -38,7 +41,9 @@ std::optional<std::string> tensor_map_problem(const tensor_map_args& a) {
     if (a.dims[i] == 0 || a.dims[i] > (1ULL << 32))
       return fmt::format("{} {} is outside TMA's [1, 2^32]", dim_names[i], a.dims[i]);
   if (a.box[1] == 0 || a.box[1] > 256) return fmt::format("a box of {} rows is outside TMA's [1, 256]", a.box[1]);
-  if (a.box[0] * 2 != static_cast<uint32_t>(a.swizzle_bytes) || a.dims[0] % a.box[0] != 0)
+  // A head dim of 8s (72) is read in boxes over its tile padded to 16 (80): the last box's
+  // columns past it read as zeros and are not written.
+  if (a.box[0] * 2 != static_cast<uint32_t>(a.swizzle_bytes) || (a.dims[0] + 15) / 16 * 16 % a.box[0] != 0)
     return fmt::format("a box {} elements wide does not tile the head dim {} in {}-byte swizzle spans", a.box[0],
                        a.dims[0], a.swizzle_bytes);
   return std::nullopt;

@@ -1,7 +1,8 @@
 #pragma once
 // What the copy engine (TMA) is told about one tensor: the arguments of cuTensorMapEncodeTiled
 // for a [batch][head][row][D] tensor of 16-bit elements with any element strides, read or written
-// in boxes of `box_rows` rows by one swizzle span of D (the layout of kernels/common/swizzle.cuh).
+// in boxes of `box_rows` rows by one swizzle span of D (the layout of kernels/common/swizzle.cuh);
+// a D of 8s that is not of 16s is read as its tile padded to 16, the columns past D as zeros.
 // Pure values, so the encoding is checked on the CPU; the runtime turns them into the 128 bytes.
 #include <array>
 #include <cstdint>
@@ -19,8 +20,8 @@ struct tensor_map_args {
   bool bf16 = true;                   ///< else fp16
 };
 
-/// The swizzle the tiles of a head dim use: 128 bytes when D is a multiple of 64, else 64 when a
-/// multiple of 32, else 32 (mirrors kernels/common/swizzle.cuh).
+/// The swizzle the tiles of a head dim use: 128 bytes when the tile (D padded to 16) is a multiple
+/// of 64 elements, else 64 when a multiple of 32, else 32 (mirrors kernels/common/swizzle.cuh).
 int swizzle_bytes_for(int64_t head_dim);
 
 /// Strides in elements, as attn_k::fwd_params holds them.

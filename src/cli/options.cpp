@@ -211,7 +211,7 @@ bool parse_options(int argc, char** argv, options& out) {
                  "0 = off; fa2 and hopper families)");
   app.add_option("--dv", dv_text,
                  "V's and O's head dim when it differs from Q's and K's D (DeepSeek-V3's prefill: --shape "
-                 "1,128,4096,192 --dv 128), in [32, 256]; TFLOPS count 2*(D + dv) per visible pair (fa2; hopper when D and dv are multiples of 16)");
+                 "1,128,4096,192 --dv 128), in [32, 256]; TFLOPS count 2*(D + dv) per visible pair (fa2; hopper when D and dv are multiples of 8)");
   app.add_option("--pass", pass_text,
                  "Which pass to tune: fwd (the forward: O and its LSE), bwd (the backward: dQ, dK, dV from dO, "
                  "with the reference forward's O and LSE as inputs; its own kernels, fa2's mma.sync and wgmma's, "

@@ -29,6 +29,10 @@ using attn_k::schedule_pingpong;
 using attn_k::schedule_two_q;
 
 int consumers(const tile_config& c) { return c.block_m / 64; }
+/// The tiles' widths: Q's and K's head dim, and V's and O's, each padded to 16 (a head dim of 8s
+/// is read through TMA as its padded tile, the columns past it zeros).
+int tile_d(const problem& s) { return attn_k::mma_head_dim(static_cast<int>(s.head_dim)); }
+int tile_dv(const problem& s) { return attn_k::mma_head_dim(static_cast<int>(value_dim(s))); }
 int hopper_threads(const tile_config& c) { return c.warps * 32; }
 
 // hopper_config's layout (common/resources.cuh): one or two Q tiles (and O, when it fits beside
@@ -39,11 +43,11 @@ int64_t tiles_bytes(const tile_config& c, const problem& s, bool o_smem) {
   return attn_k::hopper_layout{c.block_m,
                                c.block_n,
                                c.stages,
-                               static_cast<int>(s.head_dim),
+                               tile_d(s),
                                static_cast<int>(element_size(s.dtype)),
                                q_tiles,
                                o_smem,
-                               has_value_dim(s) ? static_cast<int>(value_dim(s)) : 0}
+                               has_value_dim(s) ? tile_dv(s) : 0}
       .shared_bytes();
 }
 /// O gets its own tile when that still fits: the next tile's Q then loads during this epilogue.
@@ -158,10 +162,11 @@ int hopper_state_registers(const tile_config& c, const problem& s) {
   // S (64 x BLOCK_N: BLOCK_N / 2) and P (packed: BLOCK_N / 4), live together with the overlap
   // (the next tile's S beside this tile's P); without it P replaces S. Weights fitted to ptxas's
   // reports (sm_90a, CUDA 13.0) of block_m {128, 192} x block_n {64 .. 192} x D {64, 128, 256}.
-  // With dv != d, O is dv / 2 and the rest an eighth of the wider head dim (5 D / 8 when dv = d).
+  // With dv != d, O is dv / 2 and the rest an eighth of the wider head dim (5 D / 8 when dv = d);
+  // head dims of 8s count their tiles' widths (padded to 16).
   const bool overlap = (c.knob & schedule_overlap) != 0;
-  const int64_t o_part = value_dim(s) / 2 + std::max(s.head_dim, value_dim(s)) / 8;
-  return static_cast<int>(o_part) + (overlap ? 3 * c.block_n / 4 : c.block_n / 2);
+  const int o_part = tile_dv(s) / 2 + std::max(tile_d(s), tile_dv(s)) / 8;
+  return o_part + (overlap ? 3 * c.block_n / 4 : c.block_n / 2);
 }
 
 namespace {
@@ -317,7 +322,7 @@ const kernel_family& hopper_family() {
       "",
       false,
       true,   // a sliding window and softcap
-      16,
+      8,      // head dims of 8s: tiles padded to 16, read through TMA with zeros past D
       true,   // dv != d
       true};  // a packed batch
   return family;

@@ -81,7 +81,9 @@ INSTANTIATE_TEST_SUITE_P(
                       compile_case{"wgmma", "sm_90a", 64, true}, compile_case{"wgmma", "sm_90a", 128, false},
                       compile_case{"hopper", "sm_90a", 64, false}, compile_case{"hopper", "sm_90a", 64, true},
                       compile_case{"hopper", "sm_90a", 128, false}, compile_case{"hopper", "sm_90a", 128, true},
-                      compile_case{"hopper", "sm_90a", 256, false}, compile_case{"hopper", "sm_90a", 256, true}),
+                      compile_case{"hopper", "sm_90a", 256, false}, compile_case{"hopper", "sm_90a", 256, true},
+                      compile_case{"hopper", "sm_90a", 40, true}, compile_case{"hopper", "sm_90a", 72, false},
+                      compile_case{"hopper", "sm_90a", 120, true}),
     [](const ::testing::TestParamInfo<compile_case>& info) {
       return std::string(info.param.family) + "_" + info.param.arch + "_d" + std::to_string(info.param.head_dim) +
              (info.param.causal ? "_causal" : "");

@@ -1,15 +1,18 @@
 // Head dims that are not multiples of 16 (40, 72, 120, and 33, 59, 111 that are not multiples of
 // 8 either: issue 23, item 1): the problem takes them, fa2 pads its MMA loops to 16 (shared memory
 // and its register model count the padded width) and loads rows that are not 16-byte aligned by
-// element, the other families refuse them naming fa2, the run's header says so, and fa2's split-KV,
-// packed and paged variants compile at each (test_compile_variants.cpp compiles
-// the default spaces at 40 and 72).
+// element; hopper takes multiples of 8 over tiles padded to 16 (TMA reads zeros past D); the other
+// families refuse them naming fa2, the run's header says so, and fa2's split-KV, packed and paged
+// variants compile at each (test_compile_variants.cpp compiles the default spaces at 40 and 72,
+// hopper's at 40, 72 and 120).
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "codegen/compile_pool.hpp"
 #include "codegen/kernel_args.hpp"
 #include "codegen/family.hpp"
+#include "codegen/family_hopper.hpp"
+#include "backend/tensor_map.hpp"
 #include "common/resources.cuh"
 #include "core/problem.hpp"
 #include "family_checks.hpp"
@@ -36,16 +39,65 @@ TEST(HeadDims, TheMmaWidthIsTheNextMultipleOf16) {
   EXPECT_EQ(fa2_family().shared_memory_bytes(c, with_head_dim(40)), fa2_family().shared_memory_bytes(c, with_head_dim(48)));
 }
 
-TEST(HeadDims, OnlyFa2TakesThemAndTheOthersSayWhy) {
-  const problem s = with_head_dim(72);
-  validate(s);
-  testing::expect_only_fa2_takes(s, "needs a head dim that is a multiple of 16 (head dim 72): fa2 takes every head dim");
+// Multiples of 8: fa2 and hopper (its tiles padded to 16, read through TMA with zeros past D);
+// the others refuse them naming fa2. Not multiples of 8: fa2 only.
+TEST(HeadDims, Fa2AndHopperTakeMultiplesOf8OnlyFa2TheRest) {
+  for (int64_t d : {40, 72, 120, 248}) {
+    const problem s = with_head_dim(d);
+    validate(s);
+    for (const kernel_family* f : {&fa2_family(), &hopper_family()}) EXPECT_FALSE(problem_refusal(*f, s)) << f->name;
+    for (const kernel_family* f : {&wgmma_family(), &mfma_family()}) {
+      const auto why = problem_refusal(*f, s);
+      ASSERT_TRUE(why) << f->name << " D" << d;
+      EXPECT_NE(why->find(fmt::format("needs a head dim that is a multiple of 16 (head dim {}): fa2 takes every head dim",
+                                      d)),
+                std::string::npos)
+          << *why;
+    }
+  }
   for (int64_t d : {33, 59, 111}) {
     validate(with_head_dim(d));
-    testing::expect_only_fa2_takes(
-        with_head_dim(d), fmt::format("needs a head dim that is a multiple of 16 (head dim {}): fa2 takes every head dim", d));
+    testing::expect_only_fa2_takes(with_head_dim(d), fmt::format("(head dim {}): fa2 takes every head dim", d));
+    EXPECT_NE(problem_refusal(hopper_family(), with_head_dim(d))->find("hopper needs a head dim that is a multiple of 8"),
+              std::string::npos);
   }
   EXPECT_FALSE(problem_refusal(hopper_family(), with_head_dim(80)));
+  // dv too: a multiple of 8 for hopper.
+  problem s = with_head_dim(72);
+  s.head_dim_v = 40;
+  EXPECT_FALSE(problem_refusal(hopper_family(), s));
+  s.head_dim_v = 36;
+  EXPECT_TRUE(problem_refusal(hopper_family(), s));
+}
+
+// hopper reads a head dim of 8s as its tile padded to 16: its shared memory and registers are
+// the padded head dim's, its TMA boxes tile the padded width and span the head dim itself (the
+// columns past it read as zeros), and its instantiation names the head dim, not the tile.
+TEST(HeadDims, HopperPadsItsTilesTo16AndItsMapsSpanTheHeadDim) {
+  const resource_limits limits = limits_for_arch("sm_90a");
+  for (const auto [d, tile] : {std::pair{40, 48}, {72, 80}, {56, 64}, {88, 96}, {120, 128}, {248, 256}}) {
+    for (const tile_config& c : hopper_family().default_space.enumerate()) {
+      EXPECT_EQ(hopper_family().shared_memory_bytes(c, with_head_dim(d)),
+                hopper_family().shared_memory_bytes(c, with_head_dim(tile)))
+          << d << " " << name(c);
+      EXPECT_EQ(!hopper_family().reject_reason(c, with_head_dim(d), limits),
+                !hopper_family().reject_reason(c, with_head_dim(tile), limits))
+          << d << " " << name(c);
+    }
+    const tensor_map_args a = tensor_map_for(nullptr, true, d, 1000, 8, 2, d, 1000 * d, 8000 * d, 64);
+    EXPECT_EQ(a.dims[0], static_cast<uint64_t>(d));
+    EXPECT_EQ(a.swizzle_bytes, swizzle_bytes_for(tile)) << d;
+    EXPECT_EQ(tile % a.box[0], 0u) << d;
+    EXPECT_FALSE(tensor_map_problem(a)) << *tensor_map_problem(a);
+    EXPECT_FALSE(tma_stride_problem(with_head_dim(d))) << d;
+    const std::string text = hopper_family().instantiation({128, 128, 12, 2, 7}, with_head_dim(d));
+    EXPECT_NE(text.find(fmt::format("hopper_config<true, {}, 128, 128, 12, 2, false, 3, ", d)), std::string::npos)
+        << text;
+  }
+  // 56 pads to 64: the 128-byte swizzle, one box of 64 columns over 56.
+  EXPECT_EQ(swizzle_bytes_for(56), 128);
+  EXPECT_EQ(swizzle_bytes_for(72), 32);
+  EXPECT_EQ(swizzle_bytes_for(88), 64);
 }
 
 TEST(HeadDims, TheBulkLoaderIsRefusedAndTheHeaderNamesTheFamilyThatRuns) {
@@ -59,8 +111,9 @@ TEST(HeadDims, TheBulkLoaderIsRefusedAndTheHeaderNamesTheFamilyThatRuns) {
   run.spaces = {fa2_family().default_space, wgmma_family().default_space, hopper_family().default_space};
   run.families_defaulted = true;
   EXPECT_EQ(searched_families(run, 9, 0, with_head_dim(128)), "hopper");
-  const std::string header = searched_families(run, 9, 0, with_head_dim(40));
-  EXPECT_EQ(header.rfind("fa2 (family hopper needs a head dim that is a multiple of 16 (head dim 40)", 0), 0u) << header;
+  EXPECT_EQ(searched_families(run, 9, 0, with_head_dim(40)), "hopper");
+  const std::string header = searched_families(run, 9, 0, with_head_dim(59));
+  EXPECT_EQ(header.rfind("fa2 (family hopper needs a head dim that is a multiple of 8 (head dim 59)", 0), 0u) << header;
 }
 
 // Rows of 59 elements start 118 bytes apart: the tensors need an element's alignment, not 16

@@ -107,11 +107,13 @@ TEST(ValueDimFamilies, Fa2AndHopperTakeItAndTheOthersSayWhy) {
   s.head_dim_v = 0;
   for (const kernel_family* f : {&fa2_family(), &hopper_family(), &wgmma_family()})
     EXPECT_FALSE(problem_refusal(*f, s)) << f->name;
-  // hopper's tiles are whole wgmma steps: dv a multiple of 16, like d.
+  // hopper reads V through TMA: dv a multiple of 8 (16-byte rows), like d.
   s.head_dim_v = 40;
+  EXPECT_FALSE(problem_refusal(hopper_family(), s));
+  s.head_dim_v = 36;
   const auto why = problem_refusal(hopper_family(), s);
   ASSERT_TRUE(why);
-  EXPECT_NE(why->find("family hopper needs V's head dim to be a multiple of 16 (dv 40): fa2 takes every head dim"),
+  EXPECT_NE(why->find("family hopper needs V's head dim to be a multiple of 8 (dv 36): fa2 takes every head dim"),
             std::string::npos)
       << *why;
   EXPECT_FALSE(problem_refusal(fa2_family(), s));
@@ -300,7 +302,7 @@ INSTANTIATE_TEST_SUITE_P(fa2, dv_compile,
 
 // Every variant of hopper's default space that its pruner keeps compiles for sm_90a without
 // spills with dv != d: MLA's d 192 / dv 128 (causal and not, with a window and softcap, packed),
-// dv above d (64 / 128) and below it (128 / 64).
+// dv above d (64 / 128) and below it (128 / 64), and head dims of 8s (72 / 40).
 struct hopper_dv_case {
   const char* label;
   int64_t d, dv;
@@ -327,7 +329,8 @@ INSTANTIATE_TEST_SUITE_P(hopper, hopper_dv_compile,
                                            hopper_dv_case{"d192_dv128_window_softcap_packed", 192, 128, true, 512, 30,
                                                           "uniform:128:4096"},
                                            hopper_dv_case{"d64_dv128", 64, 128, false, -1, 0, ""},
-                                           hopper_dv_case{"d128_dv64_causal", 128, 64, true, -1, 0, ""}),
+                                           hopper_dv_case{"d128_dv64_causal", 128, 64, true, -1, 0, ""},
+                                           hopper_dv_case{"d72_dv40_causal", 72, 40, true, -1, 0, ""}),
                          [](const auto& info) { return std::string(info.param.label); });
 
 }  // namespace

@@ -1,5 +1,5 @@
-// Head dims that are not multiples of 16 on the fa2 family (issue 23, item 1), of 8 (40, 72) and
-// not (33, 59, 111: rows not 16-byte aligned, loaded and stored by element):
+// Head dims that are not multiples of 16 on the fa2 family (issue 23, item 1), of 8 (40, 72; and
+// on the hopper family) and not (33, 59, 111: rows not 16-byte aligned, loaded and stored by element):
 // every variant of a small space must pass the reference check on fresh random inputs, dense and
 // causal, GQA, cross-attention, bshd, fp16, with a window, and with the decode axes (split-KV, whose
 // combine runs over D columns, packed GQA, a paged cache with lengths).
@@ -27,6 +27,15 @@ TEST_P(head_dim_correctness, every_variant_passes) {
   EXPECT_GE(verify_all(s, m_gpu, m_cache, space), 6);
 }
 
+// The hopper family (sm_90) takes the multiples of 8 (tiles padded to 16, TMA's zeros past D and
+// its clipped stores): every variant of a small space on each case it takes (it refuses the
+// others and the paged cache, naming fa2).
+TEST_P(head_dim_correctness, every_hopper_variant_passes) {
+  const problem& s = GetParam().s;
+  if (auto why = hopper_skip_reason(m_gpu, s)) GTEST_SKIP() << *why;
+  expect_every_hopper_variant_passes(s, m_gpu, m_cache);
+}
+
 problem windowed(problem s, int64_t left) {
   s.window_left = left;
   return s;
@@ -45,6 +54,8 @@ INSTANTIATE_TEST_SUITE_P(
                       head_dim_case{"d120_causal_fp16", decode(1, 4, 2, 257, 257, 120, true, fp)},
                       head_dim_case{"d88_window", windowed(decode(1, 4, 4, 400, 400, 88, true), 100)},
                       head_dim_case{"d40_decode", decode(2, 8, 2, 1, 1000, 40, false)},
+                      head_dim_case{"d56_causal_gqa", decode(2, 8, 2, 517, 517, 56, true)},
+                      head_dim_case{"d184_cross", decode(1, 4, 4, 200, 333, 184, false)},
                       head_dim_case{"d72_decode_paged", paged(decode(3, 8, 2, 4, 300, 72, true), 16, "5/300/131")},
                       // Not multiples of 8 (FlashAttention's 59 and 111, and 33): element loads and stores.
                       head_dim_case{"d59", decode(2, 4, 4, 300, 300, 59, false)},
