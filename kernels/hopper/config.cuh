@@ -58,6 +58,8 @@ struct hopper_config {
   static constexpr int O_OFFSET = LAYOUT.o_offset();  ///< when O_SMEM
   static constexpr int Q_SLOT = LAYOUT.q_slot(), K_SLOT = LAYOUT.k_slot(), STAGE_BYTES = LAYOUT.stage_bytes();
   static constexpr int KV_OFFSET = LAYOUT.kv_offset(), TILE_BYTES = LAYOUT.tile_bytes();
+  // O staged in Q's tile: a warpgroup's O rows lie on its own Q rows only at one swizzle width.
+  static_assert(O_SMEM || swizzle<D>::W == swizzle<DV>::W, "O staged in Q's tile needs Q's swizzle width");
   static constexpr int SHARED_BYTES = LAYOUT.shared_bytes();
   static constexpr bool VARLEN = VARLEN_;  // last: a dense kernel's constants keep their places
 };

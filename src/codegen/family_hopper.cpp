@@ -212,6 +212,13 @@ std::optional<std::string> hopper_reject(const tile_config& c, const problem& s,
   if (const int64_t bytes = hopper_shared_memory(c, s); bytes > limits.shared_memory_per_block)
     return fmt::format("shared memory {} KiB exceeds the device's {} KiB per block", (bytes + 1023) / 1024,
                        limits.shared_memory_per_block / 1024);
+  // O staged in Q's tile: each warpgroup writes its O rows where its own Q rows are only when both
+  // tiles have one swizzle width (else its O pieces land on another warpgroup's Q rows while that
+  // warpgroup may still be reading them).
+  if (has_value_dim(s) && !o_has_own_tile(c, s) && swizzle_bytes_for(tile_d(s)) != swizzle_bytes_for(tile_dv(s)))
+    return fmt::format("O (dv {}) does not fit a tile of its own, and staged in Q's (d {}) its {}-byte swizzle "
+                       "would put a warpgroup's O rows on another's Q rows ({}-byte swizzle)",
+                       value_dim(s), s.head_dim, swizzle_bytes_for(tile_dv(s)), swizzle_bytes_for(tile_d(s)));
   if (auto why = tma_stride_problem(s)) return why;
   if (auto why = tile_count_problem(s, c.block_m)) return why;
   return std::nullopt;

@@ -106,8 +106,9 @@ bool decode_like(const problem& s) { return decode_sized(s) || s.page_size > 0 |
 // why for each.
 // With the default families on a device where one supersedes the others, only that one is run;
 // the others only when it refuses the shape, or when none of its variants passed (every one was
-// wrong or failed to compile or launch: a defect of that family on this problem), so a problem
-// the others take is never left without a correct kernel.
+// wrong or failed to compile or launch: a defect of that family on this problem; not a hung
+// kernel, after which the device is lost to this process), so a problem the others take is not
+// left without a correct kernel.
 template <class Run>
 tune_result over_families(const family_run& opt, int cc_major, int cc_minor, tune_options t, Run run, bool decode,
                           bool backward, bool superseding = true) {
@@ -127,7 +128,8 @@ tune_result over_families(const family_run& opt, int cc_major, int cc_minor, tun
   }
   const std::vector<size_t> all = runnable(opt, cc_major, cc_minor, false, false, backward);
   if (parts.empty() && families != all) return over_families(opt, cc_major, cc_minor, t, run, decode, backward, false);
-  if (families != all && none_passed(parts)) {
+  // (Not with --configs: those name the superseding family's configs.)
+  if (families != all && t.configs.empty() && t.backward_configs.empty() && none_passed(parts)) {
     std::vector<std::string> ran, rest;
     for (size_t i : families) ran.push_back(opt.families[i]);
     for (size_t i : all)

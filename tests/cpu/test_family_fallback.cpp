@@ -1,7 +1,8 @@
 // With the default families on a Hopper GPU, hopper supersedes fa2 and wgmma; but when none of its
 // variants passes (here: every one fails to compile, a defect planted in hopper.cuh), the others
 // that take the problem are searched too, so the problem still gets a correct kernel, and the run
-// says so. A superseding family that passes keeps the run to itself.
+// says so. A superseding family that passes keeps the run to itself, and configs named with
+// --configs (the superseding family's) are not tried on the others.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -78,17 +79,15 @@ TEST(FamilyFallback, ASupersedingFamilyThatCompilesRunsAlone) {
   EXPECT_TRUE(families_of(r, status::compile_error).empty());
 }
 
-// A family named with --family is never left for another: its failures are the result.
-TEST(FamilyFallback, NamedFamiliesAreNotWidened) {
-  const temp_dir dir("attn-tune-fallback-named");
+// Configs named with --configs are the superseding family's: they are not tried on the others.
+TEST(FamilyFallback, NamedConfigsAreNotTriedOnTheOthers) {
+  const temp_dir dir("attn-tune-fallback-configs");
   const compile_cache cache(dir.path().string(), with_planted_error("hopper.cuh"));
-  family_run run = small_run();
-  run.families_defaulted = false;
-  run.families = {"hopper"};
-  run.spaces = {run.spaces[2]};
-  const tune_result r = compile_families(run, "sm_90a", shape(), cache, tune_options{});
-  EXPECT_EQ(families_of(r, status::compile_error), std::vector<std::string>{"hopper"});
-  EXPECT_TRUE(families_of(r, status::compiled).empty());
+  tune_options t;
+  t.configs = {{128, 128, 12, 2, 7}};
+  const tune_result r = compile_families(small_run(), "sm_90a", shape(), cache, t);
+  ASSERT_FALSE(r.records.empty());
+  for (const record& x : r.records) EXPECT_EQ(x.family, "hopper") << name(x.config) << ": " << x.message;
 }
 
 }  // namespace

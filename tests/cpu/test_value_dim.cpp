@@ -164,6 +164,21 @@ TEST(ValueDimLayout, HopperTilesAreDvWideAlignedAndApart) {
       }
 }
 
+// O staged in Q's tile (when it has no tile of its own) needs Q's swizzle width: d 128 / dv 96
+// (128- and 64-byte swizzles) at 192 x 128 over 3 stages would put warpgroup 0's O rows on
+// warpgroup 1's Q rows, so the pruner refuses it, saying why; over 2 stages O has its own tile.
+TEST(ValueDimFamilies, HopperStagesOInQsTileOnlyAtQsSwizzle) {
+  const resource_limits limits{};  // sm_90
+  problem s = mla(4096, false);
+  s.head_dim = 128, s.head_dim_v = 96;
+  const auto why = hopper_family().reject_reason({192, 128, 16, 3, 6}, s, limits);
+  ASSERT_TRUE(why);
+  EXPECT_NE(why->find("O (dv 96) does not fit a tile of its own, and staged in Q's (d 128) its 64-byte swizzle"),
+            std::string::npos)
+      << *why;
+  EXPECT_FALSE(hopper_family().reject_reason({192, 128, 16, 2, 6}, s, limits));
+}
+
 // The pruner counts O's registers and V's and O's tiles over dv: d 192 / dv 128 keeps what d 192
 // keeps, and more.
 TEST(ValueDimFamilies, HopperCountsVsOwnWidth) {
@@ -330,7 +345,9 @@ INSTANTIATE_TEST_SUITE_P(hopper, hopper_dv_compile,
                                                           "uniform:128:4096"},
                                            hopper_dv_case{"d64_dv128", 64, 128, false, -1, 0, ""},
                                            hopper_dv_case{"d128_dv64_causal", 128, 64, true, -1, 0, ""},
-                                           hopper_dv_case{"d72_dv40_causal", 72, 40, true, -1, 0, ""}),
+                                           hopper_dv_case{"d72_dv40_causal", 72, 40, true, -1, 0, ""},
+                                           hopper_dv_case{"d128_dv96", 128, 96, false, -1, 0, ""},
+                                           hopper_dv_case{"d96_dv128_causal", 96, 128, true, -1, 0, ""}),
                          [](const auto& info) { return std::string(info.param.label); });
 
 }  // namespace
