@@ -35,9 +35,11 @@ namespace attn_k {
 /// ATOMIC_DQ: the dK/dV kernel adds dQ = dS K too, in fp32 atomics to p.dq_accum (each warpgroup
 /// D / GROUPS of the columns, over the block's keys), and no dQ kernel runs: bwd_dq_convert writes dQ.
 /// WINDOW, SOFTCAP, VARLEN: as fa2_bwd.cuh's bwd_config (a packed batch's atomic dQ sum is then
-/// [H, total_q, D]).
+/// [H, total_q, D]). DV_: V's head dim where it is not D (0: D): V, dV, O and dO tiles are DV wide
+/// and read at V's and O's own strides (p.v_*, p.o_*); dV += P^T dO, dP^T = V dO^T and dP = dO V^T
+/// run over DV, the rest over D.
 template <bool BF16_, int D_, int BLOCK_M_, int BLOCK_N_, int WARPS_, int STAGES_, bool CAUSAL_, int PART_ = 0,
-          bool ATOMIC_DQ_ = false, bool WINDOW_ = false, bool SOFTCAP_ = false, bool VARLEN_ = false>
+          bool ATOMIC_DQ_ = false, bool WINDOW_ = false, bool SOFTCAP_ = false, bool VARLEN_ = false, int DV_ = 0>
 struct wg_bwd_config {
   static constexpr bool BF16 = BF16_, CAUSAL = CAUSAL_, ATOMIC_DQ = ATOMIC_DQ_, WINDOW = WINDOW_, SOFTCAP = SOFTCAP_;
   static constexpr bool VARLEN = VARLEN_;
@@ -52,6 +54,11 @@ struct wg_bwd_config {
   static_assert(BLOCK_M % 16 == 0 && BLOCK_N % 16 == 0 && BLOCK_M <= 256 && BLOCK_N <= 256, "tiles");
   static_assert(STAGES >= 1 && STAGES <= 4, "STAGES in [1, 4]");
   static constexpr int DQ_N = D / GROUPS;  ///< atomic dQ: the columns a warpgroup adds
+  /// V's and O's head dim; OWN_DV: their own strides (only then read: with DV = D the code is one
+  /// set of strides, as before DV existed).
+  static constexpr int DV = DV_ > 0 ? DV_ : D;
+  static constexpr bool OWN_DV = DV_ > 0;
+  static_assert(DV % 16 == 0 && DV >= 32 && DV <= 256, "V's head dim: a multiple of 16 in [32, 256]");
   static_assert(!ATOMIC_DQ || (PART == 0 && BLOCK_M == 64 && (GROUPS == 1 || DQ_N % 64 == 0)),
                 "atomic dQ: dK and dV in one launch, 64 queries a step, whole 128-byte pieces a warpgroup");
 };
@@ -62,43 +69,48 @@ __device__ __forceinline__ unsigned char* aligned_tiles(unsigned char* shared_ra
   return shared_raw + ((1024u - (smem_addr(shared_raw) & 1023u)) & 1023u);
 }
 
-/// Rows [row0, row0 + rows) of a [*, D] tensor into a swizzled tile (zero past row_end), by all threads.
-template <class C>
+/// Rows [row0, row0 + rows) of a [*, WD] tensor (WD: D, or V's and dO's DV) into a swizzled tile
+/// (zero past row_end), by all threads.
+template <class C, int WD = C::D>
 __device__ __forceinline__ void wg_load_rows(unsigned smem, const elem_bits* base, long long row_stride, int row0,
                                              int row_end, int rows) {
-  constexpr int CHUNKS = C::D / 8;
+  constexpr int CHUNKS = WD / 8;
   for (int i = threadIdx.x; i < rows * CHUNKS; i += C::THREADS) {
     const int r = i / CHUNKS, c = i % CHUNKS;
     const bool valid = row0 + r < row_end;
-    cp_async_16(smem + tile_offset<C::D>(r, c, rows), base + (valid ? (row0 + r) * row_stride + c * 8 : 0), valid);
+    cp_async_16(smem + tile_offset<WD>(r, c, rows), base + (valid ? (row0 + r) * row_stride + c * 8 : 0), valid);
   }
 }
 
-/// acc = A B^T over D: A is this warpgroup's 64 rows (from row a_row0) of a tile of A_ROWS rows, B
-/// the N rows of a tile of N rows, both K-major (their rows run along D). Issued and committed.
-template <class C, int N, int A_ROWS>
+/// acc = A B^T over KD (D, or DV for dP^T and dP): A is this warpgroup's 64 rows (from row a_row0)
+/// of a tile of A_ROWS rows, B the N rows of a tile of N rows, both K-major (their rows run along
+/// KD). Issued and committed.
+template <class C, int N, int A_ROWS, int KD = C::D>
 __device__ __forceinline__ void wg_rows_rows(float (&acc)[N / 2], unsigned a_tile, int a_row0, unsigned b_tile) {
+  constexpr int W = swizzle<KD>::W;
   wg_fence();
 #pragma unroll
-  for (int kk = 0; kk < C::D / 16; ++kk) {
-    const unsigned piece = kk * 32 / C::W, within = kk * 32 % C::W;
-    const unsigned long long a = wg_desc<C::D>(a_tile + piece * A_ROWS * C::W + a_row0 * C::W + within, 0, 8 * C::W);
-    const unsigned long long b = wg_desc<C::D>(b_tile + piece * N * C::W + within, 0, 8 * C::W);
+  for (int kk = 0; kk < KD / 16; ++kk) {
+    const unsigned piece = kk * 32 / W, within = kk * 32 % W;
+    const unsigned long long a = wg_desc<KD>(a_tile + piece * A_ROWS * W + a_row0 * W + within, 0, 8 * W);
+    const unsigned long long b = wg_desc<KD>(b_tile + piece * N * W + within, 0, 8 * W);
     wgmma_op<C::BF16, N>::ss(acc, a, b, kk > 0);
   }
   wg_commit();
 }
 
 /// acc += A B: A in registers (K_ROWS / 16 fragments), B the K_ROWS rows of a tile read MN-major
-/// (its rows are the k index, D the N dimension). Issued and committed.
-template <class C, int K_ROWS>
-__device__ __forceinline__ void wg_regs_rows(float (&acc)[C::D / 2], const unsigned (&a)[K_ROWS / 16][4], unsigned b_tile) {
+/// (its rows are the k index, its ND columns the N dimension: D, or DV for dV += P^T dO). Issued and
+/// committed.
+template <class C, int K_ROWS, int ND = C::D>
+__device__ __forceinline__ void wg_regs_rows(float (&acc)[ND / 2], const unsigned (&a)[K_ROWS / 16][4], unsigned b_tile) {
+  constexpr int W = swizzle<ND>::W;
   wg_fence_operand(acc);
   wg_fence();
 #pragma unroll
   for (int kk = 0; kk < K_ROWS / 16; ++kk) {
-    const unsigned long long b = wg_desc<C::D>(b_tile + kk * 16 * C::W, K_ROWS * C::W, 8 * C::W);
-    wgmma_op<C::BF16, C::D>::rs(acc, a[kk], b, 1);
+    const unsigned long long b = wg_desc<ND>(b_tile + kk * 16 * W, K_ROWS * W, 8 * W);
+    wgmma_op<C::BF16, ND>::rs(acc, a[kk], b, 1);
   }
   wg_commit();
 }
@@ -127,11 +139,11 @@ __device__ __forceinline__ float wg_unpacked(const unsigned (&a)[N / 16][4], int
   return to_float<BF16>(static_cast<elem_bits>(i % 2 ? w >> 16 : w & 0xffffu));
 }
 
-/// Writes this warpgroup's 64 accumulator rows (from global row row0) times `scale`, rows at or past
-/// row_end left alone.
-template <class C>
+/// Writes this warpgroup's 64 accumulator rows of WD columns (from global row row0) times `scale`,
+/// rows at or past row_end left alone.
+template <class C, int WD = C::D>
 __device__ __forceinline__ void wg_store_rows(elem_bits* base, long long row_stride, int row0, int row_end,
-                                              const float (&acc)[C::D / 2], float scale) {
+                                              const float (&acc)[WD / 2], float scale) {
   const int lane = threadIdx.x % 32, g = lane / 4, t = lane % 4, w = (threadIdx.x / 32) % 4;
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
@@ -139,7 +151,7 @@ __device__ __forceinline__ void wg_store_rows(elem_bits* base, long long row_str
     if (row >= row_end) continue;
     elem_bits* out = base + row * row_stride;
 #pragma unroll
-    for (int df = 0; df < C::D / 8; ++df)
+    for (int df = 0; df < WD / 8; ++df)
       *reinterpret_cast<unsigned*>(out + df * 8 + t * 2) =
           pack2<C::BF16>(acc[4 * df + 2 * h] * scale, acc[4 * df + 2 * h + 1] * scale);
   }
@@ -222,16 +234,20 @@ __device__ void bwd_dq_convert(const bwd_params& p) {
 template <class C>
 __device__ __forceinline__ void wg_bwd_dkdv_blocks(const bwd_params& p) {
   static_assert(C::BLOCK_N == 64 * C::GROUPS, "64 keys per warpgroup");
+  // K's and Q's tiles are D wide, V's and dO's DV (with DV = D the layout is the one before DV).
   constexpr int M = C::BLOCK_M, KV_TILE = C::BLOCK_N * C::D * 2, Q_TILE = M * C::D * 2;
+  constexpr int V_TILE = C::BLOCK_N * C::DV * 2, DO_TILE = M * C::DV * 2, STAGE = Q_TILE + DO_TILE;
+  static_assert(!C::OWN_DV || (KV_TILE % 1024 == 0 && V_TILE % 1024 == 0 && Q_TILE % 1024 == 0 && DO_TILE % 1024 == 0),
+                "dv != d: every tile a whole number of 1024-byte swizzle periods");
   extern __shared__ __align__(128) unsigned char shared_raw[];
   unsigned char* tiles = aligned_tiles(shared_raw);
-  const unsigned k_smem = smem_addr(tiles), v_smem = k_smem + KV_TILE, stage0 = v_smem + KV_TILE;
-  auto q_stage = [&](int s) { return stage0 + 2 * s * Q_TILE; };
-  auto do_stage = [&](int s) { return stage0 + (2 * s + 1) * Q_TILE; };
+  const unsigned k_smem = smem_addr(tiles), v_smem = k_smem + KV_TILE, stage0 = v_smem + V_TILE;
+  auto q_stage = [&](int s) { return stage0 + s * STAGE; };
+  auto do_stage = [&](int s) { return stage0 + s * STAGE + Q_TILE; };
   // Atomic dQ: dS^T of the step, [keys][queries] in the swizzled layout of 64-wide rows (read MN-major).
   constexpr int DS_TILE = C::ATOMIC_DQ ? C::BLOCK_N * M * 2 : 0;
-  const unsigned ds_smem = stage0 + 2 * C::STAGES * Q_TILE;
-  float* row_terms = reinterpret_cast<float*>(tiles + 2 * KV_TILE + 2 * C::STAGES * Q_TILE + DS_TILE);
+  const unsigned ds_smem = stage0 + C::STAGES * STAGE;
+  float* row_terms = reinterpret_cast<float*>(tiles + KV_TILE + V_TILE + C::STAGES * STAGE + DS_TILE);
   auto lse_stage = [&](int s) { return row_terms + 2 * s * M; };
   auto delta_stage = [&](int s) { return row_terms + (2 * s + 1) * M; };
 
@@ -241,8 +257,10 @@ __device__ __forceinline__ void wg_bwd_dkdv_blocks(const bwd_params& p) {
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, wg = warp / 4, g = lane / 4, t = lane % 4;
   const int key0 = n0 + wg * 64 + (warp % 4) * 16 + g;  // this thread's first key (and key0 + 8)
   const long long kv_at = batch * p.kv_batch_stride + kv_head * p.kv_head_stride;
+  const long long v_at = C::OWN_DV ? batch * p.v_batch_stride + kv_head * p.v_head_stride : kv_at;
+  const long long v_row = C::OWN_DV ? p.v_row_stride : p.kv_row_stride;
   wg_load_rows<C>(k_smem, static_cast<const elem_bits*>(p.k) + kv_at, p.kv_row_stride, n0, p.kv_len, C::BLOCK_N);
-  wg_load_rows<C>(v_smem, static_cast<const elem_bits*>(p.v) + kv_at, p.kv_row_stride, n0, p.kv_len, C::BLOCK_N);
+  wg_load_rows<C, C::DV>(v_smem, static_cast<const elem_bits*>(p.v) + v_at, v_row, n0, p.kv_len, C::BLOCK_N);
 
   const dkdv_steps<M, C::CAUSAL> steps(p, kv_head, n0);
   // A window masks every tile (its sides cut tiles anywhere; the loops keep the causal range, a
@@ -251,15 +269,19 @@ __device__ __forceinline__ void wg_bwd_dkdv_blocks(const bwd_params& p) {
   auto load = [&](int it) {
     const int head = steps.head(it), m0 = steps.m0(it), s = it % C::STAGES;
     const long long q_at = batch * p.q_batch_stride + head * p.q_head_stride;
+    const long long o_at = C::OWN_DV ? batch * p.o_batch_stride + head * p.o_head_stride : q_at;
     wg_load_rows<C>(q_stage(s), static_cast<const elem_bits*>(p.q) + q_at, p.q_row_stride, m0, p.q_len, M);
-    wg_load_rows<C>(do_stage(s), static_cast<const elem_bits*>(p.d_o) + q_at, p.q_row_stride, m0, p.q_len, M);
+    wg_load_rows<C, C::DV>(do_stage(s), static_cast<const elem_bits*>(p.d_o) + o_at,
+                           C::OWN_DV ? p.o_row_stride : p.q_row_stride, m0, p.q_len, M);
     load_row_terms<M, C::THREADS, C::VARLEN>(p, batch, head, m0, lse_stage(s), delta_stage(s));
   };
 
   const int q0 = C::ATOMIC_DQ && C::VARLEN ? p.cu_seqlens_q[batch] : 0;  // the atomic dQ sum's first row
-  float dk[C::D / 2], dv[C::D / 2];
+  float dk[C::D / 2], dv[C::DV / 2];
 #pragma unroll
-  for (int i = 0; i < C::D / 2; ++i) dk[i] = dv[i] = 0.f;
+  for (int i = 0; i < C::D / 2; ++i) dk[i] = 0.f;
+#pragma unroll
+  for (int i = 0; i < C::DV / 2; ++i) dv[i] = 0.f;
   bwd_ring<C::STAGES, true>(steps.count, load, [&](int it, int s) {
     const int m0 = steps.m0(it);
     const float* lse2 = lse_stage(s);
@@ -289,8 +311,8 @@ __device__ __forceinline__ void wg_bwd_dkdv_blocks(const bwd_params& p) {
     unsigned pa[M / 16][4], ds[M / 16][4], pd[PF / 16][4];
     wg_pack<C::BF16, M>(pa, x);
     if constexpr (C::SOFTCAP) wg_pack<C::BF16, M>(pd, pf);
-    if constexpr (C::DO_DV) wg_regs_rows<C, M>(dv, pa, do_stage(s));  // dV += P^T dO
-    if constexpr (C::DO_DK) wg_rows_rows<C, M, C::BLOCK_N>(x, v_smem, wg * 64, do_stage(s));  // dP^T = V dO^T
+    if constexpr (C::DO_DV) wg_regs_rows<C, M, C::DV>(dv, pa, do_stage(s));  // dV += P^T dO
+    if constexpr (C::DO_DK) wg_rows_rows<C, M, C::BLOCK_N, C::DV>(x, v_smem, wg * 64, do_stage(s));  // dP^T = V dO^T
     wg_wait<0>();
     wg_fence_operand(x);
     wg_fence_operand(dv);
@@ -320,27 +342,33 @@ __device__ __forceinline__ void wg_bwd_dkdv_blocks(const bwd_params& p) {
 
   const seq_rows first = C::VARLEN ? seq_rows::of(p, batch) : seq_rows{};
   const long long out_at = batch * p.kv_batch_stride + kv_head * p.kv_head_stride + (long long)first.k0 * p.kv_row_stride;
+  // dV at V's strides (K's when DV = D).
+  const long long v_out_at = C::OWN_DV ? v_at + (long long)first.k0 * v_row : out_at;
   if constexpr (C::DO_DK)
     wg_store_rows<C>(static_cast<elem_bits*>(p.dk) + out_at, p.kv_row_stride, n0 + wg * 64, p.kv_len, dk, p.softmax_scale);
   if constexpr (C::DO_DV)
-    wg_store_rows<C>(static_cast<elem_bits*>(p.dv) + out_at, p.kv_row_stride, n0 + wg * 64, p.kv_len, dv, 1.f);
+    wg_store_rows<C, C::DV>(static_cast<elem_bits*>(p.dv) + v_out_at, v_row, n0 + wg * 64, p.kv_len, dv, 1.f);
 }
 
 /// The dK/dV kernel: a block per BLOCK_N keys of a (batch, K/V head); VARLEN, of its own sequence.
 template <class C>
 __device__ void wg_bwd_dkdv(const bwd_params& p) {
-  per_sequence<C::VARLEN, false>(p, [](const bwd_params& s) { wg_bwd_dkdv_blocks<C>(s); });
+  per_sequence<C::VARLEN, C::OWN_DV>(p, [](const bwd_params& s) { wg_bwd_dkdv_blocks<C>(s); });
 }
 
 template <class C>
 __device__ __forceinline__ void wg_bwd_dq_blocks(const bwd_params& p) {
   static_assert(C::BLOCK_M == 64 * C::GROUPS, "64 query rows per warpgroup");
+  // Q's and K's tiles are D wide, dO's and V's DV (with DV = D the layout is the one before DV).
   constexpr int N = C::BLOCK_N, Q_TILE = C::BLOCK_M * C::D * 2, KV_TILE = N * C::D * 2;
+  constexpr int DO_TILE = C::BLOCK_M * C::DV * 2, V_TILE = N * C::DV * 2, STAGE = KV_TILE + V_TILE;
+  static_assert(!C::OWN_DV || (KV_TILE % 1024 == 0 && V_TILE % 1024 == 0 && Q_TILE % 1024 == 0 && DO_TILE % 1024 == 0),
+                "dv != d: every tile a whole number of 1024-byte swizzle periods");
   extern __shared__ __align__(128) unsigned char shared_raw[];
   unsigned char* tiles = aligned_tiles(shared_raw);
-  const unsigned q_smem = smem_addr(tiles), do_smem = q_smem + Q_TILE, stage0 = do_smem + Q_TILE;
-  auto k_stage = [&](int s) { return stage0 + 2 * s * KV_TILE; };
-  auto v_stage = [&](int s) { return stage0 + (2 * s + 1) * KV_TILE; };
+  const unsigned q_smem = smem_addr(tiles), do_smem = q_smem + Q_TILE, stage0 = do_smem + DO_TILE;
+  auto k_stage = [&](int s) { return stage0 + s * STAGE; };
+  auto v_stage = [&](int s) { return stage0 + s * STAGE + KV_TILE; };
 
   const int m_block = C::CAUSAL ? gridDim.x - 1 - blockIdx.x : blockIdx.x;  // the longest rows first
   const int head = blockIdx.y, batch = blockIdx.z, m0 = m_block * C::BLOCK_M, offset = p.kv_len - p.q_len;
@@ -348,8 +376,11 @@ __device__ __forceinline__ void wg_bwd_dq_blocks(const bwd_params& p) {
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, wg = warp / 4, g = lane / 4, t = lane % 4;
   const long long q_at = batch * p.q_batch_stride + head * p.q_head_stride;
   const long long kv_at = batch * p.kv_batch_stride + (head / p.group) * p.kv_head_stride;
+  const long long o_at = C::OWN_DV ? batch * p.o_batch_stride + head * p.o_head_stride : q_at;
+  const long long v_at = C::OWN_DV ? batch * p.v_batch_stride + (head / p.group) * p.v_head_stride : kv_at;
+  const long long v_row = C::OWN_DV ? p.v_row_stride : p.kv_row_stride, o_row = C::OWN_DV ? p.o_row_stride : p.q_row_stride;
   wg_load_rows<C>(q_smem, static_cast<const elem_bits*>(p.q) + q_at, p.q_row_stride, m0, p.q_len, C::BLOCK_M);
-  wg_load_rows<C>(do_smem, static_cast<const elem_bits*>(p.d_o) + q_at, p.q_row_stride, m0, p.q_len, C::BLOCK_M);
+  wg_load_rows<C, C::DV>(do_smem, static_cast<const elem_bits*>(p.d_o) + o_at, o_row, m0, p.q_len, C::BLOCK_M);
   cp_async_commit();
 
   const long long row0 = lse_row0<C::VARLEN>(p, batch, head);
@@ -361,10 +392,10 @@ __device__ __forceinline__ void wg_bwd_dq_blocks(const bwd_params& p) {
     delta[h] = i0 + 8 * h < p.q_len ? p.delta[row0 + i0 + 8 * h] : 0.f;
   }
   const elem_bits* k = static_cast<const elem_bits*>(p.k) + kv_at;
-  const elem_bits* v = static_cast<const elem_bits*>(p.v) + kv_at;
+  const elem_bits* v = static_cast<const elem_bits*>(p.v) + v_at;
   auto load = [&](int j) {
     wg_load_rows<C>(k_stage(j % C::STAGES), k, p.kv_row_stride, j * N, p.kv_len, N);
-    wg_load_rows<C>(v_stage(j % C::STAGES), v, p.kv_row_stride, j * N, p.kv_len, N);
+    wg_load_rows<C, C::DV>(v_stage(j % C::STAGES), v, v_row, j * N, p.kv_len, N);
   };
 
   float dq[C::D / 2];
@@ -375,7 +406,7 @@ __device__ __forceinline__ void wg_bwd_dq_blocks(const bwd_params& p) {
     const int n0 = j * N;
     float x[N / 2], dp[N / 2];
     wg_rows_rows<C, N, C::BLOCK_M>(x, q_smem, wg * 64, k_stage(s));    // S = Q K^T
-    wg_rows_rows<C, N, C::BLOCK_M>(dp, do_smem, wg * 64, v_stage(s));  // dP = dO V^T
+    wg_rows_rows<C, N, C::BLOCK_M, C::DV>(dp, do_smem, wg * 64, v_stage(s));  // dP = dO V^T
     wg_wait<0>();
     wg_fence_operand(x);
     wg_fence_operand(dp);
@@ -403,7 +434,7 @@ __device__ __forceinline__ void wg_bwd_dq_blocks(const bwd_params& p) {
 /// The dQ kernel: a block per BLOCK_M query rows of a (batch, head); VARLEN, of its own sequence.
 template <class C>
 __device__ void wg_bwd_dq(const bwd_params& p) {
-  per_sequence<C::VARLEN, false>(p, [](const bwd_params& s) { wg_bwd_dq_blocks<C>(s); });
+  per_sequence<C::VARLEN, C::OWN_DV>(p, [](const bwd_params& s) { wg_bwd_dq_blocks<C>(s); });
 }
 
 }  // namespace attn_k

@@ -62,13 +62,15 @@ std::vector<backward_config> backward_default_configs(const problem& s) {
 int64_t backward_dkdv_shared_bytes(const backward_config& c, const problem& s) {
   if (c.wgmma)
     return attn_k::wg_bwd_dkdv_shared_bytes(c.kv_block_m, c.kv_block_n, c.kv_stages, static_cast<int>(s.head_dim),
-                                            c.atomic_dq);
+                                            c.atomic_dq, static_cast<int>(value_dim(s)));
   return attn_k::bwd_dkdv_shared_bytes(c.kv_block_m, c.kv_block_n, c.kv_stages, static_cast<int>(s.head_dim),
                                        element_size(s.dtype), static_cast<int>(value_dim(s)));
 }
 int64_t backward_dq_shared_bytes(const backward_config& c, const problem& s) {
   if (c.atomic_dq) return 0;  // its last kernel converts dQ, without shared memory
-  if (c.wgmma) return attn_k::wg_bwd_dq_shared_bytes(c.q_block_m, c.q_block_n, c.q_stages, static_cast<int>(s.head_dim));
+  if (c.wgmma)
+    return attn_k::wg_bwd_dq_shared_bytes(c.q_block_m, c.q_block_n, c.q_stages, static_cast<int>(s.head_dim),
+                                          static_cast<int>(value_dim(s)));
   return attn_k::bwd_dq_shared_bytes(c.q_block_m, c.q_block_n, c.q_stages, static_cast<int>(s.head_dim),
                                      element_size(s.dtype), static_cast<int>(value_dim(s)));
 }
@@ -76,15 +78,22 @@ int64_t backward_dq_shared_bytes(const backward_config& c, const problem& s) {
 namespace {
 
 // The wgmma kernels' own rules: sm_90a, head dims multiples of 16, 64 rows of the split side per
-// warpgroup, and their registers (per thread: dK and dV D (split: D / 2), the step's S^T/dP^T and
-// packed P^T and dS^T block_m; dQ D / 2, S, dP and dS 1.25 block_n).
+// warpgroup, and their registers (per thread: dK and dV (D + dv) / 2 (split: the wider / 2), the
+// step's S^T/dP^T and packed P^T and dS^T block_m; dQ D / 2, S, dP and dS 1.25 block_n).
 std::optional<std::string> wgmma_reject(const backward_config& c, const problem& s, const resource_limits& limits) {
   if (limits.cc_major != 9 || limits.cc_minor != 0)
     return std::string("the wgmma backward runs on sm_90a only (Hopper's warpgroup MMA)");
   if (s.head_dim % 16 != 0) return fmt::format("head dim {}: the wgmma backward takes multiples of 16", s.head_dim);
-  if (has_value_dim(s))
-    return fmt::format("dv {} != head dim {}: the wgmma backward takes V's head dim equal to Q's (fa2's takes both)",
-                       value_dim(s), s.head_dim);
+  const int64_t dv = value_dim(s);
+  if (dv % 16 != 0) return fmt::format("dv {}: the wgmma backward takes V's head dims in multiples of 16", dv);
+  if (has_value_dim(s)) {
+    // Tiles of d and dv columns side by side: each must be whole 1024-byte swizzle periods.
+    for (const auto& [rows, what] : {std::pair{c.kv_block_m, "dK/dV step"}, {c.kv_block_n, "dK/dV block"},
+                                     {c.q_block_m, "dQ block"}, {c.q_block_n, "dQ step"}})
+      if (rows > 0 && (rows * s.head_dim * 2 % 1024 != 0 || rows * dv * 2 % 1024 != 0))
+        return fmt::format("dv {} != head dim {}: a {} of {} rows is not whole 1024-byte tiles at both widths", dv,
+                           s.head_dim, what, rows);
+  }
   if (c.kv_warps % 4 != 0 || c.kv_block_n != 16 * c.kv_warps)
     return fmt::format("dK/dV kernel: {} keys over {} warps: the wgmma backward gives each warpgroup 64 keys",
                        c.kv_block_n, c.kv_warps);
@@ -93,14 +102,14 @@ std::optional<std::string> wgmma_reject(const backward_config& c, const problem&
                        c.q_block_m, c.q_warps);
   if (c.kv_block_m > 256 || c.q_block_n > 256) return std::string("wgmma's N is at most 256");
   if (c.atomic_dq) {
-    const int64_t groups = c.kv_warps / 4, columns = s.head_dim / groups;
+    const int64_t groups = c.kv_warps / 4, columns = s.head_dim / groups, both = (s.head_dim + dv) / 2;
     if (c.kv_block_m != 64 || c.split_dkdv)
       return fmt::format("atomic dQ: 64 queries a step and dK and dV in one launch (this tile: {} queries{})",
                          c.kv_block_m, c.split_dkdv ? ", split" : "");
     if (groups > 1 && columns % 64 != 0)
       return fmt::format("atomic dQ: head dim {} over {} warpgroups is {} columns each, not whole 64-column pieces",
                          s.head_dim, groups, columns);
-    if (const int64_t r = s.head_dim + columns / 2; r > max_wgmma_dkdv_registers)
+    if (const int64_t r = both + columns / 2; r > max_wgmma_dkdv_registers)
       return fmt::format("atomic dQ: dK, dV and the dQ product exceed the register budget: {} float registers per "
                          "thread > {}", r, max_wgmma_dkdv_registers);
   }
@@ -108,7 +117,8 @@ std::optional<std::string> wgmma_reject(const backward_config& c, const problem&
   // one launch computes dK and dV (at D 128 the 64-query steps spill 16 bytes with it); the atomic
   // variants compile without spills with it (tests/cpu/test_backward_compile.cpp).
   const int64_t softcap = has_softcap(s) && !c.split_dkdv && !c.atomic_dq ? c.kv_block_m / 4 : 0;
-  if (const int64_t r = (c.split_dkdv ? s.head_dim / 2 : s.head_dim) + c.kv_block_m + softcap; r > max_wgmma_dkdv_registers)
+  const int64_t sums = c.split_dkdv ? std::max(s.head_dim, dv) / 2 : (s.head_dim + dv) / 2;  // dK and dV
+  if (const int64_t r = sums + c.kv_block_m + softcap; r > max_wgmma_dkdv_registers)
     return fmt::format("dK/dV accumulators exceed the register budget: {} float registers per thread > {}", r,
                        max_wgmma_dkdv_registers);
   if (const int64_t r = s.head_dim / 2 + c.q_block_n * 5 / 4; r > max_wgmma_dq_registers)
@@ -182,28 +192,35 @@ std::string delta_tail(bool zero_dq, const problem& s) {
 std::string backward_instantiation(const backward_config& c, const problem& s) {
   const bool bf16 = s.dtype == dtype::bf16;
   const bool packed = is_varlen(s);
+  // wg_bwd_config's last arguments after SOFTCAP: VARLEN where the batch is packed, then DV where
+  // V's head dim is its own (after VARLEN, named either way).
+  const std::string wg_tail = has_value_dim(s) ? fmt::format(", {}, {}", packed, value_dim(s))
+                              : packed         ? std::string(", true")
+                                               : std::string();
   if (c.atomic_dq)  // delta zeroes the fp32 dQ sum, dK/dV adds to it, the last kernel converts it
     return fmt::format(
         "#include \"wgmma_bwd.cuh\"\n"
         "extern \"C\" __global__ void __launch_bounds__({dt}) {delta}(const attn_k::bwd_params p) {{\n"
         "  attn_k::bwd_delta<{bf16}, {d}{delta_tail}>(p);\n}}\n"
         "extern \"C\" __global__ void __launch_bounds__({kt}, 1) {dkdv}(const attn_k::bwd_params p) {{\n"
-        "  attn_k::wg_bwd_dkdv<attn_k::wg_bwd_config<{bf16}, {d}, {km}, {kn}, {kw}, {ks}, {causal}, 0, true, {window}, {softcap}{packed}>>(p);\n}}\n"
+        "  attn_k::wg_bwd_dkdv<attn_k::wg_bwd_config<{bf16}, {d}, {km}, {kn}, {kw}, {ks}, {causal}, 0, true, {window}, {softcap}{wg_tail}>>(p);\n}}\n"
         "extern \"C\" __global__ void __launch_bounds__({dt}) {dq}(const attn_k::bwd_params p) {{\n"
         "  attn_k::bwd_dq_convert<{bf16}, {d}{packed}>(p);\n}}\n",
         fmt::arg("delta_tail", delta_tail(true, s)), fmt::arg("packed", packed ? ", true" : ""),
+        fmt::arg("wg_tail", wg_tail),
         fmt::arg("dt", backward_delta_threads), fmt::arg("delta", backward_delta_symbol),
         fmt::arg("dkdv", backward_dkdv_symbol), fmt::arg("dq", backward_dq_symbol), fmt::arg("bf16", bf16),
         fmt::arg("d", s.head_dim), fmt::arg("causal", s.causal), fmt::arg("kt", c.kv_warps * 32),
         fmt::arg("km", c.kv_block_m), fmt::arg("kn", c.kv_block_n), fmt::arg("kw", c.kv_warps),
         fmt::arg("ks", c.kv_stages), fmt::arg("window", has_window(s)), fmt::arg("softcap", has_softcap(s)));
   // The config's last arguments: PART, then (wgmma) ATOMIC_DQ, then WINDOW and SOFTCAP, then (fa2)
-  // DV where V's head dim is its own or the batch packed, then VARLEN where it is packed.
+  // DV where V's head dim is its own or the batch packed, then VARLEN where it is packed; (wgmma)
+  // wg_tail.
   const std::string dv = packed             ? fmt::format(", {}, true", has_value_dim(s) ? value_dim(s) : 0)
                          : has_value_dim(s) ? fmt::format(", {}", value_dim(s))
                                             : "";
   const std::string tail = fmt::format("{}{}, {}{}", c.wgmma ? "false, " : "", has_window(s), has_softcap(s),
-                                       c.wgmma ? (packed ? ", true" : "") : dv);
+                                       c.wgmma ? wg_tail : dv);
   return fmt::format(
       "#include \"{header}\"\n"
       "extern \"C\" __global__ void __launch_bounds__({dt}) {delta}(const attn_k::bwd_params p) {{\n"

@@ -33,7 +33,7 @@ struct backward_compile_case {
   int head_dim;
   bool causal;
   double softcap = 0;  ///< the SOFTCAP instantiations: one more packed operand a step
-  int head_dim_v = 0;  ///< V's own head dim (fa2's DV; wgmma refuses it)
+  int head_dim_v = 0;  ///< V's own head dim (both families' DV)
   bool packed = false;  ///< a packed variable-length batch (both families' VARLEN)
 };
 
@@ -92,6 +92,34 @@ TEST(backward_config, names_round_trip_and_bad_text_is_named) {
   EXPECT_NE(why.find("'kv_m64_n64_w4'"), std::string::npos) << why;
 }
 
+// The wgmma backward's instantiation names DV (wg_bwd_config's last argument, after VARLEN) only
+// when dv != d: without it the source is the one before DV existed.
+TEST(backward_config, wgmma_names_dv_last_and_only_when_it_differs) {
+  const backward_config wg = parse_backward_config("wg_kv_m64_n64_w4_s2-q_m64_n64_w4_s2");
+  const backward_config atomic = parse_backward_config("wg_kv_m64_n128_w8_s2-dq_atomic");
+  problem s = backward_problem(192, true, 0, 128);
+  std::string text = backward_instantiation(wg, s);
+  EXPECT_NE(text.find("wg_bwd_config<true, 192, 64, 64, 4, 2, true, 0, false, false, false, false, 128>"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("wg_bwd_config<true, 192, 64, 64, 4, 2, true, 0, false, false, false, false, 128>"),
+            text.rfind("wg_bwd_config<true, 192, 64, 64, 4, 2, true, 0, false, false, false, false, 128>"))
+      << "the dK/dV and the dQ kernel both name DV";
+  s = backward_problem(128, true, 0, 64, true);
+  text = backward_instantiation(atomic, s);
+  EXPECT_NE(text.find("wg_bwd_config<true, 128, 64, 128, 8, 2, true, 0, true, false, false, true, 64>"),
+            std::string::npos)
+      << text;
+  s.head_dim_v = 0;
+  text = backward_instantiation(atomic, s);
+  EXPECT_NE(text.find("wg_bwd_config<true, 128, 64, 128, 8, 2, true, 0, true, false, false, true>"), std::string::npos)
+      << text;
+  s = backward_problem(128, true);
+  text = backward_instantiation(wg, s);
+  EXPECT_NE(text.find("wg_bwd_config<true, 128, 64, 64, 4, 2, true, 0, false, false, false>"), std::string::npos)
+      << text;
+}
+
 TEST(backward_config, refuses_what_it_does_not_take_naming_it) {
   const resource_limits limits = limits_for_arch("sm_90a");
   const backward_config c;
@@ -107,9 +135,21 @@ TEST(backward_config, refuses_what_it_does_not_take_naming_it) {
   EXPECT_FALSE(backward_reject(c, s, limits));
   EXPECT_FALSE(backward_reject(wg_window, s, limits));
   s = backward_problem(192, true);
-  s.head_dim_v = 128;  // V's own head dim (MLA's prefill): fa2's, not wgmma's
+  s.head_dim_v = 128;  // V's own head dim (MLA's prefill): both families'
   EXPECT_FALSE(backward_reject(parse_backward_config("kv_m32_n64_w4_s2_x2-q_m64_n32_w4_s1"), s, limits));
-  EXPECT_NE(backward_reject(wg_window, s, limits).value_or("").find("dv 128"), std::string::npos);
+  EXPECT_FALSE(backward_reject(wg_window, s, limits));
+  // wgmma's tiles of d and dv columns side by side must each be whole 1024-byte swizzle periods:
+  // 16 rows of 80 columns are 2560 bytes.
+  s = backward_problem(80, false, 0, 64);
+  backward_config thin = wg_window;
+  thin.kv_block_m = 16;
+  EXPECT_NE(backward_reject(thin, s, limits).value_or("").find("a dK/dV step of 16 rows is not whole 1024-byte tiles"),
+            std::string::npos)
+      << backward_reject(thin, s, limits).value_or("taken");
+  EXPECT_FALSE(backward_reject(wg_window, s, limits));
+  s.head_dim_v = 72;  // wgmma: multiples of 16
+  EXPECT_NE(backward_reject(wg_window, s, limits).value_or("").find("dv 72"), std::string::npos);
+  EXPECT_FALSE(backward_reject(c, s, limits));
   s = backward_problem(128, true, 0, 0, true);  // a packed batch: both families'
   EXPECT_FALSE(backward_reject(c, s, limits));
   EXPECT_FALSE(backward_reject(wg_window, s, limits));

@@ -165,7 +165,7 @@ problem packed(problem s, const char* seqlens, const char* kv_seqlens) {
   s.seqlens = seqlens, s.kv_seqlens = kv_seqlens;
   return s;
 }
-// V's own head dim (fa2's backward takes it; MLA's prefill is d 192, dv 128).
+// V's own head dim (both families' backward take it; MLA's prefill is d 192, dv 128).
 problem with_dv(problem s, int64_t dv) {
   s.head_dim_v = dv;
   return s;
