@@ -342,12 +342,14 @@ __device__ __forceinline__ void wg_bwd_dkdv_blocks(const bwd_params& p) {
 
   const seq_rows first = C::VARLEN ? seq_rows::of(p, batch) : seq_rows{};
   const long long out_at = batch * p.kv_batch_stride + kv_head * p.kv_head_stride + (long long)first.k0 * p.kv_row_stride;
-  // dV at V's strides (K's when DV = D).
-  const long long v_out_at = C::OWN_DV ? v_at + (long long)first.k0 * v_row : out_at;
+  // dV at V's strides (K's when DV = D), computed again here so nothing of them stays live through the loop.
+  const long long v_row_out = C::OWN_DV ? p.v_row_stride : p.kv_row_stride;
+  const long long v_out_at =
+      C::OWN_DV ? batch * p.v_batch_stride + kv_head * p.v_head_stride + (long long)first.k0 * v_row_out : out_at;
   if constexpr (C::DO_DK)
     wg_store_rows<C>(static_cast<elem_bits*>(p.dk) + out_at, p.kv_row_stride, n0 + wg * 64, p.kv_len, dk, p.softmax_scale);
   if constexpr (C::DO_DV)
-    wg_store_rows<C, C::DV>(static_cast<elem_bits*>(p.dv) + v_out_at, v_row, n0 + wg * 64, p.kv_len, dv, 1.f);
+    wg_store_rows<C, C::DV>(static_cast<elem_bits*>(p.dv) + v_out_at, v_row_out, n0 + wg * 64, p.kv_len, dv, 1.f);
 }
 
 /// The dK/dV kernel: a block per BLOCK_N keys of a (batch, K/V head); VARLEN, of its own sequence.

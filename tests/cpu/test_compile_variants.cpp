@@ -83,7 +83,12 @@ INSTANTIATE_TEST_SUITE_P(
                       compile_case{"hopper", "sm_90a", 128, false}, compile_case{"hopper", "sm_90a", 128, true},
                       compile_case{"hopper", "sm_90a", 256, false}, compile_case{"hopper", "sm_90a", 256, true},
                       compile_case{"hopper", "sm_90a", 40, true}, compile_case{"hopper", "sm_90a", 72, false},
-                      compile_case{"hopper", "sm_90a", 120, true}),
+                      compile_case{"hopper", "sm_90a", 120, true},
+                      // issue 23's head dims: 40, 72 (above), 80, 96 and 192, both families
+                      compile_case{"hopper", "sm_90a", 80, true}, compile_case{"hopper", "sm_90a", 96, false},
+                      compile_case{"hopper", "sm_90a", 192, true}, compile_case{"fa2", "sm_80", 40, true},
+                      compile_case{"fa2", "sm_80", 80, false}, compile_case{"fa2", "sm_80", 96, true},
+                      compile_case{"fa2", "sm_80", 192, false}),
     [](const ::testing::TestParamInfo<compile_case>& info) {
       return std::string(info.param.family) + "_" + info.param.arch + "_d" + std::to_string(info.param.head_dim) +
              (info.param.causal ? "_causal" : "");

@@ -188,6 +188,8 @@ std::vector<backward_case> cases() {
           {"mla_d192_dv128_causal_gqa", with_dv(shape(1, 4, 2, 130, 170, 192, true), 128)},
           {"d64_dv128_fp16_bshd", with_dv(shape(2, 2, 1, 77, 129, 64, false, dtype::fp16, layout::bshd), 128)},
           {"d128_dv64_window_softcap", capped(windowed(with_dv(shape(1, 2, 2, 100, 100, 128, true), 64), 30, -1), 20)},
+          // 128- and 64-byte swizzles side by side (wgmma's tiles of d and dv columns).
+          {"d128_dv96_causal_cross", with_dv(shape(1, 2, 2, 100, 140, 128, true), 96)},
           // A sequence of no query and one of no key among them (their gradients are zero).
           {"packed_causal_gqa", packed(shape(4, 4, 2, 150, 190, 64, true), "150/37/0/90", "190/64/20/0")},
           {"packed_bshd_fp16_d128_dv64", with_dv(packed(shape(3, 2, 1, 130, 130, 128, false, dtype::fp16, layout::bshd), "1/130/77", ""), 64)},

@@ -105,10 +105,9 @@ TEST_F(backward_tune_gpu, the_gradient_reference_is_the_float64_gradients) {
 // tune() of pass bwd over every default variant of both families (wgmma on sm_90 only, and only
 // where it takes the problem): each one the pruner keeps verified ok and timed, at least two a
 // family, one best.
-void expect_every_variant_ok(const problem& s, const gpu_info& gpu, const compile_cache& cache, uint64_t seed,
-                             bool wgmma = true) {
+void expect_every_variant_ok(const problem& s, const gpu_info& gpu, const compile_cache& cache, uint64_t seed) {
   for (const char* family : {"fa2", "wgmma"}) {
-    if (std::string(family) == "wgmma" && (gpu.desc.cc_major != 9 || !wgmma)) continue;
+    if (std::string(family) == "wgmma" && gpu.desc.cc_major != 9) continue;
     tune_options o;
     o.family = family;
     o.seed = seed;
@@ -150,11 +149,11 @@ TEST_F(backward_tune_gpu, tuning_a_packed_batchs_backward_verifies_every_variant
   expect_every_variant_ok(s, m_gpu, m_cache, 14);
 }
 
-// V's own head dim (MLA's prefill, d 192 and dv 128): fa2's variants (wgmma's take dv = d only).
-TEST_F(backward_tune_gpu, tuning_a_backward_with_vs_own_head_dim_verifies_every_fa2_variant) {
+// V's own head dim (MLA's prefill, d 192 and dv 128): both families' variants.
+TEST_F(backward_tune_gpu, tuning_a_backward_with_vs_own_head_dim_verifies_every_variant) {
   problem s = shape(1, 4, 2, 150, 190, 192, true);
   s.head_dim_v = 128;
-  expect_every_variant_ok(s, m_gpu, m_cache, 13, false);
+  expect_every_variant_ok(s, m_gpu, m_cache, 13);
 }
 
 // --deterministic: each variant's check reruns it and wants the same bits; every variant the mode
