@@ -6,6 +6,8 @@ set -uo pipefail
 source bench/device/build_tree.sh
 export LD_LIBRARY_PATH=$PWD/.deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
 metrics=gpu__time_duration.sum,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active,sm__inst_executed_pipe_tensor_op_hmma.avg.pct_of_peak_sustained_active,dram__throughput.avg.pct_of_peak_sustained_elapsed,sm__warps_active.avg.pct_of_peak_sustained_active,launch__registers_per_thread,smsp__warp_issue_stalled_barrier_per_warp_active.pct,smsp__warp_issue_stalled_short_scoreboard_per_warp_active.pct,smsp__warp_issue_stalled_mio_throttle_per_warp_active.pct,smsp__warp_issue_stalled_math_pipe_throttle_per_warp_active.pct,smsp__warp_issue_stalled_long_scoreboard_per_warp_active.pct,sm__throughput.avg.pct_of_peak_sustained_elapsed
+# EXTRA_METRICS: more, comma-separated (e.g. the atomic dQ's L2 reductions: lts__t_sectors_op_red.sum).
+[ -n "${EXTRA_METRICS:-}" ] && metrics=$metrics,$EXTRA_METRICS
 timeout 400 ncu --clock-control none --metrics $metrics --kernel-name regex:'attn_bwd|bprop|dot_do|convert|bwd' \
   python3 bench/backward_peers.py --tool build-gpu/attn-backward-cubins --profile --shapes "${SHAPE:-4,32,4096,128c}" \
   --configs "${CONFIGS:-}" --out $OUT/prof > $OUT/ncu.log 2>&1
