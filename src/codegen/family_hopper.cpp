@@ -4,6 +4,7 @@
 // overlap, 2 = ping-pong, 4 = persistent grid, 8 = two Q tiles, 16 = half-width last tile.
 #include <algorithm>
 #include <climits>
+#include <span>
 
 #include <fmt/format.h>
 
@@ -131,24 +132,22 @@ std::optional<std::string> tma_stride_problem(const problem& s) {
   const bool packed = is_varlen(s), given = packed && s.seqlens == "given";
   const int64_t q_reach = packed && !given ? q_rows(s) : s.q_len;
   const int64_t kv_reach = packed && !given ? kv_rows(s) : s.kv_len;
-  const int64_t dv = value_dim(s);
-  const tensor_strides q = packed ? packed_strides(s, false, s.head_dim, q_reach) : contiguous_strides(s, false);
-  const tensor_strides kv = packed ? packed_strides(s, true, s.head_dim, kv_reach) : contiguous_strides(s, true);
+  // Q and K, then (dv != d: their own rows of dv) O and V; with dv = d O is Q's and V is K's.
   const bool own = has_value_dim(s);
-  const char* const q_name = own ? "Q: " : "Q/O: ";
-  const char* const kv_name = own ? "K: " : "K/V: ";
-  if (auto why = tensor_map_problem(map_for(nullptr, s, s.head_dim, q_reach, s.heads, q.row, q.head, q.batch, 64)))
-    return q_name + *why;
-  if (auto why =
-          tensor_map_problem(map_for(nullptr, s, s.head_dim, kv_reach, s.kv_heads, kv.row, kv.head, kv.batch, 64)))
-    return kv_name + *why;
-  if (own) {  // V and O with their own rows of dv
-    const tensor_strides o = packed ? packed_strides(s, false, dv, q_reach) : contiguous_strides(s, false, dv);
-    const tensor_strides v = packed ? packed_strides(s, true, dv, kv_reach) : contiguous_strides(s, true, dv);
-    if (auto why = tensor_map_problem(map_for(nullptr, s, dv, q_reach, s.heads, o.row, o.head, o.batch, 64)))
-      return "O: " + *why;
-    if (auto why = tensor_map_problem(map_for(nullptr, s, dv, kv_reach, s.kv_heads, v.row, v.head, v.batch, 64)))
-      return "V: " + *why;
+  struct map_check {
+    const char* name;
+    bool kv;
+    int64_t width;
+  };
+  const map_check checks[] = {{own ? "Q" : "Q/O", false, s.head_dim}, {own ? "K" : "K/V", true, s.head_dim},
+                              {"O", false, value_dim(s)}, {"V", true, value_dim(s)}};
+  for (const map_check& m : own ? std::span(checks) : std::span(checks).first(2)) {
+    const int64_t reach = m.kv ? kv_reach : q_reach;
+    const tensor_strides t =
+        packed ? packed_strides(s, m.kv, m.width, reach) : contiguous_strides(s, m.kv, m.width);
+    if (auto why = tensor_map_problem(
+            map_for(nullptr, s, m.width, reach, m.kv ? s.kv_heads : s.heads, t.row, t.head, t.batch, 64)))
+      return fmt::format("{}: {}", m.name, *why);
   }
   return std::nullopt;
 }
@@ -258,19 +257,7 @@ void hopper_plan(launch_plan& plan, const tile_config& c, const problem& s, cons
   hp->p = params;
   const attn_k::fwd_params& p = hp->p;
   const device_runtime& rt = runtime_of(gpu);
-  enum class tensor { q, k, v, o };
-  auto encode = [&](attn_k::tensor_map& map, const void* base, int64_t rows, int64_t heads, tensor which,
-                    int box_rows) {
-    // V and O: their own strides (the host always sets them; K's and Q's when dv = d) and width.
-    const int64_t dv = value_dim(s);
-    const tensor_map_args a =
-        which == tensor::q   ? map_for(base, s, s.head_dim, rows, heads, p.q_row_stride, p.q_head_stride,
-                                       p.q_batch_stride, box_rows)
-        : which == tensor::k ? map_for(base, s, s.head_dim, rows, heads, p.kv_row_stride, p.kv_head_stride,
-                                       p.kv_batch_stride, box_rows)
-        : which == tensor::v
-            ? map_for(base, s, dv, rows, heads, p.v_row_stride, p.v_head_stride, p.v_batch_stride, box_rows)
-            : map_for(base, s, dv, rows, heads, p.o_row_stride, p.o_head_stride, p.o_batch_stride, box_rows);
+  auto encode = [&](attn_k::tensor_map& map, const tensor_map_args& a) {
     if (auto why = tensor_map_problem(a)) throw invalid_input(*why);
     rt.encode_tensor_map(a, &map);
   };
@@ -278,10 +265,14 @@ void hopper_plan(launch_plan& plan, const tile_config& c, const problem& s, cons
   // rows, masked, or past the last row zeros).
   const bool packed = is_varlen(s);
   const int64_t q_reach = packed ? p.total_q : s.q_len, k_reach = packed ? p.total_k : s.kv_len;
-  encode(hp->q_map, p.q, q_reach, s.heads, tensor::q, c.block_m);
-  encode(hp->k_map, p.k, k_reach, s.kv_heads, tensor::k, c.block_n);
-  encode(hp->v_map, p.v, k_reach, s.kv_heads, tensor::v, c.block_n);
-  encode(hp->o_map, p.o, q_reach, s.heads, tensor::o, 64);
+  // V and O: their own width and strides (the host always sets them; K's and Q's when dv = d).
+  const int64_t d = s.head_dim, dv = value_dim(s);
+  encode(hp->q_map, map_for(p.q, s, d, q_reach, s.heads, p.q_row_stride, p.q_head_stride, p.q_batch_stride, c.block_m));
+  encode(hp->k_map,
+         map_for(p.k, s, d, k_reach, s.kv_heads, p.kv_row_stride, p.kv_head_stride, p.kv_batch_stride, c.block_n));
+  encode(hp->v_map,
+         map_for(p.v, s, dv, k_reach, s.kv_heads, p.v_row_stride, p.v_head_stride, p.v_batch_stride, c.block_n));
+  encode(hp->o_map, map_for(p.o, s, dv, q_reach, s.heads, p.o_row_stride, p.o_head_stride, p.o_batch_stride, 64));
   const hopper_schedule sched = schedule_for(s, c.block_m, gpu.l2_bytes, gpu.desc.sm_count,
                                              (c.knob & schedule_persistent) != 0);
   hp->m_blocks = sched.m_blocks;

@@ -115,8 +115,7 @@ tune_result over_families(const family_run& opt, int cc_major, int cc_minor, tun
   std::vector<tune_result> parts;
   std::vector<std::string> refusals;  // each family's reason
   std::string named;                  // the same, each after its family's name
-  const std::vector<size_t> families = runnable(opt, cc_major, cc_minor, superseding, decode, backward);
-  for (size_t i : families) {
+  auto run_family = [&](size_t i) {  // a refusal is kept for the message when no family runs
     t.family = opt.families[i];
     t.space = opt.spaces[i];
     try {
@@ -125,30 +124,27 @@ tune_result over_families(const family_run& opt, int cc_major, int cc_minor, tun
       refusals.push_back(e.what());
       named += fmt::format("{}{}: {}", named.empty() ? "" : "\n", t.family, e.what());
     }
-  }
+  };
+  const std::vector<size_t> families = runnable(opt, cc_major, cc_minor, superseding, decode, backward);
+  for (size_t i : families) run_family(i);
   const std::vector<size_t> all = runnable(opt, cc_major, cc_minor, false, false, backward);
   if (parts.empty() && families != all) return over_families(opt, cc_major, cc_minor, t, run, decode, backward, false);
   // (Not with --configs: those name the superseding family's configs.)
   if (families != all && t.configs.empty() && t.backward_configs.empty() && none_passed(parts)) {
     std::vector<std::string> ran, rest;
+    std::vector<size_t> others;
     for (size_t i : families) ran.push_back(opt.families[i]);
     for (size_t i : all)
-      if (std::find(families.begin(), families.end(), i) == families.end()) rest.push_back(opt.families[i]);
+      if (std::find(families.begin(), families.end(), i) == families.end()) {
+        others.push_back(i);
+        rest.push_back(opt.families[i]);
+      }
     if (t.progress)
       t.progress(fmt::format("no variant of {} passed on {}: searching {} too", fmt::join(ran, ","),
                              parts.front().records.empty() ? std::string("this problem")
                                                            : describe(parts.front().records.front().shape),
                              fmt::join(rest, ",")));
-    for (size_t i : all) {
-      if (std::find(families.begin(), families.end(), i) != families.end()) continue;
-      t.family = opt.families[i];
-      t.space = opt.spaces[i];
-      try {
-        parts.push_back(run(t));
-      } catch (const invalid_input&) {
-        // this family refuses the problem: the result is the superseding family's
-      }
-    }
+    for (size_t i : others) run_family(i);  // one that refuses leaves the superseding family's result
   }
   if (parts.empty()) {  // a reason that is not the family's (the shape, the device) is said once
     const bool same = std::all_of(refusals.begin(), refusals.end(), [&](const auto& r) { return r == refusals[0]; });
