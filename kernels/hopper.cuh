@@ -5,7 +5,9 @@
 // compute on the tensor cores (wgmma), hand each K/V slot back with one arrival per warpgroup,
 // and store O through shared memory with TMA. A block walks tiles from the scheduler, so one
 // launch can be a persistent grid (one block per SM) or one block per tile; in a packed
-// variable-length batch those tiles are (sequence, query block) pairs.
+// variable-length batch those tiles are (sequence, query block) pairs. Decode: packed GQA (a
+// tile's rows are those of the heads sharing a K/V head) and split-KV (a tile's share of its K/V
+// tiles, its O and LSE written in fp32 for the combine kernel): hopper/config.cuh.
 //
 //   hopper/config.cuh     the compile-time configuration and the shared-memory layout
 //   hopper/scheduler.cuh  which tile a block works on, in an L2-friendly order
@@ -14,6 +16,7 @@
 //   hopper/mma.cuh, hopper/softmax.cuh   the products and the online softmax (shared with wgmma)
 //   hopper/epilogue.cuh   O through shared memory and a TMA store, the LSE
 //   common/hopper_ptx.cuh the PTX: wgmma groups, mbarriers, TMA, named barriers, setmaxnreg
+#include "common/combine.cuh"
 #include "hopper/epilogue.cuh"
 #include "hopper/mainloop.cuh"
 #include "hopper/producer.cuh"
@@ -65,12 +68,12 @@ __device__ void hopper_forward(const hopper_params& hp) {
     const hopper_mask<C> mask = masks.at(p, w);
     const int m0 = w.m0();
     // The block's K/V tiles: n of them from tile `first` (0 but for a window).
-    const kv_tile_range range = mask.template range<C::BLOCK_M, C::BLOCK_N>(m0);
-    const int first = C::WINDOW ? range.first : 0, n = range.end - first;
+    const kv_tile_range range = tile_range<C>(mask, w, p);
+    const int first = C::WINDOW || C::SPLIT ? range.first : 0, n = range.end - first;
     // Tiles [plain.full_first, plain.full_end) of the n need no mask for this warpgroup's 64 rows.
     const int row0 = m0 + wg * 64;
     kv_full_tiles plain;
-    if constexpr (C::WINDOW) {
+    if constexpr (C::WINDOW || C::SPLIT) {
       plain = mask.template full_tiles<C::BLOCK_N>(row0, row0 + 63, range);
       plain.full_first -= first, plain.full_end -= first;
     } else {
@@ -84,7 +87,8 @@ __device__ void hopper_forward(const hopper_params& hp) {
     if (C::O_SMEM && n == 0 && threadIdx.x % 128 == 0) mbar_arrive(sm.q_empty(rq.stage));
     mainloop<C>(st, p, sm, q_wg, sm.q_empty(rq.stage), kv_it, first, n, plain, half_last, m0 + warp * 16, mask, wg);
     kv_it += n;
-    store_tile<C>(hp, sm, st, w.tc, w.seq, wg, rq.stage);
+    if constexpr (C::SPLIT) store_partial<C>(p, sm, st, w, rq.stage);
+    else store_tile<C>(hp, sm, st, w.tc, w.seq, wg, rq.stage);
   }
   if (threadIdx.x % 128 == 0) bulk_wait_read();  // the block's shared memory outlives its stores' reads
 }

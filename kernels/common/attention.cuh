@@ -171,6 +171,57 @@ struct attention_mask {
   __device__ __forceinline__ row_masks rows() const { return {kv_len(), causal_offset, left, right}; }
 };
 
+/// A mask's row limits for packed rows: packed row m is query row m / group.
+template <class Masks>
+struct packed_row_masks {
+  Masks rows;
+  int group;
+  template <int COLS>
+  __device__ __forceinline__ auto row(int m, int n0, int part) const {
+    return rows.template row<COLS>(m / group, n0, part);
+  }
+};
+
+/// A mask over packed rows (packed GQA: row m of a K/V head's tile is query row m / group of
+/// head kv_head * group + m % group): the query mask's answers for the query rows they are. Rows at
+/// or past q_len * group are past the queries (the query mask clamps them as rows past q_len).
+template <class Mask>
+struct packed_mask {
+  Mask base;
+  int group;
+  using row_masks = packed_row_masks<typename Mask::row_masks>;
+  __device__ __forceinline__ int q_len() const { return base.q_len(); }
+  __device__ __forceinline__ int kv_len() const { return base.kv_len(); }
+  /// Packed rows [m0, m0 + rows): query rows [m0 / group, (m0 + rows - 1) / group].
+  __device__ __forceinline__ int keys_end(int m0, int rows) const {
+    return base.keys_end(m0 / group, (m0 + rows - 1) / group - m0 / group + 1);
+  }
+  __device__ __forceinline__ int keys_begin(int m0) const { return base.keys_begin(m0 / group); }
+  template <int ROWS, int BLOCK_N>
+  __device__ __forceinline__ kv_tile_range range(int m0) const {
+    const int end = (keys_end(m0, ROWS) + BLOCK_N - 1) / BLOCK_N;
+    const int first = keys_begin(m0) / BLOCK_N;  // 0 but for a window
+    return {first, max(end, first)};
+  }
+  template <int BLOCK_N>
+  __device__ __forceinline__ kv_full_tiles full_tiles(int first_row, kv_tile_range r) const {
+    return base.template full_tiles<BLOCK_N>(first_row / group, r);
+  }
+  template <int BLOCK_N>
+  __device__ __forceinline__ kv_full_tiles full_tiles(int first_row, int last_row, kv_tile_range r) const {
+    return base.template full_tiles<BLOCK_N>(first_row / group, last_row / group, r);
+  }
+  __device__ __forceinline__ row_masks rows() const { return {base.rows(), group}; }
+};
+
+/// A split-KV block's share of its row block's K/V tiles: split `split` of `splits` takes
+/// ceil(count / splits) of them; the last share may be shorter, and shares past the tiles are empty.
+__device__ __forceinline__ kv_tile_range split_share(kv_tile_range r, int split, int splits) {
+  const int per = (r.count() + splits - 1) / splits;
+  const int first = min(r.end, r.first + split * per);
+  return {first, min(r.end, first + per)};
+}
+
 /// One online-softmax step over the two rows a thread holds of a 16-row tile of S in the NVIDIA
 /// tensor cores' accumulator layout (mma.sync m16n8 and wgmma alike): for each 8-column chunk
 /// nf, s(nf, 0..1) are row row0's columns 2t, 2t + 1 and s(nf, 2..3) row row0 + 8's (row0 = the

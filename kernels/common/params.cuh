@@ -57,7 +57,7 @@ struct fwd_params {
   // packed.
   const int* cu_seqlens_q;
   const int* cu_seqlens_k;
-  int total_q, total_k;  ///< rows of the packed Q (and O) and K (and V)
+  int total_q, total_k;  ///< rows of the packed Q (and O) and K (and V); a paged cache: total_k its pages
 };
 
 }  // namespace attn_k

@@ -22,8 +22,23 @@ namespace attn_k {
 /// (D_ or DV_ 40, 72, ...) are computed over tiles padded to 16, which TMA fills with zeros past
 /// the head dim (the host's maps span the head dim only) and whose stores it clips. A dense
 /// instantiation names none of them, so its source and binary are those measured before they existed.
+///
+/// Decode (issue 18): PACK, packed GQA: a tile's rows are the query rows of the heads that share a
+/// K/V head (row m is query row m / group of head kv_head * group + m % group), so each K/V tile
+/// is read once per K/V head; Q and O are copied through 5-d tensor maps {column, head in the
+/// group, row, K/V head, batch} whose boxes hold the rows in that order (the group divides 64).
+/// SPLIT, split-KV: p.num_splits tiles share a row block's K/V tiles (split_share), each writing
+/// its normalized O (fp32) and LSE to the workspace from its registers; the combine kernel
+/// (common/combine.cuh) merges them after. LENS: each sequence's K/V length is p.seqlens_k[batch]
+/// (FlashAttention's cache_seqlens; its mask's, bottom-right per sequence). PAGED: K and V are
+/// [pages, page_size, kv_heads, D] behind the page table p.block_table; a K/V tile is copied in
+/// boxes of min(page_size, BLOCK_N) rows, one per page it touches (the host's maps span a page).
+/// With either, the rows of a sequence's last tile past its length are real memory, not TMA's
+/// zero fill: their scores are masked, and their V rows are zeroed in shared memory before P V
+/// (0 x NaN would be NaN).
 template <bool BF16_, int D_, int BLOCK_M_, int BLOCK_N_, int WARPS_, int STAGES_, bool CAUSAL_, int SCHEDULE_,
-          bool O_SMEM_, bool WINDOW_ = false, bool SOFTCAP_ = false, bool VARLEN_ = false, int DV_ = 0>
+          bool O_SMEM_, bool WINDOW_ = false, bool SOFTCAP_ = false, bool VARLEN_ = false, int DV_ = 0,
+          bool PACK_ = false, bool SPLIT_ = false, bool LENS_ = false, bool PAGED_ = false>
 struct hopper_config {
   static constexpr bool BF16 = BF16_, CAUSAL = CAUSAL_, O_SMEM = O_SMEM_;
   static constexpr bool WINDOW = WINDOW_, SOFTCAP = SOFTCAP_;
@@ -62,6 +77,10 @@ struct hopper_config {
   static_assert(O_SMEM || swizzle<D>::W == swizzle<DV>::W, "O staged in Q's tile needs Q's swizzle width");
   static constexpr int SHARED_BYTES = LAYOUT.shared_bytes();
   static constexpr bool VARLEN = VARLEN_;  // last: a dense kernel's constants keep their places
+  static constexpr bool PACK = PACK_, SPLIT = SPLIT_, LENS = LENS_, PAGED = PAGED_;
+  static_assert(!VARLEN || !(PACK || SPLIT || LENS || PAGED), "a packed batch: no packed GQA, split-KV, kv_lens or pages");
+  /// Each tile reads its own lengths (a packed batch's sequence, or LENS's).
+  static constexpr bool SEQ_LENGTHS = VARLEN || LENS;
 };
 
 /// The lengths a tile's mask reads: the problem's (fwd_params), or VARLEN its sequence's.
@@ -76,13 +95,30 @@ struct hopper_lengths<true> {
 
 /// The mask the producer and the consumers agree on: which K/V tiles a tile's rows attend to.
 /// It keeps a pointer to `lengths`, which must outlive it.
+/// PACK: over packed rows (common/attention.cuh's packed_mask).
 template <class C>
-using hopper_mask = attention_mask<C::CAUSAL, typename hopper_lengths<C::VARLEN>::type, C::WINDOW>;
+using hopper_query_mask = attention_mask<C::CAUSAL, typename hopper_lengths<C::SEQ_LENGTHS>::type, C::WINDOW>;
+template <bool PACK, class Query>
+struct hopper_mask_type {
+  using type = Query;
+};
+template <class Query>
+struct hopper_mask_type<true, Query> {
+  using type = packed_mask<Query>;
+};
+template <class C>
+using hopper_mask = typename hopper_mask_type<C::PACK, hopper_query_mask<C>>::type;
+template <class C>
+__device__ __forceinline__ hopper_query_mask<C> hopper_query_mask_of(
+    const fwd_params& p, const typename hopper_lengths<C::SEQ_LENGTHS>::type& lengths) {
+  if constexpr (C::WINDOW) return hopper_query_mask<C>::of(lengths, p.window_left, p.window_right);
+  else return hopper_query_mask<C>::of(lengths);
+}
 template <class C>
 __device__ __forceinline__ hopper_mask<C> hopper_mask_of(const fwd_params& p,
-                                                         const typename hopper_lengths<C::VARLEN>::type& lengths) {
-  if constexpr (C::WINDOW) return hopper_mask<C>::of(lengths, p.window_left, p.window_right);
-  else return hopper_mask<C>::of(lengths);
+                                                         const typename hopper_lengths<C::SEQ_LENGTHS>::type& lengths) {
+  if constexpr (C::PACK) return {hopper_query_mask_of<C>(p, lengths), p.group};
+  else return hopper_query_mask_of<C>(p, lengths);
 }
 
 /// Shared-memory addresses of one block's tiles and barriers. Full barriers complete on the

@@ -6,6 +6,7 @@
 // Before the tile is written again, the previous store must have read it (bulk_wait_read).
 // VARLEN: a warpgroup whose 64 rows cross its sequence's end stores its rows of O one by one
 // from shared memory (a box would write the next sequence's rows); the LSE is [H, total_q].
+// PACK: O through a 5-d map that puts the packed rows back in their heads; SPLIT: store_partial.
 #include "common/hopper_ptx.cuh"
 #include "hopper/config.cuh"
 #include "hopper/mainloop.cuh"
@@ -36,7 +37,7 @@ __device__ __forceinline__ void store_rows(const fwd_params& p, unsigned o_smem,
 template <class C>
 __device__ __forceinline__ void store_tile(const hopper_params& hp, const hopper_smem<C>& sm,
                                            const tile_state<C>& st, const tile_coord& tc,
-                                           const tile_sequence<C::VARLEN>& seq, int wg, int q_buf) {
+                                           const tile_sequence<C::VARLEN, C::LENS>& seq, int wg, int q_buf) {
   const fwd_params& p = hp.p;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
   const bool leader = threadIdx.x % 128 == 0;
@@ -52,7 +53,12 @@ __device__ __forceinline__ void store_tile(const hopper_params& hp, const hopper
     const float sum = quad_sum(st.row_sum[h]);
     inv[h] = sum > 0.f ? 1.f / sum : 0.f;
     const int r = warp * 16 + g + h * 8;
-    if (t == 0 && m0 + r < seq.q_len(p)) {
+    if constexpr (C::PACK) {  // packed row m: query row m / group of head kv_head * group + m % group
+      const int m = m0 + r;
+      if (t == 0 && m < tile_rows<C>(p))
+        p.lse[((long long)tc.batch * p.heads + tc.head * p.group + m % p.group) * p.q_len + m / p.group] =
+            sum > 0.f ? (st.row_max[h] * p.scale_log2 + log2f(sum)) * 0.69314718056f : neg_inf();
+    } else if (t == 0 && m0 + r < seq.q_len(p)) {
       const float lse = sum > 0.f ? (st.row_max[h] * p.scale_log2 + log2f(sum)) * 0.69314718056f : neg_inf();
       if constexpr (C::VARLEN) p.lse[(long long)tc.head * p.total_q + seq.q_row0() + m0 + r] = lse;
       else p.lse[((long long)tc.batch * p.heads + tc.head) * p.q_len + m0 + r] = lse;
@@ -83,7 +89,14 @@ __device__ __forceinline__ void store_tile(const hopper_params& hp, const hopper
   }
   if (leader) {
     const int row0 = m0 + wg * 64;
-    if (row0 < seq.q_len(p)) {
+    if (C::PACK && row0 < tile_rows<C>(p)) {  // {column, head in the group, row, K/V head, batch}
+      constexpr int W = swizzle<C::DV>::W;
+#pragma unroll
+      for (int b = 0; b < C::DV / (W / 2); ++b)
+        tma_store_5d(&hp.o_map, o_smem + b * C::BLOCK_M * W + wg * 64 * W, b * (W / 2), 0, row0 / p.group, tc.head,
+                     tc.batch);
+      bulk_commit();
+    } else if (!C::PACK && row0 < seq.q_len(p)) {
       // A packed batch is one batch entry whose sequences are rows.
       const int row = C::VARLEN ? seq.q_row0() + row0 : row0, batch = C::VARLEN ? 0 : tc.batch;
       constexpr int W = swizzle<C::DV>::W;  // O is DV wide
@@ -97,6 +110,34 @@ __device__ __forceinline__ void store_tile(const hopper_params& hp, const hopper
       mbar_arrive(sm.q_empty(q_buf));
     }
   }
+}
+
+/// SPLIT: this warpgroup's rows of a split's normalized O (fp32, O_COLS wide) and LSE, straight
+/// from the registers to the workspace (p.o_partial [splits, B, H, Nq, dv], p.lse_partial [splits,
+/// B, H, Nq]) for the combine kernel. Q's tile is handed back here when O has no tile of its own
+/// (the mainloop does it otherwise).
+template <class C>
+__device__ __forceinline__ void store_partial(const fwd_params& p, const hopper_smem<C>& sm, const tile_state<C>& st,
+                                              const work_tile<C>& w, int q_buf) {
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, t = lane % 4;
+  const long long split_rows = (long long)p.batch * p.heads * p.q_len;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const float sum = quad_sum(st.row_sum[h]);
+    const float inv = sum > 0.f ? 1.f / sum : 0.f;
+    const int m = w.m0() + warp * 16 + g + h * 8;
+    if (m >= tile_rows<C>(p)) continue;
+    const int head = C::PACK ? w.tc.head * p.group + m % p.group : w.tc.head, row = C::PACK ? m / p.group : m;
+    const long long out = w.split * split_rows + ((long long)w.tc.batch * p.heads + head) * p.q_len + row;
+    float* o = p.o_partial + out * C::O_COLS;
+#pragma unroll
+    for (int df = 0; df < C::O_COLS / 8; ++df)
+      *reinterpret_cast<float2*>(o + df * 8 + t * 2) =
+          make_float2(st.acc[4 * df + 2 * h] * inv, st.acc[4 * df + 2 * h + 1] * inv);
+    if (t == 0)
+      p.lse_partial[out] = sum > 0.f ? (st.row_max[h] * p.scale_log2 + log2f(sum)) * 0.69314718056f : neg_inf();
+  }
+  if (!C::O_SMEM && threadIdx.x % 128 == 0) mbar_arrive(sm.q_empty(q_buf));
 }
 
 }  // namespace attn_k

@@ -22,6 +22,22 @@ __device__ __forceinline__ void turn_pass(int wg) {
   if constexpr (C::PINGPONG) named_arrive(1 + (wg + 1) % C::CONSUMERS, 256);
 }
 
+/// LENS, PAGED: zeroes rows [valid, BLOCK_N) of a V tile (real memory past a sequence's length:
+/// 0 x NaN would be NaN in P V), then makes the zeros visible to the tensor cores for this
+/// warpgroup (named barrier `bar`). Every warpgroup writes the same zeros to the shared tile.
+template <class C>
+__device__ __forceinline__ void zero_v_rows(unsigned v, int valid, int bar) {
+  constexpr int W = swizzle<C::DV>::W, PIECES = C::DV / (W / 2), CHUNKS = W / 16;
+  const int rows = C::BLOCK_N - valid;
+  for (int i = threadIdx.x % 128; i < rows * PIECES * CHUNKS; i += 128) {
+    const int c = i % CHUNKS, r = valid + (i / CHUNKS) % rows, b = i / (CHUNKS * rows);
+    asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};\n" ::"r"(v + b * C::BLOCK_N * W + r * W + c * 16), "r"(0u)
+                 : "memory");
+  }
+  fence_proxy_async();
+  named_sync(bar, 128);
+}
+
 template <class C>
 struct tile_state {
   float acc[C::DV / 2];  ///< O: this thread's part of 64 rows x DV
@@ -82,6 +98,13 @@ __device__ __forceinline__ void mainloop(tile_state<C>& st, const fwd_params& p,
     return wg_softmax<C, true, W>(s, alpha, st.row_max, st.row_sum, n0, warp_row0, rows, p.scale_log2);
   };
   if (n == 0) return;
+  // LENS, PAGED: tile j's V rows past the sequence's length are zeroed before its P V.
+  auto fix_v = [&](int j, int stage) {
+    if constexpr (C::LENS || C::PAGED) {
+      const int valid = mask.kv_len() - (first + j) * C::BLOCK_N;
+      if (valid < C::BLOCK_N) zero_v_rows<C>(sm.v(stage), max(valid, 0), 1 + C::CONSUMERS + wg);
+    }
+  };
 
   if constexpr (C::OVERLAP) {
     with_width<C>(half_last && n == 1, [&](auto w) {  // S of tile 0
@@ -106,6 +129,7 @@ __device__ __forceinline__ void mainloop(tile_state<C>& st, const fwd_params& p,
       const ring_pos rk = ring_at<C::STAGES>(kv_it + j + 1), rv = ring_at<C::STAGES>(kv_it + j);
       mbar_wait(sm.k_full(rk.stage), rk.phase);
       mbar_wait(sm.v_full(rv.stage), rv.phase);
+      fix_v(j, rv.stage);
       turn_wait<C>(wg);
       wg_issue_s<C>(s, q_wg, sm.k(rk.stage));  // whole: a half S here serialized the wgmmas (C7511)
       wg_issue_pv<C>(st.acc, pr, sm.v(rv.stage));
@@ -130,6 +154,7 @@ __device__ __forceinline__ void mainloop(tile_state<C>& st, const fwd_params& p,
       constexpr int W = decltype(w)::value;
       const ring_pos rv = ring_at<C::STAGES>(kv_it + n - 1);
       mbar_wait(sm.v_full(rv.stage), rv.phase);
+      fix_v(n - 1, rv.stage);
       wg_issue_pv<C, W>(st.acc, pr, sm.v(rv.stage));
       wg_wait<0>();
       wg_fence_operand(st.acc);
@@ -151,6 +176,7 @@ __device__ __forceinline__ void mainloop(tile_state<C>& st, const fwd_params& p,
       if (grow) wg_rescale<C>(st.acc, alpha);
       wg_pack_p<C, W>(pr, s);
       mbar_wait(sm.v_full(r.stage), r.phase);
+      fix_v(j, r.stage);
       turn_wait<C>(wg);
       wg_issue_pv<C, W>(st.acc, pr, sm.v(r.stage));
       turn_pass<C>(wg);

@@ -18,6 +18,11 @@ struct tensor_map_args {
   std::array<uint32_t, 4> box{};      ///< elements: span, box_rows, 1, 1
   int swizzle_bytes = 128;            ///< 128, 64 or 32: the span is swizzle_bytes / 2 elements
   bool bf16 = true;                   ///< else fp16
+  /// Packed GQA's Q and O (group > 0): a 5-d map {D, head in the group, row, K/V head, batch}
+  /// whose boxes of `group` heads x box[1] / group rows come out in packed order (row-major over
+  /// (row, head in the group)). dims[2] is then the K/V heads and strides[1] the K/V head's;
+  /// group_stride is the bytes between the group's heads.
+  uint64_t group = 0, group_stride = 0;
 };
 
 /// The swizzle the tiles of a head dim use: 128 bytes when the tile (D padded to 16) is a multiple
@@ -28,6 +33,12 @@ int swizzle_bytes_for(int64_t head_dim);
 tensor_map_args tensor_map_for(const void* base, bool bf16, int64_t head_dim, int64_t rows, int64_t heads,
                                int64_t batch, int64_t row_stride, int64_t head_stride, int64_t batch_stride,
                                int box_rows);
+
+/// The same tensor read in packed GQA's order (tensor_map_args::group): `heads` query heads in
+/// groups of `group` sharing a K/V head, boxes of box_rows packed rows (a multiple of the group).
+tensor_map_args packed_tensor_map_for(const void* base, bool bf16, int64_t head_dim, int64_t rows, int64_t heads,
+                                      int64_t group, int64_t batch, int64_t row_stride, int64_t head_stride,
+                                      int64_t batch_stride, int box_rows);
 
 /// Why TMA cannot describe the tensor (a stride or base address not a multiple of 16 bytes, a box
 /// past 256 rows, a size past 2^32), naming the value; nullopt when it can.

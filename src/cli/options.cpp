@@ -185,12 +185,12 @@ bool parse_options(int argc, char** argv, options& out) {
   app.add_option("--page-size", page_size_text,
                  "Paged K/V cache: K and V as [pages, P, kv_heads, D] with a page table [B, pages per sequence] "
                  "holding a random permutation of the pages, as a serving engine's allocator leaves them; P a "
-                 "power of two in [1, 1024] (fa2 family; default: contiguous K/V)");
+                 "power of two in [1, 1024] (fa2 family; hopper for pages of 16 rows or more; default: contiguous K/V)");
   app.add_option("--kv-lens", kv_lens_text,
                  "Each sequence's own K/V length (FlashAttention's cache_seqlens), each at most --kv-len (the "
                  "cache's capacity, default: the longest): L1,L2,... (B lengths, 0 allowed) or uniform:LO:HI "
                  "(B lengths drawn from the text's own seed, the same on every run); the causal mask is "
-                 "bottom-right per sequence (fa2 family)");
+                 "bottom-right per sequence (fa2 and hopper families)");
   app.add_option("--seqlens", seqlens_text,
                  "A packed variable-length batch (flash_attn_varlen_func): each sequence's own length, "
                  "L1,L2,... (B lengths, 0 allowed) or uniform:LO:HI (B draws from the text's own seed); Q, K, V "

@@ -76,9 +76,9 @@ std::optional<std::string> problem_refusal(const kernel_family& f, const problem
                        f.name, s.seqlens);
   if (f.takes_decode_fields) return std::nullopt;
   if (s.page_size > 0)
-    return fmt::format("family {} does not read a paged K/V cache (page size {}): fa2 does", f.name, s.page_size);
+    return fmt::format("family {} does not read a paged K/V cache (page size {}): fa2 and hopper do", f.name, s.page_size);
   if (has_kv_lens(s))
-    return fmt::format("family {} does not read per-sequence K/V lengths (kv_lens {}): fa2 does", f.name, s.kv_lens);
+    return fmt::format("family {} does not read per-sequence K/V lengths (kv_lens {}): fa2 and hopper do", f.name, s.kv_lens);
   return std::nullopt;
 }
 

@@ -160,6 +160,8 @@ search_space fa2_space() {
   space.decode_axes = true;
   space.splits.clear();  // chosen per problem (for_problem)
   space.pack_gqa.clear();
+  // Decode-sized problems: one warp per 16 rows (no warp spills), 16 to 64 rows a block.
+  space.decode = {{16, 32, 64}, {64, 128}, {1, 2, 4}, {2, 3, 4}, {}, 16};
   return space;
 }
 

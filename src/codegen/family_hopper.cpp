@@ -86,27 +86,38 @@ int register_margin(const tile_config& c, const problem& s) {
 
 }  // namespace
 
-std::optional<std::string> tile_count_problem(const problem& s, int block_m) {
-  const int64_t tiles = (s.q_len + block_m - 1) / block_m * s.batch * s.heads;
+namespace {
+
+// A tile's rows and heads: pack_gqa's are a K/V head's packed rows.
+int64_t tile_rows(const problem& s, int pack_gqa) { return pack_gqa ? s.q_len * (s.heads / s.kv_heads) : s.q_len; }
+int64_t tile_heads(const problem& s, int pack_gqa) { return pack_gqa ? s.kv_heads : s.heads; }
+
+}  // namespace
+
+std::optional<std::string> tile_count_problem(const problem& s, int block_m, int pack_gqa, int splits) {
+  const int64_t m_blocks = (tile_rows(s, pack_gqa) + block_m - 1) / block_m;
+  const int64_t tiles = m_blocks * s.batch * tile_heads(s, pack_gqa) * splits;
   if (tiles > INT_MAX)
-    return fmt::format("{} tiles ({} query blocks of {} rows x {} batch entries x {} heads) exceed 2^31", tiles,
-                       (s.q_len + block_m - 1) / block_m, block_m, s.batch, s.heads);
+    return fmt::format("{} tiles ({} query blocks of {} rows x {} batch entries x {} heads{}) exceed 2^31", tiles,
+                       m_blocks, block_m, s.batch, tile_heads(s, pack_gqa),
+                       splits > 1 ? fmt::format(" x {} splits", splits) : "");
   return std::nullopt;
 }
 
-hopper_schedule schedule_for(const problem& s, int block_m, int64_t l2_bytes, int sm_count, bool persistent) {
-  if (auto why = tile_count_problem(s, block_m)) throw invalid_input(*why);
+hopper_schedule schedule_for(const problem& s, int block_m, int64_t l2_bytes, int sm_count, bool persistent,
+                             int pack_gqa, int splits) {
+  if (auto why = tile_count_problem(s, block_m, pack_gqa, splits)) throw invalid_input(*why);
   hopper_schedule h;
-  h.m_blocks = static_cast<int>((s.q_len + block_m - 1) / block_m);
-  h.batch_heads = static_cast<int>(s.batch * s.heads);
-  // K and V of one query head (heads sharing a kv head share its K and V): half of L2 holds a
-  // section's, so the blocks running together find them there.
-  const int64_t group = s.heads / s.kv_heads;
+  h.m_blocks = static_cast<int>((tile_rows(s, pack_gqa) + block_m - 1) / block_m);
+  h.batch_heads = static_cast<int>(s.batch * tile_heads(s, pack_gqa));
+  // K and V of one query head (heads sharing a kv head share its K and V; packed, a tile's head
+  // is a K/V head): half of L2 holds a section's, so the blocks running together find them there.
+  const int64_t group = pack_gqa ? 1 : s.heads / s.kv_heads;
   const int64_t per_head =
       std::max<int64_t>(1, s.kv_len * (s.head_dim + value_dim(s)) * element_size(s.dtype) / group);
   h.heads_per_section =
       static_cast<int>(std::clamp<int64_t>(l2_bytes / 2 / per_head, 1, std::max<int64_t>(1, h.batch_heads)));
-  h.tiles = h.m_blocks * h.batch_heads;
+  h.tiles = h.m_blocks * h.batch_heads * std::max(1, splits);
   h.grid = persistent ? std::min(h.tiles, std::max(1, sm_count)) : h.tiles;
   return h;
 }
@@ -218,14 +229,43 @@ std::optional<std::string> hopper_reject(const tile_config& c, const problem& s,
     return fmt::format("O (dv {}) does not fit a tile of its own, and staged in Q's (d {}) its {}-byte swizzle "
                        "would put a warpgroup's O rows on another's Q rows ({}-byte swizzle)",
                        value_dim(s), s.head_dim, swizzle_bytes_for(tile_dv(s)), swizzle_bytes_for(tile_d(s)));
+  if (c.splits < 1 || c.splits > attn_k::MAX_SPLITS)
+    return fmt::format("splits {} not in [1, {}]", c.splits, attn_k::MAX_SPLITS);
+  if (c.pack_gqa != 0 && c.pack_gqa != 1) return fmt::format("pack_gqa {} is not 0 or 1", c.pack_gqa);
+  if (c.pack_gqa) {
+    const int64_t group = s.heads / s.kv_heads;
+    if (group == 1) return std::string("pack_gqa 1 needs fewer K/V heads than query heads (GQA/MQA)");
+    // Q's and O's boxes hold whole groups: 64 rows (a warpgroup's O) of group heads each.
+    if (64 % group != 0)
+      return fmt::format("pack_gqa 1 needs the group (heads / kv_heads = {}) to divide 64 (a warpgroup's rows); "
+                         "fa2 packs any group",
+                         group);
+  }
+  if (s.page_size > 0) {
+    // A K/V tile is copied in boxes of min(page size, block_n) rows, each whole swizzle atoms of
+    // 8 rows and at most block_n / 16 of them.
+    if (s.page_size < 16)
+      return fmt::format("hopper reads a paged cache in TMA boxes of 16 rows or more: page size {} is below 16 "
+                         "(fa2 takes every page size)",
+                         s.page_size);
+    if (c.block_n % std::min<int64_t>(s.page_size, c.block_n) != 0)
+      return fmt::format("block_n {} is not a whole number of pages of {} rows", c.block_n, s.page_size);
+  }
+  if (is_varlen(s) && (c.splits > 1 || c.pack_gqa))
+    return fmt::format("a packed batch (seqlens) has no {}", c.splits > 1 ? "split-KV" : "packed GQA");
   if (auto why = tma_stride_problem(s)) return why;
-  if (auto why = tile_count_problem(s, c.block_m)) return why;
+  if (auto why = tile_count_problem(s, c.block_m, c.pack_gqa, c.splits)) return why;
   return std::nullopt;
 }
 
-// The template's WINDOW, SOFTCAP, VARLEN and DV, as far as one is set: a dense instantiation names
-// none, so its source and binary stay those measured before they existed.
-std::string variant_flags(const problem& s) {
+// The template's WINDOW, SOFTCAP, VARLEN, DV, PACK, SPLIT, LENS and PAGED, as far as one is set: a dense
+// instantiation names none, so its source and binary stay those measured before they existed.
+std::string variant_flags(const tile_config& c, const problem& s) {
+  const bool lens = has_kv_lens(s), paged = s.page_size > 0;
+  if (c.pack_gqa || c.splits > 1 || lens || paged)
+    return fmt::format(", {}, {}, {}, {}, {}, {}{}", has_window(s), has_softcap(s), is_varlen(s),
+                       has_value_dim(s) ? value_dim(s) : 0, c.pack_gqa != 0, c.splits > 1,
+                       lens || paged ? fmt::format(", {}, {}", lens, paged) : "");
   if (has_value_dim(s))
     return fmt::format(", {}, {}, {}, {}", has_window(s), has_softcap(s), is_varlen(s), value_dim(s));
   if (is_varlen(s)) return fmt::format(", {}, {}, true", has_window(s), has_softcap(s));
@@ -236,7 +276,7 @@ std::string variant_flags(const problem& s) {
 std::string hopper_instantiation(const tile_config& c, const problem& s) {
   // setmaxnreg needs a register cap at entry: __launch_bounds__(threads, 1). The persistent bit
   // only changes the grid, so it does not reach the source.
-  return fmt::format(
+  std::string text = fmt::format(
       "#include \"hopper.cuh\"\n"
       "extern \"C\" __global__ void __launch_bounds__({threads}, 1) attn_hopper("
       "const __grid_constant__ attn_k::hopper_params hp) {{\n"
@@ -246,7 +286,14 @@ std::string hopper_instantiation(const tile_config& c, const problem& s) {
       fmt::arg("threads", hopper_threads(c)), fmt::arg("bf16", s.dtype == dtype::bf16), fmt::arg("d", s.head_dim),
       fmt::arg("bm", c.block_m), fmt::arg("bn", c.block_n), fmt::arg("w", c.warps), fmt::arg("st", c.stages),
       fmt::arg("causal", s.causal), fmt::arg("sched", c.knob & attn_k::schedule_kernel_bits),
-      fmt::arg("o_smem", o_has_own_tile(c, s)), fmt::arg("variant", variant_flags(s)));
+      fmt::arg("o_smem", o_has_own_tile(c, s)), fmt::arg("variant", variant_flags(c, s)));
+  if (c.splits > 1)  // split-KV's combine kernel (common/combine.cuh): one binary serves every split count
+    text += fmt::format(
+        "extern \"C\" __global__ void __launch_bounds__(attn_k::COMBINE_THREADS) attn_hopper_combine("
+        "const __grid_constant__ attn_k::hopper_params hp) {{\n"
+        "  attn_k::combine_splits<{}, {}, true>(hp.p);\n}}\n",
+        s.dtype == dtype::bf16, value_dim(s));
+  return text;
 }
 
 // The tensor maps are encoded once per (variant, problem): boxes of BLOCK_M rows of Q, BLOCK_N
@@ -267,14 +314,49 @@ void hopper_plan(launch_plan& plan, const tile_config& c, const problem& s, cons
   const int64_t q_reach = packed ? p.total_q : s.q_len, k_reach = packed ? p.total_k : s.kv_len;
   // V and O: their own width and strides (the host always sets them; K's and Q's when dv = d).
   const int64_t d = s.head_dim, dv = value_dim(s);
-  encode(hp->q_map, map_for(p.q, s, d, q_reach, s.heads, p.q_row_stride, p.q_head_stride, p.q_batch_stride, c.block_m));
-  encode(hp->k_map,
-         map_for(p.k, s, d, k_reach, s.kv_heads, p.kv_row_stride, p.kv_head_stride, p.kv_batch_stride, c.block_n));
-  encode(hp->v_map,
-         map_for(p.v, s, dv, k_reach, s.kv_heads, p.v_row_stride, p.v_head_stride, p.v_batch_stride, c.block_n));
-  encode(hp->o_map, map_for(p.o, s, dv, q_reach, s.heads, p.o_row_stride, p.o_head_stride, p.o_batch_stride, 64));
+  const bool bf16 = s.dtype == dtype::bf16;
+  const int64_t group = s.heads / s.kv_heads;
+  if (c.pack_gqa)  // {column, head in the group, row, K/V head, batch}: boxes of whole groups
+    encode(hp->q_map, packed_tensor_map_for(p.q, bf16, d, s.q_len, s.heads, group, s.batch, p.q_row_stride,
+                                            p.q_head_stride, p.q_batch_stride, c.block_m));
+  else
+    encode(hp->q_map, map_for(p.q, s, d, q_reach, s.heads, p.q_row_stride, p.q_head_stride, p.q_batch_stride, c.block_m));
+  if (s.page_size > 0) {  // [pages, page_size, kv_heads, D] (p.total_k: the pages), boxes of a page's rows
+    const int box = static_cast<int>(std::min<int64_t>(s.page_size, c.block_n));
+    encode(hp->k_map, tensor_map_for(p.k, bf16, d, s.page_size, s.kv_heads, p.total_k, p.kv_row_stride,
+                                     p.kv_head_stride, p.kv_batch_stride, box));
+    encode(hp->v_map, tensor_map_for(p.v, bf16, dv, s.page_size, s.kv_heads, p.total_k, p.v_row_stride,
+                                     p.v_head_stride, p.v_batch_stride, box));
+  } else {
+    encode(hp->k_map,
+           map_for(p.k, s, d, k_reach, s.kv_heads, p.kv_row_stride, p.kv_head_stride, p.kv_batch_stride, c.block_n));
+    encode(hp->v_map,
+           map_for(p.v, s, dv, k_reach, s.kv_heads, p.v_row_stride, p.v_head_stride, p.v_batch_stride, c.block_n));
+  }
+  if (c.pack_gqa)
+    encode(hp->o_map, packed_tensor_map_for(p.o, bf16, dv, s.q_len, s.heads, group, s.batch, p.o_row_stride,
+                                            p.o_head_stride, p.o_batch_stride, 64));
+  else
+    encode(hp->o_map, map_for(p.o, s, dv, q_reach, s.heads, p.o_row_stride, p.o_head_stride, p.o_batch_stride, 64));
   const hopper_schedule sched = schedule_for(s, c.block_m, gpu.l2_bytes, gpu.desc.sm_count,
-                                             (c.knob & schedule_persistent) != 0);
+                                             (c.knob & schedule_persistent) != 0, c.pack_gqa, c.splits);
+  // Split-KV: the splits' partial O and LSE in the workspace (after the counters fa2 uses), merged
+  // by the combine kernel after (one block of COMBINE_THREADS per output row).
+  hp->p.num_splits = c.splits;
+  if (c.splits <= 1) plan.combine = nullptr;
+  if (c.splits > 1) {
+    const int64_t need = split_workspace_floats(s, c.splits);
+    if (p.o_partial == nullptr || p.workspace_floats < need)
+      throw invalid_input(fmt::format("split-KV over {} splits needs a workspace of {} bytes; {} were given",
+                                      c.splits, need * 4, p.o_partial ? p.workspace_floats * 4 : 0));
+    if (plan.combine == nullptr) throw invalid_input("the variant was loaded without its combine kernel");
+    hp->p.o_partial = p.o_partial + attn_k::SPLIT_COUNTERS;
+    hp->p.lse_partial = hp->p.o_partial + c.splits * s.batch * s.heads * s.q_len * value_dim(s);
+    const int64_t out_rows = s.batch * s.heads * s.q_len;
+    if (out_rows > INT_MAX) throw invalid_input(fmt::format("{} output rows exceed the grid's limit", out_rows));
+    plan.combine_grid = {static_cast<unsigned>(out_rows)};
+    plan.combine_block = {attn_k::COMBINE_THREADS};
+  }
   hp->m_blocks = sched.m_blocks;
   hp->batch_heads = sched.batch_heads;
   hp->heads_per_section = sched.heads_per_section;
@@ -295,9 +377,18 @@ void hopper_plan(launch_plan& plan, const tile_config& c, const problem& s, cons
 /// are in it, next to the wgmma family's winners. Measured on the H200 (kernels/NOTES.md): the
 /// winners came from stages 2 and 3 and schedules 3, 5 and 7, and two Q tiles (13) won the
 /// headline shape by 2.4% in call 4, the half-width last tile 32,32,512,64 causal by 2.6% in call 7.
+///
+/// Decode (decode_sized: at most 64 packed rows per K/V head): the decode axes, splits and pack_gqa
+/// (for_problem chooses their values), over one computing warpgroup (block_m 64: a decode tile's
+/// rows are few) x block_n {64, 128} x stages {2, 3, 4} x schedule {1, 5}: the overlap, on one
+/// block per tile or a persistent grid. Prefill shapes search splits 1 only unless --space names more.
 search_space hopper_default_space() {
   search_space space{{128, 192}, {64, 80, 128, 176, 192}, {12, 16}, {2, 3}, {3, 5, 6, 7, 13, 22}};
   space.knob_name = "schedule";
+  space.decode_axes = true;
+  space.splits.clear();  // chosen per problem (for_problem): 1 and no packing for prefill
+  space.pack_gqa.clear();
+  space.decode = {{64}, {64, 128}, {8}, {2, 3, 4}, {1, 5}, 0, false};  // prefill: splits 1 (not measured yet)
   return space;
 }
 
@@ -317,8 +408,8 @@ const kernel_family& hopper_family() {
       true,  // arch-specific: sm_90a runs on cc 9.0 only
       hopper_plan,
       true,  // supersedes fa2 and wgmma on sm_90 (every benchmark-table winner is hopper's)
-      "",
-      false,
+      "attn_hopper_combine",
+      true,   // kv_lens and a paged cache (pages of 16 rows or more)
       true,   // a sliding window and softcap
       8,      // head dims of 8s: tiles padded to 16, read through TMA with zeros past D
       true,   // dv != d

@@ -12,17 +12,20 @@ namespace attn {
 
 /// The launch of one problem (mirrors kernels/hopper/scheduler.cuh's numbering).
 struct hopper_schedule {
-  int m_blocks = 0;           ///< query blocks per (batch, head)
-  int batch_heads = 0;        ///< B x H
+  int m_blocks = 0;           ///< query blocks per (batch, head) (pack_gqa: per (batch, K/V head))
+  int batch_heads = 0;        ///< B x H (pack_gqa: B x H_kv)
   int heads_per_section = 0;  ///< (batch, head) pairs whose K and V share half of L2
-  int tiles = 0;              ///< m_blocks x batch_heads
+  int tiles = 0;              ///< m_blocks x batch_heads x splits
   int grid = 0;               ///< blocks: min(tiles, SMs) when persistent, else tiles
 };
 /// Throws invalid_input when the tiles do not fit in 32 bits (tile_count_problem).
-hopper_schedule schedule_for(const problem& s, int block_m, int64_t l2_bytes, int sm_count, bool persistent);
+/// pack_gqa: a tile's rows are the packed rows of a K/V head's group (q_len x group of them) and
+/// its head a K/V head; splits: each row block's tiles are that many splits of its K/V range.
+hopper_schedule schedule_for(const problem& s, int block_m, int64_t l2_bytes, int sm_count, bool persistent,
+                             int pack_gqa = 0, int splits = 1);
 /// Why the tiles (query blocks x B x H; a packed batch's over its longest sequence) do not fit in
 /// the kernel's 32-bit tile index; nullopt when they do.
-std::optional<std::string> tile_count_problem(const problem& s, int block_m);
+std::optional<std::string> tile_count_problem(const problem& s, int block_m, int pack_gqa = 0, int splits = 1);
 
 /// Registers a computing thread gets after the producer's hand-over (setmaxnreg).
 int hopper_consumer_registers(const tile_config& c);

@@ -184,6 +184,7 @@ attn_k::fwd_params make_fwd_params(const problem& s, const forward_tensors& t, t
   if (s.page_size > 0) {
     p.block_table = t.block_table;
     p.pages_per_seq = static_cast<int>(pages_per_sequence(s));
+    p.total_k = static_cast<int>(t.num_pages);  // the cache's pages (hopper's tensor maps span them)
     while ((int64_t{1} << p.page_shift) < s.page_size) ++p.page_shift;
   }
   p.scale_log2 = static_cast<float>(scale * M_LOG2E);

@@ -155,6 +155,7 @@ search_space for_problem(const search_space& s, const problem& p, int sm_count) 
   }
   const bool decode = decode_sized(p);
   if (out.pack_gqa.empty()) out.pack_gqa = p.kv_heads < p.heads && decode ? std::vector<int>{0, 1} : std::vector<int>{0};
+  if (out.splits.empty() && !decode && !s.decode.prefill_splits) out.splits = {1};
   if (out.splits.empty()) {
     std::vector<int> all;
     for (int g : out.pack_gqa)
@@ -163,15 +164,17 @@ search_space for_problem(const search_space& s, const problem& p, int sm_count) 
     std::sort(all.begin(), all.end());
     out.splits = all;
   }
-  if (decode) {
-    auto keep = [&](const char* axis) { return std::find(s.named.begin(), s.named.end(), axis) != s.named.end(); };
-    if (!keep("block_m") && !keep("warps")) {
-      out.block_m = {16, 32, 64};
-      out.warps = {1, 2, 4};
-      out.warp_rows = 16;
+  if (decode) {  // the family's decode tiles, where --space named neither the axis nor its partner
+    auto keep = [&](const std::string& axis) { return std::find(s.named.begin(), s.named.end(), axis) != s.named.end(); };
+    const search_space::decode_tiles& d = s.decode;
+    if (!keep("block_m") && !keep("warps") && !d.block_m.empty()) {
+      out.block_m = d.block_m;
+      out.warps = d.warps;
+      out.warp_rows = d.warp_rows;
     }
-    if (!keep("block_n")) out.block_n = {64, 128};
-    if (!keep("stages")) out.stages = {2, 3, 4};
+    if (!keep("block_n") && !d.block_n.empty()) out.block_n = d.block_n;
+    if (!keep("stages") && !d.stages.empty()) out.stages = d.stages;
+    if (!s.knob_name.empty() && !keep(s.knob_name) && !d.knob.empty()) out.knob = d.knob;
   }
   return out;
 }

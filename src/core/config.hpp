@@ -54,6 +54,15 @@ struct search_space {
   /// When set, only configs with block_m / warps == warp_rows (the decode defaults: 16 rows per
   /// warp, one mma tile, so that no warp spills).
   int warp_rows = 0;
+  /// The family's tiles for a decode-sized problem (decode_sized), which for_problem puts in place
+  /// of the axes --space did not name; an empty list keeps that axis.
+  struct decode_tiles {
+    std::vector<int> block_m, block_n, warps, stages, knob;
+    int warp_rows = 0;
+    /// Whether a problem that is not decode-sized searches split counts too (a prefill grid
+    /// short of the SMs); else splits 1 there unless --space names them.
+    bool prefill_splits = true;
+  } decode;
   /// Every combination, block_m outermost, then block_n, warps, stages, the knob, splits,
   /// pack_gqa innermost, in the order the values are listed.
   std::vector<tile_config> enumerate() const;

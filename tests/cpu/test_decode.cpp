@@ -10,8 +10,10 @@
 #include <vector>
 
 #include "backend/runtime.hpp"
+#include "backend/tensor_map.hpp"
 #include "codegen/compile_pool.hpp"
 #include "codegen/family.hpp"
+#include "codegen/family_hopper.hpp"
 #include "codegen/launch_plan.hpp"
 #include "codegen/kernel_args.hpp"
 #include "common/resources.cuh"
@@ -51,7 +53,7 @@ TEST(DecodeConfig, NamesCarryTheDecodeAxesOnlyWhenSet) {
   }
 }
 
-TEST(DecodeSpace, OnlyFa2TakesTheDecodeAxes) {
+TEST(DecodeSpace, Fa2AndHopperTakeTheDecodeAxes) {
   const search_space fa2 = fa2_family().default_space;
   const search_space s = parse_space({"splits=1,4,16", "pack_gqa=1"}, fa2);
   EXPECT_EQ(s.splits, (std::vector<int>{1, 4, 16}));
@@ -59,9 +61,11 @@ TEST(DecodeSpace, OnlyFa2TakesTheDecodeAxes) {
   EXPECT_EQ(s.enumerate().size(), fa2.enumerate().size() * 3);
   EXPECT_NE(space_text(s).find("splits=1,4,16 pack_gqa=1"), std::string::npos) << space_text(s);
   EXPECT_NE(space_text(fa2).find("splits=auto pack_gqa=auto"), std::string::npos);
-  EXPECT_NE(invalid_input_message([&] { parse_space({"splits=2"}, hopper_family().default_space); })
+  EXPECT_NE(invalid_input_message([&] { parse_space({"splits=2"}, wgmma_family().default_space); })
                 .find("the family has no splits axis"),
             std::string::npos);
+  EXPECT_EQ(parse_space({"splits=1,8", "pack_gqa=0,1"}, hopper_family().default_space).enumerate().size(),
+            hopper_family().default_space.enumerate().size() * 4);
   EXPECT_NE(invalid_input_message([&] { parse_space({"pack_gqa=2"}, fa2); }).find("pack_gqa 2 is over"),
             std::string::npos);
   EXPECT_NE(invalid_input_message([&] { parse_space({"splits=0"}, fa2); }).find("'0' is not a positive"),
@@ -77,10 +81,30 @@ TEST(DecodeSpace, PrefillKeepsItsSpace) {
   EXPECT_EQ(s.enumerate(), default_space().enumerate());
   prefill.kv_heads = 8;  // GQA prefill: one head's rows fill the tiles; no packing, no splits
   EXPECT_EQ(for_problem(fa2, prefill, 132).enumerate(), default_space().enumerate());
-  // Other families' spaces are never changed.
+  // hopper's prefill space is its own, without splits even where the grid is short of the SMs
+  // (not measured yet); other families' spaces are never changed.
+  const search_space hopper = hopper_family().default_space;
+  for (const problem& p : {decode(4, 32, 32, 4096, 4096), decode(1, 8, 8, 1024, 1024)})
+    EXPECT_EQ(for_problem(hopper, p, 132).enumerate(), hopper.enumerate()) << describe(p);
   const problem d = decode(8, 32, 8, 1, 8192);
-  EXPECT_EQ(for_problem(hopper_family().default_space, d, 132).enumerate(),
-            hopper_family().default_space.enumerate());
+  EXPECT_EQ(for_problem(wgmma_family().default_space, d, 132).enumerate(), wgmma_family().default_space.enumerate());
+}
+
+TEST(DecodeSpace, HopperDecodeIsOneWarpgroupWithSplitsAndPacking) {
+  const problem d = decode(8, 32, 8, 1, 8192);
+  const search_space s = for_problem(hopper_family().default_space, d, 132);
+  EXPECT_EQ(s.splits, (std::vector<int>{1, 2, 4, 8, 16}));
+  EXPECT_EQ(s.pack_gqa, (std::vector<int>{0, 1}));
+  EXPECT_EQ(s.block_m, (std::vector<int>{64}));
+  EXPECT_EQ(s.warps, (std::vector<int>{8}));
+  EXPECT_EQ(s.knob, (std::vector<int>{1, 5}));
+  EXPECT_EQ(s.enumerate().size(), 2u * 3 * 2 * 5 * 2);  // block_n, stages, schedules, splits, packing
+  // --space's own axes stay.
+  const search_space named =
+      for_problem(parse_space({"schedule=4", "stages=2"}, hopper_family().default_space), d, 132);
+  EXPECT_EQ(named.knob, (std::vector<int>{4}));
+  EXPECT_EQ(named.stages, (std::vector<int>{2}));
+  EXPECT_EQ(named.block_m, (std::vector<int>{64}));
 }
 
 TEST(DecodeSpace, DecodeGetsSplitsPackingAndSmallBlocks) {
@@ -153,6 +177,62 @@ TEST(DecodeReject, SaysWhy) {
   ASSERT_TRUE(other.has_value());
   EXPECT_NE(other->find("the family has no decode axes (config splits 4, pack_gqa 1)"), std::string::npos);
   EXPECT_FALSE(missing_axis(f, {16, 64, 1, 2, 1, 4, 1}).has_value());
+}
+
+// hopper's decode configs: packing needs GQA and a group that divides a warpgroup's 64 rows (its
+// boxes hold whole groups); a packed batch takes neither axis; the plan counts packed rows and
+// K/V heads times the splits, and points the combine kernel at the partials after the counters.
+TEST(DecodeHopper, RefusalsAndPlan) {
+  const kernel_family& f = hopper_family();
+  auto why = [&](const tile_config& c, const problem& s) {
+    const auto r = f.reject_reason(c, s, limits_for_arch("sm_90a"));
+    return r ? *r : std::string();
+  };
+  const tile_config packed{64, 128, 8, 2, 5, 4, 1};
+  EXPECT_EQ(why(packed, decode(8, 32, 8, 1, 8192)), "");
+  EXPECT_EQ(why(packed, decode(8, 64, 1, 1, 8192)), "");  // MQA: a group of 64
+  EXPECT_NE(why(packed, decode(2, 8, 8, 1, 4096)).find("pack_gqa 1 needs fewer K/V heads"), std::string::npos);
+  EXPECT_NE(why(packed, decode(2, 28, 4, 1, 4096)).find("the group (heads / kv_heads = 7) to divide 64"),
+            std::string::npos);
+  EXPECT_NE(why({64, 128, 8, 2, 5, 129, 0}, decode(2, 8, 2, 1, 4096)).find("splits 129 not in [1, 128]"),
+            std::string::npos);
+  problem varlen = decode(2, 8, 2, 64, 4096);
+  varlen.seqlens = "10,64";
+  EXPECT_NE(why({64, 128, 8, 2, 5, 4, 0}, varlen).find("no split-KV"), std::string::npos);
+  // The schedule: packed rows (1 x 4) in one 64-row block per (batch, K/V head), times 4 splits.
+  const problem d = decode(8, 32, 8, 1, 8192);
+  const hopper_schedule h = schedule_for(d, 64, 50LL << 20, 132, true, 1, 4);
+  EXPECT_EQ(h.m_blocks, 1);
+  EXPECT_EQ(h.batch_heads, 64);
+  EXPECT_EQ(h.tiles, 256);
+  EXPECT_EQ(h.grid, 132);
+  const hopper_schedule unpacked = schedule_for(decode(64, 32, 8, 16, 4096), 64, 50LL << 20, 132, false, 0, 2);
+  EXPECT_EQ(unpacked.tiles, 64 * 32 * 2);
+  EXPECT_EQ(unpacked.grid, 64 * 32 * 2);
+  EXPECT_NE(tile_count_problem(decode(65536, 256, 256, 64, 4096), 64, 0, 128).value_or("").find("x 128 splits"),
+            std::string::npos);
+  // The instantiation names PACK and SPLIT (after DV, 0 for d) and defines the combine kernel.
+  const std::string text = f.instantiation(packed, d);
+  EXPECT_NE(text.find(", false, false, false, 0, true, true>>(hp)"), std::string::npos) << text;
+  EXPECT_NE(text.find("attn_hopper_combine"), std::string::npos);
+  EXPECT_EQ(f.instantiation({64, 128, 8, 2, 5, 1, 1}, d).find("attn_hopper_combine"), std::string::npos);
+}
+
+// Packed GQA's Q and O maps: 5-d {D, head in the group, row, K/V head, batch}, boxes of whole groups.
+TEST(DecodeHopper, PackedTensorMapArgs) {
+  // bhsd [2, 32, 16, 128]: head stride 16 x 128, 8 K/V heads of 4.
+  const tensor_map_args a = packed_tensor_map_for(reinterpret_cast<void*>(256), true, 128, 16, 32, 4, 2, 128,
+                                                  16 * 128, 32 * 16 * 128, 64);
+  EXPECT_EQ(a.group, 4u);
+  EXPECT_EQ(a.group_stride, 16u * 128 * 2);
+  EXPECT_EQ(a.dims, (std::array<uint64_t, 4>{128, 16, 8, 2}));
+  EXPECT_EQ(a.strides, (std::array<uint64_t, 3>{256, 4 * 16 * 128 * 2, 32 * 16 * 128 * 2}));
+  EXPECT_EQ(a.box, (std::array<uint32_t, 4>{64, 64, 1, 1}));
+  EXPECT_FALSE(tensor_map_problem(a).has_value());
+  tensor_map_args odd = a;
+  odd.group = 3;
+  EXPECT_NE(tensor_map_problem(odd).value_or("").find("64 rows is not a whole number of groups of 3"),
+            std::string::npos);
 }
 
 // A split config is not planned without a workspace big enough for its partial outputs.
@@ -249,15 +329,16 @@ TEST(DecodeMerge, MatchesFloat64OnRandomPartials) {
 struct decode_compile_case {
   const char* arch;
   problem s;
+  const char* family = "fa2";
 };
 class decode_compile : public ::testing::TestWithParam<decode_compile_case> {};
 TEST_P(decode_compile, every_default_variant_compiles_without_spills) {
-  const auto& [arch, s] = GetParam();
+  const auto& [arch, s, family] = GetParam();
   const temp_dir dir("attn-tune-decode-compile");
   const compile_cache cache(dir.path().string());
   tune_options t;
-  t.family = "fa2";
-  t.space = fa2_family().default_space;
+  t.family = family;
+  t.space = find_family(family).default_space;
   const tune_result r = compile_only(s, arch, cache, t);
   int compiled = 0;
   for (const auto& rec : r.records) {
@@ -278,6 +359,10 @@ INSTANTIATE_TEST_SUITE_P(decode, decode_compile,
                                            decode_compile_case{"sm_90a", decode(64, 32, 8, 16, 4096, 128, true)},
                                            decode_compile_case{"sm_90a", decode(4, 16, 2, 1, 4096, 64)},
                                            decode_compile_case{"sm_80", decode(8, 32, 8, 1, 8192)}));
+INSTANTIATE_TEST_SUITE_P(hopper, decode_compile,
+                         ::testing::Values(decode_compile_case{"sm_90a", decode(8, 32, 8, 1, 8192), "hopper"},
+                                           decode_compile_case{"sm_90a", decode(64, 32, 8, 16, 4096, 128, true), "hopper"},
+                                           decode_compile_case{"sm_90a", decode(4, 16, 2, 1, 4096, 64), "hopper"}));
 INSTANTIATE_TEST_SUITE_P(
     kv_cache, decode_compile,
     ::testing::Values(decode_compile_case{"sm_90a", paged(decode(8, 32, 8, 16, 8192, 128, true), 16, "uniform:1:8192")},

@@ -142,22 +142,41 @@ TEST(KvCacheOptions, BadValuesAreRefusedNamingThem) {
             std::string::npos);
 }
 
-TEST(KvCacheFamilies, OnlyFa2TakesThemAndTheOthersSayWhy) {
+TEST(KvCacheFamilies, Fa2AndHopperTakeThemAndTheOthersSayWhy) {
   problem s = cache_problem();
   s.page_size = 64;
-  testing::expect_only_fa2_takes(s, "paged K/V cache (page size 64): fa2 does");
+  EXPECT_FALSE(problem_refusal(fa2_family(), s));
+  EXPECT_FALSE(problem_refusal(hopper_family(), s));
+  for (const kernel_family* f : {&wgmma_family(), &mfma_family()}) {
+    const auto why = problem_refusal(*f, s);
+    ASSERT_TRUE(why) << f->name;
+    EXPECT_NE(why->find("paged K/V cache (page size 64): fa2 and hopper do"), std::string::npos) << *why;
+  }
   s.page_size = 0;
   s.kv_lens = "1/2/3/4";
-  const auto why = problem_refusal(hopper_family(), s);
+  EXPECT_FALSE(problem_refusal(hopper_family(), s));
+  const auto why = problem_refusal(wgmma_family(), s);
   ASSERT_TRUE(why);
   EXPECT_NE(why->find("kv_lens 1/2/3/4"), std::string::npos) << *why;
   // Refused before anything compiles, naming the reason.
   const temp_dir dir("attn-tune-kv-cache");
   const compile_cache cache(dir.path().string());
   tune_options t;
-  t.family = "hopper";
-  t.space = hopper_family().default_space;
-  EXPECT_NE(invalid_input_message([&] { compile_only(s, "sm_90a", cache, t); }).find("fa2 does"), std::string::npos);
+  t.family = "wgmma";
+  t.space = wgmma_family().default_space;
+  EXPECT_NE(invalid_input_message([&] { compile_only(s, "sm_90a", cache, t); }).find("fa2 and hopper do"),
+            std::string::npos);
+  // hopper copies a page's rows in TMA boxes of 16 rows or more: smaller pages are fa2's.
+  s.kv_lens.clear();
+  s.page_size = 8;
+  const auto small = hopper_family().reject_reason({64, 64, 8, 2, 1, 1, 0}, s, limits_for_arch("sm_90a"));
+  ASSERT_TRUE(small);
+  EXPECT_NE(small->find("page size 8 is below 16 (fa2 takes every page size)"), std::string::npos) << *small;
+  s.page_size = 32;
+  const auto split = hopper_family().reject_reason({128, 80, 12, 2, 3, 1, 0}, s, limits_for_arch("sm_90a"));
+  ASSERT_TRUE(split);
+  EXPECT_NE(split->find("block_n 80 is not a whole number of pages of 32 rows"), std::string::npos) << *split;
+  EXPECT_FALSE(hopper_family().reject_reason({64, 64, 8, 2, 1, 1, 0}, s, limits_for_arch("sm_90a")));
 }
 
 using testing::fake;

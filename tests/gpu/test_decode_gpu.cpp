@@ -1,4 +1,4 @@
-// Decode on the fa2 family: split-KV (every split count of a small space, more splits than K/V
+// Decode on the fa2 family (and on hopper's, its own tests below): split-KV (every split count of a small space, more splits than K/V
 // tiles, N_kv not a multiple of a split's share), packed GQA (4:1, 8:1, MQA; 1:1 unpacked) and
 // both loaders (cp.async; bulk copies on sm_90), for
 // N_q from 1 to 16, causal (bottom-right) and not, D 64 and 128. Every variant must pass the
@@ -32,17 +32,55 @@ TEST_P(decode_correctness, every_split_and_packing_passes) {
 }
 
 const dtype bf = dtype::bf16, fp = dtype::fp16;
-INSTANTIATE_TEST_SUITE_P(
-    decode, decode_correctness,
-    ::testing::Values(decode_case{"mha_q1", decode(2, 4, 4, 1, 200, 128, false)},
-                      decode_case{"gqa4_q1", decode(2, 8, 2, 1, 200, 128, false)},
-                      decode_case{"gqa8_q1_causal", decode(1, 16, 2, 1, 333, 64, true, fp)},
-                      decode_case{"mqa_q3_causal", decode(2, 6, 1, 3, 200, 128, true)},
-                      decode_case{"gqa4_q16_causal", decode(2, 8, 2, 16, 517, 128, true, bf, layout::bshd)},
-                      decode_case{"gqa4_q16", decode(1, 8, 2, 16, 200, 64, false, fp)},
-                      decode_case{"gqa8_q7_causal_ragged", decode(3, 8, 1, 7, 129, 128, true)},
-                      decode_case{"mha_q16_causal", decode(1, 4, 4, 16, 64, 128, true)}),
-    [](const auto& info) { return std::string(info.param.label); });
+// The decode shapes both families' tests run.
+const std::vector<decode_case>& decode_cases() {
+  static const std::vector<decode_case> cases{
+      {"mha_q1", decode(2, 4, 4, 1, 200, 128, false)},
+      {"gqa4_q1", decode(2, 8, 2, 1, 200, 128, false)},
+      {"gqa8_q1_causal", decode(1, 16, 2, 1, 333, 64, true, fp)},
+      {"mqa_q3_causal", decode(2, 6, 1, 3, 200, 128, true)},
+      {"gqa4_q16_causal", decode(2, 8, 2, 16, 517, 128, true, bf, layout::bshd)},
+      {"gqa4_q16", decode(1, 8, 2, 16, 200, 64, false, fp)},
+      {"gqa8_q7_causal_ragged", decode(3, 8, 1, 7, 129, 128, true)},
+      {"mha_q16_causal", decode(1, 4, 4, 16, 64, 128, true)}};
+  return cases;
+}
+INSTANTIATE_TEST_SUITE_P(decode, decode_correctness, ::testing::ValuesIn(decode_cases()),
+                         [](const auto& info) { return std::string(info.param.label); });
+
+// The same decode shapes on the hopper family (sm_90 only): split counts 1 to 64 (more splits than
+// K/V tiles among them, and a short last share), packed and not (packing is refused where the group
+// does not divide 64: MQA over 6 heads), one block per tile and a persistent grid, 64 and 128 keys a
+// tile, and two computing warpgroups once.
+class hopper_decode_correctness : public gpu_test, public ::testing::WithParamInterface<decode_case> {};
+TEST_P(hopper_decode_correctness, every_split_and_packing_passes) {
+  const problem& s = GetParam().s;
+  if (auto why = hopper_skip_reason(m_gpu, s)) GTEST_SKIP() << *why;
+  const search_space space =
+      parse_space({"block_m=64", "block_n=64,128", "warps=8", "stages=2", "schedule=1,5", "splits=1,3,7,64", "pack_gqa=0,1"},
+                  hopper_family().default_space);
+  const int64_t group = s.heads / s.kv_heads;
+  const bool packs = group > 1 && 64 % group == 0;
+  EXPECT_GE(verify_all(s, m_gpu, m_cache, space, "hopper"), 16 * (packs ? 2 : 1));
+  if (std::string(GetParam().label) == "gqa4_q16_causal") {  // two computing warpgroups
+    const search_space two = parse_space(
+        {"block_m=128", "block_n=128", "warps=12", "stages=2", "schedule=1,7", "splits=1,5", "pack_gqa=0,1"},
+        hopper_family().default_space);
+    EXPECT_GE(verify_all(s, m_gpu, m_cache, two, "hopper"), 8);
+  }
+}
+// fa2's shapes (MQA over 6 heads: packing refused, the group does not divide 64), an MQA group of
+// 64, and d 192 / dv 128.
+std::vector<decode_case> hopper_decode_cases() {
+  std::vector<decode_case> cases = decode_cases();
+  cases.push_back({"mqa64_q1", decode(2, 64, 1, 1, 1000, 128, false)});
+  problem mla = decode(2, 8, 2, 16, 300, 192, true);
+  mla.head_dim_v = 128;
+  cases.push_back({"gqa4_q16_causal_d192_dv128", mla});
+  return cases;
+}
+INSTANTIATE_TEST_SUITE_P(decode, hopper_decode_correctness, ::testing::ValuesIn(hopper_decode_cases()),
+                         [](const auto& info) { return std::string(info.param.label); });
 
 // A paged cache (page sizes 1 to 256, a random page table; the rows past a sequence's length NaN in
 // the pages, so a kernel that reads one fails) and per-sequence lengths (0 and 1 among them; rows
@@ -80,6 +118,37 @@ INSTANTIATE_TEST_SUITE_P(
                       kv_cache_case{"lens_only_q16_causal", decode(2, 8, 2, 16, 200, 128, true), 0, "16/3"}),
     [](const auto& info) { return std::string(info.param.label); });
 
+// The same KV caches on hopper (sm_90 only; pages of 16 rows or more: smaller pages are fa2's): the
+// copy engine reads a page's rows a box at a time, and a sequence's last tile's V rows past its
+// length (NaN in the pages) are zeroed before P V.
+class hopper_kv_cache_correctness : public gpu_test, public ::testing::WithParamInterface<kv_cache_case> {};
+TEST_P(hopper_kv_cache_correctness, every_variant_passes) {
+  problem s = GetParam().s;
+  s.page_size = GetParam().page_size;
+  s.kv_lens = GetParam().kv_lens;
+  if (auto why = hopper_skip_reason(m_gpu, s)) GTEST_SKIP() << *why;
+  const search_space space =
+      parse_space({"block_m=64", "block_n=64,128", "warps=8", "stages=2", "schedule=1,5", "splits=1,3,16", "pack_gqa=0,1"},
+                  hopper_family().default_space);
+  const int64_t group = s.heads / s.kv_heads;
+  EXPECT_GE(verify_all(s, m_gpu, m_cache, space, "hopper"), 12 * (group > 1 && 64 % group == 0 ? 2 : 1));
+}
+INSTANTIATE_TEST_SUITE_P(
+    kv_cache, hopper_kv_cache_correctness,
+    ::testing::Values(kv_cache_case{"page16_q16_causal_short", decode(3, 8, 2, 16, 300, 128, true), 16, "5/300/131"},
+                      kv_cache_case{"page16_lens_0_1", decode(3, 8, 2, 1, 77, 128, false), 16, "0/1/77"},
+                      kv_cache_case{"page64_bshd_causal", decode(2, 4, 4, 4, 333, 128, true, bf, layout::bshd), 64,
+                                    "uniform:0:333"},
+                      kv_cache_case{"page256_mqa_fp16", decode(2, 8, 1, 1, 1000, 64, false, fp), 256, ""},
+                      kv_cache_case{"page32_d192_dv128", [] {
+                                      problem s = decode(2, 8, 2, 7, 200, 192, true);
+                                      s.head_dim_v = 128;
+                                      return s;
+                                    }(), 32, "3/200"},
+                      kv_cache_case{"lens_only_gqa4", decode(4, 8, 2, 1, 500, 128, false), 0, "1/0/499/500"},
+                      kv_cache_case{"lens_only_q16_causal", decode(2, 8, 2, 16, 200, 128, true), 0, "16/3"}),
+    [](const auto& info) { return std::string(info.param.label); });
+
 // The family's default space, as for_problem adapts it, on decode shapes like the (a long
 // cache, GQA 4:1, N_q 1 and 16 causal): every variant the tuner would run passes, and the best is
 // a split or packed one.
@@ -91,6 +160,16 @@ TEST_F(decode_default_space, every_variant_passes) {
     EXPECT_GT(space.splits.size(), 1u) << describe(s);
     EXPECT_EQ(space.pack_gqa, (std::vector<int>{0, 1})) << describe(s);
     EXPECT_GE(verify_all(s, m_gpu, m_cache, space), 24) << describe(s);
+  }
+}
+
+// hopper's default decode space (for_problem) on the shapes: every variant passes.
+TEST_F(decode_default_space, hopper_every_variant_passes) {
+  for (const problem& s : {decode(2, 32, 8, 1, 8192, 128, false), decode(4, 32, 8, 16, 4096, 128, true)}) {
+    if (auto why = hopper_skip_reason(m_gpu, s)) GTEST_SKIP() << *why;
+    const search_space space = for_problem(hopper_family().default_space, s, m_gpu.desc.sm_count);
+    EXPECT_GT(space.splits.size(), 1u) << describe(s);
+    EXPECT_GE(verify_all(s, m_gpu, m_cache, space, "hopper"), 48) << describe(s);
   }
 }
 
