@@ -58,7 +58,9 @@ struct hopper_config {
 
   /// Registers per thread after setmaxnreg (common/resources.cuh): the producer (one TMA-issuing
   /// thread) keeps 24 or 32, the consumers share the rest of what the block was given at launch.
-  static constexpr int PRODUCER_REGS = hopper_producer_registers(CONSUMERS);
+  /// PAGED (one computing warpgroup: the host refuses more) keeps 96: a tile's page lookups spilled
+  /// at 32 (888 bytes at block_n 128) and 56 (168); the computing warpgroup's share is 256 either way.
+  static constexpr int PRODUCER_REGS = PAGED_ && CONSUMERS == 1 ? 96 : hopper_producer_registers(CONSUMERS);
   static constexpr int CONSUMER_REGS = consumer_registers(THREADS, CONSUMERS, PRODUCER_REGS);
 
   /// TMA boxes are one swizzle span wide: D is copied as PIECES boxes of SPAN elements.

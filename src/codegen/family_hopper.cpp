@@ -248,6 +248,10 @@ std::optional<std::string> hopper_reject(const tile_config& c, const problem& s,
       return fmt::format("hopper reads a paged cache in TMA boxes of 16 rows or more: page size {} is below 16 "
                          "(fa2 takes every page size)",
                          s.page_size);
+    if (consumers(c) > 1)
+      return fmt::format("a paged cache takes one computing warpgroup (block_m 64, not {}): beside two or three "
+                         "the producer's 24-32 registers spill its page lookups",
+                         c.block_m);
     if (c.block_n % std::min<int64_t>(s.page_size, c.block_n) != 0)
       return fmt::format("block_n {} is not a whole number of pages of {} rows", c.block_n, s.page_size);
   }

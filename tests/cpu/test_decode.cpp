@@ -362,7 +362,11 @@ INSTANTIATE_TEST_SUITE_P(decode, decode_compile,
 INSTANTIATE_TEST_SUITE_P(hopper, decode_compile,
                          ::testing::Values(decode_compile_case{"sm_90a", decode(8, 32, 8, 1, 8192), "hopper"},
                                            decode_compile_case{"sm_90a", decode(64, 32, 8, 16, 4096, 128, true), "hopper"},
-                                           decode_compile_case{"sm_90a", decode(4, 16, 2, 1, 4096, 64), "hopper"}));
+                                           decode_compile_case{"sm_90a", decode(4, 16, 2, 1, 4096, 64), "hopper"},
+                                           decode_compile_case{"sm_90a", paged(decode(8, 32, 8, 16, 8192, 128, true), 16,
+                                                                               "uniform:1:8192"), "hopper"},
+                                           decode_compile_case{"sm_90a", paged(decode(8, 32, 8, 1, 8192), 256, ""),
+                                                               "hopper"}));
 INSTANTIATE_TEST_SUITE_P(
     kv_cache, decode_compile,
     ::testing::Values(decode_compile_case{"sm_90a", paged(decode(8, 32, 8, 16, 8192, 128, true), 16, "uniform:1:8192")},

@@ -173,9 +173,12 @@ TEST(KvCacheFamilies, Fa2AndHopperTakeThemAndTheOthersSayWhy) {
   ASSERT_TRUE(small);
   EXPECT_NE(small->find("page size 8 is below 16 (fa2 takes every page size)"), std::string::npos) << *small;
   s.page_size = 32;
-  const auto split = hopper_family().reject_reason({128, 80, 12, 2, 3, 1, 0}, s, limits_for_arch("sm_90a"));
+  const auto split = hopper_family().reject_reason({64, 80, 8, 2, 1, 1, 0}, s, limits_for_arch("sm_90a"));
   ASSERT_TRUE(split);
   EXPECT_NE(split->find("block_n 80 is not a whole number of pages of 32 rows"), std::string::npos) << *split;
+  const auto two = hopper_family().reject_reason({128, 64, 12, 2, 3, 1, 0}, s, limits_for_arch("sm_90a"));
+  ASSERT_TRUE(two);
+  EXPECT_NE(two->find("one computing warpgroup (block_m 64, not 128)"), std::string::npos) << *two;
   EXPECT_FALSE(hopper_family().reject_reason({64, 64, 8, 2, 1, 1, 0}, s, limits_for_arch("sm_90a")));
 }
 
