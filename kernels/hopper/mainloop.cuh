@@ -24,7 +24,9 @@ __device__ __forceinline__ void turn_pass(int wg) {
 
 /// LENS, PAGED: zeroes rows [valid, BLOCK_N) of a V tile (real memory past a sequence's length:
 /// 0 x NaN would be NaN in P V), then makes the zeros visible to the tensor cores for this
-/// warpgroup (named barrier `bar`). Every warpgroup writes the same zeros to the shared tile.
+/// warpgroup (named barrier `bar`). Every warpgroup writes the same zeros to the shared tile (with
+/// LENS beside two or three computing warpgroups one's stores may land while another's P V reads
+/// the tile: zeros over zeros; a paged cache takes one computing warpgroup).
 template <class C>
 __device__ __forceinline__ void zero_v_rows(unsigned v, int valid, int bar) {
   constexpr int W = swizzle<C::DV>::W, PIECES = C::DV / (W / 2), CHUNKS = W / 16;

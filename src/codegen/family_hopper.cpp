@@ -252,8 +252,10 @@ std::optional<std::string> hopper_reject(const tile_config& c, const problem& s,
       return fmt::format("a paged cache takes one computing warpgroup (block_m 64, not {}): beside two or three "
                          "the producer's 24-32 registers spill its page lookups",
                          c.block_m);
-    if (c.block_n % std::min<int64_t>(s.page_size, c.block_n) != 0)
-      return fmt::format("block_n {} is not a whole number of pages of {} rows", c.block_n, s.page_size);
+    // A tile is whole pages, or a whole part of one page (a box never crosses a page's end).
+    if (s.page_size < c.block_n ? c.block_n % s.page_size != 0 : s.page_size % c.block_n != 0)
+      return fmt::format("block_n {} is not a whole number of pages of {} rows, nor a whole part of one", c.block_n,
+                         s.page_size);
   }
   if (is_varlen(s) && (c.splits > 1 || c.pack_gqa))
     return fmt::format("a packed batch (seqlens) has no {}", c.splits > 1 ? "split-KV" : "packed GQA");

@@ -2,6 +2,7 @@
 // (parsing, validation and its messages, the lengths they expand to), the CLI options, which
 // families take them, the kernel parameters of a paged cache, the page table, the float64
 // reference with lengths (test_decode.cpp compiles the decode space with both).
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -176,6 +177,16 @@ TEST(KvCacheFamilies, Fa2AndHopperTakeThemAndTheOthersSayWhy) {
   const auto split = hopper_family().reject_reason({64, 80, 8, 2, 1, 1, 0}, s, limits_for_arch("sm_90a"));
   ASSERT_TRUE(split);
   EXPECT_NE(split->find("block_n 80 is not a whole number of pages of 32 rows"), std::string::npos) << *split;
+  s.page_size = 256;  // a tile of 80 or 192 keys would cross a page's end
+  for (int n : {80, 192}) {
+    const auto crosses = hopper_family().reject_reason({64, n, 8, 2, 1, 1, 0}, s, limits_for_arch("sm_90a"));
+    ASSERT_TRUE(crosses) << n;
+    EXPECT_NE(crosses->find(fmt::format("block_n {} is not a whole number of pages of 256 rows, nor a whole part", n)),
+              std::string::npos)
+        << *crosses;
+  }
+  EXPECT_FALSE(hopper_family().reject_reason({64, 128, 8, 2, 1, 1, 0}, s, limits_for_arch("sm_90a")));
+  s.page_size = 32;
   const auto two = hopper_family().reject_reason({128, 64, 12, 2, 3, 1, 0}, s, limits_for_arch("sm_90a"));
   ASSERT_TRUE(two);
   EXPECT_NE(two->find("one computing warpgroup (block_m 64, not 128)"), std::string::npos) << *two;
