@@ -228,7 +228,8 @@ bool parse_options(int argc, char** argv, options& out) {
                  "Hopper sm_90a, warpgroup MMA), hopper (NVIDIA Hopper sm_90a: TMA, warp-specialized pipeline, "
                  "ping-pong, persistent grid), mfma (AMD, MFMA). Default: hopper on an H100/H200 (sm_90, or "
                  "--arch sm_90a; fa2 and wgmma never won there: give --family fa2,wgmma,hopper to search "
-                 "them too), fa2 elsewhere on NVIDIA, mfma on AMD")
+                 "them too; a decode-sized problem, at most 64 packed query rows per K/V head: fa2 and hopper, "
+                 "the families with split-KV and packed GQA), fa2 elsewhere on NVIDIA, mfma on AMD")
       ->delimiter(',');
   app.add_option("--backend", out.backend,
                  "auto, cuda or hip. auto: the --family's backend, else hip for a gfx --arch, else hip "
