@@ -477,11 +477,7 @@ __device__ void fa2_forward(const fwd_params& p) {
   kv_tile_range range{mask.keys_begin(q_first) / C::BLOCK_N,
                       (mask.keys_end(q_first, q_last - q_first + 1) + C::BLOCK_N - 1) / C::BLOCK_N};
   if (C::WINDOW) range.end = max(range.end, range.first);  // rows whose windows hold no key
-  if (C::SPLIT) {  // this split's share; empty when there are more splits than tiles
-    const int per = (range.count() + splits - 1) / splits;
-    range.first = min(range.end, range.first + split * per);
-    range.end = min(range.end, range.first + per);
-  }
+  if (C::SPLIT) range = split_share(range, split, splits);  // empty when there are more splits than tiles
   // Tiles [full_first, full_end) are attended unmasked. Causal: two loops rather than a branch per
   // tile keep the mask's registers out of the hot loop (measured faster on the H200; for
   // non-causal the single loop below was faster).
@@ -671,9 +667,7 @@ __device__ void fa2_forward(const fwd_params& p) {
         }
       }
       if (t == 0 && m0 + r < rows) {
-        const float lse = sum > 0.f ? (row_max[mi][h] * p.scale_log2 + log2f(sum)) * 0.69314718056f
-                                    : neg_inf();
-        (C::SPLIT ? p.lse_partial : p.lse)[out_row(m0 + r)] = lse;
+        (C::SPLIT ? p.lse_partial : p.lse)[out_row(m0 + r)] = row_lse(row_max[mi][h], sum, p.scale_log2);
       }
     }
   }

@@ -230,7 +230,7 @@ __device__ void mfma_forward(const fwd_params& p) {
     }
     if (g4 == 0)
       p.lse[((long long)batch * p.heads + head) * p.q_len + row] =
-          sum > 0.f ? (row_max[mi] * p.scale_log2 + log2f(sum)) * 0.69314718056f : neg_inf();
+          row_lse(row_max[mi], sum, p.scale_log2);
   }
 }
 

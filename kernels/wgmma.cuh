@@ -77,8 +77,7 @@ __device__ __forceinline__ void wg_store_output(unsigned char* tiles, const floa
       *reinterpret_cast<unsigned*>(tiles + tile_offset<C::D>(r, df, C::BLOCK_M) + t * 4) =
           pack2<C::BF16>(acc[4 * df + 2 * h] * inv, acc[4 * df + 2 * h + 1] * inv);
     if (t == 0 && m0 + r < p.q_len) {
-      const float lse = sum > 0.f ? (row_max[h] * p.scale_log2 + log2f(sum)) * 0.69314718056f : neg_inf();
-      p.lse[((long long)batch * p.heads + head) * p.q_len + m0 + r] = lse;
+      p.lse[((long long)batch * p.heads + head) * p.q_len + m0 + r] = row_lse(row_max[h], sum, p.scale_log2);
     }
   }
   asm volatile("bar.sync %0, 128;\n" ::"r"(1 + wg) : "memory");

@@ -69,4 +69,10 @@ __device__ __forceinline__ void online_softmax_step(X&& x, Reduce&& row_reduce_m
   }
 }
 
+/// A row's natural-log LSE from its running max (raw q.k units) and its sum of exp2 terms: -inf for
+/// a row that saw no key.
+__device__ __forceinline__ float row_lse(float row_max, float sum, float scale_log2) {
+  return sum > 0.f ? (row_max * scale_log2 + log2f(sum)) * 0.69314718056f : neg_inf();
+}
+
 }  // namespace attn_k

@@ -24,11 +24,8 @@ __device__ __forceinline__ tile_coord tile_at(const hopper_params& hp, int t) {
   const int bh0 = section * hp.heads_per_section;
   const int heads = min(hp.heads_per_section, hp.batch_heads - bh0);  // the last section may be short
   const int m = within / heads, bh = bh0 + within % heads;
-  if constexpr (PACK) {
-    const int kv_heads = hp.p.heads / hp.p.group;
-    return {DESCENDING ? hp.m_blocks - 1 - m : m, bh % kv_heads, bh / kv_heads};
-  }
-  return {DESCENDING ? hp.m_blocks - 1 - m : m, bh % hp.p.heads, bh / hp.p.heads};
+  const int tile_heads = PACK ? hp.p.heads / hp.p.group : hp.p.heads;
+  return {DESCENDING ? hp.m_blocks - 1 - m : m, bh % tile_heads, bh / tile_heads};
 }
 
 /// A tile's sequence: where its rows start in the packed Q/O and K/V, and its query count. VARLEN:
