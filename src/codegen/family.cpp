@@ -1,11 +1,40 @@
+#include <climits>
+
 #include <fmt/format.h>
 
 #include "codegen/family.hpp"
 #include "codegen/family_parts.hpp"
+#include "codegen/kernel_args.hpp"
 #include "codegen/kernel_sources.hpp"
+#include "codegen/launch_plan.hpp"
+#include "common/params.cuh"     // kernels/common, shared with the device code
 #include "common/resources.cuh"  // kernels/common, shared with the device code
 
 namespace attn {
+
+void point_split_workspace(attn_k::fwd_params& p, const problem& s, int splits) {
+  const int64_t need = split_workspace_floats(s, splits);
+  if (p.o_partial == nullptr || p.workspace_floats < need)
+    throw invalid_input(fmt::format("split-KV over {} splits needs a workspace of {} bytes; {} were given", splits,
+                                    need * 4, p.o_partial ? p.workspace_floats * 4 : 0));
+  p.o_partial += attn_k::SPLIT_COUNTERS;  // the counters come first
+  p.lse_partial = p.o_partial + splits * s.batch * s.heads * s.q_len * value_dim(s);
+}
+
+void plan_combine(launch_plan& plan, const problem& s) {
+  if (plan.combine == nullptr) throw invalid_input("the variant was loaded without its combine kernel");
+  const int64_t out_rows = s.batch * s.heads * s.q_len;
+  if (out_rows > INT_MAX) throw invalid_input(fmt::format("{} output rows exceed the grid's limit", out_rows));
+  plan.combine_grid = {static_cast<unsigned>(out_rows)};
+  plan.combine_block = {attn_k::COMBINE_THREADS};
+}
+
+std::string combine_stub(const char* entry, const char* parameter, const char* params, const problem& s, bool own_dv) {
+  return fmt::format(
+      "extern \"C\" __global__ void __launch_bounds__(attn_k::COMBINE_THREADS) {}({}) {{\n"
+      "  attn_k::combine_splits<{}, {}{}>({});\n}}\n",
+      entry, parameter, s.dtype == dtype::bf16, value_dim(s), own_dv ? ", true" : "", params);
+}
 
 const kernel_family& default_family(backend b) { return b == backend::hip ? mfma_family() : fa2_family(); }
 

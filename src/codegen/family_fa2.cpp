@@ -37,8 +37,7 @@ int fa2_accumulator_registers(const tile_config& c, const problem& s) {
 // Split-KV's row blocks: with the merge in the kernel (splits up to FUSED_MERGE_SPLITS) each has a
 // counter at the start of the workspace (kernels/fa2.cuh's merge_splits).
 int64_t fa2_row_blocks(const tile_config& c, const problem& s) {
-  const int64_t rows = c.pack_gqa ? s.q_len * (s.heads / s.kv_heads) : s.q_len;
-  return (rows + c.block_m - 1) / c.block_m * (c.pack_gqa ? s.kv_heads : s.heads) * s.batch;
+  return (decode_rows(s, c.pack_gqa) + c.block_m - 1) / c.block_m * decode_heads(s, c.pack_gqa) * s.batch;
 }
 
 std::optional<std::string> fa2_reject(const tile_config& c, const problem& s,
@@ -107,10 +106,7 @@ std::string fa2_instantiation(const tile_config& c, const problem& s) {
   std::string text = instantiation_stub("fa2.cuh", "attn_fa2", "fa2_forward", "fa2_config", fa2_threads(c), c, s,
                                         decode ? 1 : 0, "", extra);
   if (split)  // the combine kernel of split counts above FUSED_MERGE_SPLITS (one binary serves every count)
-    text += fmt::format(
-        "extern \"C\" __global__ void __launch_bounds__(attn_k::COMBINE_THREADS) attn_fa2_combine(const attn_k::fwd_params p) {{\n"
-        "  attn_k::combine_splits<{}, {}{}>(p);\n}}\n",
-        s.dtype == dtype::bf16, value_dim(s), has_value_dim(s) ? ", true" : "");
+    text += combine_stub("attn_fa2_combine", "const attn_k::fwd_params p", "p", s, has_value_dim(s));
   return text;
 }
 
@@ -120,30 +116,21 @@ std::string fa2_instantiation(const tile_config& c, const problem& s) {
 void fa2_plan(launch_plan& plan, const tile_config& c, const problem& s, const attn_k::fwd_params& params,
               const gpu_info&) {
   attn_k::fwd_params p = params;
-  const int64_t rows = c.pack_gqa ? s.q_len * (s.heads / s.kv_heads) : s.q_len;
+  const int64_t rows = decode_rows(s, c.pack_gqa);
   const int64_t blocks_x = (rows + c.block_m - 1) / c.block_m * c.splits;
   if (blocks_x > INT_MAX) throw invalid_input(fmt::format("{} row blocks exceed the grid's limit", blocks_x));
-  plan.grid = {static_cast<unsigned>(blocks_x), static_cast<unsigned>(c.pack_gqa ? s.kv_heads : s.heads),
+  plan.grid = {static_cast<unsigned>(blocks_x), static_cast<unsigned>(decode_heads(s, c.pack_gqa)),
                static_cast<unsigned>(s.batch)};
   p.num_splits = c.splits;
   if (c.splits > 1) {
-    const int64_t need = split_workspace_floats(s, c.splits);
-    if (p.o_partial == nullptr || p.workspace_floats < need)
-      throw invalid_input(fmt::format("split-KV over {} splits needs a workspace of {} bytes; {} were given",
-                                      c.splits, need * 4, p.o_partial ? p.workspace_floats * 4 : 0));
-    p.o_partial += attn_k::SPLIT_COUNTERS;  // the counters come first
-    p.lse_partial = p.o_partial + c.splits * s.batch * s.heads * s.q_len * value_dim(s);
+    point_split_workspace(p, s, c.splits);
     if (c.splits <= attn_k::FUSED_MERGE_SPLITS) {
       if (const int64_t blocks = fa2_row_blocks(c, s); blocks > attn_k::SPLIT_COUNTERS)
         throw invalid_input(fmt::format("split-KV over {} row blocks: at most {} (one counter each)", blocks,
                                         attn_k::SPLIT_COUNTERS));
       plan.combine = nullptr;
     } else {
-      if (plan.combine == nullptr) throw invalid_input("the variant was loaded without its combine kernel");
-      const int64_t out_rows = s.batch * s.heads * s.q_len;  // one block of 128 threads per row
-      if (out_rows > INT_MAX) throw invalid_input(fmt::format("{} output rows exceed the grid's limit", out_rows));
-      plan.combine_grid = {static_cast<unsigned>(out_rows)};
-      plan.combine_block = {attn_k::COMBINE_THREADS};
+      plan_combine(plan, s);
     }
   } else {
     plan.combine = nullptr;

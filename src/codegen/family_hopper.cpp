@@ -86,20 +86,12 @@ int register_margin(const tile_config& c, const problem& s) {
 
 }  // namespace
 
-namespace {
-
-// A tile's rows and heads: pack_gqa's are a K/V head's packed rows.
-int64_t tile_rows(const problem& s, int pack_gqa) { return pack_gqa ? s.q_len * (s.heads / s.kv_heads) : s.q_len; }
-int64_t tile_heads(const problem& s, int pack_gqa) { return pack_gqa ? s.kv_heads : s.heads; }
-
-}  // namespace
-
 std::optional<std::string> tile_count_problem(const problem& s, int block_m, int pack_gqa, int splits) {
-  const int64_t m_blocks = (tile_rows(s, pack_gqa) + block_m - 1) / block_m;
-  const int64_t tiles = m_blocks * s.batch * tile_heads(s, pack_gqa) * splits;
+  const int64_t m_blocks = (decode_rows(s, pack_gqa) + block_m - 1) / block_m;
+  const int64_t tiles = m_blocks * s.batch * decode_heads(s, pack_gqa) * splits;
   if (tiles > INT_MAX)
     return fmt::format("{} tiles ({} query blocks of {} rows x {} batch entries x {} heads{}) exceed 2^31", tiles,
-                       m_blocks, block_m, s.batch, tile_heads(s, pack_gqa),
+                       m_blocks, block_m, s.batch, decode_heads(s, pack_gqa),
                        splits > 1 ? fmt::format(" x {} splits", splits) : "");
   return std::nullopt;
 }
@@ -108,8 +100,8 @@ hopper_schedule schedule_for(const problem& s, int block_m, int64_t l2_bytes, in
                              int pack_gqa, int splits) {
   if (auto why = tile_count_problem(s, block_m, pack_gqa, splits)) throw invalid_input(*why);
   hopper_schedule h;
-  h.m_blocks = static_cast<int>((tile_rows(s, pack_gqa) + block_m - 1) / block_m);
-  h.batch_heads = static_cast<int>(s.batch * tile_heads(s, pack_gqa));
+  h.m_blocks = static_cast<int>((decode_rows(s, pack_gqa) + block_m - 1) / block_m);
+  h.batch_heads = static_cast<int>(s.batch * decode_heads(s, pack_gqa));
   // K and V of one query head (heads sharing a kv head share its K and V; packed, a tile's head
   // is a K/V head): half of L2 holds a section's, so the blocks running together find them there.
   const int64_t group = pack_gqa ? 1 : s.heads / s.kv_heads;
@@ -294,11 +286,7 @@ std::string hopper_instantiation(const tile_config& c, const problem& s) {
       fmt::arg("causal", s.causal), fmt::arg("sched", c.knob & attn_k::schedule_kernel_bits),
       fmt::arg("o_smem", o_has_own_tile(c, s)), fmt::arg("variant", variant_flags(c, s)));
   if (c.splits > 1)  // split-KV's combine kernel (common/combine.cuh): one binary serves every split count
-    text += fmt::format(
-        "extern \"C\" __global__ void __launch_bounds__(attn_k::COMBINE_THREADS) attn_hopper_combine("
-        "const __grid_constant__ attn_k::hopper_params hp) {{\n"
-        "  attn_k::combine_splits<{}, {}, true>(hp.p);\n}}\n",
-        s.dtype == dtype::bf16, value_dim(s));
+    text += combine_stub("attn_hopper_combine", "const __grid_constant__ attn_k::hopper_params hp", "hp.p", s, true);
   return text;
 }
 
@@ -351,17 +339,8 @@ void hopper_plan(launch_plan& plan, const tile_config& c, const problem& s, cons
   hp->p.num_splits = c.splits;
   if (c.splits <= 1) plan.combine = nullptr;
   if (c.splits > 1) {
-    const int64_t need = split_workspace_floats(s, c.splits);
-    if (p.o_partial == nullptr || p.workspace_floats < need)
-      throw invalid_input(fmt::format("split-KV over {} splits needs a workspace of {} bytes; {} were given",
-                                      c.splits, need * 4, p.o_partial ? p.workspace_floats * 4 : 0));
-    if (plan.combine == nullptr) throw invalid_input("the variant was loaded without its combine kernel");
-    hp->p.o_partial = p.o_partial + attn_k::SPLIT_COUNTERS;
-    hp->p.lse_partial = hp->p.o_partial + c.splits * s.batch * s.heads * s.q_len * value_dim(s);
-    const int64_t out_rows = s.batch * s.heads * s.q_len;
-    if (out_rows > INT_MAX) throw invalid_input(fmt::format("{} output rows exceed the grid's limit", out_rows));
-    plan.combine_grid = {static_cast<unsigned>(out_rows)};
-    plan.combine_block = {attn_k::COMBINE_THREADS};
+    point_split_workspace(hp->p, s, c.splits);
+    plan_combine(plan, s);
   }
   hp->m_blocks = sched.m_blocks;
   hp->batch_heads = sched.batch_heads;

@@ -125,15 +125,12 @@ std::string space_text(const search_space& s) {
 }
 
 bool decode_sized(const problem& p) {
-  const int64_t group = p.heads / p.kv_heads;
-  return p.q_len * group <= 64 && p.kv_len >= 4 * p.q_len;
+  return decode_rows(p, true) <= 64 && p.kv_len >= 4 * p.q_len;
 }
 
 std::vector<int> default_splits(const problem& p, bool pack_gqa, int sm_count) {
   if (sm_count <= 0) sm_count = 132;
-  const int64_t group = p.heads / p.kv_heads;
-  const int64_t rows = pack_gqa ? p.q_len * group : p.q_len;
-  const int64_t blocks = (rows + 63) / 64 * (pack_gqa ? p.kv_heads : p.heads) * p.batch;
+  const int64_t blocks = (decode_rows(p, pack_gqa) + 63) / 64 * decode_heads(p, pack_gqa) * p.batch;
   const int64_t most = std::min<int64_t>(largest_splits, p.kv_len / 64);
   const int64_t waves = 4 * int64_t(sm_count);
   if (most < 2 || blocks >= waves) return {1};

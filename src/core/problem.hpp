@@ -145,6 +145,13 @@ std::vector<int64_t> cumulative_lengths(const std::vector<int64_t>& lengths);
 /// bound with lengths "given"), B * q_len and B * kv_len otherwise.
 int64_t q_rows(const problem& p);
 int64_t kv_rows(const problem& p);
+/// A row block's row space under the decode axes: packed GQA (pack_gqa) puts the query rows of the
+/// heads that share a K/V head in one space (q_len x group rows per K/V head), else each head's.
+inline int64_t decode_rows(const problem& p, bool pack_gqa) {
+  return pack_gqa ? p.q_len * (p.heads / p.kv_heads) : p.q_len;
+}
+/// The heads those row spaces belong to: the K/V heads when packed, else the query heads.
+inline int64_t decode_heads(const problem& p, bool pack_gqa) { return pack_gqa ? p.kv_heads : p.heads; }
 /// Whether every sequence has its own length (a kernel reads them: kv_lens is not empty).
 inline bool has_kv_lens(const problem& p) { return !p.kv_lens.empty(); }
 /// Whether a sliding window limits either side (window_left or window_right not -1).
