@@ -35,7 +35,8 @@ inline const std::vector<planted_defect>& planted_defects() {
        "min(kv_len, row + causal_offset + 2) - n0", true},
       {"wrong_scale", "fa2.cuh", "m0, mask.rows(), p.scale_log2, p.softcap_in", "m0, mask.rows(), p.scale_log2 * 1.125f, p.softcap_in", false},
       {"one_row_never_written", "fa2.cuh", "    if (m < rows) {\n", "    if (m < rows && m != 5) {\n", false},
-      {"wrong_lse", "fa2.cuh", "log2f(sum)) * 0.69314718056f", "log2f(sum)) * 0.6875f", false},
+      // The LSE rule all families share (common/softmax.cuh's row_lse), checked through fa2.
+      {"wrong_lse", "common/softmax.cuh", "log2f(sum)) * 0.69314718056f", "log2f(sum)) * 0.6875f", false},
       // O is not scaled when a row max grows (the row sum still is).
       {"skipped_rescale", "fa2.cuh", "if (__any_sync(0xffffffffu, any_grow))",
        "if (false && __any_sync(0xffffffffu, any_grow))", false, "wide"},
