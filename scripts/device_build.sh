@@ -19,4 +19,4 @@ extra=()
 export LD_LIBRARY_PATH="$lib:${LD_LIBRARY_PATH:-}"  # for the test discovery that runs at build time
 build=${1:-build-gpu}
 cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release "${extra[@]}" >/dev/null
-ninja -C "$build"
+ninja -C "$build" ${ATTN_BUILD_TARGETS:-}  # e.g. ATTN_BUILD_TARGETS=attn_gpu_tests: that binary alone

@@ -24,9 +24,11 @@ namespace attn_k {
 /// instantiation names none of them, so its source and binary are those measured before they existed.
 ///
 /// Decode (issue 18): PACK, packed GQA: a tile's rows are the query rows of the heads that share a
-/// K/V head (row m is query row m / group of head kv_head * group + m % group), so each K/V tile
-/// is read once per K/V head; Q and O are copied through 5-d tensor maps {column, head in the
-/// group, row, K/V head, batch} whose boxes hold the rows in that order (the group divides 64).
+/// K/V head (row m is query row m / S of head kv_head * group + m % S, S = pack_slots(p): the group
+/// padded to a power of two), so each K/V tile is read once per K/V head; Q and O are copied
+/// through 5-d tensor maps {column, head in the group, row, K/V head, batch} whose boxes hold the
+/// rows in that order, S slots a row: the slots past the group (a group of 7 in 8) are out of the
+/// tensor, read as zeros, never stored, and their LSE not written.
 /// SPLIT, split-KV: p.num_splits tiles share a row block's K/V tiles (split_share), each writing
 /// its normalized O (fp32) and LSE to the workspace from its registers; the combine kernel
 /// (common/combine.cuh) merges them after. LENS: each sequence's K/V length is p.seqlens_k[batch]
@@ -116,10 +118,13 @@ __device__ __forceinline__ hopper_query_mask<C> hopper_query_mask_of(
   if constexpr (C::WINDOW) return hopper_query_mask<C>::of(lengths, p.window_left, p.window_right);
   else return hopper_query_mask<C>::of(lengths);
 }
+/// PACK: a query row's head slots in the packed row space, the group padded to a power of two
+/// (the host's pack_slots): packed row m is query row m / slots, head slot m % slots.
+__device__ __forceinline__ int pack_slots(const fwd_params& p) { return 1 << (32 - __clz(p.group - 1)); }
 template <class C>
 __device__ __forceinline__ hopper_mask<C> hopper_mask_of(const fwd_params& p,
                                                          const typename hopper_lengths<C::SEQ_LENGTHS>::type& lengths) {
-  if constexpr (C::PACK) return {hopper_query_mask_of<C>(p, lengths), p.group};
+  if constexpr (C::PACK) return {hopper_query_mask_of<C>(p, lengths), pack_slots(p)};
   else return hopper_query_mask_of<C>(p, lengths);
 }
 

@@ -53,10 +53,10 @@ __device__ __forceinline__ void store_tile(const hopper_params& hp, const hopper
     const float sum = quad_sum(st.row_sum[h]);
     inv[h] = sum > 0.f ? 1.f / sum : 0.f;
     const int r = warp * 16 + g + h * 8;
-    if constexpr (C::PACK) {  // packed row m: query row m / group of head kv_head * group + m % group
-      const int m = m0 + r;
-      if (t == 0 && m < tile_rows<C>(p))
-        p.lse[((long long)tc.batch * p.heads + tc.head * p.group + m % p.group) * p.q_len + m / p.group] =
+    if constexpr (C::PACK) {  // packed row m: query row m / S of head kv_head * group + m % S (S slots)
+      const int m = m0 + r, slots = pack_slots(p);
+      if (t == 0 && m < tile_rows<C>(p) && m % slots < p.group)
+        p.lse[((long long)tc.batch * p.heads + tc.head * p.group + m % slots) * p.q_len + m / slots] =
             row_lse(st.row_max[h], sum, p.scale_log2);
     } else if (t == 0 && m0 + r < seq.q_len(p)) {
       const float lse = row_lse(st.row_max[h], sum, p.scale_log2);
@@ -93,8 +93,8 @@ __device__ __forceinline__ void store_tile(const hopper_params& hp, const hopper
       constexpr int W = swizzle<C::DV>::W;
 #pragma unroll
       for (int b = 0; b < C::DV / (W / 2); ++b)
-        tma_store_5d(&hp.o_map, o_smem + b * C::BLOCK_M * W + wg * 64 * W, b * (W / 2), 0, row0 / p.group, tc.head,
-                     tc.batch);
+        tma_store_5d(&hp.o_map, o_smem + b * C::BLOCK_M * W + wg * 64 * W, b * (W / 2), 0, row0 / pack_slots(p),
+                     tc.head, tc.batch);
       bulk_commit();
     } else if (!C::PACK && row0 < seq.q_len(p)) {
       // A packed batch is one batch entry whose sequences are rows.
@@ -126,8 +126,9 @@ __device__ __forceinline__ void store_partial(const fwd_params& p, const hopper_
     const float sum = quad_sum(st.row_sum[h]);
     const float inv = sum > 0.f ? 1.f / sum : 0.f;
     const int m = w.m0() + warp * 16 + g + h * 8;
-    if (m >= tile_rows<C>(p)) continue;
-    const int head = C::PACK ? w.tc.head * p.group + m % p.group : w.tc.head, row = C::PACK ? m / p.group : m;
+    const int slots = C::PACK ? pack_slots(p) : 1;
+    if (m >= tile_rows<C>(p) || (C::PACK && m % slots >= p.group)) continue;  // past the rows, or a padding slot
+    const int head = C::PACK ? w.tc.head * p.group + m % slots : w.tc.head, row = C::PACK ? m / slots : m;
     const long long out = w.split * split_rows + ((long long)w.tc.batch * p.heads + head) * p.q_len + row;
     float* o = p.o_partial + out * C::O_COLS;
 #pragma unroll

@@ -118,8 +118,8 @@ __device__ __forceinline__ void produce(const hopper_params& hp, const hopper_sm
       constexpr int W = swizzle<C::D>::W;
 #pragma unroll
       for (int b = 0; b < C::D / (W / 2); ++b)
-        tma_load_5d(sm.q(rq.stage) + b * C::BLOCK_M * W, &hp.q_map, sm.q_full(rq.stage), b * (W / 2), 0, m0 / p.group,
-                    kv_head, batch);
+        tma_load_5d(sm.q(rq.stage) + b * C::BLOCK_M * W, &hp.q_map, sm.q_full(rq.stage), b * (W / 2), 0,
+                    m0 / pack_slots(p), kv_head, batch);
     } else {
       tma_load_tile<C>(sm.q(rq.stage), &hp.q_map, sm.q_full(rq.stage), C::BLOCK_M, w.seq.q_row0() + m0, tc.head, batch);
     }

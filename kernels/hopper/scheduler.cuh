@@ -83,10 +83,10 @@ __device__ __forceinline__ work_tile<C> work_at(const hopper_params& hp, int t) 
   return {tc, tile_sequence<C::VARLEN, C::LENS>::at(hp.p, tc.batch)};
 }
 
-/// The query rows of a tile's row space: PACK, a K/V head's packed rows (q_len x group).
+/// The query rows of a tile's row space: PACK, a K/V head's packed rows (q_len x pack_slots).
 template <class C>
 __device__ __forceinline__ int tile_rows(const fwd_params& p) {
-  return C::PACK ? p.q_len * p.group : p.q_len;
+  return C::PACK ? p.q_len * pack_slots(p) : p.q_len;
 }
 
 /// The K/V tiles a tile's rows attend to: the mask's range, SPLIT the tile's split's share of it.

@@ -24,21 +24,29 @@ tensor_map_args tensor_map_for(const void* base, bool bf16, int64_t head_dim, in
   return a;
 }
 
+int64_t pack_slots(int64_t group) {
+  int64_t slots = 1;
+  while (slots < group) slots *= 2;
+  return slots;
+}
+
 tensor_map_args packed_tensor_map_for(const void* base, bool bf16, int64_t head_dim, int64_t rows, int64_t heads,
                                       int64_t group, int64_t batch, int64_t row_stride, int64_t head_stride,
                                       int64_t batch_stride, int box_rows) {
   tensor_map_args a = tensor_map_for(base, bf16, head_dim, rows, heads / group, batch, row_stride, head_stride * group,
                                      batch_stride, box_rows);
   a.group = static_cast<uint64_t>(group);
+  a.slots = static_cast<uint64_t>(pack_slots(group));
   a.group_stride = static_cast<uint64_t>(head_stride) * 2;
   return a;
 }
 
 std::optional<std::string> tensor_map_problem(const tensor_map_args& a) {
   if (a.group > 0) {
-    if (a.group > 256 || a.box[1] % a.group != 0)
-      return fmt::format("packed GQA's box of {} rows is not a whole number of groups of {} heads (at most 256)",
-                         a.box[1], a.group);
+    if (a.slots < a.group || a.slots > 256 || a.box[1] % a.slots != 0)
+      return fmt::format("packed GQA's box of {} rows is not a whole number of groups of {} heads in {} slots "
+                         "(at most 256)",
+                         a.box[1], a.group, a.slots);
     if (a.group_stride % 16 != 0 || a.group_stride >= (1ULL << 40))
       return fmt::format("the head stride of {} bytes is not a multiple of 16 bytes below 2^40, which TMA needs",
                          a.group_stride);

@@ -19,10 +19,12 @@ struct tensor_map_args {
   int swizzle_bytes = 128;            ///< 128, 64 or 32: the span is swizzle_bytes / 2 elements
   bool bf16 = true;                   ///< else fp16
   /// Packed GQA's Q and O (group > 0): a 5-d map {D, head in the group, row, K/V head, batch}
-  /// whose boxes of `group` heads x box[1] / group rows come out in packed order (row-major over
-  /// (row, head in the group)). dims[2] is then the K/V heads and strides[1] the K/V head's;
+  /// whose boxes of `slots` heads x box[1] / slots rows come out in packed order (row-major over
+  /// (row, head slot)). slots is the group padded to a power of two, so boxes of 64 rows hold
+  /// whole groups (a group of 7 in 8 slots): the slots past the group are out of the tensor, read
+  /// as zeros and never written. dims[2] is then the K/V heads and strides[1] the K/V head's;
   /// group_stride is the bytes between the group's heads.
-  uint64_t group = 0, group_stride = 0;
+  uint64_t group = 0, group_stride = 0, slots = 0;
 };
 
 /// The swizzle the tiles of a head dim use: 128 bytes when the tile (D padded to 16) is a multiple
@@ -34,8 +36,13 @@ tensor_map_args tensor_map_for(const void* base, bool bf16, int64_t head_dim, in
                                int64_t batch, int64_t row_stride, int64_t head_stride, int64_t batch_stride,
                                int box_rows);
 
+/// The group padded to a power of two: the head slots of one query row in packed GQA's row space
+/// (hopper's; 7 heads take 8 slots).
+int64_t pack_slots(int64_t group);
+
 /// The same tensor read in packed GQA's order (tensor_map_args::group): `heads` query heads in
-/// groups of `group` sharing a K/V head, boxes of box_rows packed rows (a multiple of the group).
+/// groups of `group` sharing a K/V head, boxes of box_rows packed rows (a multiple of the group's
+/// pack_slots).
 tensor_map_args packed_tensor_map_for(const void* base, bool bf16, int64_t head_dim, int64_t rows, int64_t heads,
                                       int64_t group, int64_t batch, int64_t row_stride, int64_t head_stride,
                                       int64_t batch_stride, int box_rows);

@@ -86,8 +86,12 @@ int register_margin(const tile_config& c, const problem& s) {
 
 }  // namespace
 
+int64_t hopper_rows(const problem& s, int pack_gqa) {
+  return pack_gqa ? s.q_len * pack_slots(s.heads / s.kv_heads) : s.q_len;
+}
+
 std::optional<std::string> tile_count_problem(const problem& s, int block_m, int pack_gqa, int splits) {
-  const int64_t m_blocks = (decode_rows(s, pack_gqa) + block_m - 1) / block_m;
+  const int64_t m_blocks = (hopper_rows(s, pack_gqa) + block_m - 1) / block_m;
   const int64_t tiles = m_blocks * s.batch * decode_heads(s, pack_gqa) * splits;
   if (tiles > INT_MAX)
     return fmt::format("{} tiles ({} query blocks of {} rows x {} batch entries x {} heads{}) exceed 2^31", tiles,
@@ -100,7 +104,7 @@ hopper_schedule schedule_for(const problem& s, int block_m, int64_t l2_bytes, in
                              int pack_gqa, int splits) {
   if (auto why = tile_count_problem(s, block_m, pack_gqa, splits)) throw invalid_input(*why);
   hopper_schedule h;
-  h.m_blocks = static_cast<int>((decode_rows(s, pack_gqa) + block_m - 1) / block_m);
+  h.m_blocks = static_cast<int>((hopper_rows(s, pack_gqa) + block_m - 1) / block_m);
   h.batch_heads = static_cast<int>(s.batch * decode_heads(s, pack_gqa));
   // K and V of one query head (heads sharing a kv head share its K and V; packed, a tile's head
   // is a K/V head): half of L2 holds a section's, so the blocks running together find them there.
@@ -227,10 +231,10 @@ std::optional<std::string> hopper_reject(const tile_config& c, const problem& s,
   if (c.pack_gqa) {
     const int64_t group = s.heads / s.kv_heads;
     if (group == 1) return std::string("pack_gqa 1 needs fewer K/V heads than query heads (GQA/MQA)");
-    // Q's and O's boxes hold whole groups: 64 rows (a warpgroup's O) of group heads each.
-    if (64 % group != 0)
-      return fmt::format("pack_gqa 1 needs the group (heads / kv_heads = {}) to divide 64 (a warpgroup's rows); "
-                         "fa2 packs any group",
+    // Q's and O's boxes hold whole groups: 64 rows (a warpgroup's O) of its power-of-two slots each.
+    if (pack_slots(group) > 64)
+      return fmt::format("pack_gqa 1 needs a group (heads / kv_heads = {}) of at most 64 heads (a warpgroup's "
+                         "rows); fa2 packs any group",
                          group);
   }
   if (s.page_size > 0) {

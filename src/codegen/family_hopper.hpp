@@ -18,9 +18,13 @@ struct hopper_schedule {
   int tiles = 0;              ///< m_blocks x batch_heads x splits
   int grid = 0;               ///< blocks: min(tiles, SMs) when persistent, else tiles
 };
+/// A row block's row space: q_len, or packed (pack_gqa) a K/V head's q_len x pack_slots(group)
+/// rows (the group padded to a power of two, so a warpgroup's 64 rows hold whole groups; the rows
+/// of the slots past the group are computed on zeros and never stored).
+int64_t hopper_rows(const problem& s, int pack_gqa);
 /// Throws invalid_input when the tiles do not fit in 32 bits (tile_count_problem).
-/// pack_gqa: a tile's rows are the packed rows of a K/V head's group (q_len x group of them) and
-/// its head a K/V head; splits: each row block's tiles are that many splits of its K/V range.
+/// pack_gqa: a tile's rows are the packed rows of a K/V head's group (hopper_rows) and its head a
+/// K/V head; splits: each row block's tiles are that many splits of its K/V range.
 hopper_schedule schedule_for(const problem& s, int block_m, int64_t l2_bytes, int sm_count, bool persistent,
                              int pack_gqa = 0, int splits = 1);
 /// Why the tiles (query blocks x B x H; a packed batch's over its longest sequence) do not fit in

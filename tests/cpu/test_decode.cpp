@@ -179,9 +179,10 @@ TEST(DecodeReject, SaysWhy) {
   EXPECT_FALSE(missing_axis(f, {16, 64, 1, 2, 1, 4, 1}).has_value());
 }
 
-// hopper's decode configs: packing needs GQA and a group that divides a warpgroup's 64 rows (its
-// boxes hold whole groups); a packed batch takes neither axis; the plan counts packed rows and
-// K/V heads times the splits, and points the combine kernel at the partials after the counters.
+// hopper's decode configs: packing needs GQA and a group of at most a warpgroup's 64 rows (its
+// boxes hold whole groups, padded to a power of two); a packed batch takes neither axis; the plan
+// counts packed rows (in power-of-two slots) and K/V heads times the splits, and points the
+// combine kernel at the partials after the counters.
 TEST(DecodeHopper, RefusalsAndPlan) {
   const kernel_family& f = hopper_family();
   auto why = [&](const tile_config& c, const problem& s) {
@@ -192,8 +193,14 @@ TEST(DecodeHopper, RefusalsAndPlan) {
   EXPECT_EQ(why(packed, decode(8, 32, 8, 1, 8192)), "");
   EXPECT_EQ(why(packed, decode(8, 64, 1, 1, 8192)), "");  // MQA: a group of 64
   EXPECT_NE(why(packed, decode(2, 8, 8, 1, 4096)).find("pack_gqa 1 needs fewer K/V heads"), std::string::npos);
-  EXPECT_NE(why(packed, decode(2, 28, 4, 1, 4096)).find("the group (heads / kv_heads = 7) to divide 64"),
+  EXPECT_EQ(why(packed, decode(2, 28, 4, 1, 4096)), "");  // Qwen2-7B: a group of 7 in 8 slots
+  EXPECT_EQ(why(packed, decode(2, 48, 1, 1, 4096)), "");  // MQA over 48 heads in 64 slots
+  EXPECT_NE(why(packed, decode(2, 96, 1, 1, 4096)).find("needs a group (heads / kv_heads = 96) of at most 64"),
             std::string::npos);
+  // A group of 7 in 8 slots: N_q 16 is 128 packed rows, two 64-row blocks (112 rows would also be two).
+  EXPECT_EQ(hopper_rows(decode(2, 28, 4, 16, 4096), 1), 128);
+  EXPECT_EQ(hopper_rows(decode(2, 28, 4, 16, 4096), 0), 16);
+  EXPECT_EQ(schedule_for(decode(2, 28, 4, 9, 4096), 64, 50LL << 20, 132, false, 1, 1).m_blocks, 2);  // 72 rows
   EXPECT_NE(why({64, 128, 8, 2, 5, 129, 0}, decode(2, 8, 2, 1, 4096)).find("splits 129 not in [1, 128]"),
             std::string::npos);
   problem varlen = decode(2, 8, 2, 64, 4096);
@@ -229,10 +236,25 @@ TEST(DecodeHopper, PackedTensorMapArgs) {
   EXPECT_EQ(a.strides, (std::array<uint64_t, 3>{256, 4 * 16 * 128 * 2, 32 * 16 * 128 * 2}));
   EXPECT_EQ(a.box, (std::array<uint32_t, 4>{64, 64, 1, 1}));
   EXPECT_FALSE(tensor_map_problem(a).has_value());
+  EXPECT_EQ(a.slots, 4u);
   tensor_map_args odd = a;
-  odd.group = 3;
-  EXPECT_NE(tensor_map_problem(odd).value_or("").find("64 rows is not a whole number of groups of 3"),
+  odd.group = odd.slots = 3;
+  EXPECT_NE(tensor_map_problem(odd).value_or("").find("64 rows is not a whole number of groups of 3 heads in 3 slots"),
             std::string::npos);
+  odd.group = 5;
+  odd.slots = 4;
+  EXPECT_NE(tensor_map_problem(odd).value_or("").find("groups of 5 heads in 4 slots"), std::string::npos);
+  // Qwen2-7B's group of 7 (28 heads, 4 K/V heads) in 8 slots: the map's group dimension is 7, its
+  // boxes 8 slots by 8 rows (the eighth slot past the tensor: zeros read, nothing written).
+  const tensor_map_args q7 = packed_tensor_map_for(reinterpret_cast<void*>(256), true, 128, 16, 28, 7, 2, 128,
+                                                   16 * 128, 28 * 16 * 128, 64);
+  EXPECT_EQ(q7.group, 7u);
+  EXPECT_EQ(q7.slots, 8u);
+  EXPECT_EQ(q7.dims, (std::array<uint64_t, 4>{128, 16, 4, 2}));
+  EXPECT_FALSE(tensor_map_problem(q7).has_value());
+  EXPECT_EQ(pack_slots(1), 1);
+  EXPECT_EQ(pack_slots(8), 8);
+  EXPECT_EQ(pack_slots(9), 16);
 }
 
 // A split config is not planned without a workspace big enough for its partial outputs.
@@ -366,6 +388,9 @@ INSTANTIATE_TEST_SUITE_P(hopper, decode_compile,
                                            decode_compile_case{"sm_90a", paged(decode(8, 32, 8, 16, 8192, 128, true), 16,
                                                                                "uniform:1:8192"), "hopper"},
                                            decode_compile_case{"sm_90a", paged(decode(8, 32, 8, 1, 8192), 256, ""),
+                                                               "hopper"},
+                                           // Qwen2-7B: a group of 7, packed in 8 slots a row
+                                           decode_compile_case{"sm_90a", decode(16, 28, 4, 16, 4096, 128, true),
                                                                "hopper"}));
 INSTANTIATE_TEST_SUITE_P(
     kv_cache, decode_compile,

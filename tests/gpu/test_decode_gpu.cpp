@@ -49,9 +49,9 @@ INSTANTIATE_TEST_SUITE_P(decode, decode_correctness, ::testing::ValuesIn(decode_
                          [](const auto& info) { return std::string(info.param.label); });
 
 // The same decode shapes on the hopper family (sm_90 only): split counts 1 to 64 (more splits than
-// K/V tiles among them, and a short last share), packed and not (packing is refused where the group
-// does not divide 64: MQA over 6 heads), one block per tile and a persistent grid, 64 and 128 keys a
-// tile, and two computing warpgroups once.
+// K/V tiles among them, and a short last share), packed and not (groups that are not powers of two,
+// MQA over 6 heads and Qwen2's 7, pack in power-of-two slots), one block per tile and a persistent
+// grid, 64 and 128 keys a tile, and two computing warpgroups once.
 class hopper_decode_correctness : public gpu_test, public ::testing::WithParamInterface<decode_case> {};
 TEST_P(hopper_decode_correctness, every_split_and_packing_passes) {
   const problem& s = GetParam().s;
@@ -59,21 +59,23 @@ TEST_P(hopper_decode_correctness, every_split_and_packing_passes) {
   const search_space space =
       parse_space({"block_m=64", "block_n=64,128", "warps=8", "stages=2", "schedule=1,5", "splits=1,3,7,64", "pack_gqa=0,1"},
                   hopper_family().default_space);
-  const int64_t group = s.heads / s.kv_heads;
-  const bool packs = group > 1 && 64 % group == 0;
+  const bool packs = s.kv_heads < s.heads;
   EXPECT_GE(verify_all(s, m_gpu, m_cache, space, "hopper"), 16 * (packs ? 2 : 1));
-  if (std::string(GetParam().label) == "gqa4_q16_causal") {  // two computing warpgroups
+  const std::string label = GetParam().label;
+  if (label == "gqa4_q16_causal" || label == "gqa7_q16_causal") {  // two computing warpgroups
     const search_space two = parse_space(
         {"block_m=128", "block_n=128", "warps=12", "stages=2", "schedule=1,7", "splits=1,5", "pack_gqa=0,1"},
         hopper_family().default_space);
     EXPECT_GE(verify_all(s, m_gpu, m_cache, two, "hopper"), 8);
   }
 }
-// fa2's shapes (MQA over 6 heads: packing refused, the group does not divide 64), an MQA group of
-// 64, and d 192 / dv 128.
+// fa2's shapes (MQA over 6 heads: 8 slots a row), an MQA group of 64, Qwen2-7B's group of 7 (28
+// heads, 4 K/V heads: 8 slots a row; 16 rows of them span two 64-row blocks), and d 192 / dv 128.
 std::vector<decode_case> hopper_decode_cases() {
   std::vector<decode_case> cases = decode_cases();
   cases.push_back({"mqa64_q1", decode(2, 64, 1, 1, 1000, 128, false)});
+  cases.push_back({"gqa7_q1", decode(3, 28, 4, 1, 333, 128, false)});
+  cases.push_back({"gqa7_q16_causal", decode(2, 28, 4, 16, 517, 128, true, bf, layout::bshd)});
   problem mla = decode(2, 8, 2, 16, 300, 192, true);
   mla.head_dim_v = 128;
   cases.push_back({"gqa4_q16_causal_d192_dv128", mla});
@@ -130,8 +132,7 @@ TEST_P(hopper_kv_cache_correctness, every_variant_passes) {
   const search_space space =
       parse_space({"block_m=64", "block_n=64,128", "warps=8", "stages=2", "schedule=1,5", "splits=1,3,16", "pack_gqa=0,1"},
                   hopper_family().default_space);
-  const int64_t group = s.heads / s.kv_heads;
-  EXPECT_GE(verify_all(s, m_gpu, m_cache, space, "hopper"), 12 * (group > 1 && 64 % group == 0 ? 2 : 1));
+  EXPECT_GE(verify_all(s, m_gpu, m_cache, space, "hopper"), 12 * (s.kv_heads < s.heads ? 2 : 1));
 }
 INSTANTIATE_TEST_SUITE_P(
     kv_cache, hopper_kv_cache_correctness,
@@ -140,6 +141,7 @@ INSTANTIATE_TEST_SUITE_P(
                       kv_cache_case{"page64_bshd_causal", decode(2, 4, 4, 4, 333, 128, true, bf, layout::bshd), 64,
                                     "uniform:0:333"},
                       kv_cache_case{"page256_mqa_fp16", decode(2, 8, 1, 1, 1000, 64, false, fp), 256, ""},
+                      kv_cache_case{"page16_gqa7_lens", decode(3, 28, 4, 1, 300, 128, false), 16, "0/1/300"},
                       kv_cache_case{"page32_d192_dv128", [] {
                                       problem s = decode(2, 8, 2, 7, 200, 192, true);
                                       s.head_dim_v = 128;

@@ -41,14 +41,14 @@ CUtensorMapSwizzle swizzle_mode(int bytes) {
 void encode_cuda_tensor_map(const tensor_map_args& a, void* out) {
   static const encode_tiled_fn encode = resolve_encoder();  // once per process
   // Packed GQA (a.group > 0): the head dimension splits into {head in the group, K/V head}, and a
-  // box takes the group's heads by box rows / group rows (tensor_map.hpp).
+  // box takes the group's head slots by box rows / slots rows (tensor_map.hpp).
   const bool packed = a.group > 0;
   const cuuint64_t dims[5] = {a.dims[0], packed ? a.group : a.dims[1], packed ? a.dims[1] : a.dims[2],
                               packed ? a.dims[2] : a.dims[3], packed ? a.dims[3] : 1};
   const cuuint64_t strides[4] = {packed ? a.group_stride : a.strides[0], packed ? a.strides[0] : a.strides[1],
                                  packed ? a.strides[1] : a.strides[2], a.strides[2]};
-  const cuuint32_t box[5] = {a.box[0], packed ? static_cast<cuuint32_t>(a.group) : a.box[1],
-                             packed ? static_cast<cuuint32_t>(a.box[1] / a.group) : a.box[2], 1, 1};
+  const cuuint32_t box[5] = {a.box[0], packed ? static_cast<cuuint32_t>(a.slots) : a.box[1],
+                             packed ? static_cast<cuuint32_t>(a.box[1] / a.slots) : a.box[2], 1, 1};
   const cuuint32_t element_strides[5] = {1, 1, 1, 1, 1};
   const CUresult rc =
       encode(static_cast<CUtensorMap*>(out), a.bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
