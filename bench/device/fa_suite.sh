@@ -14,4 +14,4 @@ filter='flash_attn_suite*'
 (cd build-gpu && ATTN_TUNE_REQUIRE_GPU=1 ATTN_TUNE_FA_SUITE=1 timeout ${SUITE_S:-420} ./attn_gpu_tests \
    --gtest_filter="$filter" > $OUT/fa_suite.log 2>&1; echo "suite rc=$? $(el)")
 grep -E "^head dim|^\[  (PASSED|FAILED) |^\[  FAILED|Failure" $OUT/fa_suite.log | head -40
-grep -A2 "Failure" $OUT/fa_suite.log | grep -E "^B[0-9]" | head -20
+grep -E "^(B[0-9]|Google Test trace)" -A1 $OUT/fa_suite.log | grep -E "B[0-9]+ H" | sort | uniq -c | head -20

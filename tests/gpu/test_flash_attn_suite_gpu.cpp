@@ -27,23 +27,10 @@ TEST_P(flash_attn_suite, every_case_passes) {
   const search_space hopper = flash_attn_suite_space(true), fa2 = flash_attn_suite_space(false);
   int cases = 0, on_hopper = 0, variants = 0;
   for_each_flash_attn_case(d, [&](const problem& s) {
+    SCOPED_TRACE(describe(s));  // a failure names its case
     const bool hopper_takes = !hopper_skip_reason(m_gpu, s).has_value();
-    tune_options o;
-    o.family = hopper_takes ? "hopper" : "fa2";
-    o.space = hopper_takes ? hopper : fa2;
-    o.seed = 7 + cases;
-    o.timing.min_reps = o.timing.max_reps = 1;
-    o.timing.min_total_ms = 0;
-    o.search = search_kind::exhaustive;
-    const tune_result r = tune(s, m_gpu, m_cache, o);
-    int ok = 0;
-    for (const auto& rec : r.records) {
-      if (rec.status == status::pruned) continue;
-      EXPECT_EQ(rec.status, status::ok) << describe(s) << " " << name(rec.config) << ": " << to_string(rec.status)
-                                        << " " << rec.message;
-      if (rec.status == status::ok) ++ok;
-    }
-    EXPECT_GE(ok, 1) << describe(s) << ": no variant of " << o.family << " passed";
+    const int ok = verify_all(s, m_gpu, m_cache, hopper_takes ? hopper : fa2, hopper_takes ? "hopper" : "fa2", true);
+    EXPECT_GE(ok, 1) << "no variant passed";
     ++cases, on_hopper += hopper_takes, variants += ok;
   });
   std::printf("head dim %lld: %d cases (%d on hopper), %d variants passed\n", static_cast<long long>(d), cases,

@@ -22,9 +22,9 @@ inline problem decode(int64_t b, int64_t h, int64_t hk, int64_t nq, int64_t nk, 
 }
 
 /// Tunes every variant of `space` (of `family`) on s: each that is not pruned must pass the
-/// reference check; returns how many did.
+/// reference check; returns how many did (and prints it, unless quiet).
 inline int verify_all(const problem& s, const gpu_info& gpu, const compile_cache& cache, const search_space& space,
-                      const std::string& family = "fa2") {
+                      const std::string& family = "fa2", bool quiet = false) {
   tune_options t;
   t.family = family;
   t.space = space;
@@ -42,7 +42,7 @@ inline int verify_all(const problem& s, const gpu_info& gpu, const compile_cache
     ++ok;
     EXPECT_LE(rec.max_error, r.allowed_error) << name(rec.config);
   }
-  std::printf("%s: %d variants ok, allowed error %.3e\n", describe(s).c_str(), ok, r.allowed_error);
+  if (!quiet) std::printf("%s: %d variants ok, allowed error %.3e\n", describe(s).c_str(), ok, r.allowed_error);
   return ok;
 }
 
