@@ -171,7 +171,8 @@ struct attention_mask {
   __device__ __forceinline__ row_masks rows() const { return {kv_len(), causal_offset, left, right}; }
 };
 
-/// A mask's row limits for packed rows: packed row m is query row m / group.
+/// A mask's row limits for packed rows: packed row m is query row m / group (group: the packed
+/// rows a query row takes, fa2's group or hopper's power-of-two slots; packed_mask).
 template <class Masks>
 struct packed_row_masks {
   Masks rows;
@@ -182,9 +183,11 @@ struct packed_row_masks {
   }
 };
 
-/// A mask over packed rows (packed GQA: row m of a K/V head's tile is query row m / group of
-/// head kv_head * group + m % group): the query mask's answers for the query rows they are. Rows at
-/// or past q_len * group are past the queries (the query mask clamps them as rows past q_len).
+/// A mask over packed rows (packed GQA: row m of a K/V head's tile is query row m / group, of head
+/// slot m % group): the query mask's answers for the query rows they are. group is the packed rows
+/// a query row takes: fa2's group (heads / kv_heads), or hopper's slots (the group padded to a
+/// power of two, the slots past it padding rows). Rows at or past q_len * group are past the
+/// queries (the query mask clamps them as rows past q_len).
 template <class Mask>
 struct packed_mask {
   Mask base;

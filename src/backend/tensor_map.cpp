@@ -43,7 +43,8 @@ tensor_map_args packed_tensor_map_for(const void* base, bool bf16, int64_t head_
 
 std::optional<std::string> tensor_map_problem(const tensor_map_args& a) {
   if (a.group > 0) {
-    if (a.slots < a.group || a.slots > 256 || a.box[1] % a.slots != 0)
+    if (a.slots != static_cast<uint64_t>(pack_slots(static_cast<int64_t>(a.group))) || a.slots > 256 ||
+        a.box[1] % a.slots != 0)
       return fmt::format("packed GQA's box of {} rows is not a whole number of groups of {} heads in {} slots "
                          "(at most 256)",
                          a.box[1], a.group, a.slots);

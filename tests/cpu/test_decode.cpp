@@ -238,6 +238,8 @@ TEST(DecodeHopper, PackedTensorMapArgs) {
   EXPECT_FALSE(tensor_map_problem(a).has_value());
   EXPECT_EQ(a.slots, 4u);
   tensor_map_args odd = a;
+  odd.slots = 8;  // slots must be the group's power of two
+  EXPECT_NE(tensor_map_problem(odd).value_or("").find("groups of 4 heads in 8 slots"), std::string::npos);
   odd.group = odd.slots = 3;
   EXPECT_NE(tensor_map_problem(odd).value_or("").find("64 rows is not a whole number of groups of 3 heads in 3 slots"),
             std::string::npos);
@@ -390,8 +392,7 @@ INSTANTIATE_TEST_SUITE_P(hopper, decode_compile,
                                            decode_compile_case{"sm_90a", paged(decode(8, 32, 8, 1, 8192), 256, ""),
                                                                "hopper"},
                                            // Qwen2-7B: a group of 7, packed in 8 slots a row
-                                           decode_compile_case{"sm_90a", decode(16, 28, 4, 16, 4096, 128, true),
-                                                               "hopper"}));
+                                           decode_compile_case{"sm_90a", decode(16, 28, 4, 1, 16384), "hopper"}));
 INSTANTIATE_TEST_SUITE_P(
     kv_cache, decode_compile,
     ::testing::Values(decode_compile_case{"sm_90a", paged(decode(8, 32, 8, 16, 8192, 128, true), 16, "uniform:1:8192")},

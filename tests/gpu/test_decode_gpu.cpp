@@ -70,11 +70,13 @@ TEST_P(hopper_decode_correctness, every_split_and_packing_passes) {
   }
 }
 // fa2's shapes (MQA over 6 heads: 8 slots a row), an MQA group of 64, Qwen2-7B's group of 7 (28
-// heads, 4 K/V heads: 8 slots a row; 16 rows of them span two 64-row blocks), and d 192 / dv 128.
+// heads, 4 K/V heads: 8 slots a row; 16 rows of them span two 64-row blocks), MQA over 48 heads
+// (64 slots: one query row a 64-row block), and d 192 / dv 128.
 std::vector<decode_case> hopper_decode_cases() {
   std::vector<decode_case> cases = decode_cases();
   cases.push_back({"mqa64_q1", decode(2, 64, 1, 1, 1000, 128, false)});
   cases.push_back({"gqa7_q1", decode(3, 28, 4, 1, 333, 128, false)});
+  cases.push_back({"mqa48_q2_causal", decode(2, 48, 1, 2, 300, 64, true, fp)});  // 64 slots: a query row a box
   cases.push_back({"gqa7_q16_causal", decode(2, 28, 4, 16, 517, 128, true, bf, layout::bshd)});
   problem mla = decode(2, 8, 2, 16, 300, 192, true);
   mla.head_dim_v = 128;

@@ -4,6 +4,7 @@
 #include <cuda_runtime.h>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "backend/cuda/tensor_map_encode.hpp"
 #include "backend/runtime.hpp"
@@ -54,12 +55,15 @@ void encode_cuda_tensor_map(const tensor_map_args& a, void* out) {
       encode(static_cast<CUtensorMap*>(out), a.bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
              packed ? 5 : 4, const_cast<void*>(a.base), dims, strides, box, element_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
              swizzle_mode(a.swizzle_bytes), CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  if (rc != CUDA_SUCCESS)
+  if (rc != CUDA_SUCCESS) {
+    const int rank = packed ? 5 : 4;
     throw device_error(static_cast<int>(rc),
-                       fmt::format("cuTensorMapEncodeTiled failed with CUresult {} for dims {}x{}x{}x{}, strides "
-                                   "{}/{}/{} bytes, box {}x{}, {}-byte swizzle",
-                                   static_cast<int>(rc), a.dims[0], a.dims[1], a.dims[2], a.dims[3], a.strides[0],
-                                   a.strides[1], a.strides[2], a.box[0], a.box[1], a.swizzle_bytes));
+                       fmt::format("cuTensorMapEncodeTiled failed with CUresult {} for dims {}, strides {} bytes, box "
+                                   "{}, {}-byte swizzle",
+                                   static_cast<int>(rc), fmt::join(dims, dims + rank, "x"),
+                                   fmt::join(strides, strides + rank - 1, "/"), fmt::join(box, box + rank, "x"),
+                                   a.swizzle_bytes));
+  }
 }
 
 }  // namespace attn
