@@ -128,6 +128,10 @@ bool decode_sized(const problem& p) {
   return decode_rows(p, true) <= 64 && p.kv_len >= 4 * p.q_len;
 }
 
+bool packing_pays(const problem& p) {
+  return p.kv_heads < p.heads && decode_rows(p, true) <= 256 && p.kv_len >= 4 * p.q_len;
+}
+
 std::vector<int> default_splits(const problem& p, bool pack_gqa, int sm_count) {
   if (sm_count <= 0) sm_count = 132;
   const int64_t blocks = (decode_rows(p, pack_gqa) + 63) / 64 * decode_heads(p, pack_gqa) * p.batch;
@@ -151,7 +155,7 @@ search_space for_problem(const search_space& s, const problem& p, int sm_count) 
     return out;
   }
   const bool decode = decode_sized(p);
-  if (out.pack_gqa.empty()) out.pack_gqa = p.kv_heads < p.heads && decode ? std::vector<int>{0, 1} : std::vector<int>{0};
+  if (out.pack_gqa.empty()) out.pack_gqa = packing_pays(p) ? std::vector<int>{0, 1} : std::vector<int>{0};
   if (out.splits.empty() && !decode && !s.decode.prefill_splits) out.splits = {1};
   if (out.splits.empty()) {
     std::vector<int> all;

@@ -77,6 +77,10 @@ search_space for_problem(const search_space& s, const problem& p, int sm_count);
 /// Few query rows against many keys: at most 64 query rows per K/V head when packed (decode,
 /// speculative decode), at least 4 times as many keys as query rows.
 bool decode_sized(const problem& p);
+/// Whether packed GQA is searched (pack_gqa 0 and 1): GQA/MQA with at least 4 times as many keys
+/// as query rows and at most 256 packed rows per K/V head (decode, and speculative decode over
+/// groups of 8, whose 128 packed rows keep the prefill tiles but fill them).
+bool packing_pays(const problem& p);
 /// The heuristic's split counts: {1} when the grid of (pack_gqa ? packed : unpacked) 64-row
 /// blocks already fills 4 waves of sm_count SMs or the keys are few; else 1 and the powers of two
 /// around the count that does, at most 128 and at most one split per 64 keys.

@@ -129,6 +129,20 @@ TEST(DecodeSpace, DecodeGetsSplitsPackingAndSmallBlocks) {
   for (int v : default_splits(decode(1, 8, 1, 1, 1 << 20), true, 132)) EXPECT_LE(v, 128);
   for (int v : default_splits(decode(1, 8, 1, 1, 512), true, 132)) EXPECT_LE(v, 8);
   EXPECT_FALSE(decode_sized(decode(1, 32, 4, 16, 4096)));  // 128 packed rows: prefill-like tiles
+  // Speculative decode over groups of 8 (Llama-3-70B, 128 packed rows) keeps the prefill tiles
+  // and searches packing; 512 packed rows, MHA, or a cache under 4x the rows do not pack.
+  const problem spec70b = decode(16, 64, 8, 16, 8192, 128, true);
+  EXPECT_FALSE(decode_sized(spec70b));
+  EXPECT_TRUE(packing_pays(spec70b));
+  for (const search_space& f : {fa2_family().default_space, hopper_family().default_space}) {
+    const search_space sp = for_problem(f, spec70b, 132);
+    EXPECT_EQ(sp.pack_gqa, (std::vector<int>{0, 1}));
+    EXPECT_EQ(sp.block_m, f.block_m);
+  }
+  EXPECT_EQ(for_problem(hopper_family().default_space, spec70b, 132).splits, (std::vector<int>{1}));
+  EXPECT_FALSE(packing_pays(decode(16, 64, 8, 64, 8192)));
+  EXPECT_FALSE(packing_pays(decode(16, 64, 64, 16, 8192)));
+  EXPECT_FALSE(packing_pays(decode(16, 64, 8, 16, 63)));
 }
 
 TEST(DecodeWorkspace, SizeIsTheCountersThenAPartialOAndLsePerSplitAndRow) {
@@ -392,7 +406,10 @@ INSTANTIATE_TEST_SUITE_P(hopper, decode_compile,
                                            decode_compile_case{"sm_90a", paged(decode(8, 32, 8, 1, 8192), 256, ""),
                                                                "hopper"},
                                            // Qwen2-7B: a group of 7, packed in 8 slots a row
-                                           decode_compile_case{"sm_90a", decode(16, 28, 4, 1, 16384), "hopper"}));
+                                           decode_compile_case{"sm_90a", decode(16, 28, 4, 1, 16384), "hopper"},
+                                           // Llama-3-70B's speculative decode: prefill tiles, packed and not
+                                           decode_compile_case{"sm_90a", decode(16, 64, 8, 16, 8192, 128, true),
+                                                               "hopper"}));
 INSTANTIATE_TEST_SUITE_P(
     kv_cache, decode_compile,
     ::testing::Values(decode_compile_case{"sm_90a", paged(decode(8, 32, 8, 16, 8192, 128, true), 16, "uniform:1:8192")},
