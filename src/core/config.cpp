@@ -157,9 +157,9 @@ search_space for_problem(const search_space& s, const problem& p, int sm_count) 
   const bool decode = decode_sized(p);
   if (out.pack_gqa.empty()) out.pack_gqa = packing_pays(p) ? std::vector<int>{0, 1} : std::vector<int>{0};
   if (out.splits.empty() && !decode && !s.decode.prefill_splits) out.splits = {1};
-  if (out.splits.empty()) {
+  if (out.splits.empty()) {  // decode: the counts each packing wants; else the unpacked grid's, as before packing
     std::vector<int> all;
-    for (int g : out.pack_gqa)
+    for (int g : decode ? out.pack_gqa : std::vector<int>{0})
       for (int v : default_splits(p, g != 0, sm_count))
         if (std::find(all.begin(), all.end(), v) == all.end()) all.push_back(v);
     std::sort(all.begin(), all.end());

@@ -1,8 +1,10 @@
 #include "db/tuning_key.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "codegen/family.hpp"
+#include "core/config.hpp"
 
 namespace attn {
 
@@ -45,6 +47,15 @@ tuning_key make_tuning_key(const device_desc& device, const problem& s, const se
   k.kernel_hashes = kernel_hashes(space.families, sources);
   k.shape = s;
   k.space = describe_space(space);
+  // Axes left to the heuristic ("auto") name the values it chose for this problem, so an entry
+  // tuned under another rule (packing searched for fewer shapes, say) is not taken for this one.
+  for (size_t i = 0; i < space.families.size() && i < space.spaces.size() && space.configs.empty(); ++i) {
+    const search_space& f = space.spaces[i];
+    if (!f.decode_axes || (!f.splits.empty() && !f.pack_gqa.empty())) continue;
+    const search_space r = for_problem(f, s, device.sm_count);
+    k.space += fmt::format("; {} auto: splits={} pack_gqa={}", space.families[i], fmt::join(r.splits, ","),
+                           fmt::join(r.pack_gqa, ","));
+  }
   return k;
 }
 

@@ -186,6 +186,13 @@ std::vector<tuned_choice> tuned_table::candidates(const device_desc& d, const pr
   for (const auto& e : m_buckets)
     if (same_device(e, d) && export_key_matches(e, s)) {
       out.push_back({e.family, e.config, choice_source::bucket, {}});
+      // The bucket's key has no head counts: a packed or split winner of a GQA shape may meet an
+      // MHA shape or a packed batch, which refuse those axes; then the same tile without them.
+      if (e.config.pack_gqa != 0 || e.config.splits != 1) {
+        tile_config plain = e.config;
+        plain.pack_gqa = 0, plain.splits = 1;
+        out.push_back({e.family, plain, choice_source::bucket, {}});
+      }
       break;
     }
   // The export's fallback; where its shared memory does not fit (sm_86, sm_89: 99 KiB), the

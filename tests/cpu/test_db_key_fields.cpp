@@ -151,6 +151,23 @@ TEST_F(key_fields, the_space_the_search_and_the_inputs_miss) {
   expect_miss(key_of(with(no_space, "--configs", {"m128_n64_w4_s2"})), "the --configs list");
 }
 
+// Axes left to the heuristic name the values it chose for the problem: an entry tuned when the
+// rule chose others (speculative decode over groups of 8 searched unpacked, before packing_pays)
+// misses.
+TEST_F(key_fields, the_heuristics_decode_axes_are_in_the_key) {
+  const std::vector<std::string> spec = {"--shape", "16,64,16,128", "--kv-heads", "8", "--kv-len", "8192", "--causal",
+                                         "--family", "hopper", "--compile-only", "--arch", "sm_90a"};
+  const tuning_key k = key_of(spec);
+  EXPECT_NE(k.space.find("; hopper auto: splits=1 pack_gqa=0,1"), std::string::npos) << k.space;
+  tuning_key before = k;
+  before.space = before.space.substr(0, before.space.find("; hopper auto:"));
+  db->put(before, one_tuning(), utc_now());
+  expect_miss(k, "the heuristic's packing");
+  // Axes --space names are in the space's text already.
+  const tuning_key named = key_of(with(spec, "--space", {"splits=1", "pack_gqa=0,1"}));
+  EXPECT_EQ(named.space.find("auto:"), std::string::npos) << named.space;
+}
+
 TEST_F(key_fields, a_random_search_misses_on_its_samples_and_its_seed) {
   const auto random = with("--search", {"random"});
   expect_miss(key_of(random), "--search random");

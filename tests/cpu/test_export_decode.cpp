@@ -10,6 +10,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "codegen/compile_pool.hpp"
+#include "library/tuned_table.hpp"
 #include "report/best_table.hpp"
 #include "report/export.hpp"
 
@@ -77,6 +79,26 @@ TEST(export_decode, an_export_from_before_the_bucket_matches_every_cache) {
   nlohmann::json doc = nlohmann::json::parse(export_json(two_caches()));
   for (auto& e : doc["entries"]) e.erase("kv_min_exclusive"), e.erase("kv_max");
   EXPECT_EQ(read_export_json(doc.dump(), "old.json").at(1).kv_max, INT64_MAX);
+}
+
+// The bucket's key has no head counts: the packed, split winner of a GQA step meets an MHA step
+// of the same bucket, which refuses packing; the library then runs the same tile unpacked and
+// unsplit (a bucket choice still), not the generic fallback.
+TEST(export_decode, a_packed_winner_serves_an_mha_shape_as_its_plain_tile) {
+  const tuned_table table = tuned_table::parse(export_csv(two_caches()), "e.csv");
+  problem mha = step(6000);
+  mha.kv_heads = mha.heads;
+  const auto candidates = table.candidates(decode_best(8192, 4).device, mha);
+  ASSERT_GE(candidates.size(), 3u);
+  EXPECT_EQ(candidates[0].config, (tile_config{32, 64, 2, 2, 0, 4, 1}));
+  EXPECT_EQ(candidates[1].config, (tile_config{32, 64, 2, 2, 0, 1, 0}));
+  EXPECT_EQ(candidates[1].source, choice_source::bucket);
+  const tuned_choice c = choose_config(table, decode_best(8192, 4).device, limits_for_arch("sm_90a"), mha);
+  EXPECT_EQ(c.source, choice_source::bucket);
+  EXPECT_EQ(c.config, (tile_config{32, 64, 2, 2, 0, 1, 0}));
+  // The GQA step itself still runs the packed, split winner.
+  EXPECT_EQ(choose_config(table, decode_best(8192, 4).device, limits_for_arch("sm_90a"), step(6000)).config,
+            (tile_config{32, 64, 2, 2, 0, 4, 1}));
 }
 
 TEST(export_decode, the_header_looks_up_by_the_cache_length) {

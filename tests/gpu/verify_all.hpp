@@ -22,11 +22,12 @@ inline problem decode(int64_t b, int64_t h, int64_t hk, int64_t nq, int64_t nk, 
 }
 
 /// Tunes every variant of `space` (of `family`) on s: each that is not pruned must pass the
-/// reference check; returns how many did (and prints it, unless quiet).
+/// reference check on `inputs`; returns how many did (and prints it, unless quiet).
 inline int verify_all(const problem& s, const gpu_info& gpu, const compile_cache& cache, const search_space& space,
-                      const std::string& family = "fa2", bool quiet = false) {
+                      const std::string& family = "fa2", bool quiet = false, input_kind inputs = input_kind::normal) {
   tune_options t;
   t.family = family;
+  t.inputs = inputs;
   t.space = space;
   t.seed = 7;
   t.timing.min_reps = 2;
