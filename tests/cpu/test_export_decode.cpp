@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "codegen/compile_pool.hpp"
+#include "library/bundle_builder.hpp"
 #include "library/tuned_table.hpp"
 #include "report/best_table.hpp"
 #include "report/export.hpp"
@@ -99,6 +100,23 @@ TEST(export_decode, a_packed_winner_serves_an_mha_shape_as_its_plain_tile) {
   // The GQA step itself still runs the packed, split winner.
   EXPECT_EQ(choose_config(table, decode_best(8192, 4).device, limits_for_arch("sm_90a"), step(6000)).config,
             (tile_config{32, 64, 2, 2, 0, 4, 1}));
+}
+
+// A bundle of that export holds the packed, split winner (built for a GQA problem: the bucket's
+// key has one head) and its plain tile, so neither is compiled with NVRTC on first use.
+TEST(export_decode, a_bundle_holds_the_packed_winner_and_its_plain_tile) {
+  const tuned_table table = tuned_table::parse(export_csv(two_caches()), "e.csv");
+  std::vector<std::string> skipped;
+  const auto targets = bundle_targets(table, "sm_90a", skipped);
+  EXPECT_TRUE(skipped.empty()) << skipped.front();
+  auto has = [&](const tile_config& c) {
+    for (const auto& t : targets)
+      if (t.config == c) return true;
+    return false;
+  };
+  EXPECT_TRUE(has(tile_config{32, 64, 2, 2, 0, 4, 1}));
+  EXPECT_TRUE(has(tile_config{32, 64, 2, 2, 0, 1, 0}));
+  EXPECT_TRUE(has(tile_config{32, 64, 2, 2, 0, 1, 1}));  // the 1k cache's winner: packed, not split
 }
 
 TEST(export_decode, the_header_looks_up_by_the_cache_length) {
