@@ -1,5 +1,7 @@
 #include "backend/tensor_map.hpp"
 
+#include <bit>
+
 #include <fmt/format.h>
 
 namespace attn {
@@ -24,11 +26,7 @@ tensor_map_args tensor_map_for(const void* base, bool bf16, int64_t head_dim, in
   return a;
 }
 
-int64_t pack_slots(int64_t group) {
-  int64_t slots = 1;
-  while (slots < group) slots *= 2;
-  return slots;
-}
+int64_t pack_slots(int64_t group) { return static_cast<int64_t>(std::bit_ceil(static_cast<uint64_t>(group))); }
 
 tensor_map_args packed_tensor_map_for(const void* base, bool bf16, int64_t head_dim, int64_t rows, int64_t heads,
                                       int64_t group, int64_t batch, int64_t row_stride, int64_t head_stride,

@@ -41,7 +41,7 @@ const kernel_family& default_family(backend b) { return b == backend::hip ? mfma
 std::optional<std::string> missing_axis(const kernel_family& f, const tile_config& c) {
   if (c.knob != 0 && f.default_space.knob_name.empty())
     return fmt::format("the family has no knob axis (config knob {})", c.knob);
-  if ((c.splits != 1 || c.pack_gqa != 0) && !f.default_space.decode_axes)
+  if (has_decode_axes(c) && !f.default_space.decode_axes)
     return fmt::format("the family has no decode axes (config splits {}, pack_gqa {})", c.splits, c.pack_gqa);
   return std::nullopt;
 }

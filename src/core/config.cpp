@@ -124,13 +124,16 @@ std::string space_text(const search_space& s) {
   return out;
 }
 
-bool decode_sized(const problem& p) {
-  return decode_rows(p, true) <= 64 && p.kv_len >= 4 * p.q_len;
+namespace {
+/// At most `rows` query rows per K/V head when packed, against at least 4 times as many keys.
+bool few_packed_rows(const problem& p, int64_t rows) {
+  return decode_rows(p, true) <= rows && p.kv_len >= 4 * p.q_len;
 }
+}  // namespace
 
-bool packing_pays(const problem& p) {
-  return p.kv_heads < p.heads && decode_rows(p, true) <= 256 && p.kv_len >= 4 * p.q_len;
-}
+bool decode_sized(const problem& p) { return few_packed_rows(p, 64); }
+
+bool packing_pays(const problem& p) { return p.kv_heads < p.heads && few_packed_rows(p, 256); }
 
 std::vector<int> default_splits(const problem& p, bool pack_gqa, int sm_count) {
   if (sm_count <= 0) sm_count = 132;
@@ -198,7 +201,7 @@ search_space only(const tile_config& c) {
   s.knob = {c.knob};
   s.splits = {c.splits};
   s.pack_gqa = {c.pack_gqa};
-  s.decode_axes = c.splits != 1 || c.pack_gqa != 0;
+  s.decode_axes = has_decode_axes(c);
   return s;
 }
 

@@ -25,6 +25,15 @@ struct tile_config {
   bool operator==(const tile_config&) const = default;
 };
 
+/// Whether a config uses a decode axis (splits > 1 or pack_gqa 1).
+inline bool has_decode_axes(const tile_config& c) { return c.splits != 1 || c.pack_gqa != 0; }
+/// The same tile without the decode axes (splits 1, pack_gqa 0): what a problem that refuses them
+/// (MHA, a packed batch) can still run.
+inline tile_config without_decode_axes(tile_config c) {
+  c.splits = 1, c.pack_gqa = 0;
+  return c;
+}
+
 /// "m128_n64_w4_s2", then "_k<knob>" when the knob is set, "_p<splits>" when splits > 1 and
 /// "_g1" when pack_gqa is set: stable, used in tables, CSV and cache keys.
 std::string name(const tile_config& c);

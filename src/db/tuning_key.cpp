@@ -49,9 +49,9 @@ tuning_key make_tuning_key(const device_desc& device, const problem& s, const se
   k.space = describe_space(space);
   // Axes left to the heuristic ("auto") name the values it chose for this problem, so an entry
   // tuned under another rule (packing searched for fewer shapes, say) is not taken for this one.
-  for (size_t i = 0; i < space.families.size() && i < space.spaces.size() && space.configs.empty(); ++i) {
+  for (size_t i = 0; space.configs.empty() && i < space.families.size() && i < space.spaces.size(); ++i) {
     const search_space& f = space.spaces[i];
-    if (!f.decode_axes || (!f.splits.empty() && !f.pack_gqa.empty())) continue;
+    if (!f.decode_axes || (!f.splits.empty() && !f.pack_gqa.empty())) continue;  // none left to it
     const search_space r = for_problem(f, s, device.sm_count);
     k.space += fmt::format("; {} auto: splits={} pack_gqa={}", space.families[i], fmt::join(r.splits, ","),
                            fmt::join(r.pack_gqa, ","));

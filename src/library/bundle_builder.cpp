@@ -58,13 +58,11 @@ std::vector<bundle_target> bundle_targets(const tuned_table& table, const std::s
     problem s = e.key;
     s.q_len = s.kv_len = e.seq_max;
     if (e.kv_max != INT64_MAX) s.kv_len = e.kv_max;  // a decode bucket: its cache length
-    if (e.config.pack_gqa != 0 || e.config.splits != 1) {
+    if (has_decode_axes(e.config)) {
       // The key has no head counts (one head): a packed tile is built for a GQA problem (the head
       // counts are launch values, not the kernel's), and the same tile unpacked and unsplit, which
       // the library runs for a shape of the bucket that refuses those axes.
-      tile_config plain = e.config;
-      plain.pack_gqa = 0, plain.splits = 1;
-      add(e.family, plain, s);
+      add(e.family, without_decode_axes(e.config), s);
       if (e.config.pack_gqa != 0) s.heads = 2 * s.kv_heads;
     }
     add(e.family, e.config, s);

@@ -188,11 +188,8 @@ std::vector<tuned_choice> tuned_table::candidates(const device_desc& d, const pr
       out.push_back({e.family, e.config, choice_source::bucket, {}});
       // The bucket's key has no head counts: a packed or split winner of a GQA shape may meet an
       // MHA shape or a packed batch, which refuse those axes; then the same tile without them.
-      if (e.config.pack_gqa != 0 || e.config.splits != 1) {
-        tile_config plain = e.config;
-        plain.pack_gqa = 0, plain.splits = 1;
-        out.push_back({e.family, plain, choice_source::bucket, {}});
-      }
+      if (has_decode_axes(e.config))
+        out.push_back({e.family, without_decode_axes(e.config), choice_source::bucket, {}});
       break;
     }
   // The export's fallback; where its shared memory does not fit (sm_86, sm_89: 99 KiB), the

@@ -285,7 +285,7 @@ std::string export_header(const std::vector<export_entry>& entries, const std::s
                         e.config.block_m, e.config.block_n, e.config.warps, e.config.stages,
                         e.backward ? fmt::format(", {}, {}, {}, \"{}\"", e.config.knob, e.config.splits,
                                                  e.config.pack_gqa, name(*e.backward))
-                        : e.config.splits != 1 || e.config.pack_gqa != 0
+                        : has_decode_axes(e.config)
                             ? fmt::format(", {}, {}, {}", e.config.knob, e.config.splits, e.config.pack_gqa)
                         : e.config.knob ? fmt::format(", {}", e.config.knob)
                                         : "");
