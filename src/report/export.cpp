@@ -323,8 +323,8 @@ struct config {{
   const char* family;
   int block_m, block_n, warps, stages;
   int knob = 0;  // the family's own axis (mfma: waves per EU, fa2: loader); 0 = not set
-  int splits = 1;  // fa2's split-KV: blocks sharing a row block's keys (1: none)
-  int pack_gqa = 0;  // fa2: 1 packs the query heads of a K/V head into one tile
+  int splits = 1;  // split-KV (fa2, hopper): blocks sharing a row block's keys (1: none)
+  int pack_gqa = 0;  // fa2, hopper: 1 packs the query heads of a K/V head into one tile
   // pass bwd: the backward's whole variant, "kv_m32_n64_w4_s2-q_m64_n64_w4_s2" (the dK/dV kernel's
   // tile, as block_m ... stages, then the dQ kernel's); nullptr for the forward
   const char* variant = nullptr;
@@ -365,6 +365,21 @@ inline config lookup(const char* device, int cc_major, int cc_minor, int sm_coun
                device, cc_major, cc_minor, sm_count{warn_arguments}, seq_len, kv_len);
 #endif
 {backward_fallback}  return fallback(head_dim);
+}}
+
+// The key has no head counts, so a bucket's config may pack the query heads of a GQA group
+// (pack_gqa 1) that a problem of other heads cannot: MHA (heads == kv_heads), a hopper group over
+// 64 heads, a packed batch of sequences (varlen). For such a problem this returns the same tile
+// unpacked and unsplit (its splits were chosen for the packed grid), as attn-tune's library does;
+// anything else unchanged. Call it on lookup()'s config before launching.
+inline config for_heads(config c, int heads, int kv_heads, bool varlen = false) {{
+  const bool can_pack = kv_heads > 0 && heads > kv_heads && heads % kv_heads == 0 &&
+                        (std::strcmp(c.family, "hopper") != 0 || heads / kv_heads <= 64);
+  if ((c.pack_gqa != 0 && !can_pack) || (varlen && (c.pack_gqa != 0 || c.splits != 1))) {{
+    c.pack_gqa = 0;
+    c.splits = 1;
+  }}
+  return c;
 }}
 
 {older}

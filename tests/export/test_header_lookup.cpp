@@ -167,4 +167,26 @@ TEST(exported_header, each_bucket_holds_its_upper_bound_and_not_its_lower) {
   EXPECT_TRUE(fell_back);
 }
 
+// A packed bucket winner (the key has no head counts) for a problem that cannot pack: for_heads()
+// gives the same tile unpacked and unsplit; a GQA problem keeps it as tuned, and a config that
+// does not pack keeps its splits unless the batch is packed (varlen).
+TEST(exported_header, for_heads_unpacks_what_the_heads_cannot_pack) {
+  const attn_tuned::config packed{"hopper", 128, 128, 12, 2, 0, 4, 1};
+  auto is = [](attn_tuned::config c, int splits, int pack_gqa) {
+    return std::string(c.family) == "hopper" && c.block_m == 128 && c.block_n == 128 && c.warps == 12 &&
+           c.stages == 2 && c.splits == splits && c.pack_gqa == pack_gqa;
+  };
+  EXPECT_TRUE(is(attn_tuned::for_heads(packed, 32, 8), 4, 1));     // GQA 4: as tuned
+  EXPECT_TRUE(is(attn_tuned::for_heads(packed, 48, 1), 4, 1));     // MQA, 48 heads
+  EXPECT_TRUE(is(attn_tuned::for_heads(packed, 32, 32), 1, 0));    // MHA
+  EXPECT_TRUE(is(attn_tuned::for_heads(packed, 128, 1), 1, 0));    // hopper: a group over 64
+  EXPECT_TRUE(is(attn_tuned::for_heads(packed, 32, 8, true), 1, 0));  // varlen
+  attn_tuned::config fa2 = packed;
+  fa2.family = "fa2";
+  EXPECT_EQ(attn_tuned::for_heads(fa2, 128, 1).pack_gqa, 1);  // fa2 packs any group
+  const attn_tuned::config split{"hopper", 128, 128, 12, 2, 0, 4, 0};
+  EXPECT_TRUE(is(attn_tuned::for_heads(split, 32, 32), 4, 0));  // splits alone serve MHA
+  EXPECT_TRUE(is(attn_tuned::for_heads(split, 32, 32, true), 1, 0));
+}
+
 }  // namespace
