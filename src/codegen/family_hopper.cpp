@@ -370,7 +370,9 @@ void hopper_plan(launch_plan& plan, const tile_config& c, const problem& s, cons
 /// Decode (decode_sized: at most 64 packed rows per K/V head): the decode axes, splits and pack_gqa
 /// (for_problem chooses their values), over one computing warpgroup (block_m 64: a decode tile's
 /// rows are few) x block_n {64, 128} x stages {2, 3, 4} x schedule {1, 5}: the overlap, on one
-/// block per tile or a persistent grid. Prefill shapes search splits 1 only unless --space names more.
+/// block per tile or a persistent grid. Prefill shapes search splits 1 only unless --space names more;
+/// speculative decode that packs (packing_pays) keeps the prefill tiles and, where their grid covers
+/// at most half the SMs, searches short_grid_splits.
 search_space hopper_default_space() {
   search_space space{{128, 192}, {64, 80, 128, 176, 192}, {12, 16}, {2, 3}, {3, 5, 6, 7, 13, 22}};
   space.knob_name = "schedule";

@@ -177,5 +177,18 @@ TEST_F(decode_default_space, hopper_every_variant_passes) {
   }
 }
 
+// Speculative decode over a group of 8 (128 packed rows: packing_pays, not decode_sized) keeps
+// hopper's prefill tiles and schedules, and at small batches searches split-KV with them
+// (short_grid_splits): every schedule on two and three computing warpgroups, packed and not,
+// splits 3 and 8 over 6 and 4 K/V tiles (8 leaves splits empty), causal, a cache of 700 keys.
+TEST_F(decode_default_space, hopper_prefill_tiles_with_splits_and_packing_pass) {
+  const problem s = decode(1, 16, 2, 16, 700, 128, true);
+  if (auto why = hopper_skip_reason(m_gpu, s)) GTEST_SKIP() << *why;
+  ASSERT_TRUE(packing_pays(s) && !decode_sized(s));
+  const search_space space =
+      parse_space({"block_n=128,176", "stages=2", "splits=1,3,8", "pack_gqa=0,1"}, hopper_family().default_space);
+  EXPECT_GE(verify_all(s, m_gpu, m_cache, space, "hopper"), 48);
+}
+
 }  // namespace
 }  // namespace attn::testing
