@@ -20,6 +20,7 @@ __device__ void combine_splits(const fwd_params& p) {
   __shared__ float weight[MAX_SPLITS];
   __shared__ float share[GROUPS][D];
   __shared__ float merged;
+  wait_for_prior_grid();  // launched as the split kernel's dependent: its partials first
   const long long rows = (long long)p.batch * p.heads * p.q_len, row = blockIdx.x;
   auto lse_at = [&](int s) { return p.lse_partial[s * rows + row]; };
   if (threadIdx.x < 32) {

@@ -101,6 +101,15 @@ class device_runtime {
   /// Launches and checks the launch (not the execution: that shows at the next synchronization).
   virtual void launch(kernel_t k, dims3 grid, dims3 block, int shared_bytes, stream_t s,
                       void** args) const = 0;
+  /// Launches k as the dependent of the kernel before it on s (CUDA's programmatic dependent
+  /// launch, sm_90 and up): k may start once every block of that kernel has signalled
+  /// (launch_dependents() in kernels/common/vendor.cuh) or ended, and must itself wait for that
+  /// kernel's writes (wait_for_prior_grid()). Elsewhere, or with ATTN_TUNE_NO_PDL=1 set, a plain
+  /// launch.
+  virtual void launch_dependent(kernel_t k, dims3 grid, dims3 block, int shared_bytes, stream_t s,
+                                void** args) const {
+    launch(k, grid, block, shared_bytes, s, args);
+  }
 
   /// Encodes a TMA tensor map (CUDA on Hopper: cuTensorMapEncodeTiled through the driver's entry
   /// point) into the 128 bytes at `out`. Throws device_error; the default has none to encode.

@@ -149,14 +149,15 @@ std::vector<int> default_splits(const problem& p, bool pack_gqa, int sm_count) {
   return out;
 }
 
-std::vector<int> short_grid_splits(const problem& p, int sm_count) {
+std::vector<int> short_grid_splits(const problem& p, const std::vector<int>& packings, int sm_count) {
   if (sm_count <= 0) sm_count = 132;
   const int64_t most = std::min<int64_t>(largest_splits, p.kv_len / 128);
   std::vector<int> out{1};
-  for (bool pack : {false, true}) {
+  for (int g : packings) {
+    const bool pack = g != 0;
     if (pack && p.kv_heads == p.heads) continue;
     const int64_t blocks = (decode_rows(p, pack) + 127) / 128 * decode_heads(p, pack) * p.batch;
-    if (2 * blocks > sm_count) continue;  // half the SMs or more: one wave already
+    if (2 * blocks > sm_count) continue;  // over half the SMs: one wave already
     int64_t fill = 1;  // the power of two of splits that gives a block to every SM
     while (fill * blocks < sm_count) fill *= 2;
     for (int64_t v : {fill / 2, fill})
@@ -179,7 +180,7 @@ search_space for_problem(const search_space& s, const problem& p, int sm_count) 
   // A family whose prefill searches no splits: speculative decode that packs keeps the prefill
   // tiles, and at small batches their grid leaves most SMs idle (short_grid_splits).
   if (out.splits.empty() && !decode && !s.decode.prefill_splits)
-    out.splits = packs ? short_grid_splits(p, sm_count) : std::vector<int>{1};
+    out.splits = packs ? short_grid_splits(p, out.pack_gqa, sm_count) : std::vector<int>{1};
   if (out.splits.empty()) {  // decode: the counts each packing wants; else the unpacked grid's, as before packing
     std::vector<int> all;
     for (int g : decode ? out.pack_gqa : std::vector<int>{0})

@@ -95,10 +95,10 @@ bool packing_pays(const problem& p);
 /// around the count that does, at most 128 and at most one split per 64 keys.
 std::vector<int> default_splits(const problem& p, bool pack_gqa, int sm_count);
 /// Split counts for speculative decode on prefill tiles (packing_pays, not decode_sized) in a family
-/// whose prefill searches no splits: for each packing whose grid of 128-row tiles covers at most half
-/// of sm_count SMs, the power of two of splits that gives every SM a block and half of it; at most
-/// 128 and one split per 128 keys. {1} and those.
-std::vector<int> short_grid_splits(const problem& p, int sm_count);
+/// whose prefill searches no splits: for each of the packings searched (pack_gqa values) whose grid
+/// of 128-row tiles covers at most half of sm_count SMs, the power of two of splits that gives every
+/// SM a block and half of it; at most 128 and one split per 128 keys. {1} and those.
+std::vector<int> short_grid_splits(const problem& p, const std::vector<int>& packings, int sm_count);
 
 /// The space of exactly one config.
 search_space only(const tile_config& c);

@@ -45,7 +45,8 @@ void launch(const device_runtime& rt, const launch_plan& plan, stream_t stream) 
   // Every family's kernel takes one parameter: the struct itself is copied at launch.
   void* args[] = {const_cast<void*>(plan.argument.get())};
   rt.launch(plan.kernel, plan.grid, plan.block, plan.shared_bytes, stream, args);
-  if (plan.combine) rt.launch(plan.combine, plan.combine_grid, plan.combine_block, 0, stream, args);
+  // The combine step may start as the split kernel ends (it waits for the partials itself).
+  if (plan.combine) rt.launch_dependent(plan.combine, plan.combine_grid, plan.combine_block, 0, stream, args);
 }
 
 }  // namespace attn

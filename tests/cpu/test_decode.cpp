@@ -146,14 +146,17 @@ TEST(DecodeSpace, DecodeGetsSplitsPackingAndSmallBlocks) {
   const search_space b1 = for_problem(hopper_family().default_space, spec70b_b1, 132);
   EXPECT_EQ(b1.splits, (std::vector<int>{1, 2, 4, 16, 32}));
   EXPECT_EQ(b1.block_m, hopper_family().default_space.block_m);
-  EXPECT_EQ(short_grid_splits(spec70b_b1, 132), b1.splits);
+  EXPECT_EQ(short_grid_splits(spec70b_b1, {0, 1}, 132), b1.splits);
+  // Only the packings searched: --space pack_gqa=0 keeps the unpacked grid's counts.
+  EXPECT_EQ(for_problem(parse_space({"pack_gqa=0"}, hopper_family().default_space), spec70b_b1, 132).splits,
+            (std::vector<int>{1, 2, 4}));
   // At most one split per 128 keys; a cache too short for two keeps {1}.
-  EXPECT_EQ(short_grid_splits(decode(1, 64, 8, 16, 2048, 128, true), 132), (std::vector<int>{1, 2, 4, 16}));
-  EXPECT_EQ(short_grid_splits(decode(1, 64, 8, 16, 200, 128, true), 132), (std::vector<int>{1}));
-  // Qwen2's group of 7 in 8 slots: 128 packed rows, 4 K/V heads; at batch 64 no splits.
+  EXPECT_EQ(short_grid_splits(decode(1, 64, 8, 16, 2048, 128, true), {0, 1}, 132), (std::vector<int>{1, 2, 4, 16}));
+  EXPECT_EQ(short_grid_splits(decode(1, 64, 8, 16, 200, 128, true), {0, 1}, 132), (std::vector<int>{1}));
+  // Qwen2's group of 7 (112 packed rows, one tile), 4 K/V heads; at batch 64 no splits.
   EXPECT_EQ(for_problem(hopper_family().default_space, decode(64, 28, 4, 16, 4096, 128, true), 132).splits,
             (std::vector<int>{1}));
-  EXPECT_EQ(short_grid_splits(decode(2, 28, 4, 16, 8192, 128, true), 132), (std::vector<int>{1, 2, 4, 16, 32}));
+  EXPECT_EQ(short_grid_splits(decode(2, 28, 4, 16, 8192, 128, true), {0, 1}, 132), (std::vector<int>{1, 2, 4, 16, 32}));
   EXPECT_FALSE(packing_pays(decode(16, 64, 8, 64, 8192)));
   EXPECT_FALSE(packing_pays(decode(16, 64, 64, 16, 8192)));
   EXPECT_FALSE(packing_pays(decode(16, 64, 8, 16, 63)));

@@ -179,7 +179,9 @@ TEST(exported_header, for_heads_unpacks_what_the_heads_cannot_pack) {
   EXPECT_TRUE(is(attn_tuned::for_heads(packed, 32, 8), 4, 1));     // GQA 4: as tuned
   EXPECT_TRUE(is(attn_tuned::for_heads(packed, 48, 1), 4, 1));     // MQA, 48 heads
   EXPECT_TRUE(is(attn_tuned::for_heads(packed, 32, 32), 1, 0));    // MHA
-  EXPECT_TRUE(is(attn_tuned::for_heads(packed, 128, 1), 1, 0));    // hopper: a group over 64
+  EXPECT_TRUE(is(attn_tuned::for_heads(packed, 64, 1), 4, 1));     // hopper: a group of 64 packs
+  EXPECT_TRUE(is(attn_tuned::for_heads(packed, 65, 1), 1, 0));     // and one over 64 does not
+  EXPECT_TRUE(is(attn_tuned::for_heads(packed, 128, 1), 1, 0));
   EXPECT_TRUE(is(attn_tuned::for_heads(packed, 32, 8, true), 1, 0));  // varlen
   attn_tuned::config fa2 = packed;
   fa2.family = "fa2";

@@ -51,14 +51,15 @@ void fill_random(buffer& b, uint32_t seed) {
 
 // An export CSV for this device whose one bucket (bf16, D=128, not causal, N_q in (0, 1]) is fa2
 // with 4 splits and packed GQA: the decode shape's config.
-std::string split_table(const std::string& path, int splits = 4) {
+// tile: "family,block_m,block_n,warps,stages,knob".
+std::string split_table(const std::string& path, int splits = 4, const char* tile = "fa2,32,64,2,2,0") {
   cudaDeviceProp prop{};
   cudaGetDeviceProperties(&prop, 0);
   std::ofstream out(path);
   out << "device,cc,sm_count,dtype,head_dim,causal,seq_min_exclusive,seq_max,family,block_m,block_n,warps,stages,"
          "knob,splits,pack_gqa,tflops,tuned_shapes\n"
       << '"' << prop.name << "\"," << prop.major << '.' << prop.minor << ',' << prop.multiProcessorCount
-      << ",bf16,128,0,0,1,fa2,32,64,2,2,0," << splits << ",1,1.0,1\n";
+      << ",bf16,128,0,0,1," << tile << ',' << splits << ",1,1.0,1\n";
   return path;
 }
 
@@ -176,6 +177,24 @@ TEST_F(LibraryGraph, SplitKvDecodeWithTheCombineKernelReplayEqualsEager) {
   const auto p = attn_tune::make_problem(8, 32, 8, 1, 4096, 128);
   capture_and_replay(ctx, p, false, "m32_n64_w2_s2_p8_g1");
   capture_and_replay(ctx, p, true, "m32_n64_w2_s2_p8_g1");
+}
+
+// hopper's split kernel signals its dependents as it starts, and its combine kernel is launched as
+// one (programmatic dependent launch, sm_90): in a graph the two are joined by a programmatic edge.
+TEST_F(LibraryGraph, HopperSplitKvDecodeWithItsDependentCombineReplayEqualsEager) {
+  cudaDeviceProp prop{};
+  cudaGetDeviceProperties(&prop, 0);
+  if (prop.major != 9) GTEST_SKIP() << "hopper runs on sm_90 only; this is sm_" << prop.major << prop.minor;
+  attn_tune::context_options o;
+  o.cache_dir = std::string(ATTN_TUNE_BINARY_DIR) + "/test-cache";
+  o.table = split_table(std::string(ATTN_TUNE_BINARY_DIR) + "/graph-test-hopper-split-table.csv", 8,
+                        "hopper,64,64,8,2,1");
+  attn_tune::context ctx(o);
+  const auto p = attn_tune::make_problem(8, 32, 8, 1, 4096, 128);
+  EXPECT_EQ(ctx.choose(p).source, ATTN_TUNE_SOURCE_BUCKET);
+  capture_and_replay(ctx, p, false, "m64_n64_w8_s2_k1_p8_g1");
+  capture_and_replay(ctx, p, true, "m64_n64_w8_s2_k1_p8_g1");
+  capture_and_replay(ctx, p, true, "m64_n64_w8_s2_k1_p8_g1", true);
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 // device_runtime on the CUDA runtime API alone (no libcuda): cubins load as cudaLibrary_t.
 #include <chrono>
+#include <cstdlib>
+#include <string_view>
 #include <thread>
 
 #include <fmt/format.h>
@@ -100,6 +102,33 @@ class cuda_device_runtime final : public device_runtime {
   void launch(kernel_t k, dims3 grid, dims3 block, int shared_bytes, stream_t s, void** args) const override {
     ATTN_CUDA_CHECK(cudaLaunchKernel(reinterpret_cast<const void*>(k), to_dim3(grid), to_dim3(block), args,
                                      static_cast<size_t>(shared_bytes), cuda_stream(s)));
+    ATTN_CUDA_CHECK(cudaGetLastError());
+  }
+
+  void launch_dependent(kernel_t k, dims3 grid, dims3 block, int shared_bytes, stream_t s,
+                        void** args) const override {
+    static const bool disabled = [] {
+      const char* v = std::getenv("ATTN_TUNE_NO_PDL");
+      return v != nullptr && std::string_view(v) != "" && std::string_view(v) != "0";
+    }();
+    int device = 0, major = 0;
+    if (disabled || cudaGetDevice(&device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess || major < 9) {
+      cudaGetLastError();
+      launch(k, grid, block, shared_bytes, s, args);
+      return;
+    }
+    cudaLaunchAttribute attribute{};
+    attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attribute.val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t config{};
+    config.gridDim = to_dim3(grid);
+    config.blockDim = to_dim3(block);
+    config.dynamicSmemBytes = static_cast<size_t>(shared_bytes);
+    config.stream = cuda_stream(s);
+    config.attrs = &attribute;
+    config.numAttrs = 1;
+    ATTN_CUDA_CHECK(cudaLaunchKernelExC(&config, reinterpret_cast<const void*>(k), args));
     ATTN_CUDA_CHECK(cudaGetLastError());
   }
 
