@@ -426,6 +426,10 @@ INSTANTIATE_TEST_SUITE_P(hopper, decode_compile,
                                            decode_compile_case{"sm_90a", decode(16, 28, 4, 1, 16384), "hopper"},
                                            // Llama-3-70B's speculative decode: prefill tiles, packed and not
                                            decode_compile_case{"sm_90a", decode(16, 64, 8, 16, 8192, 128, true),
+                                                               "hopper"},
+                                           // and at batch 1, with split-KV (short_grid_splits): 490
+                                           // variants in 160 binaries, about a minute on two cores
+                                           decode_compile_case{"sm_90a", decode(1, 64, 8, 16, 32768, 128, true),
                                                                "hopper"}));
 INSTANTIATE_TEST_SUITE_P(
     kv_cache, decode_compile,
