@@ -36,12 +36,12 @@ if [ -z "${SKIP_PDL:-}" ]; then
   pdl hopper-8x8k-p4 --family hopper --shape 8,32,1,128 --kv-heads 8 --kv-len 8192 --configs m64_n128_w8_s2_k1_p4_g1
   pdl fa2-1x32k-p32 --family fa2 --shape 1,32,1,128 --kv-heads 8 --kv-len 32768 --configs m64_n64_w4_s2_p32_g1
 fi
-shapes=("qwen2-b16-16k:--shape 16,28,1,128 --kv-heads 4 --kv-len 16384"
-        "qwen2-spec16-b64-4k:--shape 64,28,16,128 --kv-heads 4 --kv-len 4096 --causal"
+shapes=("llama70b-spec16-b1-32k:--shape 1,64,16,128 --kv-heads 8 --kv-len 32768 --causal"
         "llama70b-spec16-b16-8k:--shape 16,64,16,128 --kv-heads 8 --kv-len 8192 --causal"
-        "llama8b-b8-8k:--shape 8,32,1,128 --kv-heads 8 --kv-len 8192"
-        "llama70b-spec16-b1-32k:--shape 1,64,16,128 --kv-heads 8 --kv-len 32768 --causal"
-        "fa2/llama70b-spec16-b1-32k:--shape 1,64,16,128 --kv-heads 8 --kv-len 32768 --causal")
+        "qwen2-b16-16k:--shape 16,28,1,128 --kv-heads 4 --kv-len 16384"
+        "qwen2-spec16-b64-4k:--shape 64,28,16,128 --kv-heads 4 --kv-len 4096 --causal"
+        "fa2/llama70b-spec16-b1-32k:--shape 1,64,16,128 --kv-heads 8 --kv-len 32768 --causal"
+        "llama8b-b8-8k:--shape 8,32,1,128 --kv-heads 8 --kv-len 8192")
 for s in "${shapes[@]}"; do
   [ $(left) -lt 60 ] && break
   n=${s%%:*} family=hopper
