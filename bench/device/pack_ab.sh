@@ -20,10 +20,10 @@ if [ -z "${SKIP_TESTS:-}" ]; then
   grep -E "^\[  (PASSED|FAILED) |^\[  FAILED|Failure" $OUT/gtest_hopper_decode.log | head -20
 fi
 # NOTES D8: split configs with the combine kernel as a programmatic dependent launch and without
-# (ATTN_TUNE_NO_PDL=1), alternating three times, the tool's own median (ms).
+# (ATTN_TUNE_NO_PDL=1), alternating twice, the tool's own median (ms).
 pdl() {  # NAME attn-tune options...
   local name=$1 on="" off=""; shift
-  for r in 1 2 3; do
+  for r in 1 2; do
     on+=" $(timeout 60 build-gpu/attn-tune --no-db "$@" 2>&1 | awk '$1 == 1 {print $4; exit}')"
     off+=" $(ATTN_TUNE_NO_PDL=1 timeout 60 build-gpu/attn-tune --no-db "$@" 2>&1 | awk '$1 == 1 {print $4; exit}')"
   done
