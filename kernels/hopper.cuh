@@ -25,9 +25,6 @@ namespace attn_k {
 
 template <class C>
 __device__ void hopper_forward(const hopper_params& hp) {
-  // SPLIT: the combine kernel may be launched once every block has started (it waits for this
-  // grid's end before it reads a partial), so its launch overlaps this kernel's last tiles.
-  if constexpr (C::SPLIT) launch_dependents();
   if constexpr (C::VARLEN) {  // one block per tile: one past its sequence's rows ends at once
     if (gridDim.x >= hp.tiles && work_at<C>(hp, blockIdx.x).past_end(hp.p)) return;
   }

@@ -24,8 +24,8 @@ fi
 pdl() {  # NAME attn-tune options...
   local name=$1 on="" off=""; shift
   for r in 1 2; do
-    on+=" $(timeout 60 build-gpu/attn-tune --no-db "$@" 2>&1 | awk '$1 == 1 {print $4; exit}')"
-    off+=" $(ATTN_TUNE_NO_PDL=1 timeout 60 build-gpu/attn-tune --no-db "$@" 2>&1 | awk '$1 == 1 {print $4; exit}')"
+    on+=" $(timeout 60 build-gpu/attn-tune --no-db "$@" 2>&1 | awk '$1 == 1 && ($2 == "hopper" || $2 == "fa2") {print $4; exit}')"
+    off+=" $(ATTN_TUNE_NO_PDL=1 timeout 60 build-gpu/attn-tune --no-db "$@" 2>&1 | awk '$1 == 1 && ($2 == "hopper" || $2 == "fa2") {print $4; exit}')"
   done
   echo "pdl $name on:$on off:$off $(el)"
 }
@@ -49,9 +49,11 @@ for s in "${shapes[@]}"; do
   limit=$(( $(left) - 15 )); [ $limit -gt ${ROW_S:-150} ] && limit=${ROW_S:-150}
   timeout -k 5 $limit build-gpu/attn-tune --no-db --family $family ${s#*:} --top 0 --out $W/$n.csv > $W/$n.log 2>&1
   rc=$?
-  packed=$(awk '$1 ~ /^[0-9]+$/ && $3 ~ /_g1/ {print $3, $4; exit}' $W/$n.log)
-  plain=$(awk '$1 ~ /^[0-9]+$/ && $3 !~ /_g1/ {print $3, $4; exit}' $W/$n.log)
+  row='$1 ~ /^[0-9]+$/ && ($2 == "hopper" || $2 == "fa2")'  # the ranked table's rows
+  packed=$(awk "$row"' && $3 ~ /_g1/ {print $3, $4; exit}' $W/$n.log)
+  plain=$(awk "$row"' && $3 !~ /_g1/ {print $3, $4; exit}' $W/$n.log)
+  unsplit=$(awk "$row"' && $3 !~ /_p[0-9]/ {print $3, $4; exit}' $W/$n.log)
   ratio=$(echo "$packed $plain" | awk 'NF == 4 && $2 > 0 {printf "%.2f", $4 / $2}')
   tar czf $OUT/pack_ab.tgz -C $W .
-  echo "$n rc=$rc packed: ${packed:--} unpacked: ${plain:--} unpacked/packed: ${ratio:--} $(el)"
+  echo "$n rc=$rc packed: ${packed:--} unpacked: ${plain:--} unpacked/packed: ${ratio:--} unsplit: ${unsplit:--} $(el)"
 done

@@ -179,8 +179,8 @@ TEST_F(LibraryGraph, SplitKvDecodeWithTheCombineKernelReplayEqualsEager) {
   capture_and_replay(ctx, p, true, "m32_n64_w2_s2_p8_g1");
 }
 
-// hopper's split kernel signals its dependents as it starts, and its combine kernel is launched as
-// one (programmatic dependent launch, sm_90): in a graph the two are joined by a programmatic edge.
+// hopper's combine kernel is launched as its split kernel's programmatic dependent (sm_90): in a
+// graph the two are joined by a programmatic edge.
 TEST_F(LibraryGraph, HopperSplitKvDecodeWithItsDependentCombineReplayEqualsEager) {
   cudaDeviceProp prop{};
   cudaGetDeviceProperties(&prop, 0);
