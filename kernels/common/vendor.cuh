@@ -17,17 +17,10 @@ __device__ __forceinline__ float warp_xor(float x, int lane_mask) {
 }
 
 // Programmatic dependent launch (sm_90 and up): a kernel launched as the dependent of the one
-// before it on the stream (device_runtime::launch_dependent) may start once every block of that
-// kernel has called launch_dependents() or ended; wait_for_prior_grid() then holds it until that
-// kernel has finished and its writes are visible. Launched plainly, the wait returns at once.
-// Below sm_90 both are nothing. No kernel signals early for now: a hopper split kernel that did so
-// at its start was in flight when a test's variant hung (NOTES D8), so the dependents start as the
-// split blocks end.
-__device__ __forceinline__ void launch_dependents() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-#endif
-}
+// before it on the stream (device_runtime::launch_dependent) may start as that kernel's blocks end
+// (none signals earlier: a hopper split kernel that did so at its start was in flight when a test's
+// variant hung, NOTES D8); wait_for_prior_grid() holds it until that kernel has finished and its
+// writes are visible. Launched plainly, the wait returns at once. Below sm_90 it is nothing.
 __device__ __forceinline__ void wait_for_prior_grid() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory");
@@ -38,7 +31,6 @@ __device__ __forceinline__ void wait_for_prior_grid() {
 #endif
 #if defined(__HIPCC_RTC__) || defined(__HIP_DEVICE_COMPILE__)
 namespace attn_k {
-__device__ __forceinline__ void launch_dependents() {}
 __device__ __forceinline__ void wait_for_prior_grid() {}
 }  // namespace attn_k
 #endif

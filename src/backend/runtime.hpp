@@ -102,10 +102,9 @@ class device_runtime {
   virtual void launch(kernel_t k, dims3 grid, dims3 block, int shared_bytes, stream_t s,
                       void** args) const = 0;
   /// Launches k as the dependent of the kernel before it on s (CUDA's programmatic dependent
-  /// launch, sm_90 and up): k may start once every block of that kernel has signalled
-  /// (launch_dependents() in kernels/common/vendor.cuh) or ended, and must itself wait for that
-  /// kernel's writes (wait_for_prior_grid()). Elsewhere, or with ATTN_TUNE_NO_PDL=1 set, a plain
-  /// launch.
+  /// launch; the caller asks for it on sm_90 and up only): k may start as that kernel's blocks end
+  /// and must itself wait for its writes (wait_for_prior_grid() in kernels/common/vendor.cuh).
+  /// With ATTN_TUNE_NO_PDL=1 set, or a runtime without it, a plain launch.
   virtual void launch_dependent(kernel_t k, dims3 grid, dims3 block, int shared_bytes, stream_t s,
                                 void** args) const {
     launch(k, grid, block, shared_bytes, s, args);

@@ -17,6 +17,9 @@ struct launch_plan {
   /// Split-KV's combine step, launched after the kernel with the same argument (nullptr: none).
   kernel_t combine = nullptr;
   dims3 combine_grid, combine_block;
+  /// The combine as the kernel's programmatic dependent (device_runtime::launch_dependent): set
+  /// where the device has it (sm_90 and up), decided once when the plan is made.
+  bool combine_dependent = false;
 
   template <class T>
   void set_argument(T value) {

@@ -38,6 +38,7 @@ launch_plan plan_launch(const loaded_variant& v, const record& r, const problem&
   plan.shared_bytes = dynamic_shared_memory(*v.family) ? static_cast<int>(r.shared_memory_bytes) : 0;
   if (v.family->plan_launch) v.family->plan_launch(plan, r.config, s, params, gpu);
   else plan.set_argument(params);
+  plan.combine_dependent = plan.combine != nullptr && v.family->backend == backend::cuda && gpu.desc.cc_major >= 9;
   return plan;
 }
 
@@ -46,7 +47,10 @@ void launch(const device_runtime& rt, const launch_plan& plan, stream_t stream) 
   void* args[] = {const_cast<void*>(plan.argument.get())};
   rt.launch(plan.kernel, plan.grid, plan.block, plan.shared_bytes, stream, args);
   // The combine step may start as the split kernel ends (it waits for the partials itself).
-  if (plan.combine) rt.launch_dependent(plan.combine, plan.combine_grid, plan.combine_block, 0, stream, args);
+  if (plan.combine && plan.combine_dependent)
+    rt.launch_dependent(plan.combine, plan.combine_grid, plan.combine_block, 0, stream, args);
+  else if (plan.combine)
+    rt.launch(plan.combine, plan.combine_grid, plan.combine_block, 0, stream, args);
 }
 
 }  // namespace attn

@@ -111,13 +111,7 @@ class cuda_device_runtime final : public device_runtime {
       const char* v = std::getenv("ATTN_TUNE_NO_PDL");
       return v != nullptr && std::string_view(v) != "" && std::string_view(v) != "0";
     }();
-    int device = 0, major = 0;
-    if (disabled || cudaGetDevice(&device) != cudaSuccess ||
-        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess || major < 9) {
-      cudaGetLastError();
-      launch(k, grid, block, shared_bytes, s, args);
-      return;
-    }
+    if (disabled) return launch(k, grid, block, shared_bytes, s, args);
     cudaLaunchAttribute attribute{};
     attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attribute.val.programmaticStreamSerializationAllowed = 1;
