@@ -4,7 +4,8 @@
 # then rows of sweeps/llm-decode.csv through bench/peers.py (each tuned with the default families,
 # ours through the Python package beside SDPA: one rule, one process), FlexAttention only if
 # PEERS_ARGS leaves out --no-flex.
-#   carry: .deps   usage: [ROWS=1,9] [PEERS_ARGS=--no-flex] bash bench/device/hopper_decode_sweep.sh
+#   carry: .deps   usage: [ROWS=1,9] [PEERS_ARGS="--reps 0" (Flex too)] bash bench/device/hopper_decode_sweep.sh
+# The default rows are the unpaged ones of each model (paged rows are timed by bench/decode.py: the peers take no page table).
 # $OUT: build.log, gtest_hopper_decode.log, ncu_*.txt, peers.log, sweep/peers.{csv,md}.
 set -uo pipefail
 source bench/device/peers_setup.sh
@@ -15,6 +16,6 @@ SKIP_BUILD=1 FAMILY=hopper timeout 150 bash bench/device/decode_profile.sh \
   "--shape 8,32,1,128 --kv-heads 8 --kv-len 8192|m64_n128_w8_s2_k1_g1" \
   "--shape 1,32,1,128 --kv-heads 8 --kv-len 32768|m64_n64_w8_s2_k1_p16_g1"
 echo "profile done $(el)"
-run sweep $(( $(left) - 10 )) --sweep sweeps/llm-decode.csv --rows "${ROWS:-1,9,13,16,17,20,12,22,27}" ${PEERS_ARGS:---no-flex}
+run sweep $(( $(left) - 10 )) --sweep sweeps/llm-decode.csv --rows "${ROWS:-6,12,18,2,9,17,0,8,16,20,21}" ${PEERS_ARGS:---no-flex}
 grep -E "Traceback|Error|MISMATCH" $OUT/peers.log | grep -v UserWarning | head -8
 grep '^|' $OUT/sweep/peers.md 2>/dev/null | head -30
