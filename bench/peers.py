@@ -360,7 +360,8 @@ def read_sweep(path):
         number = lambda column: positive(get(column), f"{where}: column '{column}'")  # noqa: E731
         # Read, so that row numbers stay the file's, and refused when selected (parse_args).
         refusal = next((f"{where}: column '{column}': '{get(column)}' is not timed here (a paged or per-sequence "
-                        "K/V cache and cross-attention packed batches are the tool's own: bench/decode.py)"
+                        "K/V cache and cross-attention packed batches: the peers take neither, so attn-tune "
+                        "times them alone, e.g. bench/device/hopper_paged.sh, paged against contiguous)"
                         for column, empty in (("kv_seqlens", ""), ("page_size", "0"), ("kv_lens", ""))
                         if (get(column) or empty) != empty), "")
         if not refusal and (get("pass") or "fwd") != "fwd":  # the peers are timed on the forward only
