@@ -43,24 +43,31 @@ enum hopper_schedule_bit : int {
   /// Half-width last tile: a warpgroup whose rows see at most the first half of its last K/V tile
   /// runs its softmax and P V there over that half only. Needs BLOCK_N a multiple of 32.
   schedule_half_last = 16,
+  /// Two blocks an SM: __launch_bounds__(threads, 2), each block's setmaxnreg hand-over within half
+  /// the register file (a persistent grid is then two blocks an SM), so one block's start and tail
+  /// run under the other's loads. One computing warpgroup only (decode's tiles).
+  schedule_two_blocks = 32,
 };
 /// Every bit: schedules are in [0, schedule_all].
-enum : int { schedule_all = 31 };
+enum : int { schedule_all = 63 };
 /// The bits that change the kernel's source (the instantiation's SCHEDULE parameter).
-enum : int { schedule_kernel_bits = schedule_overlap | schedule_pingpong | schedule_two_q | schedule_half_last };
+enum : int {
+  schedule_kernel_bits =
+      schedule_overlap | schedule_pingpong | schedule_two_q | schedule_half_last | schedule_two_blocks
+};
 
-/// Registers per thread a block of `threads` holds at launch under __launch_bounds__(threads, 1):
-/// the 64K register file over its threads, in multiples of 8, at most 256.
-ATTN_HOST_DEVICE constexpr int launch_registers(int threads) {
-  return 65536 / threads / 8 * 8 > 256 ? 256 : 65536 / threads / 8 * 8;
+/// Registers per thread a block of `threads` holds at launch under __launch_bounds__(threads,
+/// blocks): the 64K register file over the blocks' threads, in multiples of 8, at most 256.
+ATTN_HOST_DEVICE constexpr int launch_registers(int threads, int blocks = 1) {
+  return 65536 / blocks / threads / 8 * 8 > 256 ? 256 : 65536 / blocks / threads / 8 * 8;
 }
 /// The register hand-over (setmaxnreg) of a block of `threads` with one producer warpgroup that
 /// keeps producer_registers: each of the `consumers` computing warpgroups' threads gets the rest of
 /// what the block holds from launch, in multiples of 8, at most 256. setmaxnreg.inc only takes
 /// registers the block already holds: asking for more waits forever (measured with 4 consumers).
-ATTN_HOST_DEVICE constexpr int consumer_registers(int threads, int consumers, int producer_registers) {
-  const int share =
-      (launch_registers(threads) * threads - 128 * producer_registers) / (consumers > 0 ? consumers * 128 : 128) / 8 * 8;
+ATTN_HOST_DEVICE constexpr int consumer_registers(int threads, int consumers, int producer_registers, int blocks = 1) {
+  const int share = (launch_registers(threads, blocks) * threads - 128 * producer_registers) /
+                    (consumers > 0 ? consumers * 128 : 128) / 8 * 8;
   return share > 256 ? 256 : share;
 }
 /// What the producer warpgroup keeps: wgmma's loads with 128 threads (cp.async), hopper's with one

@@ -63,7 +63,10 @@ struct hopper_config {
   /// PAGED (one computing warpgroup: the host refuses more) keeps 96: a tile's page lookups spilled
   /// at 32 (888 bytes at block_n 128) and 56 (168); the computing warpgroup's share is 256 either way.
   static constexpr int PRODUCER_REGS = PAGED_ && CONSUMERS == 1 ? 96 : hopper_producer_registers(CONSUMERS);
-  static constexpr int CONSUMER_REGS = consumer_registers(THREADS, CONSUMERS, PRODUCER_REGS);
+  /// Blocks an SM the launch bounds ask for (schedule_two_blocks: 2, one computing warpgroup).
+  static constexpr int BLOCKS_PER_SM = (SCHEDULE_ & schedule_two_blocks) != 0 ? 2 : 1;
+  static_assert(BLOCKS_PER_SM == 1 || CONSUMERS == 1, "two blocks an SM: one computing warpgroup");
+  static constexpr int CONSUMER_REGS = consumer_registers(THREADS, CONSUMERS, PRODUCER_REGS, BLOCKS_PER_SM);
 
   /// TMA boxes are one swizzle span wide: D is copied as PIECES boxes of SPAN elements.
   static constexpr int SPAN = swizzle<D>::W / 2, PIECES = D / SPAN;

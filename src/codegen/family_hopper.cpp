@@ -159,8 +159,11 @@ std::optional<std::string> tma_stride_problem(const problem& s) {
   return std::nullopt;
 }
 
+int hopper_blocks_per_sm(const tile_config& c) { return (c.knob & attn_k::schedule_two_blocks) != 0 ? 2 : 1; }
+
 int hopper_consumer_registers(const tile_config& c) {
-  return attn_k::consumer_registers(hopper_threads(c), consumers(c), attn_k::hopper_producer_registers(consumers(c)));
+  return attn_k::consumer_registers(hopper_threads(c), consumers(c), attn_k::hopper_producer_registers(consumers(c)),
+                                    hopper_blocks_per_sm(c));
 }
 
 int hopper_state_registers(const tile_config& c, const problem& s) {
@@ -208,6 +211,11 @@ std::optional<std::string> hopper_reject(const tile_config& c, const problem& s,
   }
   if ((c.knob & schedule_pingpong) && consumers(c) < 2)
     return fmt::format("ping-pong needs two computing warpgroups, block_m {} has one", c.block_m);
+  if ((c.knob & attn_k::schedule_two_blocks) && consumers(c) != 1)
+    return fmt::format("two blocks an SM (schedule bit 32) needs one computing warpgroup (block_m 64), block_m {} "
+                       "has {}", c.block_m, consumers(c));
+  if ((c.knob & attn_k::schedule_two_blocks) && s.page_size > 0)  // its producer keeps 96 registers: not modelled
+    return std::string("two blocks an SM (schedule bit 32) does not take a paged cache yet");
   const int budget = hopper_consumer_registers(c) - register_margin(c, s);
   if (const int regs = hopper_state_registers(c, s); regs > budget)
     return fmt::format("O, S and P need {} registers per thread, over the {} a computing thread gets (less {})",
@@ -218,6 +226,11 @@ std::optional<std::string> hopper_reject(const tile_config& c, const problem& s,
   if (const int64_t bytes = hopper_shared_memory(c, s); bytes > limits.shared_memory_per_block)
     return fmt::format("shared memory {} KiB exceeds the device's {} KiB per block", (bytes + 1023) / 1024,
                        limits.shared_memory_per_block / 1024);
+  // Two blocks an SM share its shared memory (the per-block maximum plus 1 KiB, less 1 KiB a block).
+  if (const int64_t bytes = hopper_shared_memory(c, s), half = limits.shared_memory_per_block / 2 - 512;
+      (c.knob & attn_k::schedule_two_blocks) && bytes > half)
+    return fmt::format("two blocks an SM (schedule bit 32): shared memory {} KiB a block exceeds half the SM's, {} KiB",
+                       (bytes + 1023) / 1024, half / 1024);
   // O staged in Q's tile: each warpgroup writes its O rows where its own Q rows are only when both
   // tiles have one swizzle width (else its O pieces land on another warpgroup's Q rows while that
   // warpgroup may still be reading them).
@@ -276,16 +289,17 @@ std::string variant_flags(const tile_config& c, const problem& s) {
 }
 
 std::string hopper_instantiation(const tile_config& c, const problem& s) {
-  // setmaxnreg needs a register cap at entry: __launch_bounds__(threads, 1). The persistent bit
-  // only changes the grid, so it does not reach the source.
+  // setmaxnreg needs a register cap at entry: __launch_bounds__(threads, blocks an SM: 1, or 2 with
+  // schedule bit 32). The persistent bit only changes the grid, so it does not reach the source.
   std::string text = fmt::format(
       "#include \"hopper.cuh\"\n"
-      "extern \"C\" __global__ void __launch_bounds__({threads}, 1) attn_hopper("
+      "extern \"C\" __global__ void __launch_bounds__({threads}, {blocks}) attn_hopper("
       "const __grid_constant__ attn_k::hopper_params hp) {{\n"
       "  attn_k::hopper_forward<attn_k::hopper_config<{bf16}, {d}, {bm}, {bn}, {w}, {st}, {causal}, {sched}, "
       "{o_smem}{variant}>>(hp);\n"
       "}}\n",
-      fmt::arg("threads", hopper_threads(c)), fmt::arg("bf16", s.dtype == dtype::bf16), fmt::arg("d", s.head_dim),
+      fmt::arg("threads", hopper_threads(c)), fmt::arg("blocks", hopper_blocks_per_sm(c)),
+      fmt::arg("bf16", s.dtype == dtype::bf16), fmt::arg("d", s.head_dim),
       fmt::arg("bm", c.block_m), fmt::arg("bn", c.block_n), fmt::arg("w", c.warps), fmt::arg("st", c.stages),
       fmt::arg("causal", s.causal), fmt::arg("sched", c.knob & attn_k::schedule_kernel_bits),
       fmt::arg("o_smem", o_has_own_tile(c, s)), fmt::arg("variant", variant_flags(c, s)));
@@ -336,7 +350,7 @@ void hopper_plan(launch_plan& plan, const tile_config& c, const problem& s, cons
                                             p.o_head_stride, p.o_batch_stride, 64));
   else
     encode(hp->o_map, map_for(p.o, s, dv, q_reach, s.heads, p.o_row_stride, p.o_head_stride, p.o_batch_stride, 64));
-  const hopper_schedule sched = schedule_for(s, c.block_m, gpu.l2_bytes, gpu.desc.sm_count,
+  const hopper_schedule sched = schedule_for(s, c.block_m, gpu.l2_bytes, gpu.desc.sm_count * hopper_blocks_per_sm(c),
                                              (c.knob & schedule_persistent) != 0, c.pack_gqa, c.splits);
   // Split-KV: the splits' partial O and LSE in the workspace (after the counters fa2 uses), merged
   // by the combine kernel after (one block of COMBINE_THREADS per output row).

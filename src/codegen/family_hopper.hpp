@@ -31,6 +31,8 @@ hopper_schedule schedule_for(const problem& s, int block_m, int64_t l2_bytes, in
 /// the kernel's 32-bit tile index; nullopt when they do.
 std::optional<std::string> tile_count_problem(const problem& s, int block_m, int pack_gqa = 0, int splits = 1);
 
+/// Blocks an SM the launch bounds ask for: 2 with schedule bit 32 (two blocks an SM), else 1.
+int hopper_blocks_per_sm(const tile_config& c);
 /// Registers a computing thread gets after the producer's hand-over (setmaxnreg).
 int hopper_consumer_registers(const tile_config& c);
 /// Registers O, S and P take per computing thread under the config's schedule.

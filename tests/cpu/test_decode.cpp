@@ -381,6 +381,48 @@ TEST(DecodeMerge, MatchesFloat64OnRandomPartials) {
 }
 
 // Every variant of the default decode space (for_problem) compiles, and none spills.
+// Two blocks an SM (schedule bit 32, NOTES D10; opt-in, not in a default space): one computing
+// warpgroup, launch bounds of 2, the hand-over within half the register file, and half the SM's
+// shared memory a block.
+TEST(DecodeHopper, TwoBlocksAnSmHalveTheHandOverAndCompileWithoutSpills) {
+  EXPECT_EQ(hopper_blocks_per_sm({64, 64, 8, 2, 33}), 2);
+  EXPECT_EQ(hopper_blocks_per_sm({64, 64, 8, 2, 5}), 1);
+  EXPECT_EQ(hopper_consumer_registers({64, 64, 8, 2, 33}), 224);  // (128 x 256 - 32 x 128) / 128
+  EXPECT_EQ(hopper_consumer_registers({64, 64, 8, 2, 1}), 256);
+  // The block's hand-over fits what it holds at launch (else setmaxnreg.inc waits forever).
+  EXPECT_LE(hopper_consumer_registers({64, 64, 8, 2, 33}) * 128 + 32 * 128, attn_k::launch_registers(256, 2) * 256);
+  const kernel_family& f = hopper_family();
+  const resource_limits lim = limits_for_arch("sm_90a");
+  const problem d = decode(1, 32, 8, 1, 32768);
+  EXPECT_EQ(f.reject_reason({64, 64, 8, 2, 33, 16, 1}, d, lim).value_or(""), "");
+  EXPECT_NE(f.reject_reason({128, 64, 12, 2, 33}, decode(1, 64, 8, 16, 32768, 128, true), lim).value_or("")
+                .find("two blocks an SM (schedule bit 32) needs one computing warpgroup (block_m 64), block_m 128"),
+            std::string::npos);
+  EXPECT_NE(f.reject_reason({64, 128, 8, 2, 33, 16, 1}, d, lim).value_or("").find("exceeds half the SM's"),
+            std::string::npos);  // Q 16 KiB and two stages of 64 KiB
+  EXPECT_NE(f.reject_reason({64, 64, 8, 2, 64}, d, lim).value_or("").find("schedule 64 not in [0, 63]"),
+            std::string::npos);
+  EXPECT_NE(f.instantiation({64, 64, 8, 2, 33, 16, 1}, d).find("__launch_bounds__(256, 2)"), std::string::npos);
+  EXPECT_NE(f.instantiation({64, 64, 8, 2, 1, 16, 1}, d).find("__launch_bounds__(256, 1)"), std::string::npos);
+  const temp_dir dir("attn-tune-two-blocks");
+  const compile_cache cache(dir.path().string());
+  tune_options t;
+  t.family = "hopper";
+  t.space = parse_space({"block_m=64", "block_n=64", "warps=8", "stages=2", "schedule=33,37", "splits=1,16",
+                         "pack_gqa=0,1"},
+                        f.default_space);
+  const tune_result r = compile_only(d, "sm_90a", cache, t);
+  int compiled = 0;
+  for (const auto& rec : r.records) {
+    ASSERT_NE(rec.status, status::compile_error) << name(rec.config) << ": " << rec.message;
+    if (rec.status == status::pruned) continue;
+    EXPECT_EQ(rec.spill_bytes, 0) << name(rec.config) << " spills";
+    EXPECT_LE(rec.registers, 128) << name(rec.config) << ": more than the launch bounds of 2 allow at entry";
+    ++compiled;
+  }
+  EXPECT_EQ(compiled, 8) << describe(d);
+}
+
 struct decode_compile_case {
   const char* arch;
   problem s;

@@ -114,7 +114,9 @@ TEST(hopper_family, rejects_what_it_cannot_express_and_says_why) {
   EXPECT_FALSE(why(d256, 128, 80, 12, 2, 5).has_value()) << *why(d256, 128, 80, 12, 2, 5);
   EXPECT_NE(why(d128, 128, 128, 8, 2, 5)->find("plus a producer warpgroup"), std::string::npos);
   EXPECT_NE(why(d128, 128, 128, 12, 1, 5)->find("stages 1 not in [2, 8]"), std::string::npos);
-  EXPECT_NE(why(d128, 128, 128, 12, 2, 32)->find("schedule 32 not in [0, 31]"), std::string::npos);
+  EXPECT_NE(why(d128, 128, 128, 12, 2, 64)->find("schedule 64 not in [0, 63]"), std::string::npos);
+  EXPECT_NE(why(d128, 128, 128, 12, 2, 32)->find("two blocks an SM (schedule bit 32) needs one computing warpgroup"),
+            std::string::npos);
   // The half-width last tile (bit 16): kept where it can act, refused (a duplicate) elsewhere.
   const problem causal = make(1, 2, 2, 1024, 1024, 128, true), short_tail = make(1, 2, 2, 1050, 1050, 128),
               long_tail = make(1, 2, 2, 1000, 1000, 128);

@@ -86,6 +86,22 @@ std::vector<decode_case> hopper_decode_cases() {
 INSTANTIATE_TEST_SUITE_P(decode, hopper_decode_correctness, ::testing::ValuesIn(hopper_decode_cases()),
                          [](const auto& info) { return std::string(info.param.label); });
 
+// Two blocks an SM (schedule bit 32, NOTES D10: launch bounds of 2, each block's register hand-over
+// in half the register file; opt-in): the same shapes, one block per tile and a persistent grid of
+// two blocks an SM, split counts 1 to 64, packed and not. Its own suite, so that a hang in it
+// (hopper_decode_correctness above has never run beside it) stops nothing else.
+class hopper_two_blocks_correctness : public gpu_test, public ::testing::WithParamInterface<decode_case> {};
+TEST_P(hopper_two_blocks_correctness, every_split_and_packing_passes) {
+  const problem& s = GetParam().s;
+  if (auto why = hopper_skip_reason(m_gpu, s)) GTEST_SKIP() << *why;
+  const search_space space =
+      parse_space({"block_m=64", "block_n=64", "warps=8", "stages=2", "schedule=33,37", "splits=1,7,64", "pack_gqa=0,1"},
+                  hopper_family().default_space);
+  EXPECT_GE(verify_all(s, m_gpu, m_cache, space, "hopper"), 6 * (s.kv_heads < s.heads ? 2 : 1));
+}
+INSTANTIATE_TEST_SUITE_P(decode, hopper_two_blocks_correctness, ::testing::ValuesIn(hopper_decode_cases()),
+                         [](const auto& info) { return std::string(info.param.label); });
+
 // A paged cache (page sizes 1 to 256, a random page table; the rows past a sequence's length NaN in
 // the pages, so a kernel that reads one fails) and per-sequence lengths (0 and 1 among them; rows
 // of a causal sequence shorter than N_q see no key), through every split count, packing and loader.
