@@ -4,7 +4,7 @@
 // consumer warpgroups of 64 query rows each that never wait on a block-wide barrier: they
 // compute on the tensor cores (wgmma), hand each K/V slot back with one arrival per warpgroup,
 // and store O through shared memory with TMA. A block walks tiles from the scheduler, so one
-// launch can be a persistent grid (one block per SM) or one block per tile; in a packed
+// launch can be a persistent grid (a block per SM, two with schedule bit 32) or one block per tile; in a packed
 // variable-length batch those tiles are (sequence, query block) pairs. Decode: packed GQA (a
 // tile's rows are those of the heads sharing a K/V head) and split-KV (a tile's share of its K/V
 // tiles, its O and LSE written in fp32 for the combine kernel): hopper/config.cuh.

@@ -35,8 +35,8 @@ enum hopper_schedule_bit : int {
   /// Ping-pong: the computing warpgroups take turns to issue their products (named barriers), so
   /// one's softmax runs under the other's products. Needs two computing warpgroups.
   schedule_pingpong = 2,
-  /// Persistent grid: one block per SM walks the tiles. The host's launch only (the grid); it does
-  /// not reach the kernel source.
+  /// Persistent grid: one block per SM (two with schedule_two_blocks) walks the tiles. The host's
+  /// launch only (the grid); it does not reach the kernel source.
   schedule_persistent = 4,
   /// Two Q tiles: the next tile's Q lands while this tile runs.
   schedule_two_q = 8,

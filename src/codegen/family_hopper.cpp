@@ -1,7 +1,8 @@
 // The hopper family: kernels/hopper.cuh, FlashAttention-3's forward (TMA, warp-specialized
 // pipeline, ping-pong, persistent tile scheduler), sm_90a only. Its knob is the schedule, the OR
 // of kernels/common/resources.cuh's bits (the `_k<N>` of a config's name): 1 = intra-warpgroup
-// overlap, 2 = ping-pong, 4 = persistent grid, 8 = two Q tiles, 16 = half-width last tile.
+// overlap, 2 = ping-pong, 4 = persistent grid, 8 = two Q tiles, 16 = half-width last tile, 32 =
+// two blocks an SM (one computing warpgroup).
 #include <algorithm>
 #include <climits>
 #include <span>
@@ -52,7 +53,15 @@ int64_t tiles_bytes(const tile_config& c, const problem& s, bool o_smem) {
       .shared_bytes();
 }
 /// O gets its own tile when that still fits: the next tile's Q then loads during this epilogue.
-bool o_has_own_tile(const tile_config& c, const problem& s) { return tiles_bytes(c, s, true) <= sm90_shared_memory; }
+// A block's share of an SM's shared memory: all of the opt-in maximum, or with two blocks an SM
+// (schedule bit 32) half of the SM's (the maximum plus 1 KiB) less the 1 KiB each block reserves.
+int64_t hopper_shared_memory_cap(const tile_config& c, int64_t per_block = sm90_shared_memory) {
+  return (c.knob & attn_k::schedule_two_blocks) != 0 ? per_block / 2 - 512 : per_block;
+}
+// O gets a tile of its own where it fits beside the rest (else it is staged in Q's).
+bool o_has_own_tile(const tile_config& c, const problem& s) {
+  return tiles_bytes(c, s, true) <= hopper_shared_memory_cap(c);
+}
 int64_t hopper_shared_memory(const tile_config& c, const problem& s) {
   return tiles_bytes(c, s, o_has_own_tile(c, s));
 }
@@ -226,8 +235,7 @@ std::optional<std::string> hopper_reject(const tile_config& c, const problem& s,
   if (const int64_t bytes = hopper_shared_memory(c, s); bytes > limits.shared_memory_per_block)
     return fmt::format("shared memory {} KiB exceeds the device's {} KiB per block", (bytes + 1023) / 1024,
                        limits.shared_memory_per_block / 1024);
-  // Two blocks an SM share its shared memory (the per-block maximum plus 1 KiB, less 1 KiB a block).
-  if (const int64_t bytes = hopper_shared_memory(c, s), half = limits.shared_memory_per_block / 2 - 512;
+  if (const int64_t bytes = hopper_shared_memory(c, s), half = hopper_shared_memory_cap(c, limits.shared_memory_per_block);
       (c.knob & attn_k::schedule_two_blocks) && bytes > half)
     return fmt::format("two blocks an SM (schedule bit 32): shared memory {} KiB a block exceeds half the SM's, {} KiB",
                        (bytes + 1023) / 1024, half / 1024);
