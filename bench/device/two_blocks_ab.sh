@@ -5,10 +5,10 @@
 # tests beside it; then fixed configs timed both ways, alternating twice (the tool's own median,
 # ms; the persistent grid is then two blocks an SM, and twice the splits fill it); then decode rows
 # through bench/peers.py beside SDPA with the bit in the tool's space (one process, one rule).
-# The tool's space for the peers' rows adds bit 32 to schedules 1 and 5; the heuristic's split
-# counts are still chosen for one block an SM (core/config.cpp), so only the fixed configs test
-# twice the splits. A hang in the new suite stops nothing else; *hopper_decode* beside it tells a
-# new hang from the persistent 64-split ones of NOTES D8 and D9.
+# The tool's space for the peers' rows adds bit 32 to schedules 1 and 5 (the heuristic's split
+# counts, core/config.cpp default_splits, already reach 4 waves of one block an SM). A hang in the
+# new suite stops nothing else; *hopper_decode* beside it tells a new hang from the persistent
+# 64-split ones of NOTES D8 and D9.
 #   carry: .deps   usage: ATTN_BUILD_TARGETS="attn_gpu_tests attn-tune attn_tune" [ROWS=0,8,2,9,16]
 #                         [SKIP_TESTS=1] [TEST_S=120] [BUDGET_S=585] bash bench/device/two_blocks_ab.sh
 set -uo pipefail
