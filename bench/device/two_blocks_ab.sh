@@ -15,8 +15,8 @@ set -uo pipefail
 source bench/device/peers_setup.sh
 if [ -z "${SKIP_TESTS:-}" ]; then
   for f in '*hopper_two_blocks*' '*hopper_decode*:*hopper_kv_cache*'; do
-    (cd build-gpu && ATTN_TUNE_REQUIRE_GPU=1 timeout ${TEST_S:-120} ./attn_gpu_tests --gtest_filter="$f" \
-       >> $OUT/gtest.log 2>&1; echo "gtest $f rc=$? $(el)")
+    (cd build-gpu && ATTN_TUNE_TWO_BLOCKS=1 ATTN_TUNE_REQUIRE_GPU=1 timeout ${TEST_S:-120} ./attn_gpu_tests \
+       --gtest_filter="$f" >> $OUT/gtest.log 2>&1; echo "gtest $f rc=$? $(el)")
   done
   grep -E "^\[  (PASSED|FAILED) |^\[  FAILED|hung" $OUT/gtest.log | head -16
 fi
