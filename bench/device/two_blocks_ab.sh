@@ -5,6 +5,7 @@
 # tests beside it; then fixed configs timed both ways, alternating twice (the tool's own median,
 # ms; the persistent grid is then two blocks an SM, and twice the splits fill it); then decode rows
 # through bench/peers.py beside SDPA with the bit in the tool's space (one process, one rule).
+# Between the tests and the A/B, Nsight Compute's occupancy of one config with and without the bit.
 # The tool's space for the peers' rows adds bit 32 to schedules 1 and 5 (the heuristic's split
 # counts, core/config.cpp default_splits, already reach 4 waves of one block an SM). A hang in the
 # new suite stops nothing else; *hopper_decode* beside it tells a new hang from the persistent
@@ -20,6 +21,11 @@ if [ -z "${SKIP_TESTS:-}" ]; then
   done
   grep -E "^\[  (PASSED|FAILED) |^\[  FAILED|hung" $OUT/gtest.log | head -16
 fi
+# Do two blocks share an SM? Nsight Compute's occupancy of the same config with and without the bit
+# (its block limits by registers and shared memory, the theoretical and achieved occupancy).
+[ $(left) -gt 200 ] && SKIP_BUILD=1 FAMILY=hopper timeout 150 bash bench/device/decode_profile.sh \
+  "--shape 1,32,1,128 --kv-heads 8 --kv-len 32768|m64_n64_w8_s2_k1_p32_g1" \
+  "--shape 1,32,1,128 --kv-heads 8 --kv-len 32768|m64_n64_w8_s2_k33_p32_g1"
 ab() {  # NAME SHAPE-OPTIONS CONFIG...: each config's median (ms), two rounds alternating over the configs
   local name=$1 shape=$2 out v cfg r; shift 2
   declare -A t=()
