@@ -56,6 +56,11 @@ enum : int {
       schedule_overlap | schedule_pingpong | schedule_two_q | schedule_half_last | schedule_two_blocks
 };
 
+/// Blocks an SM a hopper schedule's launch bounds ask for: 2 with schedule_two_blocks, else 1.
+ATTN_HOST_DEVICE constexpr int schedule_blocks_per_sm(int schedule) {
+  return (schedule & schedule_two_blocks) != 0 ? 2 : 1;
+}
+
 /// Registers per thread a block of `threads` holds at launch under __launch_bounds__(threads,
 /// blocks): the 64K register file over the blocks' threads, in multiples of 8, at most 256.
 ATTN_HOST_DEVICE constexpr int launch_registers(int threads, int blocks = 1) {

@@ -64,7 +64,7 @@ struct hopper_config {
   /// at 32 (888 bytes at block_n 128) and 56 (168); the computing warpgroup's share is 256 either way.
   static constexpr int PRODUCER_REGS = PAGED_ && CONSUMERS == 1 ? 96 : hopper_producer_registers(CONSUMERS);
   /// Blocks an SM the launch bounds ask for (schedule_two_blocks: 2, one computing warpgroup).
-  static constexpr int BLOCKS_PER_SM = (SCHEDULE_ & schedule_two_blocks) != 0 ? 2 : 1;
+  static constexpr int BLOCKS_PER_SM = schedule_blocks_per_sm(SCHEDULE_);
   static_assert(BLOCKS_PER_SM == 1 || CONSUMERS == 1, "two blocks an SM: one computing warpgroup");
   static constexpr int CONSUMER_REGS = consumer_registers(THREADS, CONSUMERS, PRODUCER_REGS, BLOCKS_PER_SM);
 

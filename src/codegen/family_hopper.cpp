@@ -21,6 +21,8 @@
 
 namespace attn {
 
+int hopper_blocks_per_sm(const tile_config& c) { return attn_k::schedule_blocks_per_sm(c.knob); }
+
 namespace {
 
 constexpr int64_t sm90_shared_memory = 227 * 1024;  // the opt-in maximum of every sm_90 part
@@ -56,7 +58,7 @@ int64_t tiles_bytes(const tile_config& c, const problem& s, bool o_smem) {
 // A block's share of an SM's shared memory: all of the opt-in maximum, or with two blocks an SM
 // (schedule bit 32) half of the SM's (the maximum plus 1 KiB) less the 1 KiB each block reserves.
 int64_t hopper_shared_memory_cap(const tile_config& c, int64_t per_block = sm90_shared_memory) {
-  return (c.knob & attn_k::schedule_two_blocks) != 0 ? per_block / 2 - 512 : per_block;
+  return hopper_blocks_per_sm(c) == 2 ? per_block / 2 - 512 : per_block;
 }
 // O gets a tile of its own where it fits beside the rest (else it is staged in Q's).
 bool o_has_own_tile(const tile_config& c, const problem& s) {
@@ -168,8 +170,6 @@ std::optional<std::string> tma_stride_problem(const problem& s) {
   return std::nullopt;
 }
 
-int hopper_blocks_per_sm(const tile_config& c) { return (c.knob & attn_k::schedule_two_blocks) != 0 ? 2 : 1; }
-
 int hopper_consumer_registers(const tile_config& c) {
   return attn_k::consumer_registers(hopper_threads(c), consumers(c), attn_k::hopper_producer_registers(consumers(c)),
                                     hopper_blocks_per_sm(c));
@@ -220,10 +220,10 @@ std::optional<std::string> hopper_reject(const tile_config& c, const problem& s,
   }
   if ((c.knob & schedule_pingpong) && consumers(c) < 2)
     return fmt::format("ping-pong needs two computing warpgroups, block_m {} has one", c.block_m);
-  if ((c.knob & attn_k::schedule_two_blocks) && consumers(c) != 1)
+  if (hopper_blocks_per_sm(c) == 2 && consumers(c) != 1)
     return fmt::format("two blocks an SM (schedule bit 32) needs one computing warpgroup (block_m 64), block_m {} "
                        "has {}", c.block_m, consumers(c));
-  if ((c.knob & attn_k::schedule_two_blocks) && s.page_size > 0)  // its producer keeps 96 registers: not modelled
+  if (hopper_blocks_per_sm(c) == 2 && s.page_size > 0)  // its producer keeps 96 registers: not modelled
     return std::string("two blocks an SM (schedule bit 32) does not take a paged cache yet");
   const int budget = hopper_consumer_registers(c) - register_margin(c, s);
   if (const int regs = hopper_state_registers(c, s); regs > budget)
@@ -232,13 +232,13 @@ std::optional<std::string> hopper_reject(const tile_config& c, const problem& s,
   if (hopper_threads(c) > limits.max_threads_per_block)
     return fmt::format("{} threads exceed the device's {} per block", hopper_threads(c),
                        limits.max_threads_per_block);
-  if (const int64_t bytes = hopper_shared_memory(c, s); bytes > limits.shared_memory_per_block)
+  const int64_t bytes = hopper_shared_memory(c, s), cap = hopper_shared_memory_cap(c, limits.shared_memory_per_block);
+  if (bytes > limits.shared_memory_per_block)
     return fmt::format("shared memory {} KiB exceeds the device's {} KiB per block", (bytes + 1023) / 1024,
                        limits.shared_memory_per_block / 1024);
-  if (const int64_t bytes = hopper_shared_memory(c, s), half = hopper_shared_memory_cap(c, limits.shared_memory_per_block);
-      (c.knob & attn_k::schedule_two_blocks) && bytes > half)
+  if (bytes > cap)  // two blocks an SM: each its half
     return fmt::format("two blocks an SM (schedule bit 32): shared memory {} KiB a block exceeds half the SM's, {} KiB",
-                       (bytes + 1023) / 1024, half / 1024);
+                       (bytes + 1023) / 1024, cap / 1024);
   // O staged in Q's tile: each warpgroup writes its O rows where its own Q rows are only when both
   // tiles have one swizzle width (else its O pieces land on another warpgroup's Q rows while that
   // warpgroup may still be reading them).
