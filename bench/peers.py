@@ -111,6 +111,7 @@ import sys
 import tempfile
 import time
 import traceback
+import types
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROG = "bench/peers.py"
@@ -767,10 +768,15 @@ def git_commit():
 
 
 # --- on the GPU -----------------------------------------------------------------------------------
+FLUSH = "zero"  # --flush: how time_ms clears the L2 before each timed call
+
+
 def time_ms(fn, reps=0, warmup_ms=25.0, rep_ms=200.0, sustained_s=0.0):
     """The one rule (triton.testing.do_bench's): (median ms, reps). fn has run once already.
     5 calls estimate the time; warm-up calls for warmup_ms; then `reps` calls (0: as many as fit
     in rep_ms, at least 20), each after zeroing 256 MiB (L2 cleared), between two CUDA events.
+    FLUSH "read": the 256 MiB are read instead (a sum), so the L2 is left holding clean lines, not
+    the zeroing's dirty ones, whose write-back would otherwise share DRAM with the timed call.
     sustained_s > 0: fn runs back to back that long first (synchronizing every 32 calls)."""
     import torch
 
@@ -783,7 +789,12 @@ def time_ms(fn, reps=0, warmup_ms=25.0, rep_ms=200.0, sustained_s=0.0):
                 torch.cuda.synchronize()
                 if time.monotonic() >= end:
                     break
-    flush = torch.empty(256 * 1024 * 1024, dtype=torch.int8, device="cuda")
+    buffer = torch.empty(256 * 1024 * 1024, dtype=torch.int8, device="cuda")
+    if FLUSH == "read":
+        words = buffer.view(torch.int32).zero_()
+        flush = types.SimpleNamespace(zero_=lambda: words.sum())
+    else:
+        flush = buffer
     start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     torch.cuda.synchronize()
     start.record()
@@ -805,7 +816,7 @@ def time_ms(fn, reps=0, warmup_ms=25.0, rep_ms=200.0, sustained_s=0.0):
         stops[i].record()
     torch.cuda.synchronize()
     times = sorted(a.elapsed_time(b) for a, b in zip(starts, stops))
-    del flush
+    del flush, buffer
     return times[n // 2] if n % 2 else (times[n // 2 - 1] + times[n // 2]) / 2, n
 
 
@@ -1175,7 +1186,9 @@ def environment(args, copy, matmul):
             "versions": ", ".join(versions), "copy_gbs": f"{copy:.0f}", "matmul_tflops": f"{matmul:.1f}",
             "rule": "triton.testing.do_bench's rule written out (a first call; warm-up 25 ms; "
                     + (f"{args.reps} reps" if args.reps else "reps for 200 ms, at least 20")
-                    + ", each after a 256 MiB zeroing (L2 cleared), CUDA events; the median)"
+                    + (", each after a 256 MiB zeroing (L2 cleared)" if FLUSH == "zero" else
+                       ", each after a 256 MiB read (L2 cleared, left clean: --flush read)")
+                    + ", CUDA events; the median)"
                     + (f"; sustained: again after {args.sustained:g} s back to back" if args.sustained else ""),
             "table": args.table or "a fresh attn-tune --no-db results CSV per shape"
                      + (f" (tool options: {' '.join(args.tool_args)})" if args.tool_args else "")}
@@ -1199,6 +1212,10 @@ def parse_args(argv):
     ap.add_argument("--out", default="", help="a new or empty folder for peers.csv and peers.md (required)")
     ap.add_argument("--reps", type=int, default=0,
                     help="timed calls per measurement (default 0: as many as fit in 200 ms, at least 20)")
+    ap.add_argument("--flush", choices=["zero", "read"], default="zero",
+                    help="how the L2 is cleared before each timed call: zero 256 MiB (do_bench's rule, the "
+                         "default; the zeroing's dirty lines are written back during the call), or read them "
+                         "(the L2 left clean); the same for every kernel timed, the copy included")
     ap.add_argument("--sustained", type=float, default=0.0, metavar="SECONDS",
                     help="also time each one right after running it back to back this long (default 0: off)")
     ap.add_argument("--tolerance", type=float, default=None,
@@ -1253,6 +1270,8 @@ def main(argv=None):
             print(summary(argv[1:]))
             return 0
         args = parse_args(argv)
+        global FLUSH
+        FLUSH = args.flush
         out = new_output_dir(args.out)
     except BadInput as e:
         print(f"{PROG}: {e}", file=sys.stderr)

@@ -3,7 +3,9 @@ seqlens word and its draw, sweep files, --rows), the numbers (TFLOPS, bytes move
 too, ratios, the fastest peer), the masks' predicates (FlexAttention's mask_mods in plain ints),
 the CSV and Markdown it writes, the never-overwrite rule, and its command line's refusals (which
 come before torch is imported); bench/decode.py's translation to it."""
+import contextlib
 import dataclasses
+import io
 import math
 import os
 import subprocess
@@ -196,6 +198,15 @@ class sweeps(unittest.TestCase):
                               ("a,2,4,,512,,64,0,,,5/600,,,\n", r"length 600 is above NQ 512")]:
             with self.subTest(body=body), self.assertRaisesRegex(BadInput, message):
                 peers.read_sweep(self.write(header + body))
+
+    def test_flush_is_zero_unless_read_is_asked(self):
+        table = self.write("a table\n")
+        shapes = ["--shapes", "8,32/8,1,8192,128", "--table", table, "--out", table + ".out"]
+        self.assertEqual(peers.parse_args(shapes).flush, "zero")
+        self.assertEqual(peers.parse_args(shapes + ["--flush", "read"]).flush, "read")
+        with contextlib.redirect_stderr(io.StringIO()) as err, self.assertRaises(SystemExit):
+            peers.parse_args(shapes + ["--flush", "dirty"])
+        self.assertIn("invalid choice: 'dirty'", err.getvalue())
 
     def test_rows_by_index_range_and_name(self):
         rows = peers.read_sweep(os.path.join(ROOT, "sweeps", "ci-smoke.csv"))
