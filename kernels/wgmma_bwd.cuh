@@ -23,6 +23,7 @@
 // into dQ last. The atomics' order varies, so reruns are not bit-identical (--deterministic leaves
 // these variants out).
 #include "common/hopper_ptx.cuh"
+#include "common/resources.cuh"
 #include "common/swizzle.cuh"
 #include "common/wgmma_ops.cuh"
 #include "fa2_bwd.cuh"
@@ -47,7 +48,14 @@ struct wg_bwd_config {
   static constexpr bool DO_DV = PART != 2, DO_DK = PART != 1;
   static_assert(PART >= 0 && PART <= 2, "PART: 0 both, 1 dV, 2 dK");
   static constexpr int D = D_, BLOCK_M = BLOCK_M_, BLOCK_N = BLOCK_N_, WARPS = WARPS_, STAGES = STAGES_;
-  static constexpr int THREADS = WARPS * 32, GROUPS = WARPS / 4;
+  /// WS, warp-specialized (atomic dQ only): WARPS = BLOCK_N / 16 + 4, the last warpgroup a producer
+  /// (wg_bwd_dkdv_ws_blocks). GROUPS: the computing warpgroups.
+  static constexpr bool WS = ATOMIC_DQ_ && WARPS_ == BLOCK_N_ / 16 + 4;
+  static constexpr int THREADS = WARPS * 32, GROUPS = WS ? WARPS / 4 - 1 : WARPS / 4;
+  static_assert(!WS || GROUPS == 2, "WS: two computing warpgroups (128 keys) and the producer");
+  /// WS's register hand-over (setmaxnreg): the producer's copies keep 40, the computing warpgroups
+  /// take the rest of the 168 a thread of 384 holds from launch (232).
+  static constexpr int WS_PRODUCER_REGS = 56, WS_COMPUTING_REGS = consumer_registers(THREADS, GROUPS, 56);
   static constexpr int W = swizzle<D>::W;  ///< bytes of a swizzled piece of a row
   static_assert(WARPS % 4 == 0, "whole warpgroups");
   static_assert(D % 16 == 0 && D >= 32 && D <= 256, "head dim: a multiple of 16 in [32, 256]");
@@ -70,12 +78,13 @@ __device__ __forceinline__ unsigned char* aligned_tiles(unsigned char* shared_ra
 }
 
 /// Rows [row0, row0 + rows) of a [*, WD] tensor (WD: D, or V's and dO's DV) into a swizzled tile
-/// (zero past row_end), by all threads.
-template <class C, int WD = C::D>
+/// (zero past row_end), by cp.async.
+/// BY: the threads that share the copy (0: the block's; else BY threads, this one `first`).
+template <class C, int WD = C::D, int BY = 0>
 __device__ __forceinline__ void wg_load_rows(unsigned smem, const elem_bits* base, long long row_stride, int row0,
-                                             int row_end, int rows) {
+                                             int row_end, int rows, int first = 0) {
   constexpr int CHUNKS = WD / 8;
-  for (int i = threadIdx.x; i < rows * CHUNKS; i += C::THREADS) {
+  for (int i = BY ? first : threadIdx.x; i < rows * CHUNKS; i += BY ? BY : C::THREADS) {
     const int r = i / CHUNKS, c = i % CHUNKS;
     const bool valid = row0 + r < row_end;
     cp_async_16(smem + tile_offset<WD>(r, c, rows), base + (valid ? (row0 + r) * row_stride + c * 8 : 0), valid);
@@ -160,8 +169,9 @@ __device__ __forceinline__ void wg_store_rows(elem_bits* base, long long row_str
 /// Atomic dQ, dQ[m0, m0 + 64) += dS K for the block's keys in three parts. wg_store_ds: every
 /// warpgroup stores its packed dS^T (its 64 keys by the 64 queries) to ds_smem, before any product
 /// reads those registers; then a block barrier (bwd_ring's barrier after the step keeps the next
-/// step's stores from the products reading this one's).
-template <class C>
+/// step's stores from the products reading this one's). COMPUTING_ONLY (WS): a barrier of the
+/// computing warpgroups only, over a tile of its own each step (two, alternating).
+template <class C, bool COMPUTING_ONLY = false>
 __device__ __forceinline__ void wg_store_ds(const unsigned (&ds)[4][4], unsigned ds_smem) {
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, wg = warp / 4, g = lane / 4, t = lane % 4;
   // ds[kk][e]: key row (warp % 4) * 16 + g + 8 (e % 2) of this warpgroup's 64, queries 16 kk + 8 (e / 2) + 2 t, + 1
@@ -173,7 +183,8 @@ __device__ __forceinline__ void wg_store_ds(const unsigned (&ds)[4][4], unsigned
       st_shared_u32(ds_smem + tile_offset<64>(row, 2 * kk + e / 2, C::BLOCK_N) + 4 * t, ds[kk][e]);
     }
   fence_proxy_async();
-  __syncthreads();
+  if constexpr (COMPUTING_ONLY) named_sync(1, C::GROUPS * 128);  // WS: the producer takes no part
+  else __syncthreads();
 }
 
 /// acc = dS K: all of the block's dS^T (A, MN-major: its rows are the k index, keys) by this
@@ -352,10 +363,158 @@ __device__ __forceinline__ void wg_bwd_dkdv_blocks(const bwd_params& p) {
     wg_store_rows<C, C::DV>(static_cast<elem_bits*>(p.dv) + v_out_at, v_row_out, n0 + wg * 64, p.kv_len, dv, 1.f);
 }
 
+/// The warp-specialized dK/dV kernel (WS, atomic dQ): the steps as wg_bwd_dkdv_blocks's, without
+/// its block barriers. After K and V land (every thread copies them), the last warpgroup keeps
+/// WS_PRODUCER_REGS registers and one warp of it copies each step's Q, dO and row terms (cp.async
+/// and plain stores, then a proxy fence) into a ring of STAGES slots, announcing each on the slot's
+/// full barrier (an arrival a lane); the computing warpgroups take the rest of the registers, wait
+/// for a slot, and give it back (an arrival a warpgroup on its empty barrier) once their products
+/// have read it. The step's dS^T goes to one of two tiles in turn, behind a barrier of the
+/// computing warpgroups only, so a warpgroup starts the next step while the other finishes this one.
+template <class C>
+__device__ __forceinline__ void wg_bwd_dkdv_ws_blocks(const bwd_params& p) {
+  static_assert(C::WS && C::ATOMIC_DQ && C::PART == 0 && C::BLOCK_N == 64 * C::GROUPS, "WS: atomic dQ, 64 keys a warpgroup");
+  constexpr int M = C::BLOCK_M, KV_TILE = C::BLOCK_N * C::D * 2, Q_TILE = M * C::D * 2;
+  constexpr int V_TILE = C::BLOCK_N * C::DV * 2, DO_TILE = M * C::DV * 2, STAGE = Q_TILE + DO_TILE;
+  constexpr int DS_TILE = C::BLOCK_N * M * 2, COMPUTING = C::GROUPS * 128;
+  static_assert(!C::OWN_DV || (KV_TILE % 1024 == 0 && V_TILE % 1024 == 0 && Q_TILE % 1024 == 0 && DO_TILE % 1024 == 0),
+                "dv != d: every tile a whole number of 1024-byte swizzle periods");
+  extern __shared__ __align__(128) unsigned char shared_raw[];
+  unsigned char* tiles = aligned_tiles(shared_raw);
+  const unsigned k_smem = smem_addr(tiles), v_smem = k_smem + KV_TILE, stage0 = v_smem + V_TILE;
+  auto q_stage = [&](int s) { return stage0 + s * STAGE; };
+  auto do_stage = [&](int s) { return stage0 + s * STAGE + Q_TILE; };
+  const unsigned ds0 = stage0 + C::STAGES * STAGE;  // two dS^T tiles, alternating by step
+  float* row_terms = reinterpret_cast<float*>(tiles + KV_TILE + V_TILE + C::STAGES * STAGE + 2 * DS_TILE);
+  auto lse_stage = [&](int s) { return row_terms + 2 * s * M; };
+  auto delta_stage = [&](int s) { return row_terms + (2 * s + 1) * M; };
+  const unsigned bars = smem_addr(row_terms + 2 * C::STAGES * M);
+  auto full = [&](int s) { return bars + 8 * s; };
+  auto empty = [&](int s) { return bars + 8 * (C::STAGES + s); };
+
+  const int n_block = blockIdx.x, kv_head = blockIdx.y, batch = blockIdx.z;
+  const int n0 = n_block * C::BLOCK_N, offset = p.kv_len - p.q_len;
+  if (C::VARLEN && n0 >= p.kv_len) return;  // past the sequence's keys: the whole block, before any barrier
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32, wg = warp / 4, g = lane / 4, t = lane % 4;
+  const long long kv_at = batch * p.kv_batch_stride + kv_head * p.kv_head_stride;
+  const long long v_at = C::OWN_DV ? batch * p.v_batch_stride + kv_head * p.v_head_stride : kv_at;
+  const long long v_row = C::OWN_DV ? p.v_row_stride : p.kv_row_stride;
+  wg_load_rows<C>(k_smem, static_cast<const elem_bits*>(p.k) + kv_at, p.kv_row_stride, n0, p.kv_len, C::BLOCK_N);
+  wg_load_rows<C, C::DV>(v_smem, static_cast<const elem_bits*>(p.v) + v_at, v_row, n0, p.kv_len, C::BLOCK_N);
+  cp_async_commit();
+  if (threadIdx.x == 0) {
+#pragma unroll
+    for (int s = 0; s < C::STAGES; ++s) {
+      mbar_init(full(s), 32);          // the producer warp's lanes
+      mbar_init(empty(s), C::GROUPS);  // a computing warpgroup's leader each
+    }
+    mbar_init_fence();
+  }
+  cp_async_wait<0>();
+  fence_proxy_async();
+  __syncthreads();  // K, V and the barriers: the last block-wide barrier
+
+  const dkdv_steps<M, C::CAUSAL> steps(p, kv_head, n0);
+  if (wg == C::GROUPS) {  // the producer warpgroup
+    wg_setmaxnreg_dec<C::WS_PRODUCER_REGS>();
+    if (warp % 4 != 0) return;
+    for (int it = 0; it < steps.count; ++it) {
+      const int s = it % C::STAGES, head = steps.head(it), m0 = steps.m0(it);
+      mbar_wait(empty(s), ((it / C::STAGES) & 1) ^ 1u);
+      const long long q_at = batch * p.q_batch_stride + head * p.q_head_stride;
+      const long long o_at = C::OWN_DV ? batch * p.o_batch_stride + head * p.o_head_stride : q_at;
+      wg_load_rows<C, C::D, 32>(q_stage(s), static_cast<const elem_bits*>(p.q) + q_at, p.q_row_stride, m0, p.q_len,
+                                M, lane);
+      wg_load_rows<C, C::DV, 32>(do_stage(s), static_cast<const elem_bits*>(p.d_o) + o_at,
+                                 C::OWN_DV ? p.o_row_stride : p.q_row_stride, m0, p.q_len, M, lane);
+      cp_async_commit();
+      const long long row0 = lse_row0<C::VARLEN>(p, batch, head);
+      for (int r = lane; r < M; r += 32) {
+        lse_stage(s)[r] = lse_log2(p.lse + row0, m0 + r, p.q_len);
+        delta_stage(s)[r] = m0 + r < p.q_len ? p.delta[row0 + m0 + r] : 0.f;
+      }
+      cp_async_wait<0>();
+      fence_proxy_async();  // this lane's copies, for the tensor cores' reads
+      mbar_arrive(full(s));
+    }
+    return;
+  }
+  wg_setmaxnreg_inc<C::WS_COMPUTING_REGS>();
+  const int key0 = n0 + wg * 64 + (warp % 4) * 16 + g;  // this thread's first key (and key0 + 8)
+  const bool windowed = attn_k::windowed<C::CAUSAL, C::WINDOW>(p);
+  const int q0 = C::VARLEN ? p.cu_seqlens_q[batch] : 0;  // the atomic dQ sum's first row
+  float dk[C::D / 2], dv[C::DV / 2];
+#pragma unroll
+  for (int i = 0; i < C::D / 2; ++i) dk[i] = 0.f;
+#pragma unroll
+  for (int i = 0; i < C::DV / 2; ++i) dv[i] = 0.f;
+  for (int it = 0; it < steps.count; ++it) {
+    const int s = it % C::STAGES, m0 = steps.m0(it);
+    mbar_wait(full(s), (it / C::STAGES) & 1);
+    const float* lse2 = lse_stage(s);
+    const float* delta = delta_stage(s);
+    float x[M / 2];  // S^T: this warpgroup's 64 keys by the step's M queries
+    wg_rows_rows<C, M, C::BLOCK_N>(x, k_smem, wg * 64, q_stage(s));
+    wg_wait<0>();
+    wg_fence_operand(x);
+    const bool masked = windowed || (C::CAUSAL && m0 + offset < n0 + C::BLOCK_N - 1);
+    const bool tail = n0 + C::BLOCK_N > p.kv_len;  // keys past kv_len: P^T 0 (dQ's product: inf x 0)
+    constexpr int PF = C::SOFTCAP ? M : 16;
+    float pf[PF / 2];
+#pragma unroll
+    for (int i = 0; i < M / 2; ++i) {
+      const int col = 8 * (i / 4) + 2 * t + i % 2, key = key0 + 8 * (i / 2 % 2);
+      float dtanh = 1.f;
+      float v = bwd_score<C::SOFTCAP>(p, x[i], lse2[col], dtanh);
+      if (masked && hidden<C::CAUSAL, C::WINDOW>(p, m0 + col + offset, key)) v = 0.f;
+      if (tail && key >= p.kv_len) v = 0.f;
+      x[i] = v;
+      if constexpr (C::SOFTCAP) pf[i] = v * dtanh;
+    }
+    unsigned pa[M / 16][4], ds[M / 16][4], pd[PF / 16][4];
+    wg_pack<C::BF16, M>(pa, x);
+    if constexpr (C::SOFTCAP) wg_pack<C::BF16, M>(pd, pf);
+    wg_regs_rows<C, M, C::DV>(dv, pa, do_stage(s));                           // dV += P^T dO
+    wg_rows_rows<C, M, C::BLOCK_N, C::DV>(x, v_smem, wg * 64, do_stage(s));  // dP^T = V dO^T
+    wg_wait<0>();
+    wg_fence_operand(x);
+    wg_fence_operand(dv);
+    wg_hold(pa);
+#pragma unroll
+    for (int i = 0; i < M / 2; ++i)
+      x[i] = (C::SOFTCAP ? wg_unpacked<C::BF16, PF>(pd, i) : wg_unpacked<C::BF16, M>(pa, i)) *
+             (x[i] - delta[8 * (i / 4) + 2 * t + i % 2]);
+    wg_pack<C::BF16, M>(ds, x);
+    const unsigned ds_smem = ds0 + (it & 1) * DS_TILE;
+    wg_store_ds<C, true>(ds, ds_smem);
+    float dq[C::DQ_N / 2];
+    wg_issue_dq<C>(dq, ds_smem, k_smem);
+    wg_regs_rows<C, M>(dk, ds, q_stage(s));  // dK += dS^T Q
+    wg_wait<1>();
+    wg_fence_operand(dq);
+    wg_add_dq<C>(p, batch, steps.head(it), m0, dq, q0);
+    wg_wait<0>();
+    wg_fence_operand(dk);
+    wg_hold(ds);
+    if (threadIdx.x % 128 == 0) mbar_arrive(empty(s));  // this warpgroup's reads of the slot are done
+  }
+
+  const seq_rows first = C::VARLEN ? seq_rows::of(p, batch) : seq_rows{};
+  const long long out_at = batch * p.kv_batch_stride + kv_head * p.kv_head_stride + (long long)first.k0 * p.kv_row_stride;
+  const long long v_row_out = C::OWN_DV ? p.v_row_stride : p.kv_row_stride;
+  const long long v_out_at =
+      C::OWN_DV ? batch * p.v_batch_stride + kv_head * p.v_head_stride + (long long)first.k0 * v_row_out : out_at;
+  wg_store_rows<C>(static_cast<elem_bits*>(p.dk) + out_at, p.kv_row_stride, n0 + wg * 64, p.kv_len, dk, p.softmax_scale);
+  wg_store_rows<C, C::DV>(static_cast<elem_bits*>(p.dv) + v_out_at, v_row_out, n0 + wg * 64, p.kv_len, dv, 1.f);
+}
+
 /// The dK/dV kernel: a block per BLOCK_N keys of a (batch, K/V head); VARLEN, of its own sequence.
 template <class C>
 __device__ void wg_bwd_dkdv(const bwd_params& p) {
-  per_sequence<C::VARLEN, C::OWN_DV>(p, [](const bwd_params& s) { wg_bwd_dkdv_blocks<C>(s); });
+  if constexpr (C::WS)
+    per_sequence<C::VARLEN, C::OWN_DV>(p, [](const bwd_params& s) { wg_bwd_dkdv_ws_blocks<C>(s); });
+  else
+    per_sequence<C::VARLEN, C::OWN_DV>(p, [](const bwd_params& s) { wg_bwd_dkdv_blocks<C>(s); });
 }
 
 template <class C>

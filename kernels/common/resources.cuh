@@ -156,9 +156,10 @@ ATTN_HOST_DEVICE constexpr long long bwd_dq_shared_bytes(int block_m, int block_
 /// Q and a dO tile and their LSE and delta; the dQ kernel's Q and dO tiles and per stage K and V. K's and Q's
 /// tiles are d wide, V's and dO's dv (d when 0).
 ATTN_HOST_DEVICE constexpr long long wg_bwd_dkdv_shared_bytes(int block_m, int block_n, int stages, int d,
-                                                              bool atomic_dq = false, int dv = 0) {
+                                                              bool atomic_dq = false, int dv = 0, bool ws = false) {
   return (1LL * block_n + 1LL * stages * block_m) * (d + (dv > 0 ? dv : d)) * 2 + 2LL * stages * block_m * 4 + 1024 +
-         (atomic_dq ? 2LL * block_n * block_m : 0);  // atomic dQ: the step's dS^T
+         (atomic_dq ? 2LL * block_n * block_m : 0) +  // atomic dQ: the step's dS^T
+         (ws ? 2LL * block_n * block_m + 16LL * stages : 0);  // warp-specialized: a second dS^T, the ring's barriers
 }
 ATTN_HOST_DEVICE constexpr long long wg_bwd_dq_shared_bytes(int block_m, int block_n, int stages, int d, int dv = 0) {
   return (1LL * block_m + 1LL * stages * block_n) * (d + (dv > 0 ? dv : d)) * 2 + 1024;

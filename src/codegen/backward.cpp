@@ -62,7 +62,7 @@ std::vector<backward_config> backward_default_configs(const problem& s) {
 int64_t backward_dkdv_shared_bytes(const backward_config& c, const problem& s) {
   if (c.wgmma)
     return attn_k::wg_bwd_dkdv_shared_bytes(c.kv_block_m, c.kv_block_n, c.kv_stages, static_cast<int>(s.head_dim),
-                                            c.atomic_dq, static_cast<int>(value_dim(s)));
+                                            c.atomic_dq, static_cast<int>(value_dim(s)), warp_specialized(c));
   return attn_k::bwd_dkdv_shared_bytes(c.kv_block_m, c.kv_block_n, c.kv_stages, static_cast<int>(s.head_dim),
                                        element_size(s.dtype), static_cast<int>(value_dim(s)));
 }
@@ -94,15 +94,20 @@ std::optional<std::string> wgmma_reject(const backward_config& c, const problem&
         return fmt::format("dv {} != head dim {}: a {} of {} rows is not whole 1024-byte tiles at both widths", dv,
                            s.head_dim, what, rows);
   }
-  if (c.kv_warps % 4 != 0 || c.kv_block_n != 16 * c.kv_warps)
-    return fmt::format("dK/dV kernel: {} keys over {} warps: the wgmma backward gives each warpgroup 64 keys",
-                       c.kv_block_n, c.kv_warps);
+  const bool ws = warp_specialized(c);
+  if (ws && c.kv_block_n != 128)
+    return fmt::format("warp-specialized dK/dV kernel: {} keys; it takes 128 (two computing warpgroups beside the "
+                       "producer, {} warps)", c.kv_block_n, c.kv_warps);
+  if (c.kv_warps % 4 != 0 || (c.kv_block_n != 16 * c.kv_warps && !ws))
+    return fmt::format("dK/dV kernel: {} keys over {} warps: the wgmma backward gives each warpgroup 64 keys "
+                       "(and, with atomic dQ, takes a producer warpgroup beside them: {} warps)",
+                       c.kv_block_n, c.kv_warps, c.kv_block_n / 16 + 4);
   if (c.q_warps % 4 != 0 || c.q_block_m != 16 * c.q_warps)
     return fmt::format("dQ kernel: {} rows over {} warps: the wgmma backward gives each warpgroup 64 rows",
                        c.q_block_m, c.q_warps);
   if (c.kv_block_m > 256 || c.q_block_n > 256) return std::string("wgmma's N is at most 256");
   if (c.atomic_dq) {
-    const int64_t groups = c.kv_warps / 4, columns = s.head_dim / groups, both = (s.head_dim + dv) / 2;
+    const int64_t groups = c.kv_block_n / 64, columns = s.head_dim / groups, both = (s.head_dim + dv) / 2;
     if (c.kv_block_m != 64 || c.split_dkdv)
       return fmt::format("atomic dQ: 64 queries a step and dK and dV in one launch (this tile: {} queries{})",
                          c.kv_block_m, c.split_dkdv ? ", split" : "");
@@ -145,7 +150,9 @@ std::optional<std::string> backward_reject(const backward_config& c, const probl
     const char* what;
     int block_m, block_n, warps, stages, split;  // split: the tile side the warps share
   };
-  const kernel_tile tiles[] = {{"dK/dV", c.kv_block_m, c.kv_block_n, c.kv_warps, c.kv_stages, c.kv_block_n},
+  // A warp-specialized dK/dV kernel's producer warpgroup takes no share of the keys.
+  const int kv_computing = warp_specialized(c) ? c.kv_warps - 4 : c.kv_warps;
+  const kernel_tile tiles[] = {{"dK/dV", c.kv_block_m, c.kv_block_n, kv_computing, c.kv_stages, c.kv_block_n},
                                {"dQ", c.q_block_m, c.q_block_n, c.q_warps, c.q_stages, c.q_block_m}};
   for (const kernel_tile& k : tiles) {
     if (c.atomic_dq && &k != &tiles[0]) continue;  // no dQ kernel

@@ -40,6 +40,11 @@ tile_config dkdv_tile(const backward_config& c);
 /// kv_m32_n64_w4_s2_x2-q_m64_n32_w4_s2 (a packed batch's, whose one-stage dQ kernels spill).
 /// head_dim: the larger of Q's and V's head dims.
 std::vector<backward_config> fallback_backwards(int64_t head_dim);
+/// Whether the dK/dV kernel is warp-specialized (wgmma, atomic dQ, a producer warpgroup beside the
+/// computing ones: kv_warps = kv_block_n / 16 + 4, e.g. wg_kv_m64_n128_w12_s2-dq_atomic).
+inline bool warp_specialized(const backward_config& c) {
+  return c.wgmma && c.atomic_dq && c.kv_warps == c.kv_block_n / 16 + 4;
+}
 /// Whether reruns on the same inputs give bit-identical gradients (all but atomic dQ's).
 inline bool deterministic(const backward_config& c) { return !c.atomic_dq; }
 /// Whether the text has name()'s form (a backward variant's name, not a forward config's).

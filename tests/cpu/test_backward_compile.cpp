@@ -104,6 +104,45 @@ TEST(backward_compiles_beyond_the_defaults, wgmma_one_launch_dkdv_at_d192_dv128)
   }
 }
 
+// The warp-specialized dK/dV kernel (opt-in): its name, what it refuses, its shared memory (a second
+// dS^T tile and the ring's barriers), and that it compiles for sm_90a with the launch bounds' 168
+// registers at entry, at D 128 causal and not, with a window, softcap and a packed batch. Its
+// computing warpgroups spill 16 bytes (setmaxnreg leaves them 240 at most; the 256-thread atomic
+// kernel takes 242): tolerated up to 32 until a GPU tells whether they matter.
+TEST(backward_compiles_beyond_the_defaults, warp_specialized_atomic_dkdv) {
+  const backward_config ws = parse_backward_config("wg_kv_m64_n128_w12_s2-dq_atomic");
+  EXPECT_TRUE(warp_specialized(ws));
+  EXPECT_EQ(name(ws), "wg_kv_m64_n128_w12_s2-dq_atomic");
+  EXPECT_FALSE(warp_specialized(parse_backward_config("wg_kv_m64_n128_w8_s2-dq_atomic")));
+  const resource_limits limits = limits_for_arch("sm_90a");
+  const problem d128 = backward_problem(128, true);
+  EXPECT_FALSE(backward_reject(ws, d128, limits));
+  EXPECT_EQ(backward_dkdv_shared_bytes(ws, d128) -
+                backward_dkdv_shared_bytes(parse_backward_config("wg_kv_m64_n128_w8_s2-dq_atomic"), d128),
+            2 * 128 * 64 + 16 * 2);
+  EXPECT_NE(backward_reject(parse_backward_config("wg_kv_m64_n64_w8_s2-dq_atomic"), d128, limits)
+                .value_or("").find("warp-specialized dK/dV kernel: 64 keys; it takes 128"),
+            std::string::npos);
+  EXPECT_NE(backward_reject(parse_backward_config("wg_kv_m64_n128_w12_s2-q_m64_n64_w4_s2"), d128, limits)
+                .value_or("").find("a producer warpgroup beside them: 12 warps"),
+            std::string::npos);  // without atomic dQ there is no warp-specialized kernel
+  EXPECT_TRUE(backward_reject(ws, backward_problem(64, true), limits));  // D 64: 32 dQ columns a warpgroup
+  EXPECT_EQ(backward_launches(ws, d128)[1].block.x, 384u);
+  if (!nvrtc_supports("sm_90a")) GTEST_SKIP() << "NVRTC " << nvrtc_version() << " cannot compile for sm_90a";
+  const temp_dir dir("attn-tune-backward-compile-ws");
+  const compile_cache cache(dir.path().string());
+  for (const problem& s : {d128, backward_problem(128, false), backward_problem(128, true, 30),
+                           backward_problem(128, true, 0, 0, true)})
+    for (const char* text : {"wg_kv_m64_n128_w12_s2-dq_atomic", "wg_kv_m64_n128_w12_s3-dq_atomic"}) {
+      const backward_config c = parse_backward_config(text);
+      ASSERT_FALSE(backward_reject(c, s, limits)) << text << " " << describe(s);
+      const cached_compile r = compile_with_cache(cache, backward_instantiation(c, s), "sm_90a", backward_compile_options());
+      ASSERT_TRUE(r.result.ok) << text << ":\n" << r.result.log;
+      EXPECT_EQ(r.result.registers, 168) << text << ": not the launch bounds' 168 at entry";
+      EXPECT_LE(r.result.spill_bytes, 32) << text << " " << describe(s) << " spills:\n" << r.result.log;
+    }
+}
+
 TEST(backward_config, names_round_trip_and_bad_text_is_named) {
   for (const int64_t d : {64, 256})
     for (const backward_config& c : backward_default_configs(backward_problem(d, false)))

@@ -350,6 +350,27 @@ void check_every_variant(backward_gpu& t, bool wgmma, int at_least) {
   EXPECT_GE(checked, at_least);
 }
 
+// The warp-specialized dK/dV kernel (a producer warpgroup, mbarriers; opt-in, not in the default
+// configs) on every case it takes, two and three stages. It runs only with ATTN_TUNE_BWD_WS=1 until
+// it has passed on a GPU once, so that a hang in it cannot stop the rest of ctest -L gpu.
+TEST_F(backward_gpu, warp_specialized_atomic_variants_match_the_float64_gradients) {
+  if (m_gpu.desc.cc_major != 9) GTEST_SKIP() << "the wgmma backward runs on sm_90 only";
+  if (const char* on = std::getenv("ATTN_TUNE_BWD_WS"); !on || std::string(on) != "1")
+    GTEST_SKIP() << "not run on a GPU yet: ATTN_TUNE_BWD_WS=1 runs it";
+  int checked = 0, seed = 4321;
+  for (const backward_case& bc : cases()) {
+    const backward_run run(rt(), bc.s, seed++);
+    for (const char* config : {"wg_kv_m64_n128_w12_s2-dq_atomic", "wg_kv_m64_n128_w12_s3-dq_atomic"}) {
+      const backward_config c = parse_backward_config(config);
+      if (backward_reject(c, bc.s, m_gpu.limits)) continue;
+      const loaded_backward b = build(m_cache, c, bc.s);
+      EXPECT_EQ(run.check(run.run(b)), "") << bc.what << " " << describe(bc.s) << " " << config;
+      ++checked;
+    }
+  }
+  EXPECT_GE(checked, 8);  // the D 128 cases (two warpgroups of D / 2 atomic dQ columns each)
+}
+
 TEST_F(backward_gpu, planted_defects_come_out_wrong) {
   const problem s = shape(1, 4, 2, 150, 150, 64, true);
   const backward_run run(rt(), s, 7);
