@@ -53,10 +53,10 @@ struct wg_bwd_config {
   static constexpr bool WS = ATOMIC_DQ_ && WARPS_ == BLOCK_N_ / 16 + 4;
   static constexpr int THREADS = WARPS * 32, GROUPS = WS ? WARPS / 4 - 1 : WARPS / 4;
   static_assert(!WS || GROUPS == 2, "WS: two computing warpgroups (128 keys) and the producer");
-  /// WS's register hand-over (setmaxnreg): the producer's copies keep 40 (at 24 its cp.async
-  /// addressing spills), the computing warpgroups take the rest of the 168 a thread of 384 holds
-  /// from launch (232).
-  static constexpr int WS_PRODUCER_REGS = 40, WS_COMPUTING_REGS = consumer_registers(THREADS, GROUPS, 40);
+  /// WS's register hand-over (setmaxnreg): the producer's copies keep 56, the computing warpgroups
+  /// the rest of the 168 a thread of 384 holds from launch (224). ptxas (CUDA 13.0, D 128) spilled
+  /// 56-124 bytes with 24 / 240 and 40 / 232, 16 bytes with 56 / 224.
+  static constexpr int WS_PRODUCER_REGS = 56, WS_COMPUTING_REGS = consumer_registers(THREADS, GROUPS, 56);
   static constexpr int W = swizzle<D>::W;  ///< bytes of a swizzled piece of a row
   static_assert(WARPS % 4 == 0, "whole warpgroups");
   static_assert(D % 16 == 0 && D >= 32 && D <= 256, "head dim: a multiple of 16 in [32, 256]");

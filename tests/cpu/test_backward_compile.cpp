@@ -107,7 +107,7 @@ TEST(backward_compiles_beyond_the_defaults, wgmma_one_launch_dkdv_at_d192_dv128)
 // The warp-specialized dK/dV kernel (opt-in): its name, what it refuses, its shared memory (a second
 // dS^T tile and the ring's barriers), and that it compiles for sm_90a with the launch bounds' 168
 // registers at entry, at D 128 causal and not, with a window, softcap and a packed batch. Its
-// computing warpgroups spill 16 bytes (setmaxnreg leaves them 240 at most; the 256-thread atomic
+// kernel spills 16 bytes (its computing warpgroups get 224 registers; the 256-thread atomic
 // kernel takes 242): tolerated up to 32 until a GPU tells whether they matter.
 TEST(backward_compiles_beyond_the_defaults, warp_specialized_atomic_dkdv) {
   const backward_config ws = parse_backward_config("wg_kv_m64_n128_w12_s2-dq_atomic");
