@@ -243,6 +243,61 @@ __device__ void bwd_dq_convert(const bwd_params& p) {
   }
 }
 
+/// The dK/dV kernels' steps, in three parts. wg_step_p: S^T (x: this warpgroup's 64 keys, from
+/// key0 and key0 + 8 a thread, by the step's BLOCK_M queries from m0) becomes P^T by the rows' LSE
+/// (lse2, log2 units), masked (MASKED: causal or a window), with the keys past kv_len zeroed
+/// (TAIL: their P^T could be inf, exp2 of -LSE, which dQ's product would turn into NaN, inf x 0),
+/// packed to the element type in pa; SOFTCAP: dS's factor P^T (1 - tanh^2) packed apart in pd
+/// (PF = BLOCK_M; one element otherwise).
+template <class C, int PF>
+__device__ __forceinline__ void wg_step_p(const bwd_params& p, float (&x)[C::BLOCK_M / 2], const float* lse2, int m0,
+                                          int key0, int t, int offset, bool masked, bool tail,
+                                          unsigned (&pa)[C::BLOCK_M / 16][4], unsigned (&pd)[PF / 16][4]) {
+  constexpr int M = C::BLOCK_M;
+  float pf[PF / 2];
+#pragma unroll
+  for (int i = 0; i < M / 2; ++i) {
+    const int col = 8 * (i / 4) + 2 * t + i % 2, key = key0 + 8 * (i / 2 % 2);
+    float dtanh = 1.f;
+    float v = bwd_score<C::SOFTCAP>(p, x[i], lse2[col], dtanh);
+    if (masked && hidden<C::CAUSAL, C::WINDOW>(p, m0 + col + offset, key)) v = 0.f;
+    if (tail && key >= p.kv_len) v = 0.f;
+    x[i] = v;
+    if constexpr (C::SOFTCAP) pf[i] = v * dtanh;
+  }
+  wg_pack<C::BF16, M>(pa, x);
+  if constexpr (C::SOFTCAP) wg_pack<C::BF16, M>(pd, pf);
+}
+/// dS^T = P^T (dP^T - delta) (SOFTCAP: P^T (1 - tanh^2)) from x = dP^T, packed into ds.
+template <class C, int PF>
+__device__ __forceinline__ void wg_step_ds(float (&x)[C::BLOCK_M / 2], const unsigned (&pa)[C::BLOCK_M / 16][4],
+                                           const unsigned (&pd)[PF / 16][4], const float* delta, int t,
+                                           unsigned (&ds)[C::BLOCK_M / 16][4]) {
+  constexpr int M = C::BLOCK_M;
+#pragma unroll
+  for (int i = 0; i < M / 2; ++i)
+    x[i] = (C::SOFTCAP ? wg_unpacked<C::BF16, PF>(pd, i) : wg_unpacked<C::BF16, M>(pa, i)) *
+           (x[i] - delta[8 * (i / 4) + 2 * t + i % 2]);
+  wg_pack<C::BF16, M>(ds, x);
+}
+/// The block's dK (times the softmax scale) and dV, this warpgroup's 64 rows from n0 + 64 wg, at
+/// K's strides and V's (K's when DV = D); VARLEN, from its sequence's first key.
+template <class C>
+__device__ __forceinline__ void wg_store_dkdv(const bwd_params& p, int batch, int kv_head, int n0,
+                                              const float (&dk)[C::D / 2], const float (&dv)[C::DV / 2]) {
+  const int wg = threadIdx.x / 128;
+  const seq_rows first = C::VARLEN ? seq_rows::of(p, batch) : seq_rows{};
+  const long long out_at = batch * p.kv_batch_stride + kv_head * p.kv_head_stride + (long long)first.k0 * p.kv_row_stride;
+  // dV at V's strides (K's when DV = D), computed again here so nothing of them stays live through the loop.
+  const long long v_row_out = C::OWN_DV ? p.v_row_stride : p.kv_row_stride;
+  const long long v_out_at =
+      C::OWN_DV ? batch * p.v_batch_stride + kv_head * p.v_head_stride + (long long)first.k0 * v_row_out : out_at;
+  if constexpr (C::DO_DK)
+    wg_store_rows<C>(static_cast<elem_bits*>(p.dk) + out_at, p.kv_row_stride, n0 + wg * 64, p.kv_len, dk, p.softmax_scale);
+  if constexpr (C::DO_DV)
+    wg_store_rows<C, C::DV>(static_cast<elem_bits*>(p.dv) + v_out_at, v_row_out, n0 + wg * 64, p.kv_len, dv, 1.f);
+}
+
 template <class C>
 __device__ __forceinline__ void wg_bwd_dkdv_blocks(const bwd_params& p) {
   static_assert(C::BLOCK_N == 64 * C::GROUPS, "64 keys per warpgroup");
@@ -304,25 +359,12 @@ __device__ __forceinline__ void wg_bwd_dkdv_blocks(const bwd_params& p) {
     wg_wait<0>();
     wg_fence_operand(x);
     const bool masked = windowed || (C::CAUSAL && m0 + offset < n0 + C::BLOCK_N - 1);
-    // Keys past kv_len (zero rows of K and V): their P^T could be inf (exp2 of -LSE), which dQ's
-    // product would turn into NaN (inf x 0); the others never store those keys' rows.
+    // Keys past kv_len (zero rows of K and V) only matter to dQ's product; the others never store
+    // those keys' rows.
     const bool tail = C::ATOMIC_DQ && n0 + C::BLOCK_N > p.kv_len;
-    // SOFTCAP: dS's factor is P^T (1 - tanh^2), packed apart from dV's P^T (pf; one element otherwise).
     constexpr int PF = C::SOFTCAP ? M : 16;
-    float pf[PF / 2];
-#pragma unroll
-    for (int i = 0; i < M / 2; ++i) {
-      const int col = 8 * (i / 4) + 2 * t + i % 2, key = key0 + 8 * (i / 2 % 2);
-      float dtanh = 1.f;
-      float v = bwd_score<C::SOFTCAP>(p, x[i], lse2[col], dtanh);
-      if (masked && hidden<C::CAUSAL, C::WINDOW>(p, m0 + col + offset, key)) v = 0.f;
-      if (tail && key >= p.kv_len) v = 0.f;
-      x[i] = v;
-      if constexpr (C::SOFTCAP) pf[i] = v * dtanh;
-    }
     unsigned pa[M / 16][4], ds[M / 16][4], pd[PF / 16][4];
-    wg_pack<C::BF16, M>(pa, x);
-    if constexpr (C::SOFTCAP) wg_pack<C::BF16, M>(pd, pf);
+    wg_step_p<C, PF>(p, x, lse2, m0, key0, t, offset, masked, tail, pa, pd);
     if constexpr (C::DO_DV) wg_regs_rows<C, M, C::DV>(dv, pa, do_stage(s));  // dV += P^T dO
     if constexpr (C::DO_DK) wg_rows_rows<C, M, C::BLOCK_N, C::DV>(x, v_smem, wg * 64, do_stage(s));  // dP^T = V dO^T
     wg_wait<0>();
@@ -330,11 +372,7 @@ __device__ __forceinline__ void wg_bwd_dkdv_blocks(const bwd_params& p) {
     wg_fence_operand(dv);
     wg_hold(pa);
     if constexpr (C::DO_DK) {
-#pragma unroll
-      for (int i = 0; i < M / 2; ++i)
-        x[i] = (C::SOFTCAP ? wg_unpacked<C::BF16, PF>(pd, i) : wg_unpacked<C::BF16, M>(pa, i)) *
-               (x[i] - delta[8 * (i / 4) + 2 * t + i % 2]);
-      wg_pack<C::BF16, M>(ds, x);
+      wg_step_ds<C, PF>(x, pa, pd, delta, t, ds);
       if constexpr (C::ATOMIC_DQ) {  // dQ's product first, its atomics while dK's product runs
         wg_store_ds<C>(ds, ds_smem);
         float dq[C::DQ_N / 2];
@@ -352,16 +390,7 @@ __device__ __forceinline__ void wg_bwd_dkdv_blocks(const bwd_params& p) {
     }
   });
 
-  const seq_rows first = C::VARLEN ? seq_rows::of(p, batch) : seq_rows{};
-  const long long out_at = batch * p.kv_batch_stride + kv_head * p.kv_head_stride + (long long)first.k0 * p.kv_row_stride;
-  // dV at V's strides (K's when DV = D), computed again here so nothing of them stays live through the loop.
-  const long long v_row_out = C::OWN_DV ? p.v_row_stride : p.kv_row_stride;
-  const long long v_out_at =
-      C::OWN_DV ? batch * p.v_batch_stride + kv_head * p.v_head_stride + (long long)first.k0 * v_row_out : out_at;
-  if constexpr (C::DO_DK)
-    wg_store_rows<C>(static_cast<elem_bits*>(p.dk) + out_at, p.kv_row_stride, n0 + wg * 64, p.kv_len, dk, p.softmax_scale);
-  if constexpr (C::DO_DV)
-    wg_store_rows<C, C::DV>(static_cast<elem_bits*>(p.dv) + v_out_at, v_row_out, n0 + wg * 64, p.kv_len, dv, 1.f);
+  wg_store_dkdv<C>(p, batch, kv_head, n0, dk, dv);
 }
 
 /// The warp-specialized dK/dV kernel (WS, atomic dQ): the steps as wg_bwd_dkdv_blocks's, without
@@ -459,33 +488,16 @@ __device__ __forceinline__ void wg_bwd_dkdv_ws_blocks(const bwd_params& p) {
     wg_wait<0>();
     wg_fence_operand(x);
     const bool masked = windowed || (C::CAUSAL && m0 + offset < n0 + C::BLOCK_N - 1);
-    const bool tail = n0 + C::BLOCK_N > p.kv_len;  // keys past kv_len: P^T 0 (dQ's product: inf x 0)
     constexpr int PF = C::SOFTCAP ? M : 16;
-    float pf[PF / 2];
-#pragma unroll
-    for (int i = 0; i < M / 2; ++i) {
-      const int col = 8 * (i / 4) + 2 * t + i % 2, key = key0 + 8 * (i / 2 % 2);
-      float dtanh = 1.f;
-      float v = bwd_score<C::SOFTCAP>(p, x[i], lse2[col], dtanh);
-      if (masked && hidden<C::CAUSAL, C::WINDOW>(p, m0 + col + offset, key)) v = 0.f;
-      if (tail && key >= p.kv_len) v = 0.f;
-      x[i] = v;
-      if constexpr (C::SOFTCAP) pf[i] = v * dtanh;
-    }
     unsigned pa[M / 16][4], ds[M / 16][4], pd[PF / 16][4];
-    wg_pack<C::BF16, M>(pa, x);
-    if constexpr (C::SOFTCAP) wg_pack<C::BF16, M>(pd, pf);
+    wg_step_p<C, PF>(p, x, lse2, m0, key0, t, offset, masked, n0 + C::BLOCK_N > p.kv_len, pa, pd);
     wg_regs_rows<C, M, C::DV>(dv, pa, do_stage(s));                           // dV += P^T dO
     wg_rows_rows<C, M, C::BLOCK_N, C::DV>(x, v_smem, wg * 64, do_stage(s));  // dP^T = V dO^T
     wg_wait<0>();
     wg_fence_operand(x);
     wg_fence_operand(dv);
     wg_hold(pa);
-#pragma unroll
-    for (int i = 0; i < M / 2; ++i)
-      x[i] = (C::SOFTCAP ? wg_unpacked<C::BF16, PF>(pd, i) : wg_unpacked<C::BF16, M>(pa, i)) *
-             (x[i] - delta[8 * (i / 4) + 2 * t + i % 2]);
-    wg_pack<C::BF16, M>(ds, x);
+    wg_step_ds<C, PF>(x, pa, pd, delta, t, ds);
     const unsigned ds_smem = ds0 + (it & 1) * DS_TILE;
     wg_store_ds<C, true>(ds, ds_smem);
     float dq[C::DQ_N / 2];
@@ -500,13 +512,7 @@ __device__ __forceinline__ void wg_bwd_dkdv_ws_blocks(const bwd_params& p) {
     if (threadIdx.x % 128 == 0) mbar_arrive(empty(s));  // this warpgroup's reads of the slot are done
   }
 
-  const seq_rows first = C::VARLEN ? seq_rows::of(p, batch) : seq_rows{};
-  const long long out_at = batch * p.kv_batch_stride + kv_head * p.kv_head_stride + (long long)first.k0 * p.kv_row_stride;
-  const long long v_row_out = C::OWN_DV ? p.v_row_stride : p.kv_row_stride;
-  const long long v_out_at =
-      C::OWN_DV ? batch * p.v_batch_stride + kv_head * p.v_head_stride + (long long)first.k0 * v_row_out : out_at;
-  wg_store_rows<C>(static_cast<elem_bits*>(p.dk) + out_at, p.kv_row_stride, n0 + wg * 64, p.kv_len, dk, p.softmax_scale);
-  wg_store_rows<C, C::DV>(static_cast<elem_bits*>(p.dv) + v_out_at, v_row_out, n0 + wg * 64, p.kv_len, dv, 1.f);
+  wg_store_dkdv<C>(p, batch, kv_head, n0, dk, dv);
 }
 
 /// The dK/dV kernel: a block per BLOCK_N keys of a (batch, K/V head); VARLEN, of its own sequence.
