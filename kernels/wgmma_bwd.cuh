@@ -298,25 +298,42 @@ __device__ __forceinline__ void wg_store_dkdv(const bwd_params& p, int batch, in
     wg_store_rows<C, C::DV>(static_cast<elem_bits*>(p.dv) + v_out_at, v_row_out, n0 + wg * 64, p.kv_len, dv, 1.f);
 }
 
+/// The dK/dV kernels' shared memory: K's and V's tiles, STAGES slots of [Q | dO] (K's and Q's
+/// tiles D wide, V's and dO's DV: with DV = D the layout is the one before DV), DS_TILES tiles of a
+/// step's dS^T (atomic dQ: [keys][queries] in the swizzled layout of 64-wide rows, read MN-major),
+/// then each slot's row terms (LSE in log2 units, delta), from the first 1024-byte boundary.
+template <class C, int DS_TILES>
+struct wg_dkdv_layout {
+  static constexpr int M = C::BLOCK_M, KV_TILE = C::BLOCK_N * C::D * 2, Q_TILE = M * C::D * 2;
+  static constexpr int V_TILE = C::BLOCK_N * C::DV * 2, DO_TILE = M * C::DV * 2, STAGE = Q_TILE + DO_TILE;
+  static constexpr int DS_TILE = C::BLOCK_N * M * 2;
+  static_assert(!C::OWN_DV || (KV_TILE % 1024 == 0 && V_TILE % 1024 == 0 && Q_TILE % 1024 == 0 && DO_TILE % 1024 == 0),
+                "dv != d: every tile a whole number of 1024-byte swizzle periods");
+  unsigned char* tiles;
+  unsigned k_smem, v_smem, stage0;
+  __device__ __forceinline__ explicit wg_dkdv_layout(unsigned char* shared_raw)
+      : tiles(aligned_tiles(shared_raw)), k_smem(smem_addr(tiles)), v_smem(k_smem + KV_TILE), stage0(v_smem + V_TILE) {}
+  __device__ __forceinline__ unsigned q_stage(int s) const { return stage0 + s * STAGE; }
+  __device__ __forceinline__ unsigned do_stage(int s) const { return stage0 + s * STAGE + Q_TILE; }
+  __device__ __forceinline__ unsigned ds(int i) const { return stage0 + C::STAGES * STAGE + i * DS_TILE; }
+  __device__ __forceinline__ float* row_terms() const {
+    return reinterpret_cast<float*>(tiles + KV_TILE + V_TILE + C::STAGES * STAGE + DS_TILES * DS_TILE);
+  }
+  __device__ __forceinline__ float* lse_stage(int s) const { return row_terms() + 2 * s * M; }
+  __device__ __forceinline__ float* delta_stage(int s) const { return row_terms() + (2 * s + 1) * M; }
+};
+
 template <class C>
 __device__ __forceinline__ void wg_bwd_dkdv_blocks(const bwd_params& p) {
   static_assert(C::BLOCK_N == 64 * C::GROUPS, "64 keys per warpgroup");
-  // K's and Q's tiles are D wide, V's and dO's DV (with DV = D the layout is the one before DV).
-  constexpr int M = C::BLOCK_M, KV_TILE = C::BLOCK_N * C::D * 2, Q_TILE = M * C::D * 2;
-  constexpr int V_TILE = C::BLOCK_N * C::DV * 2, DO_TILE = M * C::DV * 2, STAGE = Q_TILE + DO_TILE;
-  static_assert(!C::OWN_DV || (KV_TILE % 1024 == 0 && V_TILE % 1024 == 0 && Q_TILE % 1024 == 0 && DO_TILE % 1024 == 0),
-                "dv != d: every tile a whole number of 1024-byte swizzle periods");
   extern __shared__ __align__(128) unsigned char shared_raw[];
-  unsigned char* tiles = aligned_tiles(shared_raw);
-  const unsigned k_smem = smem_addr(tiles), v_smem = k_smem + KV_TILE, stage0 = v_smem + V_TILE;
-  auto q_stage = [&](int s) { return stage0 + s * STAGE; };
-  auto do_stage = [&](int s) { return stage0 + s * STAGE + Q_TILE; };
-  // Atomic dQ: dS^T of the step, [keys][queries] in the swizzled layout of 64-wide rows (read MN-major).
-  constexpr int DS_TILE = C::ATOMIC_DQ ? C::BLOCK_N * M * 2 : 0;
-  const unsigned ds_smem = stage0 + C::STAGES * STAGE;
-  float* row_terms = reinterpret_cast<float*>(tiles + KV_TILE + V_TILE + C::STAGES * STAGE + DS_TILE);
-  auto lse_stage = [&](int s) { return row_terms + 2 * s * M; };
-  auto delta_stage = [&](int s) { return row_terms + (2 * s + 1) * M; };
+  const wg_dkdv_layout<C, C::ATOMIC_DQ ? 1 : 0> sm(shared_raw);  // atomic dQ: the step's dS^T
+  constexpr int M = C::BLOCK_M;
+  const unsigned k_smem = sm.k_smem, v_smem = sm.v_smem, ds_smem = sm.ds(0);
+  auto q_stage = [&](int s) { return sm.q_stage(s); };
+  auto do_stage = [&](int s) { return sm.do_stage(s); };
+  auto lse_stage = [&](int s) { return sm.lse_stage(s); };
+  auto delta_stage = [&](int s) { return sm.delta_stage(s); };
 
   const int n_block = blockIdx.x, kv_head = blockIdx.y, batch = blockIdx.z;
   const int n0 = n_block * C::BLOCK_N, offset = p.kv_len - p.q_len;
@@ -404,21 +421,15 @@ __device__ __forceinline__ void wg_bwd_dkdv_blocks(const bwd_params& p) {
 template <class C>
 __device__ __forceinline__ void wg_bwd_dkdv_ws_blocks(const bwd_params& p) {
   static_assert(C::WS && C::ATOMIC_DQ && C::PART == 0 && C::BLOCK_N == 64 * C::GROUPS, "WS: atomic dQ, 64 keys a warpgroup");
-  constexpr int M = C::BLOCK_M, KV_TILE = C::BLOCK_N * C::D * 2, Q_TILE = M * C::D * 2;
-  constexpr int V_TILE = C::BLOCK_N * C::DV * 2, DO_TILE = M * C::DV * 2, STAGE = Q_TILE + DO_TILE;
-  constexpr int DS_TILE = C::BLOCK_N * M * 2, COMPUTING = C::GROUPS * 128;
-  static_assert(!C::OWN_DV || (KV_TILE % 1024 == 0 && V_TILE % 1024 == 0 && Q_TILE % 1024 == 0 && DO_TILE % 1024 == 0),
-                "dv != d: every tile a whole number of 1024-byte swizzle periods");
   extern __shared__ __align__(128) unsigned char shared_raw[];
-  unsigned char* tiles = aligned_tiles(shared_raw);
-  const unsigned k_smem = smem_addr(tiles), v_smem = k_smem + KV_TILE, stage0 = v_smem + V_TILE;
-  auto q_stage = [&](int s) { return stage0 + s * STAGE; };
-  auto do_stage = [&](int s) { return stage0 + s * STAGE + Q_TILE; };
-  const unsigned ds0 = stage0 + C::STAGES * STAGE;  // two dS^T tiles, alternating by step
-  float* row_terms = reinterpret_cast<float*>(tiles + KV_TILE + V_TILE + C::STAGES * STAGE + 2 * DS_TILE);
-  auto lse_stage = [&](int s) { return row_terms + 2 * s * M; };
-  auto delta_stage = [&](int s) { return row_terms + (2 * s + 1) * M; };
-  const unsigned bars = smem_addr(row_terms + 2 * C::STAGES * M);
+  const wg_dkdv_layout<C, 2> sm(shared_raw);  // two dS^T tiles, alternating by step; then the barriers
+  constexpr int M = C::BLOCK_M;
+  const unsigned k_smem = sm.k_smem, v_smem = sm.v_smem;
+  auto q_stage = [&](int s) { return sm.q_stage(s); };
+  auto do_stage = [&](int s) { return sm.do_stage(s); };
+  auto lse_stage = [&](int s) { return sm.lse_stage(s); };
+  auto delta_stage = [&](int s) { return sm.delta_stage(s); };
+  const unsigned bars = smem_addr(sm.row_terms() + 2 * C::STAGES * M);
   auto full = [&](int s) { return bars + 8 * s; };
   auto empty = [&](int s) { return bars + 8 * (C::STAGES + s); };
 
@@ -498,7 +509,7 @@ __device__ __forceinline__ void wg_bwd_dkdv_ws_blocks(const bwd_params& p) {
     wg_fence_operand(dv);
     wg_hold(pa);
     wg_step_ds<C, PF>(x, pa, pd, delta, t, ds);
-    const unsigned ds_smem = ds0 + (it & 1) * DS_TILE;
+    const unsigned ds_smem = sm.ds(it & 1);
     wg_store_ds<C, true>(ds, ds_smem);
     float dq[C::DQ_N / 2];
     wg_issue_dq<C>(dq, ds_smem, k_smem);
