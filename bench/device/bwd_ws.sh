@@ -3,18 +3,21 @@
 # test first (gated: ATTN_TUNE_BWD_WS=1), then the backward of D 128 shapes with the warp-specialized
 # and the 256-thread atomic variants side by side, two rounds alternating (the tool's own median, ms),
 # then Nsight Compute of both dK/dV kernels on 4,32,4096,128 causal.
-#   carry: .deps   usage: ATTN_BUILD_TARGETS="attn_gpu_tests attn-tune" [BUDGET_S=585] bash bench/device/bwd_ws.sh
+#   carry: .deps   usage: ATTN_BUILD_TARGETS="attn_gpu_tests attn-tune" [BUDGET_S=585] [SKIP_BUILD=1]
+#                         [SKIP_TESTS=1] [ROUNDS=2] bash bench/device/bwd_ws.sh
 set -uo pipefail
 t0=$(date +%s); el() { echo "[$(( $(date +%s) - t0 )) s]"; }
 left() { echo $(( ${BUDGET_S:-585} - ($(date +%s) - t0) )); }
-bash scripts/device_build.sh build-gpu > $OUT/build.log 2>&1 || { tail -30 $OUT/build.log; exit 1; }
+[ -n "${SKIP_BUILD:-}" ] || bash scripts/device_build.sh build-gpu > $OUT/build.log 2>&1 || { tail -30 $OUT/build.log; exit 1; }
 export LD_LIBRARY_PATH=$PWD/.deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
 echo "build done $(el)"
-(cd build-gpu && ATTN_TUNE_BWD_WS=1 ATTN_TUNE_REQUIRE_GPU=1 timeout ${TEST_S:-150} ./attn_gpu_tests \
-   --gtest_filter='backward_gpu.warp_specialized*' > $OUT/gtest_ws.log 2>&1; echo "gtest ws rc=$? $(el)")
-grep -E "^\[  (PASSED|FAILED) |Failure|Expected|described|tests ran" $OUT/gtest_ws.log | head -12
+if [ -z "${SKIP_TESTS:-}" ]; then
+  (cd build-gpu && ATTN_TUNE_BWD_WS=1 ATTN_TUNE_REQUIRE_GPU=1 timeout ${TEST_S:-150} ./attn_gpu_tests \
+     --gtest_filter='backward_gpu.warp_specialized*' > $OUT/gtest_ws.log 2>&1; echo "gtest ws rc=$? $(el)")
+  grep -E "^\[  (PASSED|FAILED) |Failure|Expected|described|tests ran" $OUT/gtest_ws.log | head -12
+fi
 WS=wg_kv_m64_n128_w12_s2-dq_atomic,wg_kv_m64_n128_w12_s3-dq_atomic,wg_kv_m64_n128_w8_s2-dq_atomic
-for r in 1 2; do
+for r in $(seq ${ROUNDS:-2}); do
   for shape in "4,32,4096,128 --causal" "4,32,4096,128" "8,16,2048,128 --causal"; do
     [ $(left) -lt 120 ] && break 2
     timeout 120 build-gpu/attn-tune --pass bwd --family wgmma --no-db --top 0 --shape $shape --configs $WS \
