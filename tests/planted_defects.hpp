@@ -54,8 +54,8 @@ inline const std::vector<planted_defect>& planted_defects() {
        "max(0, i + causal_offset - left + 1)", true, "normal", {"--window", "64,0"}, "hopper"},
       {"hopper_window_tile_unmasked", "hopper.cuh", "plain.full_first -= first,", "plain.full_first -= first + 1,",
        true, "normal", {"--window", "64,0"}, "hopper"},
-      {"hopper_softcap_before_scale", "hopper/mainloop.cuh", "fast_tanh(s[i] * p.softcap_in)",
-       "p.softmax_scale * fast_tanh(s[i] * p.softcap_in / p.softmax_scale)", false, "normal",
+      {"hopper_softcap_before_scale", "hopper/mainloop.cuh", "p.softcap_out * fast_tanh(s[i] * p.softcap_in)",
+       "p.softcap_out * p.softmax_scale * fast_tanh(s[i] * p.softcap_in / p.softmax_scale)", false, "normal",
        {"--softcap", "5"}, "hopper"},
       // A packed batch's sequence one key longer: it attends to the next sequence's first key.
       {"sequence_boundary_crossed", "fa2.cuh", "p.cu_seqlens_k[batch + 1] - (int)k_row0",
