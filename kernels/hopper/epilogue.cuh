@@ -57,9 +57,9 @@ __device__ __forceinline__ void store_tile(const hopper_params& hp, const hopper
       const int m = m0 + r, slots = pack_slots(p);
       if (t == 0 && m < tile_rows<C>(p) && m % slots < p.group)
         p.lse[((long long)tc.batch * p.heads + tc.head * p.group + m % slots) * p.q_len + m / slots] =
-            row_lse(st.row_max[h], sum, softmax_scale_log2<C>(p));
+            row_lse(st.row_max[h], sum, p.scale_log2);
     } else if (t == 0 && m0 + r < seq.q_len(p)) {
-      const float lse = row_lse(st.row_max[h], sum, softmax_scale_log2<C>(p));
+      const float lse = row_lse(st.row_max[h], sum, p.scale_log2);
       if constexpr (C::VARLEN) p.lse[(long long)tc.head * p.total_q + seq.q_row0() + m0 + r] = lse;
       else p.lse[((long long)tc.batch * p.heads + tc.head) * p.q_len + m0 + r] = lse;
     }
@@ -136,7 +136,7 @@ __device__ __forceinline__ void store_partial(const fwd_params& p, const hopper_
       *reinterpret_cast<float2*>(o + df * 8 + t * 2) =
           make_float2(st.acc[4 * df + 2 * h] * inv, st.acc[4 * df + 2 * h + 1] * inv);
     if (t == 0)
-      p.lse_partial[out] = row_lse(st.row_max[h], sum, softmax_scale_log2<C>(p));
+      p.lse_partial[out] = row_lse(st.row_max[h], sum, p.scale_log2);
   }
   if (!C::O_SMEM && threadIdx.x % 128 == 0) mbar_arrive(sm.q_empty(q_buf));
 }

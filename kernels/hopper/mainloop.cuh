@@ -89,17 +89,15 @@ __device__ __forceinline__ void mainloop(tile_state<C>& st, const fwd_params& p,
   unsigned pr[C::BLOCK_N / 16][4];
   auto softmax = [&](int j, auto w) {
     constexpr int W = decltype(w)::value;
-    if constexpr (C::SOFTCAP) {  // capped scores over softcap_out (softmax_scale_log2 has it), unmasked
+    if constexpr (C::SOFTCAP) {  // cap the scores before the mask and the softmax see them
 #pragma unroll
-      for (int i = 0; i < W / 2; ++i) s[i] = fast_tanh(s[i] * p.softcap_in);
+      for (int i = 0; i < W / 2; ++i) s[i] = p.softcap_out * fast_tanh(s[i] * p.softcap_in);
     }
     const typename hopper_mask<C>::row_masks rows = mask.rows();
     const int n0 = (first + j) * C::BLOCK_N;
     if ((!C::WINDOW || j >= plain.full_first) && j < plain.full_end)
-      return wg_softmax<C, false, W>(s, alpha, st.row_max, st.row_sum, n0, warp_row0, rows,
-                                     softmax_scale_log2<C>(p));
-    return wg_softmax<C, true, W>(s, alpha, st.row_max, st.row_sum, n0, warp_row0, rows,
-                                  softmax_scale_log2<C>(p));
+      return wg_softmax<C, false, W>(s, alpha, st.row_max, st.row_sum, n0, warp_row0, rows, p.scale_log2);
+    return wg_softmax<C, true, W>(s, alpha, st.row_max, st.row_sum, n0, warp_row0, rows, p.scale_log2);
   };
   if (n == 0) return;
   // LENS, PAGED: tile j's V rows past the sequence's length are zeroed before its P V.

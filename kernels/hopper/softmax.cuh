@@ -22,15 +22,6 @@ __device__ __forceinline__ bool wg_softmax(float (&s)[C::BLOCK_N / 2], float (&a
   return __any_sync(0xffffffffu, any_grow);
 }
 
-/// The softmax's scale, exp2 units per unit of S as the softmax sees it: p.scale_log2, or with
-/// SOFTCAP, whose S is tanh(s softcap_in) (the capped score over softcap_out), times softcap_out
-/// (one multiply a score less). The LSE of a row's max in those units takes the same scale.
-template <class C>
-__device__ __forceinline__ float softmax_scale_log2(const fwd_params& p) {
-  if constexpr (C::SOFTCAP) return p.scale_log2 * p.softcap_out;
-  else return p.scale_log2;
-}
-
 /// P in the element type: the S accumulator layout of two adjacent 8-column chunks is exactly a
 /// 16-wide A fragment of the register-operand wgmma.
 template <class C, int NW = C::BLOCK_N>
