@@ -14,6 +14,8 @@
 #include "codegen/compile_pool.hpp"
 #include "codegen/family.hpp"
 #include "codegen/family_hopper.hpp"
+#include "codegen/family_parts.hpp"
+#include "codegen/nvrtc.hpp"
 #include "codegen/launch_plan.hpp"
 #include "codegen/kernel_args.hpp"
 #include "common/resources.cuh"
@@ -378,6 +380,29 @@ TEST(DecodeMerge, MatchesFloat64OnRandomPartials) {
       EXPECT_NEAR(got, want, 2e-5 * std::sqrt(double(splits)) + 1e-6) << trial << " col " << c;
     }
   }
+}
+
+// The combine kernel alone, at O's head dims narrower, as wide as and wider than its block (one,
+// two or three split shares a column; one or two columns a thread), with O's own strides and not,
+// for both NVIDIA targets: it compiles without spills or a stack frame.
+TEST(DecodeCombine, CompilesWithoutSpillsAtEveryValueDim) {
+  const temp_dir dir("attn-tune-combine");
+  const compile_cache cache(dir.path().string());
+  for (const char* arch : {"sm_80", "sm_90a"})
+    for (int dv : {32, 40, 64, 96, 128, 160, 256})
+      for (bool own_dv : {false, true}) {
+        problem s = decode(2, 8, 2, 1, 1000, 128);
+        s.head_dim_v = dv;
+        const std::string source =
+            "#include \"common/combine.cuh\"\n" +
+            combine_stub("combine", "const __grid_constant__ attn_k::fwd_params p", "p", s, own_dv);
+        const compile_result r = compile_cubin(source, arch, {"--use_fast_math"}, cache.kernels());
+        ASSERT_TRUE(r.ok) << arch << " dv " << dv << ": " << r.log;
+        const ptxas_report used = cuda_resources(r.log, r.cubin);
+        EXPECT_GT(used.registers, 0) << arch << " dv " << dv;
+        EXPECT_EQ(used.spill_bytes, 0) << arch << " dv " << dv << ": " << r.log;
+        EXPECT_EQ(used.stack_bytes, 0) << arch << " dv " << dv << ": " << r.log;
+      }
 }
 
 // Two blocks an SM (schedule bit 32, NOTES D10; opt-in, not in a default space): one computing
