@@ -39,6 +39,8 @@ __device__ __forceinline__ float round_to_elem(float x) {
 
 /// x of the lane whose index differs from this one's in the bits of lane_mask.
 __device__ __forceinline__ float warp_xor(float x, int lane_mask) { return __shfl_xor(x, lane_mask); }
+/// x of lane `lane` (< 64) of this wavefront.
+__device__ __forceinline__ float warp_read(float x, int lane) { return __shfl(x, lane); }
 
 __device__ __forceinline__ float fast_tanh(float x) { return tanhf(x); }
 __device__ __forceinline__ float neg_inf() { return __uint_as_float(0xff800000u); }

@@ -15,6 +15,8 @@ enum : int { warp_lanes = 32 };  // an enumerator: no storage in the module
 __device__ __forceinline__ float warp_xor(float x, int lane_mask) {
   return __shfl_xor_sync(0xffffffffu, x, lane_mask);
 }
+/// x of lane `lane` of this warp.
+__device__ __forceinline__ float warp_read(float x, int lane) { return __shfl_sync(0xffffffffu, x, lane); }
 
 // Programmatic dependent launch (sm_90 and up): a kernel launched as the dependent of the one
 // before it on the stream (device_runtime::launch_dependent) may start as that kernel's blocks end

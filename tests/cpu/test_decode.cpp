@@ -384,7 +384,7 @@ TEST(DecodeMerge, MatchesFloat64OnRandomPartials) {
 
 // The combine kernel alone, at O's head dims narrower, as wide as and wider than its block (one,
 // two or three split shares a column; one or two columns a thread), with O's own strides and not,
-// for both NVIDIA targets: it compiles without spills or a stack frame.
+// for both NVIDIA targets: it compiles, and its round of partial O held in registers does not spill.
 TEST(DecodeCombine, CompilesWithoutSpillsAtEveryValueDim) {
   const temp_dir dir("attn-tune-combine");
   const compile_cache cache(dir.path().string());
