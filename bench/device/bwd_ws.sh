@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # NOTES B1, wgmma_bwd v3: the warp-specialized dK/dV kernel (opt-in) in one device call. Its GPU
-# test first (gated: ATTN_TUNE_BWD_WS=1), then the backward of D 128 shapes with the warp-specialized
+# test first, then the backward of D 128 shapes with the warp-specialized
 # and the 256-thread atomic variants side by side, two rounds alternating (the tool's own median, ms),
 # then Nsight Compute of both dK/dV kernels on 4,32,4096,128 causal.
 #   carry: .deps   usage: ATTN_BUILD_TARGETS="attn_gpu_tests attn-tune" [BUDGET_S=585] [SKIP_BUILD=1]
@@ -12,7 +12,7 @@ left() { echo $(( ${BUDGET_S:-585} - ($(date +%s) - t0) )); }
 export LD_LIBRARY_PATH=$PWD/.deps/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}
 echo "build done $(el)"
 if [ -z "${SKIP_TESTS:-}" ]; then
-  (cd build-gpu && ATTN_TUNE_BWD_WS=1 ATTN_TUNE_REQUIRE_GPU=1 timeout ${TEST_S:-150} ./attn_gpu_tests \
+  (cd build-gpu && ATTN_TUNE_REQUIRE_GPU=1 timeout ${TEST_S:-150} ./attn_gpu_tests \
      --gtest_filter='backward_gpu.warp_specialized*' > $OUT/gtest_ws.log 2>&1; echo "gtest ws rc=$? $(el)")
   grep -E "^\[  (PASSED|FAILED) |Failure|Expected|described|tests ran" $OUT/gtest_ws.log | head -12
 fi
