@@ -111,7 +111,6 @@ import sys
 import tempfile
 import time
 import traceback
-import types
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 PROG = "bench/peers.py"
@@ -790,16 +789,12 @@ def time_ms(fn, reps=0, warmup_ms=25.0, rep_ms=200.0, sustained_s=0.0):
                 if time.monotonic() >= end:
                     break
     buffer = torch.empty(256 * 1024 * 1024, dtype=torch.int8, device="cuda")
-    if FLUSH == "read":
-        words = buffer.view(torch.int32).zero_()
-        flush = types.SimpleNamespace(zero_=lambda: words.sum())
-    else:
-        flush = buffer
+    clear_l2 = buffer.view(torch.int32).zero_().sum if FLUSH == "read" else buffer.zero_
     start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     torch.cuda.synchronize()
     start.record()
     for _ in range(5):
-        flush.zero_()
+        clear_l2()
         fn()
     stop.record()
     torch.cuda.synchronize()
@@ -810,13 +805,13 @@ def time_ms(fn, reps=0, warmup_ms=25.0, rep_ms=200.0, sustained_s=0.0):
     starts = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
     stops = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
     for i in range(n):
-        flush.zero_()
+        clear_l2()
         starts[i].record()
         fn()
         stops[i].record()
     torch.cuda.synchronize()
     times = sorted(a.elapsed_time(b) for a, b in zip(starts, stops))
-    del flush, buffer
+    del clear_l2, buffer
     return times[n // 2] if n % 2 else (times[n // 2 - 1] + times[n // 2]) / 2, n
 
 

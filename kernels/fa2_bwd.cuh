@@ -291,12 +291,13 @@ struct seq_rows {
 };
 
 /// A dK/dV step's row terms in shared memory: rows [m0, m0 + ROWS) of (batch, head)'s LSE (log2
-/// units, +inf where P is 0: lse_log2) and delta (0 past the queries), by all THREADS.
+/// units, +inf where P is 0: lse_log2) and delta (0 past the queries), by THREADS threads: the
+/// block's (first < 0), or THREADS of them of which this is thread `first`.
 template <int ROWS, int THREADS, bool VARLEN = false>
 __device__ __forceinline__ void load_row_terms(const bwd_params& p, int batch, int head, int m0, float* lse2,
-                                               float* delta) {
+                                               float* delta, int first = -1) {
   const long long row0 = lse_row0<VARLEN>(p, batch, head);
-  for (int r = threadIdx.x; r < ROWS; r += THREADS) {
+  for (int r = first < 0 ? static_cast<int>(threadIdx.x) : first; r < ROWS; r += THREADS) {
     lse2[r] = lse_log2(p.lse + row0, m0 + r, p.q_len);
     delta[r] = m0 + r < p.q_len ? p.delta[row0 + m0 + r] : 0.f;
   }

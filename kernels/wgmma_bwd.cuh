@@ -330,10 +330,6 @@ __device__ __forceinline__ void wg_bwd_dkdv_blocks(const bwd_params& p) {
   const wg_dkdv_layout<C, C::ATOMIC_DQ ? 1 : 0> sm(shared_raw);  // atomic dQ: the step's dS^T
   constexpr int M = C::BLOCK_M;
   const unsigned k_smem = sm.k_smem, v_smem = sm.v_smem, ds_smem = sm.ds(0);
-  auto q_stage = [&](int s) { return sm.q_stage(s); };
-  auto do_stage = [&](int s) { return sm.do_stage(s); };
-  auto lse_stage = [&](int s) { return sm.lse_stage(s); };
-  auto delta_stage = [&](int s) { return sm.delta_stage(s); };
 
   const int n_block = blockIdx.x, kv_head = blockIdx.y, batch = blockIdx.z;
   const int n0 = n_block * C::BLOCK_N, offset = p.kv_len - p.q_len;
@@ -354,10 +350,10 @@ __device__ __forceinline__ void wg_bwd_dkdv_blocks(const bwd_params& p) {
     const int head = steps.head(it), m0 = steps.m0(it), s = it % C::STAGES;
     const long long q_at = batch * p.q_batch_stride + head * p.q_head_stride;
     const long long o_at = C::OWN_DV ? batch * p.o_batch_stride + head * p.o_head_stride : q_at;
-    wg_load_rows<C>(q_stage(s), static_cast<const elem_bits*>(p.q) + q_at, p.q_row_stride, m0, p.q_len, M);
-    wg_load_rows<C, C::DV>(do_stage(s), static_cast<const elem_bits*>(p.d_o) + o_at,
+    wg_load_rows<C>(sm.q_stage(s), static_cast<const elem_bits*>(p.q) + q_at, p.q_row_stride, m0, p.q_len, M);
+    wg_load_rows<C, C::DV>(sm.do_stage(s), static_cast<const elem_bits*>(p.d_o) + o_at,
                            C::OWN_DV ? p.o_row_stride : p.q_row_stride, m0, p.q_len, M);
-    load_row_terms<M, C::THREADS, C::VARLEN>(p, batch, head, m0, lse_stage(s), delta_stage(s));
+    load_row_terms<M, C::THREADS, C::VARLEN>(p, batch, head, m0, sm.lse_stage(s), sm.delta_stage(s));
   };
 
   const int q0 = C::ATOMIC_DQ && C::VARLEN ? p.cu_seqlens_q[batch] : 0;  // the atomic dQ sum's first row
@@ -368,11 +364,11 @@ __device__ __forceinline__ void wg_bwd_dkdv_blocks(const bwd_params& p) {
   for (int i = 0; i < C::DV / 2; ++i) dv[i] = 0.f;
   bwd_ring<C::STAGES, true>(steps.count, load, [&](int it, int s) {
     const int m0 = steps.m0(it);
-    const float* lse2 = lse_stage(s);
-    const float* delta = delta_stage(s);
+    const float* lse2 = sm.lse_stage(s);
+    const float* delta = sm.delta_stage(s);
 
     float x[M / 2];  // S^T: this warpgroup's 64 keys by the step's M queries
-    wg_rows_rows<C, M, C::BLOCK_N>(x, k_smem, wg * 64, q_stage(s));
+    wg_rows_rows<C, M, C::BLOCK_N>(x, k_smem, wg * 64, sm.q_stage(s));
     wg_wait<0>();
     wg_fence_operand(x);
     const bool masked = windowed || (C::CAUSAL && m0 + offset < n0 + C::BLOCK_N - 1);
@@ -382,8 +378,8 @@ __device__ __forceinline__ void wg_bwd_dkdv_blocks(const bwd_params& p) {
     constexpr int PF = C::SOFTCAP ? M : 16;
     unsigned pa[M / 16][4], ds[M / 16][4], pd[PF / 16][4];
     wg_step_p<C, PF>(p, x, lse2, m0, key0, t, offset, masked, tail, pa, pd);
-    if constexpr (C::DO_DV) wg_regs_rows<C, M, C::DV>(dv, pa, do_stage(s));  // dV += P^T dO
-    if constexpr (C::DO_DK) wg_rows_rows<C, M, C::BLOCK_N, C::DV>(x, v_smem, wg * 64, do_stage(s));  // dP^T = V dO^T
+    if constexpr (C::DO_DV) wg_regs_rows<C, M, C::DV>(dv, pa, sm.do_stage(s));  // dV += P^T dO
+    if constexpr (C::DO_DK) wg_rows_rows<C, M, C::BLOCK_N, C::DV>(x, v_smem, wg * 64, sm.do_stage(s));  // dP^T = V dO^T
     wg_wait<0>();
     wg_fence_operand(x);
     wg_fence_operand(dv);
@@ -394,12 +390,12 @@ __device__ __forceinline__ void wg_bwd_dkdv_blocks(const bwd_params& p) {
         wg_store_ds<C>(ds, ds_smem);
         float dq[C::DQ_N / 2];
         wg_issue_dq<C>(dq, ds_smem, k_smem);
-        wg_regs_rows<C, M>(dk, ds, q_stage(s));  // dK += dS^T Q
+        wg_regs_rows<C, M>(dk, ds, sm.q_stage(s));  // dK += dS^T Q
         wg_wait<1>();
         wg_fence_operand(dq);
         wg_add_dq<C>(p, batch, steps.head(it), m0, dq, q0);
       } else {
-        wg_regs_rows<C, M>(dk, ds, q_stage(s));  // dK += dS^T Q
+        wg_regs_rows<C, M>(dk, ds, sm.q_stage(s));  // dK += dS^T Q
       }
       wg_wait<0>();
       wg_fence_operand(dk);
@@ -425,10 +421,6 @@ __device__ __forceinline__ void wg_bwd_dkdv_ws_blocks(const bwd_params& p) {
   const wg_dkdv_layout<C, 2> sm(shared_raw);  // two dS^T tiles, alternating by step; then the barriers
   constexpr int M = C::BLOCK_M;
   const unsigned k_smem = sm.k_smem, v_smem = sm.v_smem;
-  auto q_stage = [&](int s) { return sm.q_stage(s); };
-  auto do_stage = [&](int s) { return sm.do_stage(s); };
-  auto lse_stage = [&](int s) { return sm.lse_stage(s); };
-  auto delta_stage = [&](int s) { return sm.delta_stage(s); };
   const unsigned bars = smem_addr(sm.row_terms() + 2 * C::STAGES * M);
   auto full = [&](int s) { return bars + 8 * s; };
   auto empty = [&](int s) { return bars + 8 * (C::STAGES + s); };
@@ -464,16 +456,12 @@ __device__ __forceinline__ void wg_bwd_dkdv_ws_blocks(const bwd_params& p) {
       mbar_wait(empty(s), ((it / C::STAGES) & 1) ^ 1u);
       const long long q_at = batch * p.q_batch_stride + head * p.q_head_stride;
       const long long o_at = C::OWN_DV ? batch * p.o_batch_stride + head * p.o_head_stride : q_at;
-      wg_load_rows<C, C::D, 32>(q_stage(s), static_cast<const elem_bits*>(p.q) + q_at, p.q_row_stride, m0, p.q_len,
+      wg_load_rows<C, C::D, 32>(sm.q_stage(s), static_cast<const elem_bits*>(p.q) + q_at, p.q_row_stride, m0, p.q_len,
                                 M, lane);
-      wg_load_rows<C, C::DV, 32>(do_stage(s), static_cast<const elem_bits*>(p.d_o) + o_at,
+      wg_load_rows<C, C::DV, 32>(sm.do_stage(s), static_cast<const elem_bits*>(p.d_o) + o_at,
                                  C::OWN_DV ? p.o_row_stride : p.q_row_stride, m0, p.q_len, M, lane);
       cp_async_commit();
-      const long long row0 = lse_row0<C::VARLEN>(p, batch, head);
-      for (int r = lane; r < M; r += 32) {
-        lse_stage(s)[r] = lse_log2(p.lse + row0, m0 + r, p.q_len);
-        delta_stage(s)[r] = m0 + r < p.q_len ? p.delta[row0 + m0 + r] : 0.f;
-      }
+      load_row_terms<M, 32, C::VARLEN>(p, batch, head, m0, sm.lse_stage(s), sm.delta_stage(s), lane);
       cp_async_wait<0>();
       fence_proxy_async();  // this lane's copies, for the tensor cores' reads
       mbar_arrive(full(s));
@@ -492,18 +480,18 @@ __device__ __forceinline__ void wg_bwd_dkdv_ws_blocks(const bwd_params& p) {
   for (int it = 0; it < steps.count; ++it) {
     const int s = it % C::STAGES, m0 = steps.m0(it);
     mbar_wait(full(s), (it / C::STAGES) & 1);
-    const float* lse2 = lse_stage(s);
-    const float* delta = delta_stage(s);
+    const float* lse2 = sm.lse_stage(s);
+    const float* delta = sm.delta_stage(s);
     float x[M / 2];  // S^T: this warpgroup's 64 keys by the step's M queries
-    wg_rows_rows<C, M, C::BLOCK_N>(x, k_smem, wg * 64, q_stage(s));
+    wg_rows_rows<C, M, C::BLOCK_N>(x, k_smem, wg * 64, sm.q_stage(s));
     wg_wait<0>();
     wg_fence_operand(x);
     const bool masked = windowed || (C::CAUSAL && m0 + offset < n0 + C::BLOCK_N - 1);
     constexpr int PF = C::SOFTCAP ? M : 16;
     unsigned pa[M / 16][4], ds[M / 16][4], pd[PF / 16][4];
     wg_step_p<C, PF>(p, x, lse2, m0, key0, t, offset, masked, n0 + C::BLOCK_N > p.kv_len, pa, pd);
-    wg_regs_rows<C, M, C::DV>(dv, pa, do_stage(s));                           // dV += P^T dO
-    wg_rows_rows<C, M, C::BLOCK_N, C::DV>(x, v_smem, wg * 64, do_stage(s));  // dP^T = V dO^T
+    wg_regs_rows<C, M, C::DV>(dv, pa, sm.do_stage(s));                           // dV += P^T dO
+    wg_rows_rows<C, M, C::BLOCK_N, C::DV>(x, v_smem, wg * 64, sm.do_stage(s));  // dP^T = V dO^T
     wg_wait<0>();
     wg_fence_operand(x);
     wg_fence_operand(dv);
@@ -513,7 +501,7 @@ __device__ __forceinline__ void wg_bwd_dkdv_ws_blocks(const bwd_params& p) {
     wg_store_ds<C, true>(ds, ds_smem);
     float dq[C::DQ_N / 2];
     wg_issue_dq<C>(dq, ds_smem, k_smem);
-    wg_regs_rows<C, M>(dk, ds, q_stage(s));  // dK += dS^T Q
+    wg_regs_rows<C, M>(dk, ds, sm.q_stage(s));  // dK += dS^T Q
     wg_wait<1>();
     wg_fence_operand(dq);
     wg_add_dq<C>(p, batch, steps.head(it), m0, dq, q0);
