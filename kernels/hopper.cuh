@@ -85,7 +85,7 @@ __device__ void hopper_forward(const hopper_params& hp) {
     const unsigned q_wg = sm.q(rq.stage) + wg * 64 * swizzle<C::D>::W;  // this warpgroup's rows of every piece
     mbar_wait(sm.q_full(rq.stage), rq.phase);
     if (C::O_SMEM && n == 0 && threadIdx.x % 128 == 0) mbar_arrive(sm.q_empty(rq.stage));
-    mainloop<C>(st, p, sm, q_wg, sm.q_empty(rq.stage), kv_it, first, n, plain, half_last, m0 + warp * 16, mask, wg);
+    mainloop<C>(st, hp, sm, q_wg, sm.q_empty(rq.stage), kv_it, first, n, plain, half_last, m0 + warp * 16, mask, wg);
     kv_it += n;
     if constexpr (C::SPLIT) store_partial<C>(p, sm, st, w, rq.stage);
     else store_tile<C>(hp, sm, st, w.tc, w.seq, wg, rq.stage);

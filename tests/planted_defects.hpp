@@ -27,6 +27,8 @@ struct planted_defect {
   const char* family = "fa2";
   /// The --shape it is checked on (a packed batch needs more than one sequence).
   const char* shape = "1,4,256,64";
+  /// hopper: bits OR'ed onto the schedules it is checked with (3 and 7; 64: softcap's polynomial).
+  int schedule_bits = 0;
 };
 
 inline const std::vector<planted_defect>& planted_defects() {
@@ -57,6 +59,12 @@ inline const std::vector<planted_defect>& planted_defects() {
       {"hopper_softcap_before_scale", "hopper/mainloop.cuh", "p.softcap_out * fast_tanh(s[i] * p.softcap_in)",
        "p.softcap_out * p.softmax_scale * fast_tanh(s[i] * p.softcap_in / p.softmax_scale)", false, "normal",
        {"--softcap", "5"}, "hopper"},
+      // Softcap's polynomial (schedule bit 64) without its cap: exp2 of the scaled score. On softcap
+      // 8, where standard-normal scores take the polynomial and the cap bends them.
+      {"hopper_softcap_poly_uncapped", "hopper/softmax.cuh",
+       "v = exp2f(fmaf(v, fmaf(fmaf(hp.softcap_poly[2], y, hp.softcap_poly[1]), y, hp.softcap_poly[0]), -mx_scaled));",
+       "v = exp2f(fmaf(v, hp.softcap_poly[0], -mx_scaled));", false, "normal", {"--softcap", "8"}, "hopper",
+       "1,4,256,64", 64},
       // A packed batch's sequence one key longer: it attends to the next sequence's first key.
       {"sequence_boundary_crossed", "fa2.cuh", "p.cu_seqlens_k[batch + 1] - (int)k_row0",
        "p.cu_seqlens_k[batch + 1] + 1 - (int)k_row0", false, "normal", {"--seqlens", "100,256,37"}, "fa2",

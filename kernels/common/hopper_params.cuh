@@ -22,6 +22,12 @@ struct hopper_params {
   int batch_heads;
   int heads_per_section;
   int tiles;
+  /// Softcap's tanh as a polynomial (schedule bit 64: hopper/softmax.cuh's wg_softcap_poly): for |s|
+  /// < softcap_fast_limit (raw q.k units), s (softcap_poly[0] + softcap_poly[1] s^2 + softcap_poly[2]
+  /// s^4) is the capped score times scale_log2, the exponent exp2 takes. Set by the host's
+  /// softcap_polynomial (src/codegen/kernel_args.cpp). Last, so the fields above keep their offsets.
+  float softcap_poly[3];
+  float softcap_fast_limit;
 };
 
 }  // namespace attn_k

@@ -47,13 +47,18 @@ enum hopper_schedule_bit : int {
   /// the register file (a persistent grid is then two blocks an SM), so one block's start and tail
   /// run under the other's loads. One computing warpgroup only (decode's tiles).
   schedule_two_blocks = 32,
+  /// Softcap's tanh as a polynomial on the FMA pipes (hopper/softmax.cuh's wg_softcap_poly), where
+  /// a warp's scores of an unmasked tile are within the polynomial's range; tanh.approx (the SFU,
+  /// beside exp2) elsewhere. Softcap problems only.
+  schedule_softcap_poly = 64,
 };
 /// Every bit: schedules are in [0, schedule_all].
-enum : int { schedule_all = 63 };
+enum : int { schedule_all = 127 };
 /// The bits that change the kernel's source (the instantiation's SCHEDULE parameter).
 enum : int {
   schedule_kernel_bits =
-      schedule_overlap | schedule_pingpong | schedule_two_q | schedule_half_last | schedule_two_blocks
+      schedule_overlap | schedule_pingpong | schedule_two_q | schedule_half_last | schedule_two_blocks |
+      schedule_softcap_poly
 };
 
 /// Blocks an SM a hopper schedule's launch bounds ask for: 2 with schedule_two_blocks, else 1.

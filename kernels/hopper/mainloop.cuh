@@ -70,10 +70,11 @@ __device__ __forceinline__ auto with_width(bool half, F&& f) {
 /// diagonal, or a short last tile); with HALF_LAST its softmax and P V there take half the width
 /// (and S too where it is not issued under a P V: a half S there serializes the wgmmas, C7511).
 template <class C>
-__device__ __forceinline__ void mainloop(tile_state<C>& st, const fwd_params& p, const hopper_smem<C>& sm,
+__device__ __forceinline__ void mainloop(tile_state<C>& st, const hopper_params& hp, const hopper_smem<C>& sm,
                                          unsigned q_wg, unsigned q_empty, int kv_it, int first, int n,
                                          kv_full_tiles plain, bool half_last, int warp_row0,
                                          const hopper_mask<C>& mask, int wg) {
+  const fwd_params& p = hp.p;
   const bool leader = threadIdx.x % 128 == 0;
   auto release = [&](unsigned bar) {
     if (leader) mbar_arrive(bar);
@@ -89,6 +90,11 @@ __device__ __forceinline__ void mainloop(tile_state<C>& st, const fwd_params& p,
   unsigned pr[C::BLOCK_N / 16][4];
   auto softmax = [&](int j, auto w) {
     constexpr int W = decltype(w)::value;
+    if constexpr (C::SOFTCAP_POLY) {  // the cap and the softmax in one, where the warp's scores allow
+      bool grow;
+      const bool unmasked = (!C::WINDOW || j >= plain.full_first) && j < plain.full_end;
+      if (unmasked && wg_softcap_poly<C, W>(s, alpha, st.row_max, st.row_sum, hp, grow)) return grow;
+    }
     if constexpr (C::SOFTCAP) {  // cap the scores before the mask and the softmax see them
 #pragma unroll
       for (int i = 0; i < W / 2; ++i) s[i] = p.softcap_out * fast_tanh(s[i] * p.softcap_in);

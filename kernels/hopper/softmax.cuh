@@ -22,6 +22,60 @@ __device__ __forceinline__ bool wg_softmax(float (&s)[C::BLOCK_N / 2], float (&a
   return __any_sync(0xffffffffu, any_grow);
 }
 
+/// SOFTCAP_POLY (schedule bit 64): softcap and the online softmax of an unmasked tile in one pass,
+/// tanh on the FMA pipes. With softcap each score takes two SFU ops (tanh.approx and exp2), which at
+/// D 128 keep the SFU as busy as the tile's products keep the tensor cores (NOTES V13); here tanh(x)
+/// is x (c0 + c1 x^2 + c2 x^4), x = s scale / C, within 2.2e-4 of it for |x| < 0.75 (tanh.approx:
+/// 2^-11), folded with C and scale_log2 into hp.softcap_poly. Taken when every score of the warp's
+/// rows has |s| < hp.softcap_fast_limit; else returns false and leaves s alone (the caller caps it
+/// with tanh.approx). A row's reference max is the cap of its largest |s|: an upper bound of its
+/// capped scores (the polynomial is odd and increasing there) at most 2^92 above their max (the
+/// limit keeps the cap within 32 of 0), so P stays a normal float (> 2^-101) and <= 256, and the
+/// scores are read once for the bound and once for exp2. any_grow: as wg_softmax's return.
+template <class C, int NW, class HopperParams>
+__device__ __forceinline__ bool wg_softcap_poly(float (&s)[C::BLOCK_N / 2], float (&alpha)[2], float (&row_max)[2],
+                                                float (&row_sum)[2], const HopperParams& hp, bool& any_grow) {
+  const float scale_log2 = hp.p.scale_log2;
+  float a[4] = {0.f, 0.f, 0.f, 0.f};  // |s| maxima: rows g (k 0, 1) and g + 8 (k 2, 3)
+#pragma unroll
+  for (int i = 0; i < NW / 2; ++i) a[i % 4] = fmaxf(a[i % 4], fabsf(s[i]));
+  float bound[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    bound[h] = fmaxf(a[2 * h], a[2 * h + 1]);
+    bound[h] = fmaxf(bound[h], warp_xor(bound[h], 1));
+    bound[h] = fmaxf(bound[h], warp_xor(bound[h], 2));
+  }
+  if (!__all_sync(0xffffffffu, fmaxf(bound[0], bound[1]) < hp.softcap_fast_limit)) return false;
+  // The capped score times scale_log2.
+  auto capped = [&](float x) {
+    const float y = x * x;
+    return x * fmaf(fmaf(hp.softcap_poly[2], y, hp.softcap_poly[1]), y, hp.softcap_poly[0]);
+  };
+  bool grow_any = false;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {  // common/softmax.cuh's online_softmax_step, from the bound
+    const float mx = capped(bound[h]);
+    const bool grow = mx - row_max[h] * scale_log2 > 8.f;
+    const float ref = grow ? __fdividef(mx, scale_log2) : row_max[h];
+    alpha[h] = grow ? exp2f((row_max[h] - ref) * scale_log2) : 1.f;
+    grow_any |= grow;
+    row_max[h] = ref;
+    const float mx_scaled = ref * scale_log2;
+    float sum2[2] = {0.f, 0.f};
+#pragma unroll
+    for (int i = 0; i < NW / 4; ++i) {
+      float& v = s[i / 2 * 4 + h * 2 + i % 2];
+      const float y = v * v;
+      v = exp2f(fmaf(v, fmaf(fmaf(hp.softcap_poly[2], y, hp.softcap_poly[1]), y, hp.softcap_poly[0]), -mx_scaled));
+      sum2[i % 2] += v;
+    }
+    row_sum[h] = row_sum[h] * alpha[h] + sum2[0] + sum2[1];
+  }
+  any_grow = __any_sync(0xffffffffu, grow_any);
+  return true;
+}
+
 /// P in the element type: the S accumulator layout of two adjacent 8-column chunks is exactly a
 /// 16-wide A fragment of the register-operand wgmma.
 template <class C, int NW = C::BLOCK_N>

@@ -88,11 +88,14 @@ int64_t hopper_shared_memory(const tile_config& c, const problem& s) {
 // spaces at D 64, 80, 96, 128, 192 and 256 then compile without spills.
 int register_margin(const tile_config& c, const problem& s) {
   const int softcap = !has_softcap(s) ? 0 : consumers(c) >= 3 ? 20 : c.block_n >= 176 ? 36 : 4;
+  // Softcap's polynomial (bit 64) beside two computing warpgroups: D=256 causal's 128x64 spilled
+  // 32 bytes at slack 4 (its non-causal form none at 12).
+  const int poly = (c.knob & attn_k::schedule_softcap_poly) && consumers(c) < 3 ? 8 : 0;
   const int packed = !is_varlen(s)         ? 0
                      : consumers(c) < 3    ? (c.stages >= 3 ? 36 : 16)
                      : (c.knob & schedule_two_q) ? 24
                                                  : 0;
-  return (s.causal || has_window(s) ? 24 : 16) + softcap + packed;
+  return (s.causal || has_window(s) ? 24 : 16) + softcap + poly + packed;
 }
 
 }  // namespace
@@ -218,6 +221,8 @@ std::optional<std::string> hopper_reject(const tile_config& c, const problem& s,
                          "of a warpgroup see more than half of a {}-key diagonal tile)",
                          c.block_n);
   }
+  if ((c.knob & attn_k::schedule_softcap_poly) && !has_softcap(s))
+    return std::string("softcap's polynomial tanh (schedule bit 64) has nothing to act on: no softcap (--softcap C)");
   if ((c.knob & schedule_pingpong) && consumers(c) < 2)
     return fmt::format("ping-pong needs two computing warpgroups, block_m {} has one", c.block_m);
   if (hopper_blocks_per_sm(c) == 2 && consumers(c) != 1)
@@ -323,6 +328,11 @@ void hopper_plan(launch_plan& plan, const tile_config& c, const problem& s, cons
   auto hp = std::make_shared<attn_k::hopper_params>();
   hp->p = params;
   const attn_k::fwd_params& p = hp->p;
+  if (has_softcap(s)) {  // schedule bit 64's tanh
+    const softcap_polynomial poly = softcap_poly_for(s.softcap, p.softmax_scale);
+    std::copy(std::begin(poly.coefficients), std::end(poly.coefficients), hp->softcap_poly);
+    hp->softcap_fast_limit = poly.limit;
+  }
   const device_runtime& rt = runtime_of(gpu);
   auto encode = [&](attn_k::tensor_map& map, const tensor_map_args& a) {
     if (auto why = tensor_map_problem(a)) throw invalid_input(*why);

@@ -196,6 +196,23 @@ attn_k::fwd_params make_fwd_params(const problem& s, const forward_tensors& t, t
   return p;
 }
 
+double softcap_poly_limit(double softcap) {
+  constexpr double cap_limit = 32;
+  return softcap * std::tanh(softcap_poly_x) <= cap_limit ? softcap_poly_x : std::atanh(cap_limit / softcap);
+}
+
+softcap_polynomial softcap_poly_for(double softcap, double softmax_scale) {
+  // In raw q.k units s: x = s scale / C, and exp2 takes C tanh(x) scale_log2 / scale = s
+  // scale_log2 (c0 + c1 x^2 + c2 x^4).
+  softcap_polynomial poly;
+  if (!(softcap > 0)) return poly;
+  const double in = softmax_scale / softcap;
+  for (int k = 0; k < 3; ++k)
+    poly.coefficients[k] = static_cast<float>(softmax_scale * M_LOG2E * softcap_tanh_poly[k] * std::pow(in * in, k));
+  poly.limit = static_cast<float>(softcap_poly_limit(softcap) / in);
+  return poly;
+}
+
 // bench/backward_peers.py's pack_params packs this layout by hand (11 pointers, 6 strides, 5 ints,
 // 2 floats, the window's 2 ints, softcap's 2 floats, O's and V's 6 strides, a packed batch's 2
 // pointers and 2 ints): change both together.

@@ -62,6 +62,24 @@ tensor_strides contiguous_strides(const problem& s, bool kv, int64_t dim);
 /// A packed batch's with `rows` rows in all (the caller's total when the lengths are "given").
 tensor_strides packed_strides(const problem& s, bool kv, int64_t dim, int64_t rows);
 
+/// Softcap's tanh as the hopper family's schedule bit 64 computes it: tanh(x) ~ x (c0 + c1 x^2 +
+/// c2 x^4) for |x| < softcap_poly_x, a fit of the relative error (2.2e-4 at most there; tanh.approx.f32's
+/// is 2^-11). Its coefficients, in fwd_params' softcap_poly, take C and the scale.
+inline constexpr double softcap_tanh_poly[3] = {0.999786375, -0.326305017, 0.0973672351};
+inline constexpr double softcap_poly_x = 0.75;
+/// Below which |x| = |s scale / C| the kernel takes the polynomial for softcap C: softcap_poly_x,
+/// less where the cap there, C tanh(x), would pass 32 (a row's bound is then at most 2^92 above
+/// its max: NOTES V13).
+double softcap_poly_limit(double softcap);
+/// The kernel's form (hopper_params' softcap_poly and softcap_fast_limit): for |s| < limit (raw
+/// q.k units), s (c[0] + c[1] s^2 + c[2] s^4) is C tanh(s scale / C) times scale * log2(e). All 0
+/// without softcap.
+struct softcap_polynomial {
+  float coefficients[3] = {0, 0, 0};
+  float limit = 0;
+};
+softcap_polynomial softcap_poly_for(double softcap, double softmax_scale);
+
 /// Bytes a kernel loads at once (cp.async, TMA): pointers and row strides must keep it aligned.
 constexpr int64_t tensor_alignment = 16;
 /// The alignment a problem's tensors need: 16 bytes, or one element's when the head dim is not a

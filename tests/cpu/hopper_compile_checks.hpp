@@ -22,12 +22,14 @@ inline std::string hopper_config_args(const tile_config& c, const problem& s) {
   return text.substr(at, text.find(">>", at) - at);
 }
 
-inline void expect_hopper_space_compiles_without_spills(const problem& s) {
+/// schedule_bits: OR'ed onto every schedule of the space (64: softcap's polynomial).
+inline void expect_hopper_space_compiles_without_spills(const problem& s, int schedule_bits = 0) {
   const temp_dir dir("attn-tune-hopper-compile");
   const compile_cache cache(dir.path().string());
   tune_options t;
   t.family = "hopper";
   t.space = hopper_family().default_space;
+  for (int& k : t.space.knob) k |= schedule_bits;
   const tune_result r = compile_only(s, "sm_90a", cache, t);
   int compiled = 0;
   for (const auto& rec : r.records) {

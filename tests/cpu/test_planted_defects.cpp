@@ -27,7 +27,7 @@ TEST(planted_defects, each_applies_and_compiles) {
     tune_options t;
     t.family = defect.family;
     const bool hopper = t.family == "hopper";
-    t.configs = {hopper ? tile_config{128, 64, 12, 2, 7} : tile_config{64, 64, 4, 2}};
+    t.configs = {hopper ? tile_config{128, 64, 12, 2, 7 | defect.schedule_bits} : tile_config{64, 64, 4, 2}};
     const tune_result r = compile_only(s, hopper ? "sm_90a" : "sm_80", cache, t);
     ASSERT_EQ(r.records.size(), 1u);
     EXPECT_EQ(r.records[0].status, status::compiled) << r.records[0].message;

@@ -11,6 +11,7 @@
 #include "codegen/compile_pool.hpp"
 #include "codegen/family.hpp"
 #include "codegen/kernel_args.hpp"
+#include "common/resources.cuh"  // kernels/common: the hopper schedule bits
 #include "core/problem.hpp"
 #include "family_checks.hpp"
 #include "hopper_compile_checks.hpp"
@@ -200,6 +201,37 @@ TEST(WindowParams, TheKernelGetsTheSidesAndTheCapInRawUnits) {
   EXPECT_EQ(make_fwd_params(s, t, {}, {}, 0).softcap_out, 0.f);
 }
 
+// Softcap's polynomial (hopper's schedule bit 64) as the kernel evaluates it, in float: within
+// 2.5e-4 of C tanh(s scale / C) (relative; tanh.approx.f32 is within 2^-11) wherever the kernel
+// takes it (|s| < limit), and the cap there within 32 of 0 (what bounds a row's reference max).
+TEST(SoftcapPolynomial, MatchesTanhWhereTheKernelTakesIt) {
+  for (const double cap : {1.0, 5.0, 8.0, 30.0, 50.0, 51.0, 200.0, 1e4}) {
+    for (const double scale : {1 / std::sqrt(64.0), 1 / std::sqrt(128.0), 0.5}) {
+      SCOPED_TRACE(::testing::Message() << "softcap " << cap << ", scale " << scale);
+      const softcap_polynomial poly = softcap_poly_for(cap, scale);
+      ASSERT_GT(poly.limit, 0.f);
+      EXPECT_NEAR(poly.limit * scale / cap, softcap_poly_limit(cap), 1e-6 * softcap_poly_limit(cap));
+      EXPECT_LE(softcap_poly_limit(cap), softcap_poly_x);
+      EXPECT_LE(cap * std::tanh(softcap_poly_limit(cap)), 32 * (1 + 1e-9));
+      double worst = 0;
+      for (int i = -1000; i <= 1000; ++i) {
+        if (i == 0) continue;
+        const float s = poly.limit * static_cast<float>(i) / 1000.f, y = s * s;
+        const float got = s * std::fma(std::fma(poly.coefficients[2], y, poly.coefficients[1]), y, poly.coefficients[0]);
+        const double want = cap * std::tanh(s * scale / cap) * M_LOG2E;  // exp2 of it: exp(C tanh(x))
+        worst = std::max(worst, std::abs(got - want) / std::abs(want));
+      }
+      EXPECT_LT(worst, 2.5e-4);
+    }
+  }
+  const softcap_polynomial none = softcap_poly_for(0, 0.125);
+  EXPECT_EQ(none.limit, 0.f);
+  EXPECT_EQ(none.coefficients[0], 0.f);
+  // 50 is the largest C whose cap stays within 32 over |x| < 0.75; past it the range narrows.
+  EXPECT_DOUBLE_EQ(softcap_poly_limit(50), softcap_poly_x);
+  EXPECT_LT(softcap_poly_limit(51), softcap_poly_x);
+}
+
 // Rows of one query against three keys, worked by hand: q = (1, 0), keys (1,0), (0,1), (2,0),
 // values (1,0), (0,1), (0,0); scale 1.
 TEST(WindowReference, TheFloat64RowSeesOnlyItsWindow) {
@@ -299,6 +331,7 @@ TEST_P(hopper_variant_compile, every_kept_variant_compiles_without_spills) {
   canonicalize(s);
   validate(s);
   testing::expect_hopper_space_compiles_without_spills(s);
+  if (v.softcap > 0) testing::expect_hopper_space_compiles_without_spills(s, attn_k::schedule_softcap_poly);
 }
 
 INSTANTIATE_TEST_SUITE_P(

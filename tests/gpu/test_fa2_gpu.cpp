@@ -12,6 +12,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include <fmt/format.h>
+
 #include "../planted_defects.hpp"
 #include "cli/option_checks.hpp"
 #include "gpu_fixture.hpp"
@@ -311,8 +313,10 @@ TEST_F(gpu_test, planted_defects_come_out_wrong) {
     const auto dir = plant(defect, parent);
     ASSERT_FALSE(dir.empty()) << "anchor not found in kernels/" << defect.file;
     const auto csv = parent / (std::string(defect.name) + ".csv");
-    const char* space = on_hopper ? " --space block_m=128 block_n=64 warps=12 stages=2 schedule=3,7"
-                                  : " --space block_m=64,128 block_n=64 warps=4 stages=2";
+    const std::string space =
+        on_hopper ? fmt::format(" --space block_m=128 block_n=64 warps=12 stages=2 schedule={},{}", 3 | defect.schedule_bits,
+                                7 | defect.schedule_bits)
+                  : std::string(" --space block_m=64,128 block_n=64 warps=4 stages=2");
     const std::string command = std::string(ATTN_TUNE_BINARY) + " --shape " + defect.shape + " --family " + defect.family +
                                 (defect.causal ? " --causal" : "") + " --inputs " + defect.inputs +
                                 (defect.options.empty() ? "" : " " + shell_words(defect.options)) + space +

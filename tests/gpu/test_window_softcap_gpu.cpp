@@ -43,13 +43,15 @@ TEST_P(window_softcap_correctness, every_variant_passes) {
 
 // The hopper family on the same cases (sm_90): two and three computing warpgroups, tiles of 64,
 // 80 and 128 keys (the window's edges cut them in every way), the overlap, ping-pong, the
-// persistent grid and the half-width last tile (22; it acts on a window's right edge too).
+// persistent grid and the half-width last tile (22; it acts on a window's right edge too), and
+// softcap's polynomial (67, 71; refused without softcap): softcap 8 takes it on every warp of
+// standard-normal scores, softcap 5 on some tiles and tanh.approx on others, softcap 2 almost never.
 TEST_P(window_softcap_correctness, every_hopper_variant_passes) {
   if (m_gpu.backend != backend::cuda || !runs_on(hopper_family(), m_gpu.desc.cc_major, m_gpu.desc.cc_minor))
     GTEST_SKIP() << "hopper runs on sm_90 (Hopper) only; this is " << m_gpu.desc.arch;
   const problem s = with_variant(GetParam());
   const search_space space = parse_space(
-      {"block_m=128,192", "block_n=64,80,128", "warps=12,16", "stages=2", "schedule=3,6,7,22"},
+      {"block_m=128,192", "block_n=64,80,128", "warps=12,16", "stages=2", "schedule=3,6,7,22,67,71"},
       hopper_family().default_space);
   // D=256 with softcap and a window keeps one config of this space (128x64 with the overlap: the
   // register margin prunes the rest; H200, 2026-12-02).
@@ -68,6 +70,8 @@ INSTANTIATE_TEST_SUITE_P(
         variant_case{"wider_than_keys_fp16", decode(1, 4, 4, 100, 100, 128, true, fp), 5000, -1, 0},
         variant_case{"more_queries_than_keys", decode(1, 4, 4, 300, 90, 64, false), 20, 20, 0},
         variant_case{"softcap_2", decode(2, 4, 4, 257, 257, 128, false), -1, -1, 2.0},
+        variant_case{"softcap_8_gqa", decode(2, 8, 2, 333, 333, 128, false), -1, -1, 8.0},
+        variant_case{"softcap_5_causal_d64", decode(1, 4, 4, 400, 400, 64, true), -1, -1, 5.0},
         variant_case{"softcap_50_causal", decode(1, 8, 2, 384, 384, 64, true), -1, -1, 50.0},
         variant_case{"softcap_and_window_d256", decode(1, 4, 4, 300, 300, 256, true), 128, -1, 5.0}),
     [](const auto& info) { return std::string(info.param.label); });

@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# NOTES V13 in one or two device calls: softcap's tanh as a polynomial on the FMA pipes (hopper's
+# schedule bit 64). PHASE=ab (default): build, the hopper window/softcap GPU suite with the bit and
+# the planted defects (hopper_softcap_poly_uncapped among them), then fixed configs with and
+# without the bit, alternating twice (the tool's own median, ms), a dense control beside them, and
+# Nsight Compute's pipes of one softcap config each way. PHASE=peers (the build kept): the softcap
+# rows of sweeps/llm-variants.csv through bench/peers.py beside FlexAttention (one process, one
+# rule) with the bit in the tool's space, and the dense causal rows they are compared with.
+#   carry: .deps   usage: ATTN_BUILD_TARGETS="attn_gpu_tests attn-tune attn_tune" [PHASE=ab|peers]
+#                         [SKIP_TESTS=1] [BUDGET_S=585] bash bench/device/softcap_poly.sh
+set -uo pipefail
+if [ "${PHASE:-ab}" = peers ]; then
+  t0=$(date +%s); el() { echo "[$(( $(date +%s) - t0 )) s]"; }
+  left() { echo $(( ${BUDGET_S:-585} - ($(date +%s) - t0) )); }
+  export LD_LIBRARY_PATH=$PWD/.deps/usr/lib/x86_64-linux-gnu:$PWD/build-gpu:${LD_LIBRARY_PATH:-}
+  export PYTHONPATH=$PWD/python:${PYTHONPATH:-} ATTN_TUNE_LIBRARY=$PWD/build-gpu/libattn_tune.so PYTHONUNBUFFERED=1
+  run() {  # as bench/device/peers_setup.sh's
+    local name=$1 limit=$2; shift 2
+    echo "== $name: bench/peers.py $* (at most $limit s) $(el)" | tee -a $OUT/peers.log
+    timeout -k 20 $limit python3 bench/peers.py --tool build-gpu/attn-tune --out $OUT/$name "$@" >> $OUT/peers.log 2>&1
+    echo "$name rc=$? $(el)"
+  }
+  [ -x build-gpu/attn-tune ] || { echo "no build-gpu/attn-tune: run PHASE=ab first on this machine"; exit 1; }
+  run softcap $(( $(left) * 65 / 100 )) --sweep sweeps/llm-variants.csv --rows "${ROWS:-2,9,6}" \
+    --tool-args="--space schedule=3,5,6,7,13,22,67,69,70,71,77,86"
+  run dense $(( $(left) - 10 )) --sweep sweeps/yardstick.csv --rows "${DENSE_ROWS:-1,7,9}"
+  grep -E "Traceback|Error|MISMATCH" $OUT/peers.log | grep -v UserWarning | head -8
+  python3 bench/peers.py --summary $OUT/softcap $OUT/dense
+  exit 0
+fi
+source bench/device/peers_setup.sh
+export ATTN_TUNE_REQUIRE_GPU=1
+if [ -z "${SKIP_TESTS:-}" ]; then
+  (cd build-gpu && timeout ${TEST_S:-200} ./attn_gpu_tests \
+     --gtest_filter='*window_softcap_correctness.every_hopper_variant*:gpu_test.planted_defects_come_out_wrong' \
+     > $OUT/gtest.log 2>&1; echo "gtest rc=$? $(el)")
+  grep -E "^\[  (PASSED|FAILED) |^\[  FAILED|Failure" $OUT/gtest.log | head -16
+fi
+ab() {  # NAME SHAPE-OPTIONS CONFIG...: each config's median (ms), two rounds alternating over the configs
+  local name=$1 shape=$2 out v cfg r; shift 2
+  declare -A t=()
+  for r in 1 2; do
+    for cfg in "$@"; do
+      [ $(left) -lt 60 ] && { echo "ab $name: out of time $(el)"; return; }
+      out=$(timeout 60 build-gpu/attn-tune --no-db --family hopper $shape --configs $cfg 2>&1)
+      v=$(echo "$out" | awk '$1 == 1 && $2 == "hopper" {print $4; exit}')
+      [ -z "$v" ] && v="[$(echo "$out" | grep -m1 -E "$cfg|error" | tr -s ' ' | cut -c1-100)]"  # its status
+      t[$cfg]+=" $v"
+    done
+  done
+  local line="ab $name"
+  for cfg in "$@"; do line+=" | $cfg:${t[$cfg]}"; done
+  echo "$line $(el)"
+}
+# Each config beside itself with bit 64 (k3 <-> k67, k5 <-> k69, k7 <-> k71).
+ab d128c "--shape 4,32,4096,128 --causal --softcap 50" m128_n128_w12_s2_k5 m128_n128_w12_s2_k69 \
+   m128_n128_w12_s2_k7 m128_n128_w12_s2_k71 m128_n128_w12_s2_k3 m128_n128_w12_s2_k67
+ab dense128c "--shape 4,32,4096,128 --causal" m128_n128_w12_s2_k5 m128_n128_w12_s2_k7
+ab d256 "--shape 2,16,4096,256 --softcap 50" m128_n64_w12_s2_k3 m128_n64_w12_s2_k67
+ab d128c16k "--shape 1,32,16384,128 --causal --softcap 50" m128_n128_w12_s2_k7 m128_n128_w12_s2_k71
+ab d64c "--shape 4,32,4096,64 --causal --softcap 50" m128_n128_w12_s2_k7 m128_n128_w12_s2_k71 \
+   m192_n128_w16_s2_k7 m192_n128_w16_s2_k71
+[ $(left) -gt 100 ] && SKIP_BUILD=1 timeout $(( $(left) - 20 )) bash bench/device/hopper_profile.sh \
+  "--shape 4,32,4096,128 --causal --softcap 50|m128_n128_w12_s2_k5" \
+  "--shape 4,32,4096,128 --causal --softcap 50|m128_n128_w12_s2_k69" 2>&1 | tail -14
+echo "done $(el)"
