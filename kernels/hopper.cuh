@@ -79,13 +79,26 @@ __device__ void hopper_forward(const hopper_params& hp) {
     } else {
       plain = mask.template full_tiles<C::BLOCK_N>(row0, kv_tile_range{0, n});
     }
+    // TRIM: this warpgroup's own tiles, the block's less the `lead` before and `tail` after that
+    // none of its rows see.
+    int lead = 0, tail = 0;
+    if constexpr (C::TRIM) {
+      const kv_tile_range mine = mask.template range<64, C::BLOCK_N>(row0);
+      lead = min(max(mine.first - first, 0), n);
+      tail = min(max(first + n - mine.end, 0), n - lead);
+      plain.full_first -= lead, plain.full_end -= lead;
+    }
+    const int wg_first = first + lead, wg_n = n - lead - tail;
     // Whether this warpgroup's rows see at most the first half of the last tile's keys.
-    const bool half_last = n > 0 && mask.keys_end(row0, 64) <= (first + n - 1) * C::BLOCK_N + C::BLOCK_N / 2;
+    const bool half_last = wg_n > 0 && mask.keys_end(row0, 64) <= (wg_first + wg_n - 1) * C::BLOCK_N + C::BLOCK_N / 2;
     const ring_pos rq = ring_at<C::Q_BUFS>(tile_it);
     const unsigned q_wg = sm.q(rq.stage) + wg * 64 * swizzle<C::D>::W;  // this warpgroup's rows of every piece
     mbar_wait(sm.q_full(rq.stage), rq.phase);
-    if (C::O_SMEM && n == 0 && threadIdx.x % 128 == 0) mbar_arrive(sm.q_empty(rq.stage));
-    mainloop<C>(st, hp, sm, q_wg, sm.q_empty(rq.stage), kv_it, first, n, plain, half_last, m0 + warp * 16, mask, wg);
+    if (C::O_SMEM && wg_n == 0 && threadIdx.x % 128 == 0) mbar_arrive(sm.q_empty(rq.stage));
+    if constexpr (C::TRIM) skip_tiles<C>(sm, kv_it, lead, wg);
+    mainloop<C>(st, hp, sm, q_wg, sm.q_empty(rq.stage), kv_it + lead, wg_first, wg_n, plain, half_last, m0 + warp * 16,
+                mask, wg);
+    if constexpr (C::TRIM) skip_tiles<C>(sm, kv_it + lead + wg_n, tail, wg);
     kv_it += n;
     if constexpr (C::SPLIT) store_partial<C>(p, sm, st, w, rq.stage);
     else store_tile<C>(hp, sm, st, w.tc, w.seq, wg, rq.stage);

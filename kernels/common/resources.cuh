@@ -51,14 +51,18 @@ enum hopper_schedule_bit : int {
   /// a warp's scores of an unmasked tile are within the polynomial's range; tanh.approx (the SFU,
   /// beside exp2) elsewhere. Softcap problems only.
   schedule_softcap_poly = 64,
+  /// Trimmed warpgroups: a computing warpgroup skips the K/V tiles of its block's range that none
+  /// of its 64 rows see (the causal diagonal's last tile beside block_n 64, a window's first and
+  /// last): it waits for their copies and hands the slots back (hopper.cuh's skip_tiles).
+  schedule_trim = 128,
 };
 /// Every bit: schedules are in [0, schedule_all].
-enum : int { schedule_all = 127 };
+enum : int { schedule_all = 255 };
 /// The bits that change the kernel's source (the instantiation's SCHEDULE parameter).
 enum : int {
   schedule_kernel_bits =
       schedule_overlap | schedule_pingpong | schedule_two_q | schedule_half_last | schedule_two_blocks |
-      schedule_softcap_poly
+      schedule_softcap_poly | schedule_trim
 };
 
 /// Blocks an SM a hopper schedule's launch bounds ask for: 2 with schedule_two_blocks, else 1.

@@ -40,6 +40,27 @@ __device__ __forceinline__ void zero_v_rows(unsigned v, int valid, int bar) {
   named_sync(bar, 128);
 }
 
+/// TRIM: K/V tiles kv_it .. kv_it + count - 1 that none of this warpgroup's rows see: it waits for
+/// each one's K and V (so its arrivals count for that tile's use of the slot, not an earlier one's)
+/// and hands both slots back, and keeps ping-pong's turns as mainloop would have taken them (one a
+/// tile with the overlap, two without), so the other warpgroups' turns still come round.
+template <class C>
+__device__ __forceinline__ void skip_tiles(const hopper_smem<C>& sm, int kv_it, int count, int wg) {
+  for (int j = 0; j < count; ++j) {
+    const ring_pos r = ring_at<C::STAGES>(kv_it + j);
+    mbar_wait(sm.k_full(r.stage), r.phase);
+    mbar_wait(sm.v_full(r.stage), r.phase);
+    if (threadIdx.x % 128 == 0) {
+      mbar_arrive(sm.k_empty(r.stage));
+      mbar_arrive(sm.v_empty(r.stage));
+    }
+    for (int turn = 0; turn < (C::OVERLAP ? 1 : 2); ++turn) {
+      turn_wait<C>(wg);
+      turn_pass<C>(wg);
+    }
+  }
+}
+
 template <class C>
 struct tile_state {
   float acc[C::DV / 2];  ///< O: this thread's part of 64 rows x DV

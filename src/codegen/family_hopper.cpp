@@ -91,11 +91,13 @@ int register_margin(const tile_config& c, const problem& s) {
   // Softcap's polynomial (bit 64) beside two computing warpgroups: D=256 causal's 128x64 spilled
   // 32 bytes at slack 4 (its non-causal form none at 12).
   const int poly = (c.knob & attn_k::schedule_softcap_poly) && consumers(c) < 3 ? 8 : 0;
+  // Trimmed warpgroups (bit 128): D=128 causal 128x176 spilled 8 bytes at slack 4.
+  const int trim = (c.knob & attn_k::schedule_trim) ? 8 : 0;
   const int packed = !is_varlen(s)         ? 0
                      : consumers(c) < 3    ? (c.stages >= 3 ? 36 : 16)
                      : (c.knob & schedule_two_q) ? 24
                                                  : 0;
-  return (s.causal || has_window(s) ? 24 : 16) + softcap + poly + packed;
+  return (s.causal || has_window(s) ? 24 : 16) + softcap + poly + trim + packed;
 }
 
 }  // namespace
@@ -223,6 +225,13 @@ std::optional<std::string> hopper_reject(const tile_config& c, const problem& s,
   }
   if ((c.knob & attn_k::schedule_softcap_poly) && !has_softcap(s))
     return std::string("softcap's polynomial tanh (schedule bit 64) has nothing to act on: no softcap (--softcap C)");
+  if (c.knob & attn_k::schedule_trim) {
+    if (consumers(c) < 2)
+      return fmt::format("trimmed warpgroups (schedule bit 128) need two computing warpgroups or more, block_m {} has one",
+                         c.block_m);
+    if (!s.causal && !has_window(s))
+      return std::string("trimmed warpgroups (schedule bit 128) have nothing to act on: no causal mask or window");
+  }
   if ((c.knob & schedule_pingpong) && consumers(c) < 2)
     return fmt::format("ping-pong needs two computing warpgroups, block_m {} has one", c.block_m);
   if (hopper_blocks_per_sm(c) == 2 && consumers(c) != 1)

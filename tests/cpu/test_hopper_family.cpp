@@ -114,13 +114,21 @@ TEST(hopper_family, rejects_what_it_cannot_express_and_says_why) {
   EXPECT_FALSE(why(d256, 128, 80, 12, 2, 5).has_value()) << *why(d256, 128, 80, 12, 2, 5);
   EXPECT_NE(why(d128, 128, 128, 8, 2, 5)->find("plus a producer warpgroup"), std::string::npos);
   EXPECT_NE(why(d128, 128, 128, 12, 1, 5)->find("stages 1 not in [2, 8]"), std::string::npos);
-  EXPECT_NE(why(d128, 128, 128, 12, 2, 128)->find("schedule 128 not in [0, 127]"), std::string::npos);
+  EXPECT_NE(why(d128, 128, 128, 12, 2, 256)->find("schedule 256 not in [0, 255]"), std::string::npos);
   // Softcap's polynomial (bit 64): only where there is a softcap.
   EXPECT_NE(why(d128, 128, 128, 12, 2, 71)->find("polynomial tanh (schedule bit 64) has nothing to act on: no softcap"),
             std::string::npos);
   problem capped = d128;
   capped.softcap = 50;
   EXPECT_FALSE(why(capped, 128, 128, 12, 2, 71).has_value()) << *why(capped, 128, 128, 12, 2, 71);
+  // Trimmed warpgroups (bit 128): only beside a causal mask or a window, with two warpgroups or more.
+  problem causal128 = d128;
+  causal128.causal = true;
+  EXPECT_FALSE(why(causal128, 128, 64, 12, 2, 131).has_value()) << *why(causal128, 128, 64, 12, 2, 131);
+  EXPECT_NE(why(d128, 128, 64, 12, 2, 131)->find("(schedule bit 128) have nothing to act on: no causal mask or window"),
+            std::string::npos);
+  EXPECT_NE(why(causal128, 64, 64, 8, 2, 129)->find("(schedule bit 128) need two computing warpgroups or more, block_m 64"),
+            std::string::npos);
   EXPECT_NE(why(d128, 128, 128, 12, 2, 32)->find("two blocks an SM (schedule bit 32) needs one computing warpgroup"),
             std::string::npos);
   // The half-width last tile (bit 16): kept where it can act, refused (a duplicate) elsewhere.

@@ -103,14 +103,14 @@ TEST_P(fa2_correctness, every_wgmma_variant_passes_on_hopper) {
 // On a Hopper GPU the hopper family too: two and three computing warpgroups, 64/80/128-key tiles
 // (80: not a power of two), every schedule bit (overlap, ping-pong, persistent grid, two Q tiles,
 // the half-width last tile where it can act: 128-key tiles; 0 is the plain in-order loop, one
-// block per tile).
+// block per tile; 128, trimmed warpgroups, where a causal mask gives a warpgroup tiles to skip).
 TEST_P(fa2_correctness, every_hopper_variant_passes_on_hopper) {
   if (m_gpu.backend != backend::cuda || !runs_on(hopper_family(), m_gpu.desc.cc_major, m_gpu.desc.cc_minor))
     GTEST_SKIP() << "hopper runs on sm_90 (Hopper) only; this is " << m_gpu.desc.arch;
   expect_every_variant_passes(
       problem_shape(), m_gpu, m_cache, "hopper",
       parse_space({"block_m=128,192", "block_n=64,80,128", "warps=12,16", "stages=2",
-                   "schedule=0,1,3,4,7,15,16,23,31"},
+                   "schedule=0,1,3,4,7,15,16,23,31,128,131,135,151"},
                   hopper_family().default_space),
       inputs());
 }
@@ -195,7 +195,7 @@ TEST_F(gpu_test, hopper_persistent_schedule_walks_every_tile) {
     SCOPED_TRACE(describe(s));
     expect_every_variant_passes(s, few_sms, m_cache, "hopper",
                                 parse_space({"block_m=128", "block_n=64,80,128,176", "warps=12", "stages=2",
-                                             "schedule=5,7,13,23"},
+                                             "schedule=5,7,13,23,135,151"},
                                             hopper_family().default_space));
   }
 }
