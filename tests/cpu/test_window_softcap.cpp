@@ -334,6 +334,19 @@ TEST_P(hopper_variant_compile, every_kept_variant_compiles_without_spills) {
   if (v.softcap > 0) testing::expect_hopper_space_compiles_without_spills(s, attn_k::schedule_softcap_poly);
 }
 
+// Trimmed warpgroups (schedule bit 128) on every schedule of the default space: causal at D = 64,
+// 128 and 256, and a window at 256 (its margin keeps ptxas from spilling).
+TEST(HopperTrim, EveryKeptVariantCompilesWithoutSpills) {
+  for (const auto& [d, left] : {std::pair<int64_t, int64_t>{64, -1}, {128, -1}, {256, 1024}}) {
+    SCOPED_TRACE(::testing::Message() << "D " << d << ", window " << left);
+    problem s = square(4096, true);
+    s.head_dim = d, s.window_left = left;
+    canonicalize(s);
+    validate(s);
+    testing::expect_hopper_space_compiles_without_spills(s, attn_k::schedule_trim);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(
     hopper, hopper_variant_compile,
     ::testing::Values(hopper_variant_case{"d128_causal_window_softcap", 128, true, 1024, -1, 50},
