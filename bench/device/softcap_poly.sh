@@ -67,8 +67,8 @@ ab d64c "--shape 4,32,4096,64 --causal --softcap 50" m128_n128_w12_s2_k7 m128_n1
 # skip (128x80, 192x128), D=64 causal on 192x128.
 ab trim256c "--shape 2,16,4096,256 --causal" m128_n64_w12_s2_k3 m128_n64_w12_s2_k131 m128_n80_w12_s2_k5 m128_n80_w12_s2_k133
 ab trim256w "--shape 2,16,4096,256 --causal --window 1024,0" m128_n64_w12_s2_k3 m128_n64_w12_s2_k131
-ab trim128w "--shape 4,32,4096,128 --causal --window 1024,0" m128_n128_w12_s2_k5 m128_n80_w12_s2_k5 \
-   m128_n80_w12_s2_k133 m192_n128_w16_s2_k5 m192_n128_w16_s2_k133
+ab trim128w "--shape 4,32,4096,128 --causal --window 1024,0" m128_n128_w12_s2_k5 m128_n64_w12_s2_k5 \
+   m128_n64_w12_s2_k133 m128_n80_w12_s2_k5 m128_n80_w12_s2_k133 m192_n128_w16_s2_k5 m192_n128_w16_s2_k133
 ab trim64c "--shape 4,32,4096,64 --causal" m192_n128_w16_s2_k5 m192_n128_w16_s2_k133
 [ $(left) -gt 100 ] && SKIP_BUILD=1 timeout $(( $(left) - 20 )) bash bench/device/hopper_profile.sh \
   "--shape 4,32,4096,128 --causal --softcap 50|m128_n128_w12_s2_k5" \
