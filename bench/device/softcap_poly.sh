@@ -7,7 +7,8 @@
 # rows of sweeps/llm-variants.csv through bench/peers.py beside FlexAttention (one process, one
 # rule) with the bit in the tool's space, and the dense causal rows they are compared with.
 #   carry: .deps   usage: ATTN_BUILD_TARGETS="attn_gpu_tests attn-tune attn_tune" [PHASE=ab|peers]
-#                         [SKIP_TESTS=1] [BUDGET_S=585] bash bench/device/softcap_poly.sh
+#                         [SKIP_TESTS=1] [FILTERS="gtest-filter ..."] [TEST_S=150] [BUDGET_S=585]
+#                         bash bench/device/softcap_poly.sh
 set -uo pipefail
 if [ "${PHASE:-ab}" = peers ]; then
   t0=$(date +%s); el() { echo "[$(( $(date +%s) - t0 )) s]"; }
@@ -33,11 +34,13 @@ fi
 source bench/device/peers_setup.sh
 export ATTN_TUNE_REQUIRE_GPU=1
 if [ -z "${SKIP_TESTS:-}" ]; then
-  for f in '*window_softcap_correctness.every_hopper_variant*:gpu_test.planted_defects_come_out_wrong' \
-           '*fa2_correctness.every_hopper_variant*causal*:*hopper_persistent*'; do
+  set -f  # the filters' * are gtest's, not the shell's
+  for f in ${FILTERS:-'*window_softcap_correctness.every_hopper_variant*:gpu_test.planted_defects_come_out_wrong' \
+           '*fa2_correctness.every_hopper_variant*causal*:*hopper_persistent*'}; do
     (cd build-gpu && timeout ${TEST_S:-150} ./attn_gpu_tests --gtest_filter="$f" >> $OUT/gtest.log 2>&1
      echo "gtest $f rc=$? $(el)")
   done
+  set +f
   grep -E "^\[  (PASSED|FAILED) |^\[  FAILED|Failure" $OUT/gtest.log | head -16
 fi
 ab() {  # NAME SHAPE-OPTIONS CONFIG...: each config's median (ms), two rounds alternating over the configs
