@@ -43,22 +43,7 @@ if [ -z "${SKIP_TESTS:-}" ]; then
   set +f
   grep -E "^\[  (PASSED|FAILED) |^\[  FAILED|Failure" $OUT/gtest.log | head -16
 fi
-ab() {  # NAME SHAPE-OPTIONS CONFIG...: each config's median (ms), two rounds alternating over the configs
-  local name=$1 shape=$2 out v cfg r; shift 2
-  declare -A t=()
-  for r in 1 2; do
-    for cfg in "$@"; do
-      [ $(left) -lt 60 ] && { echo "ab $name: out of time $(el)"; return; }
-      out=$(timeout 60 build-gpu/attn-tune --no-db --family hopper $shape --configs $cfg 2>&1)
-      v=$(echo "$out" | awk '$1 == 1 && $2 == "hopper" {print $4; exit}')
-      [ -z "$v" ] && v="[$(echo "$out" | grep -m1 -E "$cfg|error" | tr -s ' ' | cut -c1-100)]"  # its status
-      t[$cfg]+=" $v"
-    done
-  done
-  local line="ab $name"
-  for cfg in "$@"; do line+=" | $cfg:${t[$cfg]}"; done
-  echo "$line $(el)"
-}
+source bench/device/ab_configs.sh
 # Each config beside itself with bit 64 (k3 <-> k67, k5 <-> k69, k7 <-> k71), a dense control, and
 # trimmed warpgroups (bit 128) beside the same config without: D=256 causal dense and w1024 (128x64:
 # warpgroup 0 skips the diagonal's last tile), D=128 w1024 on tiles that give a warpgroup a tile to

@@ -26,22 +26,8 @@ fi
 [ $(left) -gt 200 ] && SKIP_BUILD=1 FAMILY=hopper timeout 150 bash bench/device/decode_profile.sh \
   "--shape 1,32,1,128 --kv-heads 8 --kv-len 32768|m64_n64_w8_s2_k1_p32_g1" \
   "--shape 1,32,1,128 --kv-heads 8 --kv-len 32768|m64_n64_w8_s2_k33_p32_g1"
-ab() {  # NAME SHAPE-OPTIONS CONFIG...: each config's median (ms), two rounds alternating over the configs
-  local name=$1 shape=$2 out v cfg r; shift 2
-  declare -A t=()
-  for r in 1 2; do
-    for cfg in "$@"; do
-      [ $(left) -lt 90 ] && { echo "ab $name: out of time $(el)"; return; }
-      out=$(timeout 60 build-gpu/attn-tune --no-db --family hopper $shape --configs $cfg 2>&1)
-      v=$(echo "$out" | awk '$1 == 1 && $2 == "hopper" {print $4; exit}')
-      [ -z "$v" ] && v="[$(echo "$out" | grep -m1 -E "$cfg|error" | tr -s ' ' | cut -c1-100)]"  # its status
-      t[$cfg]+=" $v"
-    done
-  done
-  local line="ab $name"
-  for cfg in "$@"; do line+=" | $cfg:${t[$cfg]}"; done
-  echo "$line $(el)"
-}
+AB_RESERVE_S=90  # the Nsight run and the peers after it need the time
+source bench/device/ab_configs.sh
 # Each config beside itself with bit 32 (k1 <-> k33, k5 <-> k37).
 ab 1x32k "--shape 1,32,1,128 --kv-heads 8 --kv-len 32768" m64_n64_w8_s2_k1_p16_g1 m64_n64_w8_s2_k33_p16_g1 \
    m64_n64_w8_s2_k1_p32_g1 m64_n64_w8_s2_k33_p32_g1 m64_n64_w8_s2_k5_p32_g1 m64_n64_w8_s2_k37_p32_g1
