@@ -62,8 +62,7 @@ inline const std::vector<planted_defect>& planted_defects() {
       // Softcap's polynomial (schedule bit 64) without its cap: exp2 of the scaled score. On softcap
       // 8, where standard-normal scores take the polynomial and the cap bends them.
       {"hopper_softcap_poly_uncapped", "hopper/softmax.cuh",
-       "v = exp2f(fmaf(v, fmaf(fmaf(hp.softcap_poly[2], y, hp.softcap_poly[1]), y, hp.softcap_poly[0]), -mx_scaled));",
-       "v = exp2f(fmaf(v, hp.softcap_poly[0], -mx_scaled));", false, "normal", {"--softcap", "8"}, "hopper",
+       "v = exp2f(fmaf(v, poly(v * v), -mx_scaled));", "v = exp2f(fmaf(v, hp.softcap_poly[0], -mx_scaled));", false, "normal", {"--softcap", "8"}, "hopper",
        "1,4,256,64", 64},
       // A packed batch's sequence one key longer: it attends to the next sequence's first key.
       {"sequence_boundary_crossed", "fa2.cuh", "p.cu_seqlens_k[batch + 1] - (int)k_row0",

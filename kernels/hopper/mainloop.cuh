@@ -113,6 +113,7 @@ __device__ __forceinline__ void mainloop(tile_state<C>& st, const hopper_params&
     constexpr int W = decltype(w)::value;
     if constexpr (C::SOFTCAP_POLY) {  // the cap and the softmax in one, where the warp's scores allow
       bool grow;
+      // The test below, written out again: one shared lambda changed the binaries without the bit.
       const bool unmasked = (!C::WINDOW || j >= plain.full_first) && j < plain.full_end;
       if (unmasked && wg_softcap_poly<C, W>(s, alpha, st.row_max, st.row_sum, hp, grow)) return grow;
     }

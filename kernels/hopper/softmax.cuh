@@ -47,15 +47,12 @@ __device__ __forceinline__ bool wg_softcap_poly(float (&s)[C::BLOCK_N / 2], floa
     bound[h] = fmaxf(bound[h], warp_xor(bound[h], 2));
   }
   if (!__all_sync(0xffffffffu, fmaxf(bound[0], bound[1]) < hp.softcap_fast_limit)) return false;
-  // The capped score times scale_log2.
-  auto capped = [&](float x) {
-    const float y = x * x;
-    return x * fmaf(fmaf(hp.softcap_poly[2], y, hp.softcap_poly[1]), y, hp.softcap_poly[0]);
-  };
+  // The capped score times scale_log2 is s poly(s^2).
+  auto poly = [&](float y) { return fmaf(fmaf(hp.softcap_poly[2], y, hp.softcap_poly[1]), y, hp.softcap_poly[0]); };
   bool grow_any = false;
 #pragma unroll
   for (int h = 0; h < 2; ++h) {  // common/softmax.cuh's online_softmax_step, from the bound
-    const float mx = capped(bound[h]);
+    const float mx = bound[h] * poly(bound[h] * bound[h]);
     const bool grow = mx - row_max[h] * scale_log2 > 8.f;
     const float ref = grow ? __fdividef(mx, scale_log2) : row_max[h];
     alpha[h] = grow ? exp2f((row_max[h] - ref) * scale_log2) : 1.f;
@@ -66,8 +63,7 @@ __device__ __forceinline__ bool wg_softcap_poly(float (&s)[C::BLOCK_N / 2], floa
 #pragma unroll
     for (int i = 0; i < NW / 4; ++i) {
       float& v = s[i / 2 * 4 + h * 2 + i % 2];
-      const float y = v * v;
-      v = exp2f(fmaf(v, fmaf(fmaf(hp.softcap_poly[2], y, hp.softcap_poly[1]), y, hp.softcap_poly[0]), -mx_scaled));
+      v = exp2f(fmaf(v, poly(v * v), -mx_scaled));
       sum2[i % 2] += v;
     }
     row_sum[h] = row_sum[h] * alpha[h] + sum2[0] + sum2[1];

@@ -337,11 +337,9 @@ void hopper_plan(launch_plan& plan, const tile_config& c, const problem& s, cons
   auto hp = std::make_shared<attn_k::hopper_params>();
   hp->p = params;
   const attn_k::fwd_params& p = hp->p;
-  if (has_softcap(s)) {  // schedule bit 64's tanh
-    const softcap_polynomial poly = softcap_poly_for(s.softcap, p.softmax_scale);
-    std::copy(std::begin(poly.coefficients), std::end(poly.coefficients), hp->softcap_poly);
-    hp->softcap_fast_limit = poly.limit;
-  }
+  const softcap_polynomial poly = softcap_poly_for(s.softcap, p.softmax_scale);  // schedule bit 64's tanh; 0s without softcap
+  std::copy(std::begin(poly.coefficients), std::end(poly.coefficients), hp->softcap_poly);
+  hp->softcap_fast_limit = poly.limit;
   const device_runtime& rt = runtime_of(gpu);
   auto encode = [&](attn_k::tensor_map& map, const tensor_map_args& a) {
     if (auto why = tensor_map_problem(a)) throw invalid_input(*why);
