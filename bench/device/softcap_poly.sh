@@ -52,7 +52,7 @@ ab d128c "--shape 4,32,4096,128 --causal --softcap 50" m128_n128_w12_s2_k5 m128_
    m128_n128_w12_s2_k7 m128_n128_w12_s2_k71
 ab dense128c "--shape 4,32,4096,128 --causal" m128_n128_w12_s2_k5
 ab trim256c "--shape 2,16,4096,256 --causal" m128_n64_w12_s2_k3 m128_n64_w12_s2_k131 m128_n80_w12_s2_k5 m128_n80_w12_s2_k133
-ab trim128w "--shape 4,32,4096,128 --causal --window 1024,0" m128_n128_w12_s2_k5 m128_n64_w12_s2_k5 \
+ab trim128w "--shape 4,32,4096,128 --causal --window 1024,0" m128_n128_w12_s2_k5 m128_n128_w12_s2_k21 m128_n64_w12_s2_k5 \
    m128_n64_w12_s2_k133 m192_n128_w16_s2_k5 m192_n128_w16_s2_k133
 ab trim256w "--shape 2,16,4096,256 --causal --window 1024,0" m128_n64_w12_s2_k3 m128_n64_w12_s2_k131
 ab d256 "--shape 2,16,4096,256 --softcap 50" m128_n64_w12_s2_k3 m128_n64_w12_s2_k67
