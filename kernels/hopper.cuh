@@ -91,13 +91,16 @@ __device__ void hopper_forward(const hopper_params& hp) {
     const int wg_first = first + lead, wg_n = n - lead - tail;
     // Whether this warpgroup's rows see at most the first half of the last tile's keys.
     const bool half_last = wg_n > 0 && mask.keys_end(row0, 64) <= (wg_first + wg_n - 1) * C::BLOCK_N + C::BLOCK_N / 2;
+    // HALF_FIRST: whether they see only the second half of the first tile's keys (a window's left
+    // edge; the first row's is the leftmost).
+    const bool half_first = C::HALF_FIRST && wg_n >= 2 && mask.keys_begin(row0) >= wg_first * C::BLOCK_N + C::BLOCK_N / 2;
     const ring_pos rq = ring_at<C::Q_BUFS>(tile_it);
     const unsigned q_wg = sm.q(rq.stage) + wg * 64 * swizzle<C::D>::W;  // this warpgroup's rows of every piece
     mbar_wait(sm.q_full(rq.stage), rq.phase);
     if (C::O_SMEM && wg_n == 0 && threadIdx.x % 128 == 0) mbar_arrive(sm.q_empty(rq.stage));
     if constexpr (C::TRIM) skip_tiles<C>(sm, kv_it, lead, wg);
-    mainloop<C>(st, hp, sm, q_wg, sm.q_empty(rq.stage), kv_it + lead, wg_first, wg_n, plain, half_last, m0 + warp * 16,
-                mask, wg);
+    mainloop<C>(st, hp, sm, q_wg, sm.q_empty(rq.stage), kv_it + lead, wg_first, wg_n, plain, half_last, half_first,
+                m0 + warp * 16, mask, wg);
     if constexpr (C::TRIM) skip_tiles<C>(sm, kv_it + lead + wg_n, tail, wg);
     kv_it += n;
     if constexpr (C::SPLIT) store_partial<C>(p, sm, st, w, rq.stage);

@@ -27,7 +27,8 @@ struct planted_defect {
   const char* family = "fa2";
   /// The --shape it is checked on (a packed batch needs more than one sequence).
   const char* shape = "1,4,256,64";
-  /// hopper: bits OR'ed onto the schedules it is checked with (3 and 7; 64: softcap's polynomial).
+  /// hopper: bits OR'ed onto the schedules it is checked with (3 and 7; 64: softcap's polynomial,
+  /// 256: the half-width first tile).
   int schedule_bits = 0;
 };
 
@@ -64,6 +65,11 @@ inline const std::vector<planted_defect>& planted_defects() {
       {"hopper_softcap_poly_uncapped", "hopper/softmax.cuh",
        "v = exp2f(fmaf(v, poly(v * v), -mx_scaled));", "v = exp2f(fmaf(v, hp.softcap_poly[0], -mx_scaled));", false, "normal", {"--softcap", "8"}, "hopper",
        "1,4,256,64", 64},
+      // The half-width first tile (schedule bit 256) reading the first half of V's tile for P V of
+      // its second half. A window of 80 on tiles of 64 keys puts both warpgroups' first keys in
+      // their first tile's second half (keys 48 and 112 for the block of rows 128-255).
+      {"hopper_half_first_v_offset", "hopper/mainloop.cuh", "sm.v(rv.stage) + decltype(pw)::at * swizzle<C::DV>::W",
+       "sm.v(rv.stage)", true, "normal", {"--window", "80,0"}, "hopper", "1,4,256,64", 256},
       // A packed batch's sequence one key longer: it attends to the next sequence's first key.
       {"sequence_boundary_crossed", "fa2.cuh", "p.cu_seqlens_k[batch + 1] - (int)k_row0",
        "p.cu_seqlens_k[batch + 1] + 1 - (int)k_row0", false, "normal", {"--seqlens", "100,256,37"}, "fa2",

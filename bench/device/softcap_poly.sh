@@ -25,7 +25,7 @@ if [ "${PHASE:-ab}" = peers ]; then
   run softcap $(( $(left) * 45 / 100 )) --sweep sweeps/llm-variants.csv --rows "${ROWS:-2,9}" \
     --tool-args="--space schedule=3,5,6,7,13,22,67,69,70,71,77,86"
   run window $(( $(left) * 70 / 100 )) --sweep sweeps/llm-variants.csv --rows "${WROWS:-0,8}" \
-    --tool-args="--space schedule=3,5,6,7,13,22,131,133,134,135,141,150"
+    --tool-args="--space schedule=3,5,6,7,13,22,131,133,134,135,141,150,259,261,277,389"
   run dense $(( $(left) - 10 )) --sweep sweeps/yardstick.csv --rows "${DENSE_ROWS:-1,7,9}" --no-flex
   grep -E "Traceback|Error|MISMATCH" $OUT/peers.log | grep -v UserWarning | head -8
   python3 bench/peers.py --summary $OUT/softcap $OUT/window $OUT/dense
@@ -47,14 +47,18 @@ source bench/device/ab_configs.sh
 # Each config beside itself with bit 64 (k3 <-> k67, k5 <-> k69, k7 <-> k71), a dense control, and
 # trimmed warpgroups (bit 128) beside the same config without: D=256 causal dense and w1024 (128x64:
 # warpgroup 0 skips the diagonal's last tile), D=128 w1024 on tiles that give a warpgroup a tile to
-# skip (128x64, 128x80, 192x128), D=64 causal on 192x128. Most telling first (a short lease stops early).
+# skip (128x64, 128x80, 192x128), D=64 causal on 192x128; the half-width first tile (bit 256) on
+# the w1024 rows, with the half-width last tile (k277) and trimmed (k387). Most telling first (a
+# short lease stops early).
 ab d128c "--shape 4,32,4096,128 --causal --softcap 50" m128_n128_w12_s2_k5 m128_n128_w12_s2_k69 \
    m128_n128_w12_s2_k7 m128_n128_w12_s2_k71
 ab dense128c "--shape 4,32,4096,128 --causal" m128_n128_w12_s2_k5
 ab trim256c "--shape 2,16,4096,256 --causal" m128_n64_w12_s2_k3 m128_n64_w12_s2_k131 m128_n80_w12_s2_k5 m128_n80_w12_s2_k133
-ab trim128w "--shape 4,32,4096,128 --causal --window 1024,0" m128_n128_w12_s2_k5 m128_n128_w12_s2_k21 m128_n64_w12_s2_k5 \
-   m128_n64_w12_s2_k133 m192_n128_w16_s2_k5 m192_n128_w16_s2_k133
-ab trim256w "--shape 2,16,4096,256 --causal --window 1024,0" m128_n64_w12_s2_k3 m128_n64_w12_s2_k131
+ab trim128w "--shape 4,32,4096,128 --causal --window 1024,0" m128_n128_w12_s2_k5 m128_n128_w12_s2_k21 \
+   m128_n128_w12_s2_k261 m128_n128_w12_s2_k277 m128_n64_w12_s2_k5 m128_n64_w12_s2_k133 m192_n128_w16_s2_k5 \
+   m192_n128_w16_s2_k133
+ab trim256w "--shape 2,16,4096,256 --causal --window 1024,0" m128_n64_w12_s2_k3 m128_n64_w12_s2_k131 \
+   m128_n64_w12_s2_k259 m128_n64_w12_s2_k387
 ab d256 "--shape 2,16,4096,256 --softcap 50" m128_n64_w12_s2_k3 m128_n64_w12_s2_k67
 ab trim64c "--shape 4,32,4096,64 --causal" m192_n128_w16_s2_k5 m192_n128_w16_s2_k133
 ab d128c16k "--shape 1,32,16384,128 --causal --softcap 50" m128_n128_w12_s2_k7 m128_n128_w12_s2_k71

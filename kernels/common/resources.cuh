@@ -55,14 +55,18 @@ enum hopper_schedule_bit : int {
   /// of its 64 rows see (the causal diagonal's last tile beside block_n 64, a window's first and
   /// last): it waits for their copies and hands the slots back (hopper.cuh's skip_tiles).
   schedule_trim = 128,
+  /// Half-width first tile: a warpgroup whose rows see only the second half of its first K/V tile
+  /// (a window's left edge) runs S, its softmax and P V there over that half only. Needs the
+  /// overlap, a window and BLOCK_N a multiple of 32.
+  schedule_half_first = 256,
 };
 /// Every bit: schedules are in [0, schedule_all].
-enum : int { schedule_all = 255 };
+enum : int { schedule_all = 511 };
 /// The bits that change the kernel's source (the instantiation's SCHEDULE parameter).
 enum : int {
   schedule_kernel_bits =
       schedule_overlap | schedule_pingpong | schedule_two_q | schedule_half_last | schedule_two_blocks |
-      schedule_softcap_poly | schedule_trim
+      schedule_softcap_poly | schedule_trim | schedule_half_first
 };
 
 /// Blocks an SM a hopper schedule's launch bounds ask for: 2 with schedule_two_blocks, else 1.

@@ -55,6 +55,7 @@ struct hopper_config {
   static constexpr bool HALF_LAST = (SCHEDULE_ & schedule_half_last) != 0 && BLOCK_N % 32 == 0;
   static constexpr bool SOFTCAP_POLY = SOFTCAP && (SCHEDULE_ & schedule_softcap_poly) != 0;
   static constexpr bool TRIM = (SCHEDULE_ & schedule_trim) != 0;
+  static constexpr bool HALF_FIRST = (SCHEDULE_ & schedule_half_first) != 0 && WINDOW && OVERLAP && BLOCK_N % 32 == 0;
   static_assert(BLOCK_M % 64 == 0 && WARPS == 4 * CONSUMERS + 4, "64 rows per consumer warpgroup + a producer");
   static_assert(D_ % 8 == 0 && D_ >= 32 && D_ <= 256, "head dim: a multiple of 8 in [32, 256]");
   static_assert(BLOCK_N % 16 == 0 && BLOCK_N <= 256, "BLOCK_N: a multiple of 16 up to 256");

@@ -67,10 +67,11 @@ struct tile_state {
   float row_max[2], row_sum[2];
 };
 
-/// A compile-time key count: which width a tile's products and softmax take.
-template <int N>
+/// A compile-time key count: which width a tile's products and softmax take, from key AT of the
+/// tile on (HALF_FIRST: the second half, AT = BLOCK_N / 2; else 0).
+template <int N, int AT = 0>
 struct width_c {
-  static constexpr int value = N;
+  static constexpr int value = N, at = AT;
 };
 
 /// f(width_c<BLOCK_N / 2>) when `half` (and the config has HALF_LAST), else f(width_c<BLOCK_N>).
@@ -90,10 +91,12 @@ __device__ __forceinline__ auto with_width(bool half, F&& f) {
 /// half_last: this warpgroup's rows see only the first half of the last tile's keys (the causal
 /// diagonal, or a short last tile); with HALF_LAST its softmax and P V there take half the width
 /// (and S too where it is not issued under a P V: a half S there serializes the wgmmas, C7511).
+/// half_first (n >= 2): its rows see only the second half of the first tile's keys (a window's
+/// left edge); with HALF_FIRST its S, softmax and P V there take that half.
 template <class C>
 __device__ __forceinline__ void mainloop(tile_state<C>& st, const hopper_params& hp, const hopper_smem<C>& sm,
                                          unsigned q_wg, unsigned q_empty, int kv_it, int first, int n,
-                                         kv_full_tiles plain, bool half_last, int warp_row0,
+                                         kv_full_tiles plain, bool half_last, bool half_first, int warp_row0,
                                          const hopper_mask<C>& mask, int wg) {
   const fwd_params& p = hp.p;
   const bool leader = threadIdx.x % 128 == 0;
@@ -122,7 +125,7 @@ __device__ __forceinline__ void mainloop(tile_state<C>& st, const hopper_params&
       for (int i = 0; i < W / 2; ++i) s[i] = p.softcap_out * fast_tanh(s[i] * p.softcap_in);
     }
     const typename hopper_mask<C>::row_masks rows = mask.rows();
-    const int n0 = (first + j) * C::BLOCK_N;
+    const int n0 = (first + j) * C::BLOCK_N + decltype(w)::at;
     if ((!C::WINDOW || j >= plain.full_first) && j < plain.full_end)
       return wg_softmax<C, false, W>(s, alpha, st.row_max, st.row_sum, n0, warp_row0, rows, p.scale_log2);
     return wg_softmax<C, true, W>(s, alpha, st.row_max, st.row_sum, n0, warp_row0, rows, p.scale_log2);
@@ -137,12 +140,12 @@ __device__ __forceinline__ void mainloop(tile_state<C>& st, const hopper_params&
   };
 
   if constexpr (C::OVERLAP) {
-    with_width<C>(half_last && n == 1, [&](auto w) {  // S of tile 0
+    auto first_s = [&](auto w) {  // S of tile 0
       constexpr int W = decltype(w)::value;
       const ring_pos r = ring_at<C::STAGES>(kv_it);
       mbar_wait(sm.k_full(r.stage), r.phase);
       turn_wait<C>(wg);
-      wg_issue_s<C, W>(s, q_wg, sm.k(r.stage));
+      wg_issue_s<C, W>(s, q_wg, sm.k(r.stage) + decltype(w)::at * swizzle<C::D>::W);
       turn_pass<C>(wg);
       wg_wait<0>();
       wg_fence_operand(s);
@@ -150,11 +153,20 @@ __device__ __forceinline__ void mainloop(tile_state<C>& st, const hopper_params&
       release_q_after(0);
       softmax(0, w);
       wg_pack_p<C, W>(pr, s);
-    });
+    };
+    constexpr width_c<C::BLOCK_N> whole{};
+    using second_half = width_c<C::BLOCK_N / 2, C::BLOCK_N / 2>;
+    bool first_done = false;
+    if constexpr (C::HALF_FIRST) {
+      if (half_first) first_s(second_half{});
+      first_done = half_first;
+    }
+    if (!first_done) with_width<C>(half_last && n == 1, first_s);
     // S of tile j + 1 (W keys) under P V of tile j (a whole tile). The last P V is peeled off, so
     // no branch sits between a wgmma's issue and its wait (ptxas serializes all wgmmas when one
     // path might read an accumulator in flight: warning C7514).
-    auto step = [&](int j, auto w) {
+    // w: tile j + 1's softmax width; pw: tile j's P V (whole, or HALF_FIRST's second half).
+    auto step = [&](int j, auto w, auto pw) {
       constexpr int W = decltype(w)::value;
       const ring_pos rk = ring_at<C::STAGES>(kv_it + j + 1), rv = ring_at<C::STAGES>(kv_it + j);
       mbar_wait(sm.k_full(rk.stage), rk.phase);
@@ -162,7 +174,7 @@ __device__ __forceinline__ void mainloop(tile_state<C>& st, const hopper_params&
       fix_v(j, rv.stage);
       turn_wait<C>(wg);
       wg_issue_s<C>(s, q_wg, sm.k(rk.stage));  // whole: a half S here serialized the wgmmas (C7511)
-      wg_issue_pv<C>(st.acc, pr, sm.v(rv.stage));
+      wg_issue_pv<C, decltype(pw)::value>(st.acc, pr, sm.v(rv.stage) + decltype(pw)::at * swizzle<C::DV>::W);
       turn_pass<C>(wg);
       wg_wait<1>();
       wg_fence_operand(s);
@@ -176,9 +188,17 @@ __device__ __forceinline__ void mainloop(tile_state<C>& st, const hopper_params&
       wg_pack_p<C, W>(pr, s);
     };
     const bool half_step = C::HALF_LAST && half_last && n >= 2;  // the last tile's softmax on half
-    for (int j = 0; j + 1 < n - (half_step ? 1 : 0); ++j) step(j, width_c<C::BLOCK_N>{});
+    int j0 = 0;  // the steps before j0 are done
+    if constexpr (C::HALF_FIRST) {
+      if (half_first) {  // tile 0's P V over its second half (n >= 2)
+        if (half_step && n == 2) step(0, width_c<C::BLOCK_N / 2>{}, second_half{});
+        else step(0, whole, second_half{});
+        j0 = 1;
+      }
+    }
+    for (int j = j0; j + 1 < n - (half_step ? 1 : 0); ++j) step(j, whole, whole);
     if constexpr (C::HALF_LAST) {
-      if (half_step) step(n - 2, width_c<C::BLOCK_N / 2>{});
+      if (half_step && n - 2 >= j0) step(n - 2, width_c<C::BLOCK_N / 2>{}, whole);
     }
     with_width<C>(half_last, [&](auto w) {
       constexpr int W = decltype(w)::value;

@@ -232,6 +232,15 @@ std::optional<std::string> hopper_reject(const tile_config& c, const problem& s,
     if (!s.causal && !has_window(s))
       return std::string("trimmed warpgroups (schedule bit 128) have nothing to act on: no causal mask or window");
   }
+  if (c.knob & attn_k::schedule_half_first) {
+    if (!(c.knob & schedule_overlap))
+      return std::string("half-width first tile (schedule bit 256) needs the overlap (schedule bit 1)");
+    if (c.block_n % 32 != 0)
+      return fmt::format("half-width first tile (schedule bit 256) needs block_n a multiple of 32, not {}", c.block_n);
+    if (!has_window(s) || s.window_left < 0)
+      return std::string("half-width first tile (schedule bit 256) has nothing to act on: no window's left edge "
+                         "(--window LEFT,RIGHT with LEFT >= 0)");
+  }
   if ((c.knob & schedule_pingpong) && consumers(c) < 2)
     return fmt::format("ping-pong needs two computing warpgroups, block_m {} has one", c.block_m);
   if (hopper_blocks_per_sm(c) == 2 && consumers(c) != 1)

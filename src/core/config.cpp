@@ -44,7 +44,7 @@ constexpr axis axes[] = {{"block_m", &search_space::block_m, 1024},
                          {"block_n", &search_space::block_n, 1024},
                          {"warps", &search_space::warps, 32},
                          {"stages", &search_space::stages, 16}};
-constexpr int largest_knob = 255;  // each family refuses past its own (hopper: schedule_all)
+constexpr int largest_knob = 511;  // each family refuses past its own (hopper: schedule_all)
 constexpr int largest_splits = attn_k::MAX_SPLITS;
 
 // "" when c is within every axis's bound, else why not (names the value and the bound).

@@ -36,6 +36,7 @@ inline void expect_hopper_space_compiles_without_spills(const problem& s, int sc
     if (rec.status == status::pruned) continue;
     EXPECT_EQ(rec.status, status::compiled) << name(rec.config) << ": " << rec.message;
     EXPECT_EQ(rec.spill_bytes, 0) << name(rec.config) << " spills";
+    EXPECT_EQ(rec.message, "") << name(rec.config);  // ptxas's performance warnings (serialized wgmma)
     ++compiled;
   }
   EXPECT_GE(compiled, 2) << r.pruning;

@@ -431,7 +431,7 @@ TEST(DecodeHopper, TwoBlocksAnSmHalveTheHandOverAndCompileWithoutSpills) {
   // The instantiation's "causal, schedule, O's own tile":
   EXPECT_NE(f.instantiation({64, 64, 8, 2, 33, 7, 1}, mla).find("true, 33, false"), std::string::npos);
   EXPECT_NE(f.instantiation({64, 64, 8, 2, 1, 7, 1}, mla).find("true, 1, true"), std::string::npos);
-  EXPECT_NE(f.reject_reason({64, 64, 8, 2, 256}, d, lim).value_or("").find("schedule 256 not in [0, 255]"),
+  EXPECT_NE(f.reject_reason({64, 64, 8, 2, 512}, d, lim).value_or("").find("schedule 512 not in [0, 511]"),
             std::string::npos);
   EXPECT_NE(f.instantiation({64, 64, 8, 2, 33, 16, 1}, d).find("__launch_bounds__(256, 2)"), std::string::npos);
   EXPECT_NE(f.instantiation({64, 64, 8, 2, 1, 16, 1}, d).find("__launch_bounds__(256, 1)"), std::string::npos);

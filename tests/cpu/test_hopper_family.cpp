@@ -114,7 +114,7 @@ TEST(hopper_family, rejects_what_it_cannot_express_and_says_why) {
   EXPECT_FALSE(why(d256, 128, 80, 12, 2, 5).has_value()) << *why(d256, 128, 80, 12, 2, 5);
   EXPECT_NE(why(d128, 128, 128, 8, 2, 5)->find("plus a producer warpgroup"), std::string::npos);
   EXPECT_NE(why(d128, 128, 128, 12, 1, 5)->find("stages 1 not in [2, 8]"), std::string::npos);
-  EXPECT_NE(why(d128, 128, 128, 12, 2, 256)->find("schedule 256 not in [0, 255]"), std::string::npos);
+  EXPECT_NE(why(d128, 128, 128, 12, 2, 512)->find("schedule 512 not in [0, 511]"), std::string::npos);
   // Softcap's polynomial (bit 64): only where there is a softcap.
   EXPECT_NE(why(d128, 128, 128, 12, 2, 71)->find("polynomial tanh (schedule bit 64) has nothing to act on: no softcap"),
             std::string::npos);
@@ -128,6 +128,16 @@ TEST(hopper_family, rejects_what_it_cannot_express_and_says_why) {
   EXPECT_NE(why(d128, 128, 64, 12, 2, 131)->find("(schedule bit 128) have nothing to act on: no causal mask or window"),
             std::string::npos);
   EXPECT_NE(why(causal128, 64, 64, 8, 2, 129)->find("(schedule bit 128) need two computing warpgroups or more, block_m 64"),
+            std::string::npos);
+  // Half-width first tile (bit 256): only at a window's left edge, with the overlap, block_n of 32s.
+  problem window = causal128;
+  window.window_left = 1024, window.window_right = 0;
+  EXPECT_FALSE(why(window, 128, 128, 12, 2, 261).has_value()) << *why(window, 128, 128, 12, 2, 261);
+  EXPECT_NE(why(causal128, 128, 128, 12, 2, 261)->find("(schedule bit 256) has nothing to act on: no window's left edge"),
+            std::string::npos);
+  EXPECT_NE(why(window, 128, 128, 12, 2, 260)->find("(schedule bit 256) needs the overlap (schedule bit 1)"),
+            std::string::npos);
+  EXPECT_NE(why(window, 128, 80, 12, 2, 261)->find("(schedule bit 256) needs block_n a multiple of 32, not 80"),
             std::string::npos);
   EXPECT_NE(why(d128, 128, 128, 12, 2, 32)->find("two blocks an SM (schedule bit 32) needs one computing warpgroup"),
             std::string::npos);

@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <random>
+#include <tuple>
 #include <vector>
 
 #include "codegen/compile_pool.hpp"
@@ -344,6 +345,21 @@ TEST(HopperTrim, EveryKeptVariantCompilesWithoutSpills) {
     canonicalize(s);
     validate(s);
     testing::expect_hopper_space_compiles_without_spills(s, attn_k::schedule_trim);
+  }
+}
+
+// The half-width first tile (schedule bit 256) on every schedule of the default space that has the
+// overlap, beside a window's left edge at D = 64, 128 and 256 (causal or both sides): no spills,
+// and no wgmma that ptxas serializes (its message would say so).
+TEST(HopperHalfFirst, EveryKeptVariantCompilesWithoutSpills) {
+  for (const auto& [d, causal, right] : {std::tuple<int64_t, bool, int64_t>{64, false, 256}, {128, true, 0},
+                                         {256, true, 0}}) {
+    SCOPED_TRACE(::testing::Message() << "D " << d);
+    problem s = square(4096, causal);
+    s.head_dim = d, s.window_left = causal ? 1024 : 256, s.window_right = right;
+    canonicalize(s);
+    validate(s);
+    testing::expect_hopper_space_compiles_without_spills(s, attn_k::schedule_half_first);
   }
 }
 

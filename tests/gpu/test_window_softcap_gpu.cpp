@@ -46,13 +46,15 @@ TEST_P(window_softcap_correctness, every_variant_passes) {
 // persistent grid and the half-width last tile (22; it acts on a window's right edge too), and
 // softcap's polynomial (67, 71; refused without softcap): softcap 8 takes it on every warp of
 // standard-normal scores, softcap 5 on some tiles and tanh.approx on others, softcap 2 almost never;
-// trimmed warpgroups (135, 150), which skip a window's edge tiles their rows do not see.
+// trimmed warpgroups (135, 150), which skip a window's edge tiles their rows do not see, and the
+// half-width first tile (261, 279, 391: with the persistent grid, ping-pong and the half-width last
+// tile, trimmed), where a warpgroup's rows see only its first tile's second half.
 TEST_P(window_softcap_correctness, every_hopper_variant_passes) {
   if (m_gpu.backend != backend::cuda || !runs_on(hopper_family(), m_gpu.desc.cc_major, m_gpu.desc.cc_minor))
     GTEST_SKIP() << "hopper runs on sm_90 (Hopper) only; this is " << m_gpu.desc.arch;
   const problem s = with_variant(GetParam());
   const search_space space = parse_space(
-      {"block_m=128,192", "block_n=64,80,128", "warps=12,16", "stages=2", "schedule=3,6,7,22,67,71,135,150"},
+      {"block_m=128,192", "block_n=64,80,128", "warps=12,16", "stages=2", "schedule=3,6,7,22,67,71,135,150,261,279,391"},
       hopper_family().default_space);
   // D=256 with softcap and a window keeps one config of this space (128x64 with the overlap: the
   // register margin prunes the rest; H200, 2026-12-02).
