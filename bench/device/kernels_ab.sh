@@ -6,17 +6,27 @@
 # filters run first, one process each (a hang in one stops nothing else).
 # Cases come from a file (CASES), one a line: NAME|FAMILY|SHAPE-OPTIONS|CONFIG; PROFILE likewise
 # names cases (NAME|KERNEL-REGEX) to profile both ways.
+# TESTS_LAST=1 runs the tests after the cases instead (the cases stop AB_RESERVE_S, default 60,
+# before the budget's end), each within what is left.
 #   carry: .deps .dev   usage: ATTN_BUILD_TARGETS="attn_gpu_tests attn-tune attn_tune" CASES=bench/device/ab/x.txt
-#                              [TESTS="filter1 filter2"] [PROFILE="name|regex ..."] [ROUNDS=3] bash bench/device/kernels_ab.sh
+#                              [TESTS="filter1 filter2"] [TESTS_LAST=1] [AB_RESERVE_S=60] [PROFILE="name|regex ..."]
+#                              [ROUNDS=3] bash bench/device/kernels_ab.sh
 set -uo pipefail
 source bench/device/peers_setup.sh
 BASE=${BASE:-.dev/kernels-base/kernels}
 [ -f "$BASE/hopper.cuh" ] || { echo "no kernels/ tree at BASE=$BASE (carry .dev)"; exit 1; }
-for f in ${TESTS:-}; do
-  (cd build-gpu && ATTN_TUNE_REQUIRE_GPU=1 timeout ${TEST_S:-150} ./attn_gpu_tests --gtest_filter="$f" \
-     > $OUT/gtest_${f//[^a-z]/}.log 2>&1; echo "gtest $f rc=$? $(el)")
-  grep -hE "^\[  (PASSED|FAILED) |^\[  FAILED|tests ran" $OUT/gtest_${f//[^a-z]/}.log | head -6
-done
+tests() {
+  set -f  # the filters' * are gtest's, not the shell's
+  for f in ${TESTS:-}; do
+    local limit=$(( ${TEST_S:-150} < $(left) - 15 ? ${TEST_S:-150} : $(left) - 15 ))
+    [ $limit -lt 20 ] && { echo "gtest $f: out of time $(el)"; continue; }
+    (cd build-gpu && ATTN_TUNE_REQUIRE_GPU=1 timeout $limit ./attn_gpu_tests --gtest_filter="$f" \
+       > $OUT/gtest_${f//[^a-z]/}.log 2>&1; echo "gtest $f rc=$? $(el)")
+    grep -hE "^\[  (PASSED|FAILED) |^\[  FAILED|tests ran" $OUT/gtest_${f//[^a-z]/}.log | head -6
+  done
+  set +f
+}
+[ -n "${TESTS_LAST:-}" ] || tests
 tool() {  # KERNELS FAMILY SHAPE CONFIG: the config's median (ms), or its status
   local out v
   out=$(timeout 90 build-gpu/attn-tune --no-db --kernels-dir "$1" --family $2 $3 --configs $4 2>&1)
@@ -28,7 +38,7 @@ while IFS='|' read -r name fam shape cfg; do
   [ -z "$name" ] || [ "${name:0:1}" = "#" ] && continue
   b="" n=""
   for r in $(seq ${ROUNDS:-3}); do
-    [ $(left) -lt 60 ] && { echo "$name: out of time $(el)"; break 2; }
+    [ $(left) -lt ${AB_RESERVE_S:-60} ] && { echo "$name: out of time $(el)"; break 2; }
     b+=" $(tool $BASE $fam "$shape" $cfg)"
     n+=" $(tool kernels $fam "$shape" $cfg)"
   done
@@ -37,6 +47,7 @@ b=[float(x) for x in '$b'.split() if x[0].isdigit()]; n=[float(x) for x in '$n'.
 print(f'{s.median(n)/s.median(b):.3f}' if b and n else '-')")
   echo "$name | $cfg |$b |$n | $ratio $(el)"
 done < "${CASES:?CASES=file}"
+[ -n "${TESTS_LAST:-}" ] && tests
 for item in ${PROFILE:-}; do
   name=${item%|*} regex=${item#*|}
   line=$(grep -m1 "^$name|" "$CASES") || continue
