@@ -482,8 +482,8 @@ __device__ __forceinline__ void wg_bwd_dkdv_ws_blocks(const bwd_params& p) {
     mbar_wait(full(s), (it / C::STAGES) & 1);
     const float* lse2 = sm.lse_stage(s);
     const float* delta = sm.delta_stage(s);
-    // S^T and dP^T issued together: dP^T's product runs while this warpgroup turns S^T into P^T,
-    // and dV's while it waits for dP^T (FlashAttention-3's order; one more M / 2 accumulator).
+    // S^T and dP^T issued together: dP^T's product runs while this warpgroup turns S^T into P^T
+    // (FlashAttention-3's order; one more M / 2 accumulator), and dV's through dS^T's barrier.
     float x[M / 2], dp[M / 2];  // S^T and dP^T: this warpgroup's 64 keys by the step's M queries
     wg_rows_rows<C, M, C::BLOCK_N>(x, k_smem, wg * 64, sm.q_stage(s));
     wg_rows_rows<C, M, C::BLOCK_N, C::DV>(dp, v_smem, wg * 64, sm.do_stage(s));  // dP^T = V dO^T
@@ -493,10 +493,10 @@ __device__ __forceinline__ void wg_bwd_dkdv_ws_blocks(const bwd_params& p) {
     constexpr int PF = C::SOFTCAP ? M : 16;
     unsigned pa[M / 16][4], ds[M / 16][4], pd[PF / 16][4];
     wg_step_p<C, PF>(p, x, lse2, m0, key0, t, offset, masked, n0 + C::BLOCK_N > p.kv_len, pa, pd);
-    wg_regs_rows<C, M, C::DV>(dv, pa, sm.do_stage(s));  // dV += P^T dO
-    wg_wait<1>();                                        // dP^T (dV's product may run on)
+    wg_wait<0>();  // dP^T
     wg_fence_operand(dp);
-    wg_step_ds<C, PF>(dp, pa, pd, delta, t, ds);
+    wg_step_ds<C, PF>(dp, pa, pd, delta, t, ds);  // reads pa: before dV's product takes it as an operand
+    wg_regs_rows<C, M, C::DV>(dv, pa, sm.do_stage(s));  // dV += P^T dO, running through dS^T's barrier
     const unsigned ds_smem = sm.ds(it & 1);
     wg_store_ds<C, true>(ds, ds_smem);
     float dq[C::DQ_N / 2];

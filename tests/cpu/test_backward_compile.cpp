@@ -139,6 +139,7 @@ TEST(backward_compiles_beyond_the_defaults, warp_specialized_atomic_dkdv) {
       ASSERT_TRUE(r.result.ok) << text << ":\n" << r.result.log;
       EXPECT_EQ(r.result.registers, 168) << text << ": not the launch bounds' 168 at entry";
       EXPECT_EQ(r.result.spill_bytes, 0) << text << " " << describe(s) << " spills:\n" << r.result.log;
+      EXPECT_EQ(ptxas_performance_warning(r.result.log), "") << text << " " << describe(s);  // wgmma serialized
     }
 }
 

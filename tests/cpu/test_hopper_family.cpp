@@ -121,6 +121,8 @@ TEST(hopper_family, rejects_what_it_cannot_express_and_says_why) {
   problem capped = d128;
   capped.softcap = 50;
   EXPECT_FALSE(why(capped, 128, 128, 12, 2, 71).has_value()) << *why(capped, 128, 128, 12, 2, 71);
+  capped.dtype = dtype::fp16;  // its reference max can put P below fp16's range
+  EXPECT_NE(why(capped, 128, 128, 12, 2, 71)->find("(schedule bit 64) takes bf16 only"), std::string::npos);
   // Trimmed warpgroups (bit 128): only beside a causal mask or a window, with two warpgroups or more.
   problem causal128 = d128;
   causal128.causal = true;
