@@ -239,7 +239,10 @@ bool parse_options(int argc, char** argv, options& out) {
   app.add_option("--space", space_tokens,
                  "Search space, axes not named keep their family's defaults, e.g. --space block_m=64,128 "
                  "block_n=64 warps=4 stages=2,3; a family's own axis (hopper's schedule, fa2's loader) "
-                 "goes to the families of the run that have it. " + (asks_for_help(argc, argv) ? default_space_help() : ""));
+                 "goes to the families of the run that have it. hopper's schedule is a set of bits: 1 overlap, "
+                 "2 ping-pong, 4 persistent grid, 8 two Q tiles, 16 half-width last tile, 32 two blocks an SM, "
+                 "64 softcap's polynomial tanh, 128 trimmed warpgroups, 256 half-width first tile "
+                 "(docs/search-and-database.md). " + (asks_for_help(argc, argv) ? default_space_help() : ""));
   app.add_option("--configs", out.configs,
                  "Run exactly these configs instead of a space, e.g. m128_n64_w4_s2,m64_n64_w4_s1")
       ->delimiter(',');
