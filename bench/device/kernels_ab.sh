@@ -27,12 +27,8 @@ tests() {
   set +f
 }
 [ -n "${TESTS_LAST:-}" ] || tests
-tool() {  # KERNELS FAMILY SHAPE CONFIG: the config's median (ms), or its status
-  local out v
-  out=$(timeout 90 build-gpu/attn-tune --no-db --kernels-dir "$1" --family $2 $3 --configs $4 2>&1)
-  v=$(echo "$out" | awk -v f=$2 '$1 == 1 && $2 == f {print $4; exit}')
-  [ -n "$v" ] && echo "$v" || echo "[$(echo "$out" | grep -m1 -E "error|$4" | tr -s ' ' | cut -c1-90)]"
-}
+source bench/device/ab_configs.sh
+tool() { config_median 90 $2 "$3" $4 "$1"; }  # KERNELS FAMILY SHAPE CONFIG
 echo "name | config | base ms (rounds) | this tree ms (rounds) | this / base (medians)"
 while IFS='|' read -r name fam shape cfg; do
   [ -z "$name" ] || [ "${name:0:1}" = "#" ] && continue

@@ -223,12 +223,14 @@ std::optional<std::string> hopper_reject(const tile_config& c, const problem& s,
                          "of a warpgroup see more than half of a {}-key diagonal tile)",
                          c.block_n);
   }
-  if ((c.knob & attn_k::schedule_softcap_poly) && !has_softcap(s))
-    return std::string("softcap's polynomial tanh (schedule bit 64) has nothing to act on: no softcap (--softcap C)");
-  // Its row reference (the cap of the largest |s|) may sit up to 2^92 above a row's max: P then
-  // underflows fp16 (2^-24), not bf16 (2^-126).
-  if ((c.knob & attn_k::schedule_softcap_poly) && s.dtype == dtype::fp16)
-    return std::string("softcap's polynomial tanh (schedule bit 64) takes bf16 only: its P can fall below fp16's range");
+  if (c.knob & attn_k::schedule_softcap_poly) {
+    if (!has_softcap(s))
+      return std::string("softcap's polynomial tanh (schedule bit 64) has nothing to act on: no softcap (--softcap C)");
+    // Its row reference (the cap of the largest |s|) may sit up to 2^92 above a row's max: P then
+    // underflows fp16 (2^-24), not bf16 (2^-126).
+    if (s.dtype == dtype::fp16)
+      return std::string("softcap's polynomial tanh (schedule bit 64) takes bf16 only: its P can fall below fp16's range");
+  }
   if (c.knob & attn_k::schedule_trim) {
     if (consumers(c) < 2)
       return fmt::format("trimmed warpgroups (schedule bit 128) need two computing warpgroups or more, block_m {} has one",
