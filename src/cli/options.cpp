@@ -66,15 +66,16 @@ std::string default_space_help() {
       const kernel_family* chosen = &default_family(b);
       for (const kernel_family* f : families_of(b))
         if (f->supersedes_others && runs_on(*f, gpu.desc.cc_major, gpu.desc.cc_minor)) chosen = f;
-      here = fmt::format("Default on this {} ({}): {} {}", gpu.desc.name, gpu.desc.arch, chosen->name,
-                         space_text(chosen->default_space));
+      here = fmt::format("Default on this {} ({}): {} {}{}", gpu.desc.name, gpu.desc.arch, chosen->name,
+                         space_text(chosen->default_space), knob_extras_text(chosen->default_space));
     }
   } catch (const std::exception&) {
     here.clear();  // no device to ask: the defaults below
   }
-  const std::string elsewhere = fmt::format("{} {}; on an H100/H200 (sm_90): hopper {}; on AMD: mfma {}",
+  const std::string elsewhere = fmt::format("{} {}; on an H100/H200 (sm_90): hopper {}{}; on AMD: mfma {}",
                                             fa2_family().name, space_text(fa2_family().default_space),
                                             space_text(hopper_family().default_space),
+                                            knob_extras_text(hopper_family().default_space),
                                             space_text(mfma_family().default_space));
   return here.empty() ? fmt::format("Default (no GPU here): {}", elsewhere)
                       : fmt::format("{}. Elsewhere: {}", here, elsewhere);

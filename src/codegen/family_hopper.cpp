@@ -434,6 +434,16 @@ search_space hopper_default_space() {
   space.splits.clear();  // chosen per problem (for_problem): 1 and no packing for prefill
   space.pack_gqa.clear();
   space.decode = {{64}, {64, 128}, {8}, {2, 3, 4}, {1, 5}, 0, false};  // prefill: splits 1 (not measured yet)
+  // Schedules 3 and 5 with the bit that won on such problems (NOTES V13, H5; H100, 2026-12-07):
+  // softcap's tanh as a polynomial (bf16 only: hopper_reject), -4% at D=128 causal softcap 50;
+  // trimmed warpgroups, -3% at D=256 causal w1024.
+  space.knob_extras = {
+      {[](const problem& p) { return has_softcap(p) && p.dtype == dtype::bf16; },
+       {3 | attn_k::schedule_softcap_poly, 5 | attn_k::schedule_softcap_poly},
+       "with softcap in bf16"},
+      {[](const problem& p) { return has_window(p); },
+       {3 | attn_k::schedule_trim, 5 | attn_k::schedule_trim},
+       "with a window"}};
   return space;
 }
 

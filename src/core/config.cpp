@@ -167,7 +167,8 @@ std::vector<int> short_grid_splits(const problem& p, const std::vector<int>& pac
   return out;
 }
 
-search_space for_problem(const search_space& s, const problem& p, int sm_count) {
+namespace {
+search_space with_decode_axes(const search_space& s, const problem& p, int sm_count) {
   if (!s.decode_axes) return s;
   search_space out = s;
   if (is_varlen(p)) {  // a packed batch: no split-KV or packed GQA (fa2_reject refuses them)
@@ -201,6 +202,32 @@ search_space for_problem(const search_space& s, const problem& p, int sm_count) 
     if (!keep("stages") && !d.stages.empty()) out.stages = d.stages;
     if (!s.knob_name.empty() && !keep(s.knob_name) && !d.knob.empty()) out.knob = d.knob;
   }
+  return out;
+}
+}  // namespace
+
+std::vector<int> knob_extras_for(const search_space& s, const problem& p) {
+  const bool named = std::find(s.named.begin(), s.named.end(), s.knob_name) != s.named.end();
+  std::vector<int> out;
+  if (named || s.knob_name.empty() || (s.decode_axes && decode_sized(p))) return out;
+  for (const search_space::knob_extra& e : s.knob_extras)
+    if (e.applies && e.applies(p))
+      for (int v : e.values)
+        if (std::find(s.knob.begin(), s.knob.end(), v) == s.knob.end() && std::find(out.begin(), out.end(), v) == out.end())
+          out.push_back(v);
+  return out;
+}
+
+std::string knob_extras_text(const search_space& s) {
+  std::string out;
+  for (const search_space::knob_extra& e : s.knob_extras)
+    out += fmt::format("{}+{} {}", out.empty() ? fmt::format("; {} ", s.knob_name) : ", ", fmt::join(e.values, ","), e.when);
+  return out;
+}
+
+search_space for_problem(const search_space& s, const problem& p, int sm_count) {
+  search_space out = with_decode_axes(s, p, sm_count);
+  for (int v : knob_extras_for(s, p)) out.knob.push_back(v);
   return out;
 }
 

@@ -72,6 +72,15 @@ struct search_space {
     /// short of the SMs); else splits 1 there unless --space names them.
     bool prefill_splits = true;
   } decode;
+  /// Knob values that a prefill problem searches besides `knob`, where --space did not name the
+  /// knob: `values` for the problems `applies` to (hopper: the schedule bits that act on softcap
+  /// and on a window, which other problems need not compile).
+  struct knob_extra {
+    bool (*applies)(const problem&) = nullptr;
+    std::vector<int> values;
+    std::string when;  ///< the problems, for --help: "with softcap in bf16"
+  };
+  std::vector<knob_extra> knob_extras;
   /// Every combination, block_m outermost, then block_n, warps, stages, the knob, splits,
   /// pack_gqa innermost, in the order the values are listed.
   std::vector<tile_config> enumerate() const;
@@ -81,8 +90,15 @@ struct search_space {
 /// heuristic's values, and for a decode-sized problem (decode_sized) the tile axes --space did not
 /// name become the decode defaults: block_m 16, 32, 64 with one warp per 16 rows, block_n 64 and
 /// 128, stages 2 to 4 (few query rows per block, many blocks, deep K/V rings).
+/// A problem that is not decode-sized also gets the knob_extras that apply to it.
 /// sm_count: the device's SMs (0: not known, taken as 132, an H200's). Other spaces unchanged.
 search_space for_problem(const search_space& s, const problem& p, int sm_count);
+/// The knob values for_problem adds to the knob axis for p (s.knob_extras that apply, not already
+/// in s.knob): none for a decode-sized problem or where --space named the knob.
+std::vector<int> knob_extras_for(const search_space& s, const problem& p);
+/// The knob_extras for --help: "; schedule +67,69 with softcap in bf16, +131,133 with a window"
+/// (empty without).
+std::string knob_extras_text(const search_space& s);
 /// Few query rows against many keys: at most 64 query rows per K/V head when packed (decode,
 /// speculative decode), at least 4 times as many keys as query rows.
 bool decode_sized(const problem& p);

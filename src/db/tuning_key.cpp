@@ -51,10 +51,13 @@ tuning_key make_tuning_key(const device_desc& device, const problem& s, const se
   // tuned under another rule (packing searched for fewer shapes, say) is not taken for this one.
   for (size_t i = 0; space.configs.empty() && i < space.families.size() && i < space.spaces.size(); ++i) {
     const search_space& f = space.spaces[i];
-    if (!f.decode_axes || (!f.splits.empty() && !f.pack_gqa.empty())) continue;  // none left to it
-    const search_space r = for_problem(f, s, device.sm_count);
-    k.space += fmt::format("; {} auto: splits={} pack_gqa={}", space.families[i], fmt::join(r.splits, ","),
-                           fmt::join(r.pack_gqa, ","));
+    if (f.decode_axes && (f.splits.empty() || f.pack_gqa.empty())) {  // some left to it
+      const search_space r = for_problem(f, s, device.sm_count);
+      k.space += fmt::format("; {} auto: splits={} pack_gqa={}", space.families[i], fmt::join(r.splits, ","),
+                             fmt::join(r.pack_gqa, ","));
+    }
+    const std::vector<int> extra = knob_extras_for(f, s);
+    if (!extra.empty()) k.space += fmt::format("; {} adds {}={}", space.families[i], f.knob_name, fmt::join(extra, ","));
   }
   return k;
 }

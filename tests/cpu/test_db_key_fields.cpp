@@ -168,6 +168,21 @@ TEST_F(key_fields, the_heuristics_decode_axes_are_in_the_key) {
   EXPECT_EQ(named.space.find("auto:"), std::string::npos) << named.space;
 }
 
+// hopper's schedules for softcap and windows (knob_extras) are in the key where they are searched,
+// so a softcap tuning from before they were is not taken for one with them; other keys keep their text.
+TEST_F(key_fields, the_schedules_added_for_a_problem_are_in_the_key) {
+  const std::vector<std::string> hopper = {"--shape", "2,8,256,64", "--causal", "--family", "hopper",
+                                           "--compile-only", "--arch", "sm_90a"};
+  const std::string plain = key_of(hopper).space;
+  EXPECT_EQ(plain.find("adds"), std::string::npos) << plain;
+  const std::string softcap = key_of(with(hopper, "--softcap", {"50"})).space;
+  EXPECT_NE(softcap.find("; hopper adds schedule=67,69"), std::string::npos) << softcap;
+  const std::string window = key_of(with(hopper, "--window", {"64,0"})).space;
+  EXPECT_NE(window.find("; hopper adds schedule=131,133"), std::string::npos) << window;
+  const std::string named = key_of(with(with(hopper, "--softcap", {"50"}), "--space", {"schedule=3"})).space;
+  EXPECT_EQ(named.find("adds"), std::string::npos) << named;
+}
+
 TEST_F(key_fields, a_random_search_misses_on_its_samples_and_its_seed) {
   const auto random = with("--search", {"random"});
   expect_miss(key_of(random), "--search random");

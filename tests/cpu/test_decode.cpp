@@ -92,6 +92,44 @@ TEST(DecodeSpace, PrefillKeepsItsSpace) {
   EXPECT_EQ(for_problem(wgmma_family().default_space, d, 132).enumerate(), wgmma_family().default_space.enumerate());
 }
 
+// hopper's schedule bits that won on softcap (64) and window (128) problems are searched there
+// only, beside schedules 3 and 5, unless --space names the schedule; decode keeps its own.
+TEST(DecodeSpace, HopperAddsTheSchedulesThatActOnSoftcapAndWindows) {
+  const search_space hopper = hopper_family().default_space;
+  const std::vector<int> base = hopper.knob;
+  auto with = [&](std::vector<int> extra) {
+    std::vector<int> out = base;
+    out.insert(out.end(), extra.begin(), extra.end());
+    return out;
+  };
+  problem p = decode(4, 32, 32, 4096, 4096, 128, true);
+  EXPECT_EQ(for_problem(hopper, p, 132).knob, base);
+  p.softcap = 50;
+  EXPECT_EQ(for_problem(hopper, p, 132).knob, with({67, 69}));
+  EXPECT_EQ(knob_extras_for(hopper, p), (std::vector<int>{67, 69}));
+  p.dtype = dtype::fp16;  // the polynomial is refused with fp16 (NOTES V13)
+  EXPECT_EQ(for_problem(hopper, p, 132).knob, base);
+  p.dtype = dtype::bf16;
+  p.window_left = 1024;
+  EXPECT_EQ(for_problem(hopper, p, 132).knob, with({67, 69, 131, 133}));
+  p.softcap = 0;
+  EXPECT_EQ(for_problem(hopper, p, 132).knob, with({131, 133}));
+  EXPECT_EQ(for_problem(hopper, p, 132).enumerate().size(), hopper.enumerate().size() / base.size() * (base.size() + 2));
+  // --space's schedule is searched as named.
+  EXPECT_EQ(for_problem(parse_space({"schedule=5"}, hopper), p, 132).knob, (std::vector<int>{5}));
+  EXPECT_TRUE(knob_extras_for(parse_space({"schedule=5"}, hopper), p).empty());
+  // Other axes named: the extras stay.
+  EXPECT_EQ(for_problem(parse_space({"stages=2"}, hopper), p, 132).knob, with({131, 133}));
+  // Decode with a window and softcap: decode's schedules only.
+  problem d = decode(8, 32, 8, 1, 8192);
+  d.window_left = 1024, d.softcap = 50;
+  EXPECT_EQ(for_problem(hopper, d, 132).knob, (std::vector<int>{1, 5}));
+  // Families without extras, and --help names them.
+  EXPECT_EQ(for_problem(fa2_family().default_space, p, 132).knob, fa2_family().default_space.knob);
+  EXPECT_EQ(knob_extras_text(hopper), "; schedule +67,69 with softcap in bf16, +131,133 with a window");
+  EXPECT_EQ(knob_extras_text(fa2_family().default_space), "");
+}
+
 TEST(DecodeSpace, HopperDecodeIsOneWarpgroupWithSplitsAndPacking) {
   const problem d = decode(8, 32, 8, 1, 8192);
   const search_space s = for_problem(hopper_family().default_space, d, 132);
