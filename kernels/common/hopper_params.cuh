@@ -28,6 +28,10 @@ struct hopper_params {
   /// softcap_polynomial (src/codegen/kernel_args.cpp). Last, so the fields above keep their offsets.
   float softcap_poly[3];
   float softcap_fast_limit;
+  /// The same where a warp's scores are within the narrower softcap_fast3_limit: s (softcap_poly3[0]
+  /// + softcap_poly3[1] s^2), one FFMA a score less (NOTES V14).
+  float softcap_poly3[2];
+  float softcap_fast3_limit;
 };
 
 }  // namespace attn_k

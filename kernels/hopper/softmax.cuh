@@ -26,29 +26,18 @@ __device__ __forceinline__ bool wg_softmax(float (&s)[C::BLOCK_N / 2], float (&a
 /// tanh on the FMA pipes. With softcap each score takes two SFU ops (tanh.approx and exp2), which at
 /// D 128 keep the SFU as busy as the tile's products keep the tensor cores (NOTES V13); here tanh(x)
 /// is x (c0 + c1 x^2 + c2 x^4), x = s scale / C, within 2.2e-4 of it for |x| < 0.75 (tanh.approx:
-/// 2^-11), folded with C and scale_log2 into hp.softcap_poly. Taken when every score of the warp's
-/// rows has |s| < hp.softcap_fast_limit; else returns false and leaves s alone (the caller caps it
-/// with tanh.approx). A row's reference max is the cap of its largest |s|: an upper bound of its
-/// capped scores (the polynomial is odd and increasing there) at most 2^92 above their max (the
-/// limit keeps the cap within 32 of 0), so P stays a normal float (> 2^-101) and <= 256, and the
-/// scores are read once for the bound and once for exp2. any_grow: as wg_softmax's return.
-template <class C, int NW, class HopperParams>
-__device__ __forceinline__ bool wg_softcap_poly(float (&s)[C::BLOCK_N / 2], float (&alpha)[2], float (&row_max)[2],
-                                                float (&row_sum)[2], const HopperParams& hp, bool& any_grow) {
-  const float scale_log2 = hp.p.scale_log2;
-  float a[4] = {0.f, 0.f, 0.f, 0.f};  // |s| maxima: rows g (k 0, 1) and g + 8 (k 2, 3)
-#pragma unroll
-  for (int i = 0; i < NW / 2; ++i) a[i % 4] = fmaxf(a[i % 4], fabsf(s[i]));
-  float bound[2];
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    bound[h] = fmaxf(a[2 * h], a[2 * h + 1]);
-    bound[h] = fmaxf(bound[h], warp_xor(bound[h], 1));
-    bound[h] = fmaxf(bound[h], warp_xor(bound[h], 2));
-  }
-  if (!__all_sync(0xffffffffu, fmaxf(bound[0], bound[1]) < hp.softcap_fast_limit)) return false;
-  // The capped score times scale_log2 is s poly(s^2).
-  auto poly = [&](float y) { return fmaf(fmaf(hp.softcap_poly[2], y, hp.softcap_poly[1]), y, hp.softcap_poly[0]); };
+/// 2^-11), folded with C and scale_log2 into hp.softcap_poly; where every |x| of the warp's rows is
+/// below 0.34, x (c0 + c1 x^2) is as close (hp.softcap_poly3, one FFMA a score less: NOTES V14).
+/// Taken when every score of the warp's rows has |s| < hp.softcap_fast_limit; else returns false
+/// and leaves s alone (the caller caps it with tanh.approx). A row's reference max is the cap of its
+/// largest |s|: an upper bound of its capped scores (the polynomials are odd and increasing there)
+/// at most 2^92 above their max (the limit keeps the cap within 32 of 0), so P stays a normal float
+/// (> 2^-101) and <= 256, and the scores are read once for the bound and once for exp2. any_grow:
+/// as wg_softmax's return.
+template <class C, int NW, class Poly>
+__device__ __forceinline__ bool wg_softcap_poly_pass(float (&s)[C::BLOCK_N / 2], float (&alpha)[2], float (&row_max)[2],
+                                                     float (&row_sum)[2], const float (&bound)[2], float scale_log2,
+                                                     Poly poly) {
   bool grow_any = false;
 #pragma unroll
   for (int h = 0; h < 2; ++h) {  // common/softmax.cuh's online_softmax_step, from the bound
@@ -68,7 +57,33 @@ __device__ __forceinline__ bool wg_softcap_poly(float (&s)[C::BLOCK_N / 2], floa
     }
     row_sum[h] = row_sum[h] * alpha[h] + sum2[0] + sum2[1];
   }
-  any_grow = __any_sync(0xffffffffu, grow_any);
+  return __any_sync(0xffffffffu, grow_any);
+}
+
+template <class C, int NW, class HopperParams>
+__device__ __forceinline__ bool wg_softcap_poly(float (&s)[C::BLOCK_N / 2], float (&alpha)[2], float (&row_max)[2],
+                                                float (&row_sum)[2], const HopperParams& hp, bool& any_grow) {
+  const float scale_log2 = hp.p.scale_log2;
+  float a[4] = {0.f, 0.f, 0.f, 0.f};  // |s| maxima: rows g (k 0, 1) and g + 8 (k 2, 3)
+#pragma unroll
+  for (int i = 0; i < NW / 2; ++i) a[i % 4] = fmaxf(a[i % 4], fabsf(s[i]));
+  float bound[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    bound[h] = fmaxf(a[2 * h], a[2 * h + 1]);
+    bound[h] = fmaxf(bound[h], warp_xor(bound[h], 1));
+    bound[h] = fmaxf(bound[h], warp_xor(bound[h], 2));
+  }
+  const float widest = fmaxf(bound[0], bound[1]);
+  // The capped score times scale_log2 is s poly(s^2).
+  if (__all_sync(0xffffffffu, widest < hp.softcap_fast3_limit)) {
+    auto poly3 = [&](float y) { return fmaf(hp.softcap_poly3[1], y, hp.softcap_poly3[0]); };
+    any_grow = wg_softcap_poly_pass<C, NW>(s, alpha, row_max, row_sum, bound, scale_log2, poly3);
+    return true;
+  }
+  if (!__all_sync(0xffffffffu, widest < hp.softcap_fast_limit)) return false;
+  auto poly = [&](float y) { return fmaf(fmaf(hp.softcap_poly[2], y, hp.softcap_poly[1]), y, hp.softcap_poly[0]); };
+  any_grow = wg_softcap_poly_pass<C, NW>(s, alpha, row_max, row_sum, bound, scale_log2, poly);
   return true;
 }
 

@@ -355,6 +355,8 @@ void hopper_plan(launch_plan& plan, const tile_config& c, const problem& s, cons
   const softcap_polynomial poly = softcap_poly_for(s.softcap, p.softmax_scale);  // schedule bit 64's tanh; 0s without softcap
   std::copy(std::begin(poly.coefficients), std::end(poly.coefficients), hp->softcap_poly);
   hp->softcap_fast_limit = poly.limit;
+  std::copy(std::begin(poly.coefficients3), std::end(poly.coefficients3), hp->softcap_poly3);
+  hp->softcap_fast3_limit = poly.limit3;
   const device_runtime& rt = runtime_of(gpu);
   auto encode = [&](attn_k::tensor_map& map, const tensor_map_args& a) {
     if (auto why = tensor_map_problem(a)) throw invalid_input(*why);

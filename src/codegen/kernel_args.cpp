@@ -196,9 +196,9 @@ attn_k::fwd_params make_fwd_params(const problem& s, const forward_tensors& t, t
   return p;
 }
 
-double softcap_poly_limit(double softcap) {
+double softcap_poly_limit(double softcap, double x_limit) {
   constexpr double cap_limit = 32;
-  return softcap * std::tanh(softcap_poly_x) <= cap_limit ? softcap_poly_x : std::atanh(cap_limit / softcap);
+  return softcap * std::tanh(x_limit) <= cap_limit ? x_limit : std::atanh(cap_limit / softcap);
 }
 
 softcap_polynomial softcap_poly_for(double softcap, double softmax_scale) {
@@ -210,6 +210,9 @@ softcap_polynomial softcap_poly_for(double softcap, double softmax_scale) {
   for (int k = 0; k < 3; ++k)
     poly.coefficients[k] = static_cast<float>(softmax_scale * M_LOG2E * softcap_tanh_poly[k] * std::pow(in * in, k));
   poly.limit = static_cast<float>(softcap_poly_limit(softcap) / in);
+  for (int k = 0; k < 2; ++k)
+    poly.coefficients3[k] = static_cast<float>(softmax_scale * M_LOG2E * softcap_tanh_poly3[k] * std::pow(in * in, k));
+  poly.limit3 = static_cast<float>(softcap_poly_limit(softcap, softcap_poly3_x) / in);
   return poly;
 }
 

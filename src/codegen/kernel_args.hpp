@@ -67,16 +67,22 @@ tensor_strides packed_strides(const problem& s, bool kv, int64_t dim, int64_t ro
 /// is 2^-11). Its coefficients, in fwd_params' softcap_poly, take C and the scale.
 inline constexpr double softcap_tanh_poly[3] = {0.999786375, -0.326305017, 0.0973672351};
 inline constexpr double softcap_poly_x = 0.75;
-/// Below which |x| = |s scale / C| the kernel takes the polynomial for softcap C: softcap_poly_x,
-/// less where the cap there, C tanh(x), would pass 32 (a row's bound is then at most 2^92 above
-/// its max: NOTES V13).
-double softcap_poly_limit(double softcap);
+/// The shorter form where every |x| of a warp's scores is below softcap_poly3_x: x (c0 + c1 x^2),
+/// within 2.2e-4 of tanh there too (NOTES V14).
+inline constexpr double softcap_tanh_poly3[2] = {0.999787238, -0.318541102};
+inline constexpr double softcap_poly3_x = 0.34;
+/// Below which |x| = |s scale / C| the kernel takes the polynomial for softcap C: x_limit
+/// (softcap_poly_x or softcap_poly3_x), less where the cap there, C tanh(x), would pass 32 (a
+/// row's bound is then at most 2^92 above its max: NOTES V13).
+double softcap_poly_limit(double softcap, double x_limit = softcap_poly_x);
 /// The kernel's form (hopper_params' softcap_poly and softcap_fast_limit): for |s| < limit (raw
-/// q.k units), s (c[0] + c[1] s^2 + c[2] s^4) is C tanh(s scale / C) times scale * log2(e). All 0
-/// without softcap.
+/// q.k units), s (c[0] + c[1] s^2 + c[2] s^4) is C tanh(s scale / C) times scale * log2(e); for
+/// |s| < limit3, s (c3[0] + c3[1] s^2) is. All 0 without softcap.
 struct softcap_polynomial {
   float coefficients[3] = {0, 0, 0};
   float limit = 0;
+  float coefficients3[2] = {0, 0};
+  float limit3 = 0;
 };
 softcap_polynomial softcap_poly_for(double softcap, double softmax_scale);
 

@@ -223,8 +223,23 @@ TEST(SoftcapPolynomial, MatchesTanhWhereTheKernelTakesIt) {
         worst = std::max(worst, std::abs(got - want) / std::abs(want));
       }
       EXPECT_LT(worst, 2.5e-4);
+      // The shorter form, where the kernel takes it (|s| < limit3).
+      ASSERT_GT(poly.limit3, 0.f);
+      EXPECT_LE(poly.limit3, poly.limit);  // equal where the cap of 32 bounds both (C > 94)
+      EXPECT_NEAR(poly.limit3 * scale / cap, softcap_poly_limit(cap, softcap_poly3_x), 1e-6 * softcap_poly3_x);
+      EXPECT_LE(cap * std::tanh(poly.limit3 * scale / cap), 32 * (1 + 1e-6));
+      double worst3 = 0;
+      for (int i = -1000; i <= 1000; ++i) {
+        if (i == 0) continue;
+        const float s = poly.limit3 * static_cast<float>(i) / 1000.f, y = s * s;
+        const float got = s * std::fma(poly.coefficients3[1], y, poly.coefficients3[0]);
+        const double want = cap * std::tanh(s * scale / cap) * M_LOG2E;
+        worst3 = std::max(worst3, std::abs(got - want) / std::abs(want));
+      }
+      EXPECT_LT(worst3, 2.5e-4);
     }
   }
+  EXPECT_EQ(softcap_poly_for(0, 0.125).limit3, 0.f);
   const softcap_polynomial none = softcap_poly_for(0, 0.125);
   EXPECT_EQ(none.limit, 0.f);
   EXPECT_EQ(none.coefficients[0], 0.f);
