@@ -60,10 +60,11 @@ inline const std::vector<planted_defect>& planted_defects() {
       {"hopper_softcap_before_scale", "hopper/mainloop.cuh", "p.softcap_out * fast_tanh(s[i] * p.softcap_in)",
        "p.softcap_out * p.softmax_scale * fast_tanh(s[i] * p.softcap_in / p.softmax_scale)", false, "normal",
        {"--softcap", "5"}, "hopper"},
-      // Softcap's polynomial (schedule bit 64) without its cap: exp2 of the scaled score. On softcap
-      // 8, where standard-normal scores take the polynomial and the cap bends them.
+      // Softcap's polynomial (schedule bit 64) without its cap: exp2 of the scaled score (poly(0) is
+      // c0, either degree's). On softcap 8, where standard-normal scores take the polynomial (degree
+      // 5 on most warps, 3 on some) and the cap bends them.
       {"hopper_softcap_poly_uncapped", "hopper/softmax.cuh",
-       "v = exp2f(fmaf(v, poly(v * v), -mx_scaled));", "v = exp2f(fmaf(v, hp.softcap_poly[0], -mx_scaled));", false, "normal", {"--softcap", "8"}, "hopper",
+       "v = exp2f(fmaf(v, poly(v * v), -mx_scaled));", "v = exp2f(fmaf(v, poly(0.f), -mx_scaled));", false, "normal", {"--softcap", "8"}, "hopper",
        "1,4,256,64", 64},
       // The half-width first tile (schedule bit 256) reading the first half of V's tile for P V of
       // its second half. A window of 80 on tiles of 64 keys puts both warpgroups' first keys in

@@ -44,8 +44,9 @@ TEST_P(window_softcap_correctness, every_variant_passes) {
 // The hopper family on the same cases (sm_90): two and three computing warpgroups, tiles of 64,
 // 80 and 128 keys (the window's edges cut them in every way), the overlap, ping-pong, the
 // persistent grid and the half-width last tile (22; it acts on a window's right edge too), and
-// softcap's polynomial (67, 71; refused without softcap): softcap 8 takes it on every warp of
-// standard-normal scores, softcap 5 on some tiles and tanh.approx on others, softcap 2 almost never;
+// softcap's polynomial (67, 71; refused without softcap): softcap 50 takes its degree-3 form on
+// every warp of standard-normal scores, softcap 8 the degree-5 form on most warps (3 on some),
+// softcap 5 on some tiles and tanh.approx on others, softcap 2 almost never;
 // trimmed warpgroups (135, 150), which skip a window's edge tiles their rows do not see, and the
 // half-width first tile (261, 279, 391: with the persistent grid, ping-pong and the half-width last
 // tile, trimmed), where a warpgroup's rows see only its first tile's second half.
