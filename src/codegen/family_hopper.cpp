@@ -88,9 +88,11 @@ int64_t hopper_shared_memory(const tile_config& c, const problem& s) {
 // spaces at D 64, 80, 96, 128, 192 and 256 then compile without spills.
 int register_margin(const tile_config& c, const problem& s) {
   const int softcap = !has_softcap(s) ? 0 : consumers(c) >= 3 ? 20 : c.block_n >= 176 ? 36 : 4;
-  // Softcap's polynomial (bit 64) beside two computing warpgroups: D=256 causal's 128x64 spilled
-  // 32 bytes at slack 4 (its non-causal form none at 12).
-  const int poly = (c.knob & attn_k::schedule_softcap_poly) && consumers(c) < 3 ? 8 : 0;
+  // Softcap's polynomial (bit 64) beside two computing warpgroups: with V13's code D=256 causal's
+  // 128x64 spilled 32 bytes at slack 4 (its non-causal form none at 12); V14's (degree 3 or 5)
+  // compiles it without spills at no margin of its own (causal or not, with a window), D=256
+  // 128x80 not (not causal: 62 bytes at no slack): 4, which keeps 128x64 and prunes 128x80.
+  const int poly = (c.knob & attn_k::schedule_softcap_poly) && consumers(c) < 3 ? 4 : 0;
   // Trimmed warpgroups (bit 128): D=128 causal 128x176 spilled 8 bytes at slack 4.
   const int trim = (c.knob & attn_k::schedule_trim) ? 8 : 0;
   const int packed = !is_varlen(s)         ? 0
