@@ -11,10 +11,11 @@
 #   carry: .deps .dev   usage: ATTN_BUILD_TARGETS="attn_gpu_tests attn-tune attn_tune" CASES=bench/device/ab/x.txt
 #                              [TESTS="filter1 filter2"] [TESTS_LAST=1] [AB_RESERVE_S=60] [PROFILE="name|regex ..."]
 #                              [ROUNDS=3] bash bench/device/kernels_ab.sh
+# ONE_TREE=1: this tree's kernels only (no BASE; compare the cases' lines with each other).
 set -uo pipefail
 source bench/device/peers_setup.sh
 BASE=${BASE:-.dev/kernels-base/kernels}
-[ -f "$BASE/hopper.cuh" ] || { echo "no kernels/ tree at BASE=$BASE (carry .dev)"; exit 1; }
+[ -n "${ONE_TREE:-}" ] || [ -f "$BASE/hopper.cuh" ] || { echo "no kernels/ tree at BASE=$BASE (carry .dev)"; exit 1; }
 tests() {
   set -f  # the filters' * are gtest's, not the shell's
   for f in ${TESTS:-}; do
@@ -35,7 +36,7 @@ while IFS='|' read -r name fam shape cfg; do
   b="" n=""
   for r in $(seq ${ROUNDS:-3}); do
     [ $(left) -lt ${AB_RESERVE_S:-60} ] && { echo "$name: out of time $(el)"; break 2; }
-    b+=" $(tool $BASE $fam "$shape" $cfg)"
+    [ -n "${ONE_TREE:-}" ] || b+=" $(tool $BASE $fam "$shape" $cfg)"
     n+=" $(tool kernels $fam "$shape" $cfg)"
   done
   ratio=$(python3 -c "import statistics as s,sys
