@@ -207,11 +207,11 @@ softcap_polynomial softcap_poly_for(double softcap, double softmax_scale) {
   softcap_polynomial poly;
   if (!(softcap > 0)) return poly;
   const double in = softmax_scale / softcap;
-  for (int k = 0; k < 3; ++k)
-    poly.coefficients[k] = static_cast<float>(softmax_scale * M_LOG2E * softcap_tanh_poly[k] * std::pow(in * in, k));
+  // c_k of tanh's fit in x, for s: times scale log2(e) and in^(2k).
+  auto fold = [&](double c, int k) { return static_cast<float>(softmax_scale * M_LOG2E * c * std::pow(in * in, k)); };
+  for (int k = 0; k < 3; ++k) poly.coefficients[k] = fold(softcap_tanh_poly[k], k);
+  for (int k = 0; k < 2; ++k) poly.coefficients3[k] = fold(softcap_tanh_poly3[k], k);
   poly.limit = static_cast<float>(softcap_poly_limit(softcap) / in);
-  for (int k = 0; k < 2; ++k)
-    poly.coefficients3[k] = static_cast<float>(softmax_scale * M_LOG2E * softcap_tanh_poly3[k] * std::pow(in * in, k));
   poly.limit3 = static_cast<float>(softcap_poly_limit(softcap, softcap_poly3_x) / in);
   return poly;
 }

@@ -168,6 +168,11 @@ std::vector<int> short_grid_splits(const problem& p, const std::vector<int>& pac
 }
 
 namespace {
+// Whether --space named this axis (the family's defaults do not apply to it).
+bool names_axis(const search_space& s, const std::string& axis) {
+  return std::find(s.named.begin(), s.named.end(), axis) != s.named.end();
+}
+
 search_space with_decode_axes(const search_space& s, const problem& p, int sm_count) {
   if (!s.decode_axes) return s;
   search_space out = s;
@@ -191,7 +196,7 @@ search_space with_decode_axes(const search_space& s, const problem& p, int sm_co
     out.splits = all;
   }
   if (decode) {  // the family's decode tiles, where --space named neither the axis nor its partner
-    auto keep = [&](const std::string& axis) { return std::find(s.named.begin(), s.named.end(), axis) != s.named.end(); };
+    auto keep = [&](const std::string& axis) { return names_axis(s, axis); };
     const search_space::decode_tiles& d = s.decode;
     if (!keep("block_m") && !keep("warps") && !d.block_m.empty()) {
       out.block_m = d.block_m;
@@ -207,9 +212,8 @@ search_space with_decode_axes(const search_space& s, const problem& p, int sm_co
 }  // namespace
 
 std::vector<int> knob_extras_for(const search_space& s, const problem& p) {
-  const bool named = std::find(s.named.begin(), s.named.end(), s.knob_name) != s.named.end();
   std::vector<int> out;
-  if (named || s.knob_name.empty() || (s.decode_axes && decode_sized(p))) return out;
+  if (names_axis(s, s.knob_name) || s.knob_name.empty() || (s.decode_axes && decode_sized(p))) return out;
   for (const search_space::knob_extra& e : s.knob_extras)
     if (e.applies && e.applies(p))
       for (int v : e.values)

@@ -239,9 +239,9 @@ TEST(SoftcapPolynomial, MatchesTanhWhereTheKernelTakesIt) {
       EXPECT_LT(worst3, 2.5e-4);
     }
   }
-  EXPECT_EQ(softcap_poly_for(0, 0.125).limit3, 0.f);
   const softcap_polynomial none = softcap_poly_for(0, 0.125);
   EXPECT_EQ(none.limit, 0.f);
+  EXPECT_EQ(none.limit3, 0.f);
   EXPECT_EQ(none.coefficients[0], 0.f);
   // 50 is the largest C whose cap stays within 32 over |x| < 0.75; past it the range narrows.
   EXPECT_DOUBLE_EQ(softcap_poly_limit(50), softcap_poly_x);
